@@ -1,0 +1,45 @@
+//! The push-model sink trait every storage backend implements.
+
+use crate::error::Result;
+use crate::frame::Frame;
+use crate::layout::StreamLayout;
+
+/// What a sink did, returned by [`Sink::finish`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SinkSummary {
+    /// Frames written.
+    pub frames: u64,
+    /// Payload bytes written (frame data, not metadata).
+    pub bytes: u64,
+    /// Seconds spent inside `begin`, `write` and `finish`.
+    pub write_seconds: f64,
+    /// Order-independent checksum of every frame written (see [`crate::frame_checksum`]),
+    /// equal across sinks for the same frames.
+    pub checksum: u64,
+}
+
+/// A storage backend, driven in push mode by one writer thread.
+///
+/// Call order: `begin` once, `write` for each frame (frames of one stream arrive in index
+/// order; streams interleave), `finish` once. After an error from `write` the sink must still
+/// accept `finish`, which leaves every frame written before the error readable.
+pub trait Sink: Send {
+    /// Creates files and datasets for `layout`. Creates nothing when it fails.
+    fn begin(&mut self, layout: &StreamLayout) -> Result<()>;
+    /// Stores one frame. A frame that does not match the layout is an error, not a write.
+    fn write(&mut self, frame: &Frame) -> Result<()>;
+    /// Flushes and closes; reports what was written.
+    fn finish(&mut self) -> Result<SinkSummary>;
+}
+
+impl<S: Sink + ?Sized> Sink for Box<S> {
+    fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
+        (**self).begin(layout)
+    }
+    fn write(&mut self, frame: &Frame) -> Result<()> {
+        (**self).write(frame)
+    }
+    fn finish(&mut self) -> Result<SinkSummary> {
+        (**self).finish()
+    }
+}
