@@ -1,0 +1,170 @@
+//! Adapter discovery and device selection across every wgpu backend.
+
+use std::fmt;
+
+use crate::device::GpuDevice;
+use crate::error::{Error, Result};
+
+/// What wgpu tells about one adapter, in the order [`list_adapters`] returns them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdapterSummary {
+    /// Position in [`list_adapters`]; what index selection refers to.
+    pub index: usize,
+    /// Adapter name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)".
+    pub name: String,
+    /// Backend: Vulkan, Metal, Dx12, Gl.
+    pub backend: wgpu::Backend,
+    /// Discrete, integrated, virtual, CPU, other.
+    pub device_type: wgpu::DeviceType,
+    /// Driver name and version info.
+    pub driver: String,
+}
+
+impl fmt::Display for AdapterSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} ({:?}, {:?}, {})", self.index, self.name, self.backend, self.device_type, self.driver)
+    }
+}
+
+/// Which adapters to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceSelector {
+    /// Every adapter wgpu sees.
+    All,
+    /// Adapters by their [`AdapterSummary::index`].
+    Indices(Vec<usize>),
+    /// Every adapter of one backend.
+    Backend(wgpu::Backend),
+    /// Adapters whose name contains this text (case-insensitive).
+    Name(String),
+}
+
+impl DeviceSelector {
+    /// Parses `"all"`, a backend name (`vulkan`, `gl`, `metal`, `dx12`), a comma-separated list
+    /// of indices (`"0,1"`), or else a name substring.
+    pub fn parse(text: &str) -> Result<Self> {
+        let t = text.trim();
+        if t.is_empty() {
+            return Err(Error::InvalidSelector(text.to_owned()));
+        }
+        let lower = t.to_ascii_lowercase();
+        let backend = match lower.as_str() {
+            "all" => return Ok(DeviceSelector::All),
+            "vulkan" | "vk" => Some(wgpu::Backend::Vulkan),
+            "gl" | "gles" | "opengl" => Some(wgpu::Backend::Gl),
+            "metal" => Some(wgpu::Backend::Metal),
+            "dx12" | "d3d12" => Some(wgpu::Backend::Dx12),
+            _ => None,
+        };
+        if let Some(b) = backend {
+            return Ok(DeviceSelector::Backend(b));
+        }
+        if t.chars().all(|c| c.is_ascii_digit() || c == ',' || c == ' ') {
+            let indices = t
+                .split(',')
+                .map(|s| s.trim().parse::<usize>().map_err(|_| Error::InvalidSelector(text.to_owned())))
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(DeviceSelector::Indices(indices));
+        }
+        Ok(DeviceSelector::Name(t.to_owned()))
+    }
+
+    fn matches(&self, a: &AdapterSummary) -> bool {
+        match self {
+            DeviceSelector::All => true,
+            DeviceSelector::Indices(ix) => ix.contains(&a.index),
+            DeviceSelector::Backend(b) => a.backend == *b,
+            DeviceSelector::Name(n) => a.name.to_lowercase().contains(&n.to_lowercase()),
+        }
+    }
+}
+
+impl fmt::Display for DeviceSelector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceSelector::All => write!(f, "\"all\""),
+            DeviceSelector::Indices(ix) => write!(f, "indices {ix:?}"),
+            DeviceSelector::Backend(b) => write!(f, "backend {b:?}"),
+            DeviceSelector::Name(n) => write!(f, "name {n:?}"),
+        }
+    }
+}
+
+/// A wgpu instance on every backend, honouring `WGPU_BACKEND` and friends.
+fn instance() -> wgpu::Instance {
+    wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+}
+
+fn summary(index: usize, adapter: &wgpu::Adapter) -> AdapterSummary {
+    let info = adapter.get_info();
+    let driver = match (info.driver.is_empty(), info.driver_info.is_empty()) {
+        (true, true) => "unknown driver".to_owned(),
+        (false, true) => info.driver.clone(),
+        (true, false) => info.driver_info.clone(),
+        (false, false) => format!("{} {}", info.driver, info.driver_info),
+    };
+    AdapterSummary { index, name: info.name, backend: info.backend, device_type: info.device_type, driver }
+}
+
+/// Adapters in a stable order (backend, then name) so indices mean the same thing each run.
+fn enumerate(instance: &wgpu::Instance) -> Vec<(AdapterSummary, wgpu::Adapter)> {
+    let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+    adapters.sort_by_key(|a| {
+        let i = a.get_info();
+        (i.backend as u32, i.name, i.device_pci_bus_id)
+    });
+    adapters.into_iter().enumerate().map(|(i, a)| (summary(i, &a), a)).collect()
+}
+
+/// Every adapter wgpu sees on every backend.
+pub fn list_adapters() -> Vec<AdapterSummary> {
+    enumerate(&instance()).into_iter().map(|(s, _)| s).collect()
+}
+
+/// Opens the selected adapters, each `count` times (a fresh device and queue each time).
+///
+/// Opening one adapter several times is how one GPU runs several independent streams.
+pub fn open_devices(selector: &DeviceSelector, count: usize) -> Result<Vec<GpuDevice>> {
+    let instance = instance();
+    let all = enumerate(&instance);
+    if all.is_empty() {
+        return Err(Error::NoAdapter);
+    }
+    let chosen: Vec<AdapterSummary> = all.iter().filter(|(s, _)| selector.matches(s)).map(|(s, _)| s.clone()).collect();
+    if let DeviceSelector::Indices(ix) = selector
+        && let Some(bad) = ix.iter().find(|i| **i >= all.len())
+    {
+        return Err(Error::NoMatchingAdapter {
+            selector: format!("index {bad}"),
+            available: all.iter().map(|(s, _)| s.to_string()).collect::<Vec<_>>().join("; "),
+        });
+    }
+    if chosen.is_empty() || count == 0 {
+        return Err(Error::NoMatchingAdapter {
+            selector: selector.to_string(),
+            available: all.iter().map(|(s, _)| s.to_string()).collect::<Vec<_>>().join("; "),
+        });
+    }
+    let mut devices = Vec::with_capacity(chosen.len() * count);
+    for summary in &chosen {
+        for copy in 0..count {
+            // An adapter opens one device only, so each copy enumerates a fresh adapter handle.
+            let adapter = if copy == 0 {
+                all.iter().find(|(s, _)| s.index == summary.index).map(|(_, a)| a.clone())
+            } else {
+                enumerate(&instance).into_iter().find(|(s, _)| s == summary).map(|(_, a)| a)
+            };
+            let adapter = adapter.ok_or_else(|| Error::RequestDevice {
+                adapter: summary.name.clone(),
+                message: "the adapter disappeared while devices were being opened".to_owned(),
+            })?;
+            let label = if count > 1 {
+                format!("{}#{copy} {} ({:?})", summary.index, summary.name, summary.backend)
+            } else {
+                format!("{} {} ({:?})", summary.index, summary.name, summary.backend)
+            };
+            devices.push(GpuDevice::open(&adapter, summary.clone(), label)?);
+        }
+    }
+    Ok(devices)
+}

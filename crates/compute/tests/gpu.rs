@@ -1,0 +1,225 @@
+//! GPU tests: they run on whatever adapter wgpu finds (lavapipe in CI).
+#![expect(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+
+use wgpipe_compute::{
+    DeviceSelector, Error, FieldSim, FrameProducer, GpuDevice, KernelSpec, ReadbackConfig, WgslSource, cpu_twin,
+    gray_scott, list_adapters, open_devices,
+};
+
+/// The first Vulkan adapter (lavapipe in CI), or any adapter if there is no Vulkan one.
+fn gpu() -> GpuDevice {
+    open_devices(&DeviceSelector::Backend(wgpu::Backend::Vulkan), 1)
+        .or_else(|_| open_devices(&DeviceSelector::All, 1))
+        .expect("tests need a GPU adapter: apt-get install mesa-vulkan-drivers libvulkan1")
+        .remove(0)
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+/// 512 steps on the GPU and on the CPU twin agree. The bound: both compute in f32 with the
+/// same operation order, so they differ only where the GPU compiler fuses a multiply-add
+/// (one rounding, ~6e-8 relative) per operation; Gray-Scott at these parameters is
+/// dissipative, so these differences stay near 1e-6 rather than growing. 1e-4 leaves room
+/// and is still far below any pattern-level error (which shows as O(0.1) differences).
+#[test]
+fn gray_scott_matches_cpu_twin_over_512_steps() {
+    let gpu = gpu();
+    let (rows, cols) = (48, 40);
+    let params = gray_scott::GrayScottParams::default();
+    // Noise makes every cell evolve, so the periodic wrap at the edges is exercised too.
+    let init = gray_scott::initial_state(rows, cols, 42, 0.05);
+    let mut sim = FieldSim::new(&gpu, &params.kernel(), rows, cols, &init).unwrap();
+    sim.run_steps(512).unwrap();
+    let on_gpu = sim.read_state().unwrap();
+    let on_cpu = gray_scott::cpu_run(init.clone(), rows, cols, &params, 512);
+    let diff = max_abs_diff(&on_gpu, &on_cpu);
+    assert!(diff <= 1e-4, "GPU and CPU twin differ by {diff}");
+    // The state really evolved (a broken kernel that copies src to dst would pass otherwise).
+    assert!(max_abs_diff(&on_gpu, &init) > 0.05, "the state did not evolve");
+}
+
+#[test]
+fn other_parameters_reach_the_shader() {
+    let gpu = gpu();
+    let (rows, cols) = (20, 30);
+    let params = gray_scott::GrayScottParams { du: 0.16, dv: 0.08, feed: 0.035, kill: 0.065, dt: 0.5 };
+    let init = gray_scott::initial_state(rows, cols, 0, 0.0);
+    let mut sim = FieldSim::new(&gpu, &params.kernel(), rows, cols, &init).unwrap();
+    sim.run_steps(64).unwrap();
+    let diff = max_abs_diff(&sim.read_state().unwrap(), &gray_scott::cpu_run(init, rows, cols, &params, 64));
+    assert!(diff <= 1e-4, "GPU and CPU twin differ by {diff}");
+}
+
+fn frames_with_ring(gpu: &GpuDevice, ring: usize) -> Vec<(u64, u64, Vec<u8>)> {
+    let (rows, cols) = (32, 24);
+    let params = gray_scott::GrayScottParams::default();
+    let init = gray_scott::initial_state(rows, cols, 3, 0.02);
+    let sim = FieldSim::new(gpu, &params.kernel(), rows, cols, &init).unwrap();
+    let config = ReadbackConfig { steps_per_frame: 7, frames: 6, staging_buffers: ring, fields: vec![1, 0] };
+    let mut producer = FrameProducer::new(sim, config).unwrap();
+    assert_eq!(producer.frame_bytes(), 2 * rows * cols * 4);
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; producer.frame_bytes()];
+    while let Some(info) = producer.next_into(&mut buf).unwrap() {
+        out.push((info.index, info.step, buf.clone()));
+    }
+    assert!(producer.next_into(&mut buf).unwrap().is_none(), "a finished producer stays finished");
+    out
+}
+
+#[test]
+fn readback_rings_of_1_2_3_give_identical_frames() {
+    let gpu = gpu();
+    let one = frames_with_ring(&gpu, 1);
+    assert_eq!(one.len(), 6);
+    for (i, (index, step, _)) in one.iter().enumerate() {
+        assert_eq!(*index, i as u64);
+        assert_eq!(*step, (i as u64 + 1) * 7, "frame i holds the state after (i + 1) × steps_per_frame steps");
+    }
+    assert_eq!(frames_with_ring(&gpu, 2), one);
+    assert_eq!(frames_with_ring(&gpu, 3), one);
+    // Frame 2 is v then u after 21 steps, as the CPU twin computes them.
+    let (rows, cols) = (32, 24);
+    let cpu = gray_scott::cpu_run(gray_scott::initial_state(rows, cols, 3, 0.02), rows, cols, &Default::default(), 21);
+    let frame: Vec<f32> = bytemuck::pod_collect_to_vec(&one[2].2);
+    let cells = rows * cols;
+    assert!(max_abs_diff(&frame[..cells], &cpu[cells..]) <= 1e-4, "field v");
+    assert!(max_abs_diff(&frame[cells..], &cpu[..cells]) <= 1e-4, "field u");
+}
+
+#[test]
+fn wrong_buffer_size_and_bad_config_are_errors() {
+    let gpu = gpu();
+    let params = gray_scott::GrayScottParams::default();
+    let sim = || FieldSim::new(&gpu, &params.kernel(), 8, 8, &gray_scott::initial_state(8, 8, 0, 0.0)).unwrap();
+    let config = ReadbackConfig { steps_per_frame: 1, frames: 1, staging_buffers: 2, fields: vec![1] };
+    let mut p = FrameProducer::new(sim(), config.clone()).unwrap();
+    let err = p.next_into(&mut [0u8; 3]).unwrap_err();
+    assert!(matches!(err, Error::BufferSize { expected: 256, got: 3 }), "{err}");
+    for bad in [
+        ReadbackConfig { staging_buffers: 0, ..config.clone() },
+        ReadbackConfig { steps_per_frame: 0, ..config.clone() },
+        ReadbackConfig { fields: vec![2], ..config.clone() },
+    ] {
+        assert!(matches!(FrameProducer::new(sim(), bad), Err(Error::InvalidKernel { .. })));
+    }
+    let err = FieldSim::new(&gpu, &params.kernel(), 8, 8, &[0.0; 5]).unwrap_err();
+    assert!(err.to_string().contains("expected 2 fields × 8 × 8 = 128"), "{err}");
+}
+
+/// A user kernel from a file: heat diffusion, checked against its own CPU twin.
+#[test]
+fn custom_wgsl_kernel_from_a_file_runs() {
+    let gpu = gpu();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shaders-wgsl/heat.wgsl");
+    let spec = KernelSpec::new("heat", WgslSource::from_file(path).unwrap(), vec!["u".into()], vec![0.1]);
+    let (rows, cols) = (13, 17); // not multiples of the 8×8 workgroup
+    let mut init = vec![0.0f32; rows * cols];
+    init[6 * cols + 8] = 100.0;
+    init[0] = 50.0; // at the corner, to exercise the periodic wrap
+    let mut sim = FieldSim::new(&gpu, &spec, rows, cols, &init).unwrap();
+    sim.run_steps(20).unwrap();
+    let mut cpu = init.clone();
+    for _ in 0..20 {
+        let prev = cpu.clone();
+        for r in 0..rows {
+            for c in 0..cols {
+                cpu[r * cols + c] = prev[r * cols + c] + 0.1 * cpu_twin::laplacian9(&prev, rows, cols, r, c);
+            }
+        }
+    }
+    let gpu_state = sim.read_state().unwrap();
+    assert!(max_abs_diff(&gpu_state, &cpu) <= 1e-3, "diff {}", max_abs_diff(&gpu_state, &cpu));
+    let total: f32 = gpu_state.iter().sum();
+    assert!((total - 150.0).abs() < 1e-2, "heat is conserved, got {total}");
+}
+
+#[test]
+fn invalid_wgsl_reports_file_line_and_column() {
+    let gpu = gpu();
+    let code = "@compute @workgroup_size(8, 8)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    let x = undefined_thing;\n}\n";
+    let spec = KernelSpec::new("broken", WgslSource::new("my/step.wgsl", code), vec!["u".into()], vec![]);
+    let err = FieldSim::new(&gpu, &spec, 8, 8, &[0.0; 64]).unwrap_err();
+    let Error::Wgsl(w) = &err else { panic!("expected a WGSL error, got {err}") };
+    assert_eq!((w.file.as_str(), w.line, w.column), ("my/step.wgsl", Some(3), Some(13)), "{err}");
+    assert!(err.to_string().starts_with("invalid WGSL: my/step.wgsl:3:13: "), "{err}");
+
+    // Valid syntax that fails validation: writing to the read-only `src`.
+    let code = "@compute @workgroup_size(8, 8)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    src[0] = 1.0;\n}\n";
+    let spec = KernelSpec::new("ro", WgslSource::new("ro.wgsl", code), vec!["u".into()], vec![]);
+    let err = FieldSim::new(&gpu, &spec, 8, 8, &[0.0; 64]).unwrap_err();
+    assert!(matches!(&err, Error::Wgsl(w) if w.file == "ro.wgsl" && w.line == Some(3)), "{err}");
+
+    let spec = KernelSpec::new("nomain", WgslSource::new("n.wgsl", "fn helper() {}\n"), vec!["u".into()], vec![]);
+    let err = FieldSim::new(&gpu, &spec, 8, 8, &[0.0; 64]).unwrap_err();
+    assert!(err.to_string().contains("no compute entry point named `main`"), "{err}");
+
+    let err = WgslSource::from_file("/nonexistent/step.wgsl").unwrap_err();
+    assert!(err.to_string().contains("/nonexistent/step.wgsl"), "{err}");
+}
+
+/// A kernel naga accepts but wgpu rejects (a binding outside wgpipe's layout) is an error
+/// of the crate, not a panic of wgpu's default error handler.
+#[test]
+fn wgpu_validation_errors_become_errors() {
+    let gpu = gpu();
+    let code = "@group(0) @binding(7) var<storage, read> extra: array<f32>;\n@compute @workgroup_size(8, 8)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    dst[0] = extra[0];\n}\n";
+    let spec = KernelSpec::new("extra", WgslSource::new("extra.wgsl", code), vec!["u".into()], vec![]);
+    let err = FieldSim::new(&gpu, &spec, 8, 8, &[0.0; 64]).unwrap_err();
+    assert!(matches!(err, Error::Gpu { .. }), "{err}");
+    assert!(err.to_string().contains(gpu.label()), "the error names the device: {err}");
+}
+
+#[test]
+fn adapters_are_listed_and_selected() {
+    let adapters = list_adapters();
+    assert!(!adapters.is_empty(), "no adapters: install mesa-vulkan-drivers");
+    for (i, a) in adapters.iter().enumerate() {
+        assert_eq!(a.index, i);
+        assert!(!a.name.is_empty());
+    }
+    // The same adapter opened twice gives two working, independent devices.
+    let first = &adapters[0];
+    let two = open_devices(&DeviceSelector::Indices(vec![0]), 2).unwrap();
+    assert_eq!(two.len(), 2);
+    assert!(two.iter().all(|d| d.adapter() == first));
+    assert_ne!(two[0].label(), two[1].label());
+    let by_name = open_devices(&DeviceSelector::Name(first.name.to_uppercase()), 1).unwrap();
+    assert!(by_name.iter().all(|d| d.adapter().name == first.name));
+
+    let err = open_devices(&DeviceSelector::Name("no-such-gpu-xyz".into()), 1).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("no-such-gpu-xyz") && msg.contains(&first.name) && msg.contains("wgpipe devices"), "{msg}");
+    let err = open_devices(&DeviceSelector::Indices(vec![99]), 1).unwrap_err();
+    assert!(err.to_string().contains("index 99"), "{err}");
+}
+
+#[test]
+fn selectors_parse() {
+    assert_eq!(DeviceSelector::parse("all").unwrap(), DeviceSelector::All);
+    assert_eq!(DeviceSelector::parse("Vulkan").unwrap(), DeviceSelector::Backend(wgpu::Backend::Vulkan));
+    assert_eq!(DeviceSelector::parse("gl").unwrap(), DeviceSelector::Backend(wgpu::Backend::Gl));
+    assert_eq!(DeviceSelector::parse("0, 2").unwrap(), DeviceSelector::Indices(vec![0, 2]));
+    assert_eq!(DeviceSelector::parse("llvmpipe").unwrap(), DeviceSelector::Name("llvmpipe".into()));
+    assert!(DeviceSelector::parse("  ").is_err());
+}
+
+/// Every adapter wgpu sees (in CI: lavapipe on Vulkan and llvmpipe on GL) computes the
+/// same Gray-Scott state as the CPU twin: the cross-backend promise, checked.
+#[test]
+fn every_adapter_agrees_with_the_cpu_twin() {
+    let devices = open_devices(&DeviceSelector::All, 1).unwrap();
+    let (rows, cols) = (24, 24);
+    let params = gray_scott::GrayScottParams::default();
+    let init = gray_scott::initial_state(rows, cols, 9, 0.05);
+    let cpu = gray_scott::cpu_run(init.clone(), rows, cols, &params, 100);
+    for gpu in &devices {
+        let mut sim = FieldSim::new(gpu, &params.kernel(), rows, cols, &init).unwrap();
+        sim.run_steps(100).unwrap();
+        let diff = max_abs_diff(&sim.read_state().unwrap(), &cpu);
+        assert!(diff <= 1e-4, "{} differs from the CPU twin by {diff}", gpu.label());
+    }
+}
