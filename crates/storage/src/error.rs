@@ -12,6 +12,18 @@ pub enum Error {
     /// The output already exists and overwriting was not asked for.
     #[error("output {0} already exists: remove it, choose another path, or set overwrite = true")]
     OutputExists(PathBuf),
+    /// The output exists but is not something this sink may replace (a directory where a file
+    /// goes, or a directory holding files that are not a raw output).
+    #[error("output {path} cannot be replaced: {reason}; choose another path")]
+    CannotReplace {
+        /// The existing output.
+        path: PathBuf,
+        /// Why it is left alone.
+        reason: &'static str,
+    },
+    /// The directory the output goes into does not exist.
+    #[error("directory {0} does not exist: create it first or choose another output path")]
+    MissingParent(PathBuf),
     /// An I/O operation on a path failed.
     #[error("{action} {path}: {source}")]
     Io {
@@ -21,6 +33,24 @@ pub enum Error {
         path: PathBuf,
         /// The operating system's error.
         source: std::io::Error,
+    },
+    /// The HDF5 library reported an error for a file.
+    #[error("{action} {path}: {message}")]
+    Hdf5 {
+        /// What was being done, e.g. "cannot write frame to".
+        action: String,
+        /// The HDF5 file.
+        path: PathBuf,
+        /// The library's message.
+        message: String,
+    },
+    /// A metadata file or an output is not in the expected format.
+    #[error("cannot read {path}: {reason}; was it written by wgpipe?")]
+    BadOutput {
+        /// The file or directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
     },
     /// A frame does not fit the layout given to `begin`.
     #[error("frame {index} of stream {stream} does not match the layout: {reason}")]
@@ -35,10 +65,31 @@ pub enum Error {
     /// The layout itself is unusable.
     #[error("invalid stream layout: {0}")]
     InvalidLayout(String),
+    /// The sink options are unusable.
+    #[error("invalid sink options: {0}")]
+    InvalidOptions(String),
     /// A sink was called out of order (write before begin, ...).
     #[error("sink used out of order: {0}")]
     Usage(&'static str),
     /// No sink has this name.
     #[error("unknown sink {0:?}: choose one of {1}")]
     UnknownSink(String, String),
+    /// The sink or format exists but was left out of this build.
+    #[error("{what} needs cargo feature `{feature}` of wgpipe-storage: rebuild with it enabled")]
+    FeatureDisabled {
+        /// The sink or format asked for.
+        what: &'static str,
+        /// The cargo feature that provides it.
+        feature: &'static str,
+    },
+    /// A stream, field or frame asked of a reader does not exist.
+    #[error("{0} not found in the output: list what it holds with open_output")]
+    NotFound(String),
+}
+
+impl Error {
+    /// An [`Error::Io`] for `path`.
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io { action, path: path.into(), source }
+    }
 }

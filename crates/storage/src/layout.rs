@@ -64,11 +64,7 @@ pub struct StreamInfo {
 impl StreamInfo {
     /// A stream with no metadata and an unknown frame count.
     pub fn new(name: impl Into<String>) -> Self {
-        StreamInfo {
-            name: name.into(),
-            expected_frames: None,
-            attributes: Attributes::new(),
-        }
+        StreamInfo { name: name.into(), expected_frames: None, attributes: Attributes::new() }
     }
 
     /// Sets the number of frames the stream will hold.
@@ -104,14 +100,7 @@ pub struct StreamLayout {
 impl StreamLayout {
     /// A layout with no streams yet.
     pub fn new(fields: Vec<String>, rows: usize, cols: usize, dtype: DType) -> Self {
-        StreamLayout {
-            fields,
-            rows,
-            cols,
-            dtype,
-            streams: Vec::new(),
-            attributes: Attributes::new(),
-        }
+        StreamLayout { fields, rows, cols, dtype, streams: Vec::new(), attributes: Attributes::new() }
     }
 
     /// Adds a stream.

@@ -24,12 +24,34 @@
 //! # Ok::<(), wgpipe_storage::Error>(())
 //! ```
 
+mod checksum;
 mod error;
 mod frame;
+#[cfg(feature = "hdf5")]
+mod hdf5;
+#[cfg(feature = "hdf5")]
+mod hdf5_read;
 mod layout;
+mod null;
+mod options;
+mod output;
+mod raw;
+mod raw_meta;
+mod read;
+#[cfg(feature = "hdf5")]
+mod reserve;
 mod sink;
+mod time;
+mod validate;
 
+pub use checksum::frame_checksum;
 pub use error::{Error, Result};
 pub use frame::{DType, Frame};
+#[cfg(feature = "hdf5")]
+pub use hdf5::Hdf5Sink;
 pub use layout::{AttrValue, Attributes, StreamInfo, StreamLayout};
+pub use null::NullSink;
+pub use options::{Compression, SINK_NAMES, SinkOptions, open_sink};
+pub use raw::RawSink;
+pub use read::{Output, OutputFormat, StreamSummary, open_output};
 pub use sink::{Sink, SinkSummary};

@@ -1,0 +1,155 @@
+//! Sink options and choosing a sink by name (what a config file or command line gives).
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+use crate::null::NullSink;
+use crate::raw::RawSink;
+use crate::sink::Sink;
+
+/// Names accepted by [`open_sink`], in the order they are listed to users.
+pub const SINK_NAMES: &[&str] = &["null", "raw", "hdf5"];
+
+/// Compression of stored frames (HDF5 only; the raw sink stores bytes as they are, so that
+/// `numpy.fromfile` can read them).
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compression {
+    /// Store frames uncompressed: fastest, and what streaming at GPU rates usually needs.
+    #[default]
+    None,
+    /// zlib deflate at this level (1 fastest … 9 smallest), after HDF5's byte shuffle,
+    /// which makes float data compress much better. Readable by every HDF5 tool.
+    Deflate(u8),
+}
+
+impl fmt::Display for Compression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Compression::None => f.write_str("none"),
+            Compression::Deflate(level) => write!(f, "deflate:{level}"),
+        }
+    }
+}
+
+/// Parses `none`, `deflate` (level 4) or `deflate:LEVEL`, as written in config files.
+impl FromStr for Compression {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || {
+            Error::InvalidOptions(format!(
+                "compression {s:?} is unknown: use none, deflate or deflate:LEVEL (LEVEL 1-9)"
+            ))
+        };
+        match s.split_once(':') {
+            None if s == "none" => Ok(Compression::None),
+            None if s == "deflate" => Ok(Compression::Deflate(4)),
+            Some(("deflate", level)) => match level.parse::<u8>() {
+                Ok(l @ 1..=9) => Ok(Compression::Deflate(l)),
+                _ => Err(bad()),
+            },
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// Where and how a sink stores frames; one struct for every sink so a config can switch
+/// sinks by name alone. Options a sink has no use for are ignored by it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SinkOptions {
+    /// Output: a directory for `raw`, a file for `hdf5`, unused by `null`.
+    pub path: PathBuf,
+    /// Replace an existing output instead of refusing to start.
+    pub overwrite: bool,
+    /// Compression (HDF5 only).
+    pub compression: Compression,
+    /// Frames per HDF5 chunk. 1 (the default) lets each frame go to disk as one whole
+    /// chunk, the fastest and most crash-proof; larger values help compression.
+    pub chunk_frames: usize,
+    /// Force the data to stable storage (fsync) in `finish`, so a finished run survives a
+    /// power cut; costs the time the disk needs to absorb the page cache.
+    pub fsync: bool,
+}
+
+impl Default for SinkOptions {
+    fn default() -> Self {
+        SinkOptions {
+            path: PathBuf::new(),
+            overwrite: false,
+            compression: Compression::None,
+            chunk_frames: 1,
+            fsync: false,
+        }
+    }
+}
+
+impl SinkOptions {
+    /// Default options writing to `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        SinkOptions { path: path.into(), ..SinkOptions::default() }
+    }
+
+    /// Sets [`SinkOptions::overwrite`].
+    pub fn with_overwrite(mut self, overwrite: bool) -> Self {
+        self.overwrite = overwrite;
+        self
+    }
+
+    /// Sets [`SinkOptions::compression`].
+    pub fn with_compression(mut self, compression: Compression) -> Self {
+        self.compression = compression;
+        self
+    }
+
+    /// Sets [`SinkOptions::chunk_frames`].
+    pub fn with_chunk_frames(mut self, chunk_frames: usize) -> Self {
+        self.chunk_frames = chunk_frames;
+        self
+    }
+
+    /// Sets [`SinkOptions::fsync`].
+    pub fn with_fsync(mut self, fsync: bool) -> Self {
+        self.fsync = fsync;
+        self
+    }
+
+    /// Errors on values no sink accepts.
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.chunk_frames == 0 {
+            return Err(Error::InvalidOptions("chunk_frames is 0: use 1 or more frames per chunk".into()));
+        }
+        if let Compression::Deflate(l) = self.compression
+            && !(1..=9).contains(&l)
+        {
+            return Err(Error::InvalidOptions(format!("deflate level {l} is out of range: use 1 to 9")));
+        }
+        Ok(())
+    }
+}
+
+/// Creates the sink called `kind` (one of [`SINK_NAMES`]) with `options`.
+///
+/// Nothing is created on disk until [`Sink::begin`]; this only checks the name and options,
+/// so a bad config fails before any GPU work starts.
+pub fn open_sink(kind: &str, options: &SinkOptions) -> Result<Box<dyn Sink>> {
+    options.check()?;
+    match kind {
+        "null" => Ok(Box::new(NullSink::new())),
+        "raw" => Ok(Box::new(RawSink::new(options.clone()))),
+        "hdf5" => open_hdf5(options),
+        other => Err(Error::UnknownSink(other.to_owned(), SINK_NAMES.join(", "))),
+    }
+}
+
+#[cfg(feature = "hdf5")]
+fn open_hdf5(options: &SinkOptions) -> Result<Box<dyn Sink>> {
+    Ok(Box::new(crate::hdf5::Hdf5Sink::new(options.clone())))
+}
+
+#[cfg(not(feature = "hdf5"))]
+fn open_hdf5(_options: &SinkOptions) -> Result<Box<dyn Sink>> {
+    Err(Error::FeatureDisabled { what: "the hdf5 sink", feature: "hdf5" })
+}

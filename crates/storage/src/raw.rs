@@ -1,0 +1,289 @@
+//! The raw sink: one little-endian file per stream and field, readable with `numpy.fromfile`.
+
+use std::collections::BTreeSet;
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use crate::checksum::combine;
+use crate::error::{Error, Result};
+use crate::frame::Frame;
+use crate::layout::StreamLayout;
+use crate::options::SinkOptions;
+use crate::output::{OutputKind, prepare, sync_dir};
+use crate::raw_meta::{
+    FORMAT, FORMAT_VERSION, FieldMeta, RUN_FILE, RunMeta, RunStream, attrs_to_json, data_file, meta_file, steps_file,
+    write_json,
+};
+use crate::sink::{Sink, SinkSummary};
+use crate::time::now_rfc3339;
+use crate::validate::Validator;
+
+/// An open data file with the path it is reported under.
+///
+/// Unbuffered on purpose: each field goes to the kernel in one `write_all`, so a frame that
+/// `write` acknowledged is in the page cache and cannot be lost to a later failing flush
+/// (frames are large; one system call per field costs nothing next to the copy).
+#[derive(Debug)]
+struct Out {
+    path: PathBuf,
+    file: File,
+}
+
+impl Out {
+    fn create(path: PathBuf) -> Result<Self> {
+        let file = File::create(&path).map_err(|e| Error::io("cannot create", &path, e))?;
+        Ok(Out { path, file })
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.file.write_all(bytes).map_err(|e| Error::io("cannot write frame to", &self.path, e))
+    }
+
+    /// Cuts the file to `len` bytes (drops a partial frame left by a failed write).
+    fn truncate(&mut self, len: u64) -> Result<()> {
+        self.file.set_len(len).map_err(|e| Error::io("cannot truncate", &self.path, e))
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.file.sync_data().map_err(|e| Error::io("cannot sync", &self.path, e))
+    }
+}
+
+/// The files of one stream: one per field (layout order) and the steps.
+#[derive(Debug)]
+struct StreamFiles {
+    fields: Vec<Out>,
+    steps: Out,
+}
+
+/// State between `begin` and `finish`.
+#[derive(Debug)]
+struct Open {
+    validator: Validator,
+    streams: Vec<StreamFiles>,
+    created: String,
+    /// A write failed: later writes are refused, `finish` keeps what was stored before.
+    failed: bool,
+}
+
+/// Writes each stream's fields to their own files of little-endian values, frame after
+/// frame, in a directory (see the crate README for the file names and metadata keys).
+///
+/// Raw files need no library to read (`numpy.fromfile(path, dtype='<f4').reshape(-1, rows,
+/// cols)`) and cost nothing to write beyond the copy into the page cache. They survive a
+/// crash as far as their bytes reached the disk: complete frames = file size / field bytes.
+#[derive(Debug)]
+pub struct RawSink {
+    options: SinkOptions,
+    open: Option<Open>,
+    summary: SinkSummary,
+}
+
+impl RawSink {
+    /// A raw sink writing into the directory `options.path` (created by `begin`).
+    pub fn new(options: SinkOptions) -> Self {
+        RawSink { options, open: None, summary: SinkSummary::default() }
+    }
+
+    fn dir(&self) -> &Path {
+        &self.options.path
+    }
+
+    /// Builds `run.json` for the current state.
+    fn run_meta(&self, open: &Open, complete: bool) -> RunMeta {
+        let l = open.validator.layout();
+        let frames = open.validator.frames();
+        RunMeta {
+            format: FORMAT.into(),
+            format_version: FORMAT_VERSION,
+            wgpipe_storage_version: env!("CARGO_PKG_VERSION").into(),
+            created: open.created.clone(),
+            dtype: l.dtype.name().into(),
+            numpy_dtype: l.dtype.numpy_str().into(),
+            byte_order: "little".into(),
+            shape: [l.rows, l.cols],
+            fields: l.fields.clone(),
+            streams: l
+                .streams
+                .iter()
+                .zip(frames)
+                .map(|(s, &n)| RunStream {
+                    name: s.name.clone(),
+                    data_files: l.fields.iter().map(|f| data_file(&s.name, f)).collect(),
+                    steps_file: steps_file(&s.name),
+                    expected_frames: s.expected_frames,
+                    frames: n,
+                    complete: complete && s.expected_frames.is_none_or(|e| e == n),
+                    attributes: attrs_to_json(&s.attributes),
+                })
+                .collect(),
+            attributes: attrs_to_json(&l.attributes),
+            complete,
+        }
+    }
+
+    /// Writes `run.json` and every `<stream>.<field>.json`.
+    fn write_meta(&self, open: &Open, complete: bool) -> Result<()> {
+        let run = self.run_meta(open, complete);
+        let l = open.validator.layout();
+        for (si, s) in run.streams.iter().enumerate() {
+            for (fi, field) in l.fields.iter().enumerate() {
+                let meta = FieldMeta {
+                    format: FORMAT.into(),
+                    format_version: FORMAT_VERSION,
+                    data_file: s.data_files[fi].clone(),
+                    steps_file: s.steps_file.clone(),
+                    dtype: run.dtype.clone(),
+                    numpy_dtype: run.numpy_dtype.clone(),
+                    byte_order: run.byte_order.clone(),
+                    shape: run.shape,
+                    frame_bytes: l.field_bytes(),
+                    field: field.clone(),
+                    field_index: fi,
+                    stream: s.name.clone(),
+                    stream_index: si,
+                    stream_attributes: s.attributes.clone(),
+                    run_attributes: run.attributes.clone(),
+                    expected_frames: s.expected_frames,
+                    frames: s.frames,
+                    complete: s.complete,
+                };
+                write_json(&self.dir().join(meta_file(&s.name, field)), &meta, self.options.fsync)?;
+            }
+        }
+        write_json(&self.dir().join(RUN_FILE), &run, self.options.fsync)
+    }
+
+    /// Creates the directory, the data files and the first metadata.
+    fn create(&self, layout: &StreamLayout) -> Result<Open> {
+        let validator = Validator::new(layout)?;
+        let mut names = BTreeSet::new();
+        for s in &layout.streams {
+            for f in layout.fields.iter().map(String::as_str).chain(["steps"]) {
+                if !names.insert(format!("{}.{f}", s.name)) {
+                    return Err(Error::InvalidLayout(format!(
+                        "stream {:?} and field {f:?} give a file name another stream and field \
+                         also give: avoid '.' in stream or field names",
+                        s.name
+                    )));
+                }
+            }
+        }
+        prepare(self.dir(), self.options.overwrite, OutputKind::RawDir)?;
+        fs::create_dir(self.dir()).map_err(|e| Error::io("cannot create directory", self.dir(), e))?;
+        let mut streams = Vec::with_capacity(layout.streams.len());
+        for s in &layout.streams {
+            let fields = layout
+                .fields
+                .iter()
+                .map(|f| Out::create(self.dir().join(data_file(&s.name, f))))
+                .collect::<Result<Vec<_>>>()?;
+            let steps = Out::create(self.dir().join(steps_file(&s.name)))?;
+            streams.push(StreamFiles { fields, steps });
+        }
+        let open = Open { validator, streams, created: now_rfc3339(), failed: false };
+        self.write_meta(&open, false)?;
+        Ok(open)
+    }
+}
+
+impl Sink for RawSink {
+    fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
+        let start = Instant::now();
+        if self.open.is_some() {
+            return Err(Error::Usage("begin called twice"));
+        }
+        self.options.check()?;
+        match self.create(layout) {
+            Ok(open) => self.open = Some(open),
+            Err(e) => {
+                // Leave nothing half-made behind, unless the directory was someone else's.
+                if !matches!(
+                    e,
+                    Error::OutputExists(_)
+                        | Error::CannotReplace { .. }
+                        | Error::MissingParent(_)
+                        | Error::InvalidLayout(_)
+                        | Error::InvalidOptions(_)
+                ) && self.dir().is_dir()
+                {
+                    let _ = fs::remove_dir_all(self.dir());
+                }
+                return Err(e);
+            }
+        }
+        self.summary.write_seconds += start.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    fn write(&mut self, frame: &Frame) -> Result<()> {
+        let start = Instant::now();
+        let open = self.open.as_mut().ok_or(Error::Usage("write called before begin"))?;
+        if open.failed {
+            return Err(Error::Usage("write called after a failed write: call finish"));
+        }
+        open.validator.check(frame)?;
+        let files = &mut open.streams[frame.stream];
+        let stored = files
+            .fields
+            .iter_mut()
+            .enumerate()
+            .try_for_each(|(i, out)| out.write(frame.field(i).unwrap_or_default()))
+            .and_then(|()| files.steps.write(&frame.step.to_le_bytes()));
+        if let Err(e) = stored {
+            open.failed = true;
+            return Err(e);
+        }
+        open.validator.commit(frame);
+        self.summary.frames += 1;
+        self.summary.bytes += frame.data.len() as u64;
+        self.summary.checksum = combine(self.summary.checksum, frame);
+        self.summary.write_seconds += start.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<SinkSummary> {
+        let start = Instant::now();
+        let mut open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;
+        let fsync = self.options.fsync;
+        let failed = open.failed;
+        let field_bytes = open.validator.layout().field_bytes() as u64;
+        let frames = open.validator.frames().to_vec();
+        let mut first_err = None;
+        for (files, n) in open.streams.iter_mut().zip(frames) {
+            if failed {
+                // A failed write may have left part of a frame: cut every file back to the
+                // frames acknowledged, so `numpy.fromfile(..).reshape(-1, rows, cols)` works.
+                for out in &mut files.fields {
+                    if let Err(e) = out.truncate(n * field_bytes) {
+                        first_err.get_or_insert(e);
+                    }
+                }
+                if let Err(e) = files.steps.truncate(n * 8) {
+                    first_err.get_or_insert(e);
+                }
+            }
+            if fsync {
+                for out in files.fields.iter_mut().chain([&mut files.steps]) {
+                    if let Err(e) = out.sync() {
+                        first_err.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        let meta = self.write_meta(&open, !failed && first_err.is_none());
+        drop(open);
+        if fsync {
+            meta.and_then(|()| sync_dir(self.dir()))?;
+        } else {
+            meta?;
+        }
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        self.summary.write_seconds += start.elapsed().as_secs_f64();
+        Ok(std::mem::take(&mut self.summary))
+    }
+}
