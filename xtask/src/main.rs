@@ -1,1 +1,5 @@
-fn main() {}
+//! Developer tasks for wgpipe: `cargo xtask <task>`.
+
+fn main() {
+    eprintln!("no xtask tasks yet");
+}

@@ -1,1 +1,50 @@
-//! placeholder
+//! # wgpipe
+//!
+//! Cross-vendor GPU pipelines on wgpu that stream every frame to storage while the GPUs keep
+//! computing. Each selected device runs in its own thread and hands each frame, by ownership,
+//! to a writer thread through a bounded channel: a full channel blocks the device
+//! (backpressure), buffers are recycled through a pool, and progress is kept in sharded
+//! per-device counters. Storage is pluggable through [`storage::Sink`].
+//!
+//! This crate wires [`compute`] (GPUs, kernels, readback) to [`storage`] (sinks) and
+//! re-exports both.
+//!
+//! ```
+//! use wgpipe::{Pipeline, compute::gray_scott::GrayScottParams, storage::NullSink};
+//!
+//! let report = Pipeline::builder()
+//!     .grid(64, 64)
+//!     .frames(4)
+//!     .steps_per_frame(16)
+//!     .gray_scott(GrayScottParams::default(), 0, 0.0)
+//!     .sink(NullSink::default())
+//!     .run()?;
+//! assert_eq!(report.written_frames(), 4 * report.devices.len() as u64);
+//! println!("{report}");
+//! # Ok::<(), wgpipe::Error>(())
+//! ```
+
+mod builder;
+mod error;
+mod job;
+mod pipeline;
+mod pool;
+mod progress;
+mod report;
+mod run_state;
+mod worker;
+mod writer;
+
+pub use builder::{PerStreamInit, PipelineBuilder, gray_scott_attributes};
+pub use error::{Error, Failure, Result};
+pub use job::{InitFn, Job};
+pub use pipeline::Pipeline;
+pub use pool::BufferPool;
+pub use progress::{DeviceProgress, Progress, ProgressSnapshot};
+pub use report::{DeviceReport, IoMode, RunReport, WriterReport};
+pub use run_state::StopHandle;
+
+/// The GPU half: adapters, devices, kernels, readback (crate `wgpipe-compute`).
+pub use wgpipe_compute as compute;
+/// The storage half: frames, layouts, sinks (crate `wgpipe-storage`).
+pub use wgpipe_storage as storage;

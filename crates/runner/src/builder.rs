@@ -1,0 +1,223 @@
+//! The pipeline builder: the few calls an embedding application makes.
+
+use std::sync::Arc;
+
+use wgpipe_compute::{DeviceSelector, GpuDevice, KernelSpec, gray_scott};
+use wgpipe_storage::{AttrValue, Attributes, Sink};
+
+use crate::error::{Error, Result};
+use crate::job::Job;
+use crate::pipeline::Pipeline;
+use crate::report::IoMode;
+use crate::run_state::StopHandle;
+
+/// Builds a stream's initial state from (stream index, rows, cols).
+pub type PerStreamInit = Arc<dyn Fn(usize, usize, usize) -> Vec<f32> + Send + Sync>;
+
+/// Where the work comes from.
+pub(crate) enum Work {
+    /// One stream per device, each running `kernel` from `init(stream, rows, cols)`.
+    PerDevice { kernel: KernelSpec, init: PerStreamInit, attributes: Arc<dyn Fn(usize) -> Attributes + Send + Sync> },
+    /// A batch of jobs that the devices pull from a shared queue.
+    Jobs(Vec<Job>),
+}
+
+/// Which devices to run on.
+pub(crate) enum Devices {
+    Select(DeviceSelector, usize),
+    Opened(Vec<GpuDevice>),
+}
+
+/// Configures a [`Pipeline`]; see the crate docs for an example.
+pub struct PipelineBuilder {
+    pub(crate) devices: Devices,
+    pub(crate) rows: usize,
+    pub(crate) cols: usize,
+    pub(crate) frames: u64,
+    pub(crate) steps_per_frame: u32,
+    pub(crate) staging_buffers: usize,
+    pub(crate) io_buffer: usize,
+    pub(crate) mode: IoMode,
+    pub(crate) fields: Option<Vec<String>>,
+    pub(crate) work: Option<Work>,
+    pub(crate) sink: Option<Box<dyn Sink>>,
+    pub(crate) attributes: Attributes,
+    pub(crate) stop: StopHandle,
+}
+
+impl Default for PipelineBuilder {
+    fn default() -> Self {
+        PipelineBuilder {
+            devices: Devices::Select(DeviceSelector::All, 1),
+            rows: 256,
+            cols: 256,
+            frames: 10,
+            steps_per_frame: 32,
+            staging_buffers: 2,
+            io_buffer: 2,
+            mode: IoMode::Async,
+            fields: None,
+            work: None,
+            sink: None,
+            attributes: Attributes::new(),
+            stop: StopHandle::default(),
+        }
+    }
+}
+
+impl PipelineBuilder {
+    /// Runs on the adapters `selector` picks, each opened `count` times (default: all, once).
+    pub fn devices(mut self, selector: DeviceSelector, count: usize) -> Self {
+        self.devices = Devices::Select(selector, count);
+        self
+    }
+
+    /// Runs on devices the caller opened.
+    pub fn gpus(mut self, gpus: Vec<GpuDevice>) -> Self {
+        self.devices = Devices::Opened(gpus);
+        self
+    }
+
+    /// Grid size (default 256 × 256).
+    pub fn grid(mut self, rows: usize, cols: usize) -> Self {
+        self.rows = rows;
+        self.cols = cols;
+        self
+    }
+
+    /// Frames per stream (default 10).
+    pub fn frames(mut self, frames: u64) -> Self {
+        self.frames = frames;
+        self
+    }
+
+    /// Kernel steps between frames (default 32).
+    pub fn steps_per_frame(mut self, steps: u32) -> Self {
+        self.steps_per_frame = steps;
+        self
+    }
+
+    /// Staging buffers in each device's readback ring (default 2).
+    pub fn staging_buffers(mut self, n: usize) -> Self {
+        self.staging_buffers = n;
+        self
+    }
+
+    /// Capacity of the channel between devices and writer (default 2; 0 = rendezvous).
+    pub fn io_buffer(mut self, n: usize) -> Self {
+        self.io_buffer = n;
+        self
+    }
+
+    /// Async (default) or sync I/O.
+    pub fn mode(mut self, mode: IoMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Fields each frame holds (default: every field of the kernel; `v` for Gray-Scott).
+    pub fn fields<S: Into<String>>(mut self, fields: impl IntoIterator<Item = S>) -> Self {
+        self.fields = Some(fields.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// One stream per device, each running `kernel` from `init(stream, rows, cols)`.
+    pub fn kernel(
+        mut self,
+        kernel: KernelSpec,
+        init: impl Fn(usize, usize, usize) -> Vec<f32> + Send + Sync + 'static,
+    ) -> Self {
+        let name = kernel.name.clone();
+        self.work = Some(Work::PerDevice {
+            kernel,
+            init: Arc::new(init),
+            attributes: Arc::new(move |_| Attributes::from([("kernel".to_owned(), AttrValue::from(name.as_str()))])),
+        });
+        self
+    }
+
+    /// One Gray-Scott stream per device, device d seeded with `seed + d`, storing `v`
+    /// unless [`PipelineBuilder::fields`] says otherwise.
+    pub fn gray_scott(mut self, params: gray_scott::GrayScottParams, seed: u64, noise: f32) -> Self {
+        self.work = Some(Work::PerDevice {
+            kernel: params.kernel(),
+            init: Arc::new(move |d, rows, cols| gray_scott::initial_state(rows, cols, seed + d as u64, noise)),
+            attributes: Arc::new(move |d| gray_scott_attributes(&params, seed + d as u64, noise)),
+        });
+        if self.fields.is_none() {
+            self.fields = Some(vec!["v".to_owned()]);
+        }
+        self
+    }
+
+    /// A batch of jobs (one stream each) that the devices pull from a shared queue.
+    pub fn jobs(mut self, jobs: Vec<Job>) -> Self {
+        self.work = Some(Work::Jobs(jobs));
+        self
+    }
+
+    /// Where frames go.
+    pub fn sink(mut self, sink: impl Sink + 'static) -> Self {
+        self.sink = Some(Box::new(sink));
+        self
+    }
+
+    /// Adds a run-level metadata entry (stored as a file attribute).
+    pub fn attribute(mut self, key: impl Into<String>, value: impl Into<AttrValue>) -> Self {
+        self.attributes.insert(key.into(), value.into());
+        self
+    }
+
+    /// Uses `stop` to stop the run from elsewhere (e.g. a Ctrl-C handler).
+    pub fn stop_handle(mut self, stop: StopHandle) -> Self {
+        self.stop = stop;
+        self
+    }
+
+    /// Checks the configuration, validates the kernels and opens the devices.
+    pub fn build(self) -> Result<Pipeline> {
+        Pipeline::from_builder(self)
+    }
+
+    /// Builds and runs.
+    pub fn run(self) -> Result<crate::RunReport> {
+        self.build()?.run()
+    }
+
+    pub(crate) fn check(&self) -> Result<()> {
+        let invalid = |m: &str| Err(Error::Invalid(m.to_owned()));
+        if self.rows == 0 || self.cols == 0 {
+            return invalid("the grid needs at least one row and one column");
+        }
+        if self.frames == 0 {
+            return invalid("frames must be at least 1");
+        }
+        if self.steps_per_frame == 0 {
+            return invalid("steps_per_frame must be at least 1");
+        }
+        if self.staging_buffers == 0 {
+            return invalid("staging_buffers must be at least 1");
+        }
+        if self.sink.is_none() {
+            return invalid("no sink: call .sink(..) with a sink, e.g. wgpipe::storage::NullSink::default()");
+        }
+        if self.work.is_none() {
+            return invalid("no work: call .gray_scott(..), .kernel(..) or .jobs(..)");
+        }
+        Ok(())
+    }
+}
+
+/// The attributes recorded with a Gray-Scott stream.
+pub fn gray_scott_attributes(params: &gray_scott::GrayScottParams, seed: u64, noise: f32) -> Attributes {
+    Attributes::from([
+        ("kernel".to_owned(), AttrValue::from("gray-scott")),
+        ("feed".to_owned(), AttrValue::from(params.feed)),
+        ("kill".to_owned(), AttrValue::from(params.kill)),
+        ("du".to_owned(), AttrValue::from(params.du)),
+        ("dv".to_owned(), AttrValue::from(params.dv)),
+        ("dt".to_owned(), AttrValue::from(params.dt)),
+        ("seed".to_owned(), AttrValue::from(seed)),
+        ("noise".to_owned(), AttrValue::from(noise)),
+    ])
+}

@@ -1,0 +1,268 @@
+//! A configured run: devices opened, jobs queued, sink ready; `run` wires the threads.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crossbeam_channel::bounded;
+use wgpipe_compute::{GpuDevice, ReadbackConfig, open_devices};
+use wgpipe_storage::{DType, Sink, StreamInfo, StreamLayout};
+
+use crate::builder::{Devices, PipelineBuilder, Work};
+use crate::error::{Error, Failure, Result};
+use crate::job::Job;
+use crate::pool::BufferPool;
+use crate::progress::Progress;
+use crate::report::{IoMode, RunReport};
+use crate::run_state::{RunState, StopHandle};
+use crate::worker::{Handoff, WorkerContext, device_thread};
+use crate::writer::{FrameWriter, lock, writer_thread};
+
+/// A run ready to start: see [`Pipeline::builder`].
+pub struct Pipeline {
+    gpus: Vec<GpuDevice>,
+    jobs: Vec<Job>,
+    sink: Box<dyn Sink>,
+    layout: StreamLayout,
+    readback: ReadbackConfig,
+    io_buffer: usize,
+    mode: IoMode,
+    progress: Arc<Progress>,
+    stop: StopHandle,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("gpus", &self.gpus)
+            .field("jobs", &self.jobs)
+            .field("layout", &self.layout)
+            .finish()
+    }
+}
+
+/// The text of a panic payload.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panicked".to_owned())
+}
+
+impl Pipeline {
+    /// Starts configuring a pipeline.
+    pub fn builder() -> PipelineBuilder {
+        PipelineBuilder::default()
+    }
+
+    pub(crate) fn from_builder(b: PipelineBuilder) -> Result<Self> {
+        b.check()?;
+        let (Some(work), Some(sink)) = (b.work, b.sink) else {
+            return Err(Error::Invalid("no work or no sink".to_owned()));
+        };
+        // Validate kernels before touching any device or file: a WGSL error costs nothing.
+        match &work {
+            Work::PerDevice { kernel, .. } => {
+                kernel.check()?;
+            }
+            Work::Jobs(jobs) => {
+                for job in jobs {
+                    job.kernel.check()?;
+                }
+            }
+        }
+        let gpus = match b.devices {
+            Devices::Select(selector, count) => open_devices(&selector, count)?,
+            Devices::Opened(gpus) if gpus.is_empty() => return Err(Error::Invalid("no devices given".to_owned())),
+            Devices::Opened(gpus) => gpus,
+        };
+        let jobs: Vec<Job> = match work {
+            Work::PerDevice { kernel, init, attributes } => (0..gpus.len())
+                .map(|d| {
+                    let init = Arc::clone(&init);
+                    let mut job = Job::new(format!("stream{d}"), kernel.clone(), move |r, c| init(d, r, c));
+                    job.attributes = attributes(d);
+                    job.attributes.insert("device".to_owned(), gpus[d].label().into());
+                    job
+                })
+                .collect(),
+            Work::Jobs(jobs) if jobs.is_empty() => return Err(Error::Invalid("the job list is empty".to_owned())),
+            Work::Jobs(jobs) => jobs,
+        };
+        let kernel_fields = &jobs[0].kernel.fields;
+        if let Some(j) = jobs.iter().find(|j| &j.kernel.fields != kernel_fields) {
+            return Err(Error::Invalid(format!(
+                "job {} has fields {:?} but job {} has {:?}: all jobs of a run share one layout",
+                j.name, j.kernel.fields, jobs[0].name, kernel_fields
+            )));
+        }
+        let fields = b.fields.unwrap_or_else(|| kernel_fields.clone());
+        jobs[0].kernel.field_indices(&fields)?;
+        let mut names: Vec<&str> = jobs.iter().map(|j| j.name.as_str()).collect();
+        names.sort_unstable();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::Invalid(format!("two jobs are named {:?}: stream names must be unique", w[0])));
+        }
+
+        let mut layout = StreamLayout::new(fields.clone(), b.rows, b.cols, DType::F32);
+        for job in &jobs {
+            let mut info = StreamInfo::new(job.name.clone()).with_expected_frames(b.frames);
+            info.attributes = job.attributes.clone();
+            info.attributes.insert("steps_per_frame".to_owned(), u64::from(b.steps_per_frame).into());
+            layout = layout.with_stream(info);
+        }
+        layout.attributes = b.attributes;
+        layout.attributes.insert("wgpipe_version".to_owned(), env!("CARGO_PKG_VERSION").into());
+        layout.attributes.insert(
+            "adapters".to_owned(),
+            gpus.iter().map(|g| g.label().to_owned()).collect::<Vec<_>>().join("; ").into(),
+        );
+        layout.attributes.insert("kernel".to_owned(), jobs[0].kernel.name.as_str().into());
+        layout.attributes.insert("steps_per_frame".to_owned(), u64::from(b.steps_per_frame).into());
+        layout.attributes.insert("io_mode".to_owned(), b.mode.name().into());
+
+        let total_frames = b.frames * jobs.len() as u64;
+        let readback = ReadbackConfig {
+            steps_per_frame: b.steps_per_frame,
+            frames: b.frames,
+            staging_buffers: b.staging_buffers,
+            fields: Vec::new(), // per job, from its kernel's field order
+        };
+        Ok(Pipeline {
+            progress: Arc::new(Progress::new(gpus.len(), total_frames)),
+            gpus,
+            jobs,
+            sink,
+            layout,
+            readback,
+            io_buffer: b.io_buffer,
+            mode: b.mode,
+            stop: b.stop,
+        })
+    }
+
+    /// Live progress, for a reporter thread.
+    pub fn progress(&self) -> Arc<Progress> {
+        Arc::clone(&self.progress)
+    }
+
+    /// A handle that stops the run from another thread.
+    pub fn stop_handle(&self) -> StopHandle {
+        self.stop.clone()
+    }
+
+    /// The devices the run uses.
+    pub fn gpus(&self) -> &[GpuDevice] {
+        &self.gpus
+    }
+
+    /// What the sink will receive.
+    pub fn layout(&self) -> &StreamLayout {
+        &self.layout
+    }
+
+    /// Runs every job to the end and closes the output.
+    ///
+    /// Returns [`Error::Failed`] if any thread failed (the other devices finish their jobs
+    /// when only a device failed; everything stops promptly when the sink failed), and
+    /// [`Error::Interrupted`] after a stop; in both cases the output holds every frame
+    /// written and was closed properly.
+    pub fn run(self) -> Result<RunReport> {
+        let Pipeline { gpus, jobs, mut sink, layout, readback, io_buffer, mode, progress, stop } = self;
+        sink.begin(&layout)?;
+        let start = Instant::now();
+        let state = Arc::new(RunState::new(stop));
+        let frame_bytes = layout.frame_bytes();
+        let pool = BufferPool::new(frame_bytes, gpus.len() * 2 + io_buffer + 1);
+        let writer = Arc::new(Mutex::new(FrameWriter { sink, pool: pool.clone(), progress: Arc::clone(&progress) }));
+
+        let (job_tx, job_rx) = bounded(jobs.len());
+        for (stream, job) in jobs.into_iter().enumerate() {
+            // Cannot fail: the channel holds every job and its receiver is alive.
+            let _ = job_tx.send((stream, job));
+        }
+        drop(job_tx);
+        let (frame_tx, frame_rx) = bounded(io_buffer);
+        let handoff = match mode {
+            IoMode::Async => Handoff::Channel(frame_tx),
+            IoMode::Sync => {
+                drop(frame_tx);
+                Handoff::Direct(Arc::clone(&writer))
+            }
+        };
+        let ctx = WorkerContext {
+            jobs: job_rx,
+            pool,
+            progress: Arc::clone(&progress),
+            state: Arc::clone(&state),
+            rows: layout.rows,
+            cols: layout.cols,
+            readback: readback.clone(),
+            fields: layout.fields.clone(),
+        };
+
+        let mut report = RunReport { mode, ..Default::default() };
+        std::thread::scope(|scope| {
+            let writer_handle = (mode == IoMode::Async).then(|| {
+                let (writer, state) = (&writer, &state);
+                std::thread::Builder::new()
+                    .name("wgpipe-writer".to_owned())
+                    .spawn_scoped(scope, move || writer_thread(writer, frame_rx, state))
+            });
+            let mut device_handles = Vec::new();
+            for (d, gpu) in gpus.iter().enumerate() {
+                let (ctx, handoff) = (&ctx, handoff.clone());
+                let spawned = std::thread::Builder::new()
+                    .name(format!("wgpipe-device-{d}"))
+                    .spawn_scoped(scope, move || device_thread(d, gpu, ctx, handoff));
+                device_handles.push((gpu.label().to_owned(), spawned));
+            }
+            // Each device thread holds its own Sender; dropping ours lets the writer see the
+            // channel close once they all end.
+            drop(handoff);
+            for (label, handle) in device_handles {
+                let thread = format!("device {label}");
+                match handle {
+                    Ok(h) => match h.join() {
+                        Ok(r) => report.devices.push(r),
+                        Err(p) => state.fail(&thread, format!("panicked: {}", panic_message(p.as_ref()))),
+                    },
+                    Err(e) => state.fail(&thread, format!("cannot start thread: {e}")),
+                }
+            }
+            match writer_handle {
+                None => {}
+                Some(Ok(h)) => match h.join() {
+                    Ok(w) => report.writer = w,
+                    Err(p) => state.fail("writer", format!("panicked: {}", panic_message(p.as_ref()))),
+                },
+                Some(Err(e)) => state.fail("writer", format!("cannot start thread: {e}")),
+            }
+        });
+
+        let finishing = Instant::now();
+        match lock(&writer).sink.finish() {
+            Ok(summary) => report.sink = summary,
+            Err(e) => state.fail("writer", format!("finishing the output: {e}")),
+        }
+        report.finish_seconds = finishing.elapsed().as_secs_f64();
+        report.wall_seconds = start.elapsed().as_secs_f64();
+        let cells = (layout.rows * layout.cols) as u64;
+        report.cell_steps =
+            report.devices.iter().map(|d| d.frames).sum::<u64>() * u64::from(readback.steps_per_frame) * cells;
+        if report.sink.frames == 0 {
+            let snap = progress.snapshot();
+            report.sink.frames = snap.written;
+            report.sink.bytes = snap.bytes;
+        }
+
+        let failures: Vec<Failure> = state.take_failures();
+        if !failures.is_empty() {
+            return Err(Error::Failed { failures, report: Box::new(report) });
+        }
+        if state.user_stop.is_stopped() && progress.snapshot().written < progress.snapshot().total_frames {
+            return Err(Error::Interrupted { report: Box::new(report) });
+        }
+        Ok(report)
+    }
+}

@@ -1,0 +1,69 @@
+//! Recycled host buffers: frames travel by ownership and their bytes come back here, so a
+//! steady run allocates nothing per frame.
+
+use crossbeam_channel::{Receiver, Sender, TrySendError, bounded};
+
+/// A pool of equally sized byte buffers, shared by the device threads (which take) and the
+/// thread that writes frames (which gives back).
+///
+/// Buffers are allocated only when none is free. At most `devices × 2 + io_buffer + 1`
+/// buffers can be out at once (one being filled and one being handed off per device, the
+/// channel's capacity, one being written), so allocation stops after the first frames.
+#[derive(Debug, Clone)]
+pub struct BufferPool {
+    give: Sender<Vec<u8>>,
+    take: Receiver<Vec<u8>>,
+    size: usize,
+}
+
+impl BufferPool {
+    /// A pool of `size`-byte buffers holding at most `capacity` idle ones.
+    pub fn new(size: usize, capacity: usize) -> Self {
+        let (give, take) = bounded(capacity.max(1));
+        BufferPool { give, take, size }
+    }
+
+    /// A buffer of the pool's size: a recycled one when available, else a new one.
+    pub fn take(&self) -> Vec<u8> {
+        match self.take.try_recv() {
+            Ok(buf) => buf,
+            Err(_) => vec![0u8; self.size],
+        }
+    }
+
+    /// Returns a buffer for reuse; buffers of another size, or beyond capacity, are dropped.
+    pub fn give(&self, buf: Vec<u8>) {
+        if buf.len() != self.size {
+            return;
+        }
+        match self.give.try_send(buf) {
+            Ok(()) | Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+
+    /// Idle buffers in the pool now.
+    pub fn idle(&self) -> usize {
+        self.take.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recycles_buffers_up_to_capacity() {
+        let pool = BufferPool::new(16, 2);
+        let a = pool.take();
+        let ptr = a.as_ptr();
+        pool.give(a);
+        let b = pool.take();
+        assert_eq!(b.as_ptr(), ptr, "the same allocation comes back");
+        pool.give(b);
+        pool.give(vec![0; 16]);
+        pool.give(vec![0; 16]);
+        assert_eq!(pool.idle(), 2, "capacity bounds the idle buffers");
+        pool.give(vec![0; 8]);
+        assert_eq!(pool.idle(), 2, "wrong-sized buffers are not pooled");
+    }
+}

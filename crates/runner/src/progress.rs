@@ -1,0 +1,165 @@
+//! Progress as sharded per-device counters.
+//!
+//! Each device has a shard of two cache-line-padded halves: the compute half, stored to only
+//! by that device's thread, and the I/O half, stored to only by whichever thread writes that
+//! device's frames (the writer thread in async mode, the device thread itself in sync mode).
+//! One writer per counter means plain `Relaxed` load + store instead of a read-modify-write,
+//! and padding means no hot-path store touches a cache line another thread writes. Readers
+//! sum the shards with dirty reads: a snapshot may be a frame behind, never torn.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+
+use crossbeam_utils::CachePadded;
+
+/// Counters stored to by the device thread only.
+#[derive(Debug, Default)]
+struct ComputeHalf {
+    computed: AtomicU64,
+}
+
+/// Counters stored to by the thread that writes this device's frames only.
+#[derive(Debug, Default)]
+struct IoHalf {
+    written: AtomicU64,
+    bytes: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct Shard {
+    compute: CachePadded<ComputeHalf>,
+    io: CachePadded<IoHalf>,
+}
+
+/// Increments a counter that only the calling thread stores to.
+#[inline]
+fn bump(counter: &AtomicU64, by: u64) {
+    counter.store(counter.load(Relaxed) + by, Relaxed);
+}
+
+/// Run progress, shared by the pipeline's threads and any reporter.
+#[derive(Debug)]
+pub struct Progress {
+    shards: Box<[Shard]>,
+    finished: CachePadded<AtomicUsize>,
+    total_frames: u64,
+}
+
+/// One device's counts at the moment of reading.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceProgress {
+    /// Frames read back from the GPU.
+    pub computed: u64,
+    /// Frames the sink has accepted.
+    pub written: u64,
+    /// Payload bytes the sink has accepted.
+    pub bytes: u64,
+}
+
+/// The sum over all shards.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProgressSnapshot {
+    /// Per device, in device order.
+    pub devices: Vec<DeviceProgress>,
+    /// Frames computed by all devices.
+    pub computed: u64,
+    /// Frames written for all devices.
+    pub written: u64,
+    /// Bytes written for all devices.
+    pub bytes: u64,
+    /// Devices whose thread has ended.
+    pub finished_devices: usize,
+    /// Frames the whole run will produce.
+    pub total_frames: u64,
+}
+
+impl Progress {
+    /// Counters for `devices` devices and a run of `total_frames` frames.
+    pub fn new(devices: usize, total_frames: u64) -> Self {
+        Progress {
+            shards: (0..devices).map(|_| Shard::default()).collect(),
+            finished: CachePadded::new(AtomicUsize::new(0)),
+            total_frames,
+        }
+    }
+
+    /// Number of device shards.
+    pub fn devices(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Device `d` read back one frame. Call from device `d`'s thread only.
+    #[inline]
+    pub fn frame_computed(&self, d: usize) {
+        if let Some(s) = self.shards.get(d) {
+            bump(&s.compute.computed, 1);
+        }
+    }
+
+    /// One frame of device `d` was written. Call only from the thread writing `d`'s frames.
+    #[inline]
+    pub fn frame_written(&self, d: usize, bytes: u64) {
+        if let Some(s) = self.shards.get(d) {
+            bump(&s.io.written, 1);
+            bump(&s.io.bytes, bytes);
+        }
+    }
+
+    /// A device thread ended (shared counter: touched once per device, not per frame).
+    pub fn device_finished(&self) {
+        self.finished.fetch_add(1, Relaxed);
+    }
+
+    /// Reads every shard (dirty reads, no locking).
+    pub fn snapshot(&self) -> ProgressSnapshot {
+        let devices: Vec<DeviceProgress> = self
+            .shards
+            .iter()
+            .map(|s| DeviceProgress {
+                computed: s.compute.computed.load(Relaxed),
+                written: s.io.written.load(Relaxed),
+                bytes: s.io.bytes.load(Relaxed),
+            })
+            .collect();
+        ProgressSnapshot {
+            computed: devices.iter().map(|d| d.computed).sum(),
+            written: devices.iter().map(|d| d.written).sum(),
+            bytes: devices.iter().map(|d| d.bytes).sum(),
+            devices,
+            finished_devices: self.finished.load(Relaxed),
+            total_frames: self.total_frames,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_sum_and_stay_apart() {
+        let p = Progress::new(3, 10);
+        std::thread::scope(|s| {
+            for d in 0..3 {
+                let p = &p;
+                s.spawn(move || {
+                    for _ in 0..1000 * (d + 1) {
+                        p.frame_computed(d);
+                    }
+                    p.device_finished();
+                });
+            }
+        });
+        p.frame_written(1, 64);
+        p.frame_written(1, 64);
+        let snap = p.snapshot();
+        assert_eq!(snap.computed, 6000);
+        assert_eq!(snap.devices[2].computed, 3000);
+        assert_eq!(snap.devices[1], DeviceProgress { computed: 2000, written: 2, bytes: 128 });
+        assert_eq!((snap.written, snap.bytes, snap.finished_devices, snap.total_frames), (2, 128, 3, 10));
+        // The halves of one shard and neighbouring shards sit on different cache lines.
+        let a = &p.shards[0].compute as *const _ as usize;
+        let b = &p.shards[0].io as *const _ as usize;
+        let c = &p.shards[1].compute as *const _ as usize;
+        assert!(b - a >= 64 && c - b >= 64);
+    }
+}

@@ -1,0 +1,61 @@
+//! State shared by every thread of a run: the stop flags and the failures seen so far.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use crate::error::Failure;
+
+/// Stops a running pipeline from another thread (a Ctrl-C handler, a UI): devices finish the
+/// frame in hand, the frames already produced are written, the output is closed, and the run
+/// returns [`crate::Error::Interrupted`].
+#[derive(Debug, Clone, Default)]
+pub struct StopHandle(Arc<AtomicBool>);
+
+impl StopHandle {
+    /// Asks the run to stop.
+    pub fn stop(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a stop was asked for.
+    pub fn is_stopped(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Flags and failures of one run.
+#[derive(Debug, Default)]
+pub(crate) struct RunState {
+    pub user_stop: StopHandle,
+    failed: AtomicBool,
+    failures: Mutex<Vec<Failure>>,
+}
+
+impl RunState {
+    pub fn new(user_stop: StopHandle) -> Self {
+        RunState { user_stop, ..Default::default() }
+    }
+
+    /// Whether devices should stop producing: a user stop, or a failure that ends the run.
+    pub fn should_stop(&self) -> bool {
+        self.user_stop.is_stopped() || self.failed.load(Ordering::Relaxed)
+    }
+
+    /// Records a failure that ends the whole run (the sink is broken, a thread panicked).
+    pub fn fail(&self, thread: &str, message: String) {
+        self.record(thread, message);
+        self.failed.store(true, Ordering::Relaxed);
+    }
+
+    /// Records a failure that ends only the thread that saw it (one device lost).
+    pub fn record(&self, thread: &str, message: String) {
+        self.failures
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Failure { thread: thread.to_owned(), message });
+    }
+
+    pub fn take_failures(&self) -> Vec<Failure> {
+        std::mem::take(&mut *self.failures.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+}

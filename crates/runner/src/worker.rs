@@ -1,0 +1,131 @@
+//! The device thread: pulls jobs, produces their frames, hands each frame off.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, Sender};
+use wgpipe_compute::{FieldSim, FrameProducer, GpuDevice, ReadbackConfig};
+use wgpipe_storage::{DType, Frame};
+
+use crate::job::Job;
+use crate::pool::BufferPool;
+use crate::progress::Progress;
+use crate::report::DeviceReport;
+use crate::run_state::RunState;
+use crate::writer::{Envelope, SharedWriter, lock};
+
+/// Where a device thread's frames go: the only difference between the two I/O modes.
+#[derive(Clone)]
+pub(crate) enum Handoff {
+    /// Async: to the writer thread through the bounded channel (blocks when full).
+    Channel(Sender<Envelope>),
+    /// Sync: written by the device thread itself.
+    Direct(SharedWriter),
+}
+
+/// What the device threads share besides their own device.
+pub(crate) struct WorkerContext {
+    pub jobs: Receiver<(usize, Job)>,
+    pub pool: BufferPool,
+    pub progress: Arc<Progress>,
+    pub state: Arc<RunState>,
+    pub rows: usize,
+    pub cols: usize,
+    pub readback: ReadbackConfig,
+    pub fields: Vec<String>,
+}
+
+/// Why a job ended early.
+enum Stop {
+    /// The run is stopping (user stop, sink failure): not this device's fault.
+    Run,
+    /// This device failed.
+    Device(String),
+}
+
+/// Runs jobs on `gpu` until the queue is empty, the run stops, or the device fails.
+/// `handoff` is the thread's own: dropping it when the thread ends is what lets the writer
+/// see the channel close.
+pub(crate) fn device_thread(d: usize, gpu: &GpuDevice, ctx: &WorkerContext, handoff: Handoff) -> DeviceReport {
+    let mut report = DeviceReport { device: gpu.label().to_owned(), ..Default::default() };
+    let thread = format!("device {}", gpu.label());
+    while !ctx.state.should_stop() {
+        let Ok((stream, job)) = ctx.jobs.try_recv() else { break };
+        report.jobs.push(job.name.clone());
+        match run_job(d, gpu, ctx, &handoff, stream, job, &mut report) {
+            Ok(()) => {}
+            Err(Stop::Run) => break,
+            Err(Stop::Device(message)) => {
+                // This device stops; the other devices go on with the remaining jobs.
+                ctx.state.record(&thread, message);
+                break;
+            }
+        }
+    }
+    ctx.progress.device_finished();
+    report
+}
+
+fn run_job(
+    d: usize,
+    gpu: &GpuDevice,
+    ctx: &WorkerContext,
+    handoff: &Handoff,
+    stream: usize,
+    job: Job,
+    report: &mut DeviceReport,
+) -> Result<(), Stop> {
+    let name = job.name.clone();
+    let fail = |e: wgpipe_compute::Error| Stop::Device(format!("stream {name}: {e}"));
+    let indices = job.kernel.field_indices(&ctx.fields).map_err(fail)?;
+    let init = (job.init)(ctx.rows, ctx.cols);
+    let sim = FieldSim::new(gpu, &job.kernel, ctx.rows, ctx.cols, &init).map_err(fail)?;
+    drop(init);
+    let config = ReadbackConfig { fields: indices, ..ctx.readback.clone() };
+    let mut producer = FrameProducer::new(sim, config).map_err(fail)?;
+    let field_count = ctx.fields.len();
+    loop {
+        if ctx.state.should_stop() {
+            return Err(Stop::Run);
+        }
+        let mut data = ctx.pool.take();
+        let start = Instant::now();
+        let info = producer.next_into(&mut data).map_err(fail)?;
+        report.compute_seconds += start.elapsed().as_secs_f64();
+        let Some(info) = info else {
+            ctx.pool.give(data);
+            return Ok(());
+        };
+        ctx.progress.frame_computed(d);
+        report.frames += 1;
+        let frame = Frame {
+            stream,
+            index: info.index,
+            step: info.step,
+            shape: [ctx.rows, ctx.cols],
+            dtype: DType::F32,
+            field_count,
+            data,
+        };
+        let env = Envelope { device: d, frame };
+        match handoff {
+            Handoff::Channel(tx) => {
+                let start = Instant::now();
+                let sent = tx.send(env);
+                report.blocked_seconds += start.elapsed().as_secs_f64();
+                if sent.is_err() {
+                    return Err(Stop::Run); // the writer stopped; it said why
+                }
+            }
+            Handoff::Direct(writer) => {
+                let start = Instant::now();
+                let written = lock(writer).write(env);
+                report.write_seconds += start.elapsed().as_secs_f64();
+                if let Err(e) = written {
+                    ctx.state.fail(&format!("device {} (writing)", gpu.label()), e.to_string());
+                    return Err(Stop::Run);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! Writing frames: the one code path both I/O modes share, and the async writer thread.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+use wgpipe_storage::{Frame, Sink};
+
+use crate::pool::BufferPool;
+use crate::progress::Progress;
+use crate::report::WriterReport;
+use crate::run_state::RunState;
+
+/// A frame on its way to the sink, tagged with the device that produced it (for progress).
+pub(crate) struct Envelope {
+    pub device: usize,
+    pub frame: Frame,
+}
+
+/// The sink, plus what every write does besides writing: count progress, time the write,
+/// give the frame's buffer back to the pool.
+pub(crate) struct FrameWriter {
+    pub sink: Box<dyn Sink>,
+    pub pool: BufferPool,
+    pub progress: Arc<Progress>,
+}
+
+impl FrameWriter {
+    /// Writes one frame; returns how long the sink took.
+    pub fn write(&mut self, env: Envelope) -> Result<Duration, wgpipe_storage::Error> {
+        let bytes = env.frame.data.len() as u64;
+        let start = Instant::now();
+        let result = self.sink.write(&env.frame);
+        let took = start.elapsed();
+        self.pool.give(env.frame.data);
+        result?;
+        self.progress.frame_written(env.device, bytes);
+        Ok(took)
+    }
+}
+
+/// The shared writer; in sync mode every device thread locks it for its own frames.
+pub(crate) type SharedWriter = Arc<Mutex<FrameWriter>>;
+
+/// Locks the writer even if a thread panicked while holding it: the sink must still be
+/// finished so that the frames written before stay readable.
+pub(crate) fn lock(writer: &SharedWriter) -> std::sync::MutexGuard<'_, FrameWriter> {
+    writer.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The async writer thread: stores frames until every device has hung up, or until the
+/// sink fails, in which case it drops the receiver so blocked devices wake up and stop.
+pub(crate) fn writer_thread(writer: &SharedWriter, frames: Receiver<Envelope>, state: &RunState) -> WriterReport {
+    let mut report = WriterReport::default();
+    let mut w = lock(writer);
+    loop {
+        let waiting = Instant::now();
+        let Ok(env) = frames.recv() else { break };
+        report.wait_seconds += waiting.elapsed().as_secs_f64();
+        let bytes = env.frame.data.len() as u64;
+        match w.write(env) {
+            Ok(took) => {
+                report.write_seconds += took.as_secs_f64();
+                report.frames += 1;
+                report.bytes += bytes;
+            }
+            Err(e) => {
+                state.fail("writer", e.to_string());
+                break;
+            }
+        }
+    }
+    drop(frames);
+    report
+}

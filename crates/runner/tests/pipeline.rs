@@ -1,0 +1,305 @@
+//! The overlapped pipeline end to end, on lavapipe.
+#![expect(clippy::unwrap_used, reason = "tests fail loudly")]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{lavapipe, max_abs_diff, read_all, twin_v};
+use wgpipe::compute::{DeviceSelector, gray_scott::GrayScottParams};
+use wgpipe::storage::{self, Frame, NullSink, RawSink, Sink, SinkOptions, SinkSummary, StreamLayout, open_output};
+use wgpipe::{Error, IoMode, Job, Pipeline, StopHandle};
+
+const ROWS: usize = 32;
+const COLS: usize = 40;
+
+fn raw(dir: &tempfile::TempDir) -> RawSink {
+    RawSink::new(SinkOptions::new(dir.path().join("out")))
+}
+
+#[test]
+fn async_and_sync_write_the_frames_the_cpu_twin_computes() {
+    let mut outputs = Vec::new();
+    for (mode, io_buffer) in [(IoMode::Async, 2), (IoMode::Sync, 2), (IoMode::Async, 0)] {
+        let dir = tempfile::tempdir().unwrap();
+        let report = Pipeline::builder()
+            .gpus(lavapipe(1))
+            .grid(ROWS, COLS)
+            .frames(5)
+            .steps_per_frame(9)
+            .io_buffer(io_buffer)
+            .mode(mode)
+            .gray_scott(GrayScottParams::default(), 11, 0.03)
+            .sink(raw(&dir))
+            .run()
+            .unwrap();
+        assert_eq!(report.written_frames(), 5, "{mode:?}");
+        assert_eq!(report.devices[0].frames, 5);
+        assert_eq!(report.cell_steps, 5 * 9 * (ROWS * COLS) as u64);
+        let streams = read_all(&dir.path().join("out"));
+        assert_eq!(streams.len(), 1);
+        assert_eq!(open_output(dir.path().join("out")).unwrap().steps(0).unwrap(), vec![9, 18, 27, 36, 45]);
+        let last = &streams[0][4];
+        let diff = max_abs_diff(last, &twin_v(ROWS, COLS, 11, 0.03, 45));
+        assert!(diff <= 1e-4, "{mode:?}: frame 4 differs from the CPU twin by {diff}");
+        outputs.push(streams);
+    }
+    assert_eq!(outputs[0], outputs[1], "sync and async write the same bytes");
+    assert_eq!(outputs[0], outputs[2], "a rendezvous channel changes nothing but timing");
+}
+
+/// Two devices (one adapter opened twice, and every adapter wgpu sees) each write their own
+/// stream, with their own seed, in order.
+#[test]
+fn many_devices_write_their_own_streams_in_order() {
+    for gpus in [lavapipe(2), wgpipe::compute::open_devices(&DeviceSelector::All, 1).unwrap()] {
+        let n = gpus.len();
+        let dir = tempfile::tempdir().unwrap();
+        let report = Pipeline::builder()
+            .gpus(gpus)
+            .grid(ROWS, COLS)
+            .frames(4)
+            .steps_per_frame(5)
+            .io_buffer(1)
+            .gray_scott(GrayScottParams::default(), 100, 0.05)
+            .sink(raw(&dir))
+            .run()
+            .unwrap();
+        assert_eq!(report.written_frames(), 4 * n as u64);
+        assert_eq!(report.devices.len(), n);
+        let out = open_output(dir.path().join("out")).unwrap();
+        let streams = read_all(&dir.path().join("out"));
+        for (d, frames) in streams.iter().enumerate() {
+            assert_eq!(frames.len(), 4);
+            assert_eq!(out.streams()[d].attributes.get("seed"), Some(&storage::AttrValue::Int(100 + d as i64)));
+            for (i, frame) in frames.iter().enumerate() {
+                let twin = twin_v(ROWS, COLS, 100 + d as u64, 0.05, 5 * (i as u64 + 1));
+                assert!(max_abs_diff(frame, &twin) <= 1e-4, "device {d} frame {i}");
+            }
+        }
+        assert_ne!(streams[0], streams[1], "different seeds give different streams");
+        let p = report.devices.iter().map(|d| d.frames).sum::<u64>();
+        assert_eq!(p, 4 * n as u64);
+    }
+}
+
+#[test]
+fn batch_jobs_are_shared_by_the_devices() {
+    let dir = tempfile::tempdir().unwrap();
+    let kills = [0.05f32, 0.055, 0.06, 0.062, 0.065];
+    let jobs = kills
+        .iter()
+        .enumerate()
+        .map(|(i, &kill)| {
+            let params = GrayScottParams { kill, ..Default::default() };
+            let mut job = Job::new(format!("run{i}"), params.kernel(), |r, c| {
+                wgpipe::compute::gray_scott::initial_state(r, c, 0, 0.0)
+            });
+            job.attributes = wgpipe::gray_scott_attributes(&params, 0, 0.0);
+            job
+        })
+        .collect();
+    let report = Pipeline::builder()
+        .gpus(lavapipe(2))
+        .grid(ROWS, COLS)
+        .frames(3)
+        .steps_per_frame(4)
+        .fields(["v"])
+        .jobs(jobs)
+        .sink(raw(&dir))
+        .run()
+        .unwrap();
+    assert_eq!(report.written_frames(), 15);
+    assert_eq!(report.devices.iter().map(|d| d.jobs.len()).sum::<usize>(), 5);
+    let out = open_output(dir.path().join("out")).unwrap();
+    for (i, s) in out.streams().iter().enumerate() {
+        assert_eq!(s.name, format!("run{i}"));
+        assert_eq!((s.frames, s.complete), (3, true));
+        assert_eq!(s.attributes.get("kill"), Some(&storage::AttrValue::Float(f64::from(kills[i]))));
+    }
+}
+
+/// A sink that fails (or panics) at frame `fail_at`, recording when.
+struct FailingSink {
+    inner: RawSink,
+    fail_at: u64,
+    panic: bool,
+    written: u64,
+    failed_at: Arc<Mutex<Option<Instant>>>,
+}
+
+impl Sink for FailingSink {
+    fn begin(&mut self, layout: &StreamLayout) -> storage::Result<()> {
+        self.inner.begin(layout)
+    }
+    fn write(&mut self, frame: &Frame) -> storage::Result<()> {
+        if self.written == self.fail_at {
+            *self.failed_at.lock().unwrap() = Some(Instant::now());
+            if self.panic {
+                panic!("sink exploded at frame {}", self.fail_at);
+            }
+            return Err(storage::Error::Usage("injected failure"));
+        }
+        self.written += 1;
+        self.inner.write(frame)
+    }
+    fn finish(&mut self) -> storage::Result<SinkSummary> {
+        self.inner.finish()
+    }
+}
+
+#[test]
+fn a_failing_sink_stops_the_run_promptly_and_keeps_earlier_frames() {
+    for (mode, panic) in [(IoMode::Async, false), (IoMode::Sync, false), (IoMode::Async, true), (IoMode::Sync, true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let failed_at = Arc::new(Mutex::new(None));
+        let sink = FailingSink { inner: raw(&dir), fail_at: 3, panic, written: 0, failed_at: Arc::clone(&failed_at) };
+        // 100 000 frames would take minutes: only a prompt stop ends this quickly.
+        let result = Pipeline::builder()
+            .gpus(lavapipe(2))
+            .grid(ROWS, COLS)
+            .frames(100_000)
+            .steps_per_frame(1)
+            .mode(mode)
+            .gray_scott(GrayScottParams::default(), 0, 0.0)
+            .sink(sink)
+            .run();
+        let returned = Instant::now();
+        let Err(Error::Failed { failures, report }) = result else {
+            panic!("{mode:?}: expected a failure, got {result:?}")
+        };
+        let failed_at = failed_at.lock().unwrap().unwrap();
+        assert!(returned - failed_at < Duration::from_secs(1), "{mode:?}: took {:?} to stop", returned - failed_at);
+        let text = failures.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ");
+        if panic {
+            assert!(text.contains("panicked: sink exploded at frame 3"), "{text}");
+        } else {
+            assert!(text.contains("injected failure"), "{text}");
+        }
+        let expected_thread = if mode == IoMode::Async { "writer" } else { "device " };
+        assert!(failures.iter().any(|f| f.thread.starts_with(expected_thread)), "{mode:?}: {text}");
+        assert_eq!(report.written_frames(), 3, "{mode:?}");
+        let streams = read_all(&dir.path().join("out"));
+        assert_eq!(
+            streams.iter().map(Vec::len).sum::<usize>(),
+            3,
+            "{mode:?}: the 3 frames before the failure are in the output"
+        );
+    }
+}
+
+#[test]
+fn a_failing_device_stops_alone_and_the_others_finish_the_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let params = GrayScottParams::default();
+    let good = |i: usize| {
+        Job::new(format!("good{i}"), params.kernel(), |r, c| wgpipe::compute::gray_scott::initial_state(r, c, 0, 0.0))
+    };
+    // The bad job's initial state has the wrong size: the device running it reports and stops.
+    let bad = Job::new("bad", params.kernel(), |_, _| vec![0.0; 7]);
+    let jobs = vec![bad, good(0), good(1), good(2)];
+    let result = Pipeline::builder()
+        .gpus(lavapipe(2))
+        .grid(ROWS, COLS)
+        .frames(3)
+        .steps_per_frame(2)
+        .jobs(jobs)
+        .sink(raw(&dir))
+        .run();
+    let Err(Error::Failed { failures, report }) = result else { panic!("expected a failure, got {result:?}") };
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(failures[0].thread.starts_with("device ") && failures[0].message.contains("stream bad"), "{failures:?}");
+    assert_eq!(report.written_frames(), 9, "the other device ran the three good jobs");
+    let out = open_output(dir.path().join("out")).unwrap();
+    let complete: Vec<_> = out.streams().iter().filter(|s| s.complete).map(|s| s.name.clone()).collect();
+    assert_eq!(complete, ["good0", "good1", "good2"]);
+}
+
+/// A sink that asks the run to stop after `after` frames, as a Ctrl-C handler would.
+struct StoppingSink {
+    inner: NullSink,
+    stop: StopHandle,
+    after: u64,
+    seen: u64,
+}
+
+impl Sink for StoppingSink {
+    fn begin(&mut self, layout: &StreamLayout) -> storage::Result<()> {
+        self.inner.begin(layout)
+    }
+    fn write(&mut self, frame: &Frame) -> storage::Result<()> {
+        self.seen += 1;
+        if self.seen == self.after {
+            self.stop.stop();
+        }
+        self.inner.write(frame)
+    }
+    fn finish(&mut self) -> storage::Result<SinkSummary> {
+        self.inner.finish()
+    }
+}
+
+#[test]
+fn a_stop_writes_the_frames_in_flight_and_reports_an_interruption() {
+    let stop = StopHandle::default();
+    let sink = StoppingSink { inner: NullSink::default(), stop: stop.clone(), after: 5, seen: 0 };
+    let result = Pipeline::builder()
+        .gpus(lavapipe(1))
+        .grid(ROWS, COLS)
+        .frames(100_000)
+        .steps_per_frame(1)
+        .io_buffer(4)
+        .gray_scott(GrayScottParams::default(), 0, 0.0)
+        .sink(sink)
+        .stop_handle(stop)
+        .run();
+    let Err(Error::Interrupted { report }) = result else { panic!("expected an interruption, got {result:?}") };
+    let computed = report.devices[0].frames;
+    assert!(report.written_frames() >= 5, "{report:?}");
+    assert_eq!(report.written_frames(), computed, "every computed frame was written, none dropped");
+    assert!(computed < 100, "the devices stopped promptly, computed {computed}");
+}
+
+#[test]
+fn bad_configurations_are_refused_before_anything_runs() {
+    let cases: Vec<(wgpipe::PipelineBuilder, &str)> = vec![
+        (Pipeline::builder().grid(0, 4), "at least one row"),
+        (Pipeline::builder().frames(0), "frames must be at least 1"),
+        (Pipeline::builder().steps_per_frame(0), "steps_per_frame"),
+        (Pipeline::builder().staging_buffers(0), "staging_buffers"),
+    ];
+    for (b, needle) in cases {
+        let err = b.gray_scott(GrayScottParams::default(), 0, 0.0).sink(NullSink::default()).run().unwrap_err();
+        assert!(err.to_string().contains(needle), "{err}");
+    }
+    let err = Pipeline::builder().gray_scott(GrayScottParams::default(), 0, 0.0).run().unwrap_err();
+    assert!(err.to_string().contains("no sink"), "{err}");
+    let err = Pipeline::builder()
+        .gpus(lavapipe(1))
+        .gray_scott(GrayScottParams::default(), 0, 0.0)
+        .fields(["w"])
+        .sink(NullSink::default())
+        .run()
+        .unwrap_err();
+    assert!(err.to_string().contains("no field \"w\""), "{err}");
+}
+
+#[test]
+fn progress_counts_every_frame() {
+    let pipeline = Pipeline::builder()
+        .gpus(lavapipe(2))
+        .grid(ROWS, COLS)
+        .frames(6)
+        .gray_scott(GrayScottParams::default(), 0, 0.0)
+        .sink(NullSink::default())
+        .build()
+        .unwrap();
+    let progress = pipeline.progress();
+    assert_eq!(progress.snapshot().total_frames, 12);
+    let report = pipeline.run().unwrap();
+    let snap = progress.snapshot();
+    assert_eq!((snap.computed, snap.written, snap.finished_devices), (12, 12, 2));
+    assert_eq!(snap.bytes, report.sink.bytes);
+    assert!(snap.devices.iter().all(|d| d.computed == 6 && d.written == 6));
+}
