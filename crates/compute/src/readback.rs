@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use crate::device::GpuDevice;
 use crate::error::{Error, Result};
@@ -22,13 +23,17 @@ pub struct ReadbackConfig {
     pub fields: Vec<usize>,
 }
 
-/// Where a frame sits in its stream.
+/// Where a frame sits in its stream, and where the time to get it went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameInfo {
     /// Frame number, from 0.
     pub index: u64,
     /// Simulation steps done when the frame was taken.
     pub step: u64,
+    /// Time blocked waiting for the GPU to finish the frame's steps and copy.
+    pub gpu_wait: Duration,
+    /// Time copying the mapped staging buffer into the caller's buffer.
+    pub copy: Duration,
 }
 
 /// A frame whose steps and copy are submitted and whose staging buffer maps when they finish.
@@ -152,7 +157,7 @@ impl FrameProducer {
                 let _ = tx.send(r);
             });
             let submission = gpu.queue().submit([encoder.finish()]);
-            let info = FrameInfo { index: self.submitted, step: self.sim.steps() };
+            let info = FrameInfo { index: self.submitted, step: self.sim.steps(), gpu_wait: Duration::ZERO, copy: Duration::ZERO };
             self.in_flight.push_back(InFlight { slot, info, submission, mapped });
             self.submitted += 1;
         }
@@ -172,8 +177,10 @@ impl FrameProducer {
             return Ok(None);
         };
         let gpu = self.sim.gpu().clone();
+        let waiting = Instant::now();
         gpu.wait(frame.submission)?;
         mapped_result(&gpu, &frame.mapped)?;
+        let copying = Instant::now();
         let staging = &self.staging[frame.slot];
         {
             let view = staging
@@ -182,8 +189,9 @@ impl FrameProducer {
             out.copy_from_slice(&view);
         }
         staging.unmap();
+        let info = FrameInfo { gpu_wait: copying - waiting, copy: copying.elapsed(), ..frame.info };
         self.free.push(frame.slot);
         self.fill();
-        Ok(Some(frame.info))
+        Ok(Some(info))
     }
 }

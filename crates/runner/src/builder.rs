@@ -43,6 +43,7 @@ pub struct PipelineBuilder {
     pub(crate) sink: Option<Box<dyn Sink>>,
     pub(crate) attributes: Attributes,
     pub(crate) stop: StopHandle,
+    pub(crate) trace: bool,
 }
 
 impl Default for PipelineBuilder {
@@ -61,6 +62,7 @@ impl Default for PipelineBuilder {
             sink: None,
             attributes: Attributes::new(),
             stop: StopHandle::default(),
+            trace: false,
         }
     }
 }
@@ -171,6 +173,13 @@ impl PipelineBuilder {
     /// Uses `stop` to stop the run from elsewhere (e.g. a Ctrl-C handler).
     pub fn stop_handle(mut self, stop: StopHandle) -> Self {
         self.stop = stop;
+        self
+    }
+
+    /// Records a per-thread timeline of the run into the report's `spans`, for
+    /// [`crate::chrome_trace`] (off by default).
+    pub fn trace(mut self, on: bool) -> Self {
+        self.trace = on;
         self
     }
 

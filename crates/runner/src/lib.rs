@@ -25,6 +25,7 @@
 //! ```
 
 mod builder;
+pub mod config;
 mod error;
 mod job;
 mod pipeline;
@@ -32,6 +33,7 @@ mod pool;
 mod progress;
 mod report;
 mod run_state;
+mod trace;
 mod worker;
 mod writer;
 
@@ -43,6 +45,7 @@ pub use pool::BufferPool;
 pub use progress::{DeviceProgress, Progress, ProgressSnapshot};
 pub use report::{DeviceReport, IoMode, RunReport, WriterReport};
 pub use run_state::StopHandle;
+pub use trace::{Span, SpanKind, chrome_trace};
 
 /// The GPU half: adapters, devices, kernels, readback (crate `wgpipe-compute`).
 pub use wgpipe_compute as compute;

@@ -14,6 +14,7 @@ use crate::pool::BufferPool;
 use crate::progress::Progress;
 use crate::report::{IoMode, RunReport};
 use crate::run_state::{RunState, StopHandle};
+use crate::trace::Recorder;
 use crate::worker::{Handoff, WorkerContext, device_thread};
 use crate::writer::{FrameWriter, lock, writer_thread};
 
@@ -28,6 +29,7 @@ pub struct Pipeline {
     mode: IoMode,
     progress: Arc<Progress>,
     stop: StopHandle,
+    trace: bool,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -138,6 +140,7 @@ impl Pipeline {
             io_buffer: b.io_buffer,
             mode: b.mode,
             stop: b.stop,
+            trace: b.trace,
         })
     }
 
@@ -168,7 +171,7 @@ impl Pipeline {
     /// [`Error::Interrupted`] after a stop; in both cases the output holds every frame
     /// written and was closed properly.
     pub fn run(self) -> Result<RunReport> {
-        let Pipeline { gpus, jobs, mut sink, layout, readback, io_buffer, mode, progress, stop } = self;
+        let Pipeline { gpus, jobs, mut sink, layout, readback, io_buffer, mode, progress, stop, trace } = self;
         sink.begin(&layout)?;
         let start = Instant::now();
         let state = Arc::new(RunState::new(stop));
@@ -207,14 +210,14 @@ impl Pipeline {
                 let (writer, state) = (&writer, &state);
                 std::thread::Builder::new()
                     .name("wgpipe-writer".to_owned())
-                    .spawn_scoped(scope, move || writer_thread(writer, frame_rx, state))
+                    .spawn_scoped(scope, move || writer_thread(writer, frame_rx, state, Recorder::new(start, trace)))
             });
             let mut device_handles = Vec::new();
             for (d, gpu) in gpus.iter().enumerate() {
                 let (ctx, handoff) = (&ctx, handoff.clone());
                 let spawned = std::thread::Builder::new()
                     .name(format!("wgpipe-device-{d}"))
-                    .spawn_scoped(scope, move || device_thread(d, gpu, ctx, handoff));
+                    .spawn_scoped(scope, move || device_thread(d, gpu, ctx, handoff, Recorder::new(start, trace)));
                 device_handles.push((gpu.label().to_owned(), spawned));
             }
             // Each device thread holds its own Sender; dropping ours lets the writer see the

@@ -4,6 +4,8 @@ use std::fmt;
 
 use wgpipe_storage::SinkSummary;
 
+use crate::trace::Span;
+
 /// Whether frames are written by a separate writer thread or by the device threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IoMode {
@@ -39,6 +41,8 @@ pub struct DeviceReport {
     pub blocked_seconds: f64,
     /// Seconds spent writing its own frames (sync mode).
     pub write_seconds: f64,
+    /// Timeline of this thread, when tracing was on.
+    pub spans: Vec<Span>,
 }
 
 /// The writer thread's share of the run (async mode).
@@ -52,6 +56,8 @@ pub struct WriterReport {
     pub write_seconds: f64,
     /// Seconds waiting for the next frame: the writer idles, I/O is hidden.
     pub wait_seconds: f64,
+    /// Timeline of this thread, when tracing was on.
+    pub spans: Vec<Span>,
 }
 
 /// The result of a run.

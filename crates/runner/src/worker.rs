@@ -12,6 +12,7 @@ use crate::pool::BufferPool;
 use crate::progress::Progress;
 use crate::report::DeviceReport;
 use crate::run_state::RunState;
+use crate::trace::{Recorder, SpanKind};
 use crate::writer::{Envelope, SharedWriter, lock};
 
 /// Where a device thread's frames go: the only difference between the two I/O modes.
@@ -46,13 +47,19 @@ enum Stop {
 /// Runs jobs on `gpu` until the queue is empty, the run stops, or the device fails.
 /// `handoff` is the thread's own: dropping it when the thread ends is what lets the writer
 /// see the channel close.
-pub(crate) fn device_thread(d: usize, gpu: &GpuDevice, ctx: &WorkerContext, handoff: Handoff) -> DeviceReport {
+pub(crate) fn device_thread(
+    d: usize,
+    gpu: &GpuDevice,
+    ctx: &WorkerContext,
+    handoff: Handoff,
+    mut recorder: Recorder,
+) -> DeviceReport {
     let mut report = DeviceReport { device: gpu.label().to_owned(), ..Default::default() };
     let thread = format!("device {}", gpu.label());
     while !ctx.state.should_stop() {
         let Ok((stream, job)) = ctx.jobs.try_recv() else { break };
         report.jobs.push(job.name.clone());
-        match run_job(d, gpu, ctx, &handoff, stream, job, &mut report) {
+        match run_job(d, gpu, ctx, &handoff, stream, job, &mut report, &mut recorder) {
             Ok(()) => {}
             Err(Stop::Run) => break,
             Err(Stop::Device(message)) => {
@@ -63,6 +70,7 @@ pub(crate) fn device_thread(d: usize, gpu: &GpuDevice, ctx: &WorkerContext, hand
         }
     }
     ctx.progress.device_finished();
+    report.spans = recorder.into_spans();
     report
 }
 
@@ -74,6 +82,7 @@ fn run_job(
     stream: usize,
     job: Job,
     report: &mut DeviceReport,
+    recorder: &mut Recorder,
 ) -> Result<(), Stop> {
     let name = job.name.clone();
     let fail = |e: wgpipe_compute::Error| Stop::Device(format!("stream {name}: {e}"));
@@ -96,6 +105,8 @@ fn run_job(
             ctx.pool.give(data);
             return Ok(());
         };
+        recorder.at(SpanKind::Compute, start, info.gpu_wait);
+        recorder.ended_now(SpanKind::Readback, info.copy);
         ctx.progress.frame_computed(d);
         report.frames += 1;
         let frame = Frame {
@@ -112,7 +123,9 @@ fn run_job(
             Handoff::Channel(tx) => {
                 let start = Instant::now();
                 let sent = tx.send(env);
-                report.blocked_seconds += start.elapsed().as_secs_f64();
+                let blocked = start.elapsed();
+                report.blocked_seconds += blocked.as_secs_f64();
+                recorder.at(SpanKind::Blocked, start, blocked);
                 if sent.is_err() {
                     return Err(Stop::Run); // the writer stopped; it said why
                 }
@@ -120,7 +133,9 @@ fn run_job(
             Handoff::Direct(writer) => {
                 let start = Instant::now();
                 let written = lock(writer).write(env);
-                report.write_seconds += start.elapsed().as_secs_f64();
+                let took = start.elapsed();
+                report.write_seconds += took.as_secs_f64();
+                recorder.at(SpanKind::Write, start, took);
                 if let Err(e) = written {
                     ctx.state.fail(&format!("device {} (writing)", gpu.label()), e.to_string());
                     return Err(Stop::Run);

@@ -10,6 +10,7 @@ use crate::pool::BufferPool;
 use crate::progress::Progress;
 use crate::report::WriterReport;
 use crate::run_state::RunState;
+use crate::trace::{Recorder, SpanKind};
 
 /// A frame on its way to the sink, tagged with the device that produced it (for progress).
 pub(crate) struct Envelope {
@@ -50,16 +51,24 @@ pub(crate) fn lock(writer: &SharedWriter) -> std::sync::MutexGuard<'_, FrameWrit
 
 /// The async writer thread: stores frames until every device has hung up, or until the
 /// sink fails, in which case it drops the receiver so blocked devices wake up and stop.
-pub(crate) fn writer_thread(writer: &SharedWriter, frames: Receiver<Envelope>, state: &RunState) -> WriterReport {
+pub(crate) fn writer_thread(
+    writer: &SharedWriter,
+    frames: Receiver<Envelope>,
+    state: &RunState,
+    mut recorder: Recorder,
+) -> WriterReport {
     let mut report = WriterReport::default();
     let mut w = lock(writer);
     loop {
         let waiting = Instant::now();
         let Ok(env) = frames.recv() else { break };
-        report.wait_seconds += waiting.elapsed().as_secs_f64();
+        let waited = waiting.elapsed();
+        report.wait_seconds += waited.as_secs_f64();
+        recorder.at(SpanKind::Wait, waiting, waited);
         let bytes = env.frame.data.len() as u64;
         match w.write(env) {
             Ok(took) => {
+                recorder.ended_now(SpanKind::Write, took);
                 report.write_seconds += took.as_secs_f64();
                 report.frames += 1;
                 report.bytes += bytes;
@@ -71,5 +80,6 @@ pub(crate) fn writer_thread(writer: &SharedWriter, frames: Receiver<Envelope>, s
         }
     }
     drop(frames);
+    report.spans = recorder.into_spans();
     report
 }

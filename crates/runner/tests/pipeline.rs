@@ -303,3 +303,40 @@ fn progress_counts_every_frame() {
     assert_eq!(snap.bytes, report.sink.bytes);
     assert!(snap.devices.iter().all(|d| d.computed == 6 && d.written == 6));
 }
+
+#[test]
+fn traces_show_every_thread_and_open_as_chrome_trace_json() {
+    let report = Pipeline::builder()
+        .gpus(lavapipe(1))
+        .grid(ROWS, COLS)
+        .frames(6)
+        .gray_scott(GrayScottParams::default(), 0, 0.0)
+        .sink(NullSink::default())
+        .trace(true)
+        .run()
+        .unwrap();
+    let kinds = |spans: &[wgpipe::Span]| spans.iter().map(|s| s.kind).collect::<std::collections::HashSet<_>>();
+    let device = kinds(&report.devices[0].spans);
+    for k in [wgpipe::SpanKind::Compute, wgpipe::SpanKind::Readback, wgpipe::SpanKind::Blocked] {
+        assert!(device.contains(&k), "device spans lack {k:?}");
+    }
+    assert_eq!(report.devices[0].spans.iter().filter(|s| s.kind == wgpipe::SpanKind::Compute).count(), 6);
+    let writer = kinds(&report.writer.spans);
+    assert!(writer.contains(&wgpipe::SpanKind::Write) && writer.contains(&wgpipe::SpanKind::Wait));
+    assert!(report.devices[0].spans.iter().all(|s| s.start + s.duration <= Duration::from_secs_f64(report.wall_seconds)));
+    let json: serde_json::Value = serde_json::from_str(&wgpipe::chrome_trace(&report)).unwrap();
+    let events = json["traceEvents"].as_array().unwrap();
+    let spans = report.devices[0].spans.len() + report.writer.spans.len();
+    assert_eq!(events.len(), spans + 2, "one event per span plus two thread names");
+    assert!(events.iter().any(|e| e["name"] == "blocked-on-send" && e["ph"] == "X"));
+
+    let untraced = Pipeline::builder()
+        .gpus(lavapipe(1))
+        .grid(ROWS, COLS)
+        .frames(2)
+        .gray_scott(GrayScottParams::default(), 0, 0.0)
+        .sink(NullSink::default())
+        .run()
+        .unwrap();
+    assert!(untraced.devices[0].spans.is_empty() && untraced.writer.spans.is_empty(), "tracing is off by default");
+}
