@@ -122,18 +122,19 @@ impl fmt::Display for RunReport {
             self.cell_steps_per_second(),
             if self.wall_seconds > 0.0 { mb / self.wall_seconds } else { 0.0 }
         )?;
-        writeln!(f, "{:<40} {:>7} {:>10} {:>10} {:>10}", "device", "frames", "compute s", "blocked s", "write s")?;
+        let w = self.devices.iter().map(|d| d.device.chars().count()).max().unwrap_or(0).max(8);
+        writeln!(f, "{:<w$} {:>7} {:>10} {:>10} {:>10}", "device", "frames", "compute s", "blocked s", "write s")?;
         for d in &self.devices {
             writeln!(
                 f,
-                "{:<40} {:>7} {:>10.3} {:>10.3} {:>10.3}",
+                "{:<w$} {:>7} {:>10.3} {:>10.3} {:>10.3}",
                 d.device, d.frames, d.compute_seconds, d.blocked_seconds, d.write_seconds
             )?;
         }
         if self.mode == IoMode::Async {
             writeln!(
                 f,
-                "{:<40} {:>7} {:>10} {:>10.3} {:>10.3}   (waiting for frames: {:.3} s)",
+                "{:<w$} {:>7} {:>10} {:>10} {:>10.3}   (waiting for frames: {:.3} s)",
                 "writer", self.writer.frames, "", "", self.writer.write_seconds, self.writer.wait_seconds
             )?;
         }
