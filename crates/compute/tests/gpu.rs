@@ -223,3 +223,24 @@ fn every_adapter_agrees_with_the_cpu_twin() {
         assert!(diff <= 1e-4, "{} differs from the CPU twin by {diff}", gpu.label());
     }
 }
+
+/// A device lost mid-run (here: destroyed) turns into an error of the crate, not a panic or
+/// a hang, both for plain steps and for the readback ring.
+#[test]
+fn device_loss_becomes_an_error() {
+    let gpu = gpu();
+    let params = gray_scott::GrayScottParams::default();
+    let init = gray_scott::initial_state(16, 16, 0, 0.0);
+    let mut sim = FieldSim::new(&gpu, &params.kernel(), 16, 16, &init).unwrap();
+    let config = ReadbackConfig { steps_per_frame: 2, frames: 50, staging_buffers: 2, fields: vec![1] };
+    let mut producer =
+        FrameProducer::new(FieldSim::new(&gpu, &params.kernel(), 16, 16, &init).unwrap(), config).unwrap();
+    let mut buf = vec![0u8; producer.frame_bytes()];
+    assert!(producer.next_into(&mut buf).unwrap().is_some());
+    gpu.device().destroy();
+    let err = sim.run_steps(4).and_then(|()| sim.read_state().map(drop)).unwrap_err();
+    assert!(matches!(err, Error::DeviceLost { .. } | Error::Gpu { .. }), "{err}");
+    let err = (0..50).map(|_| producer.next_into(&mut buf)).find_map(Result::err).expect("the ring reports the loss");
+    assert!(matches!(err, Error::DeviceLost { .. } | Error::Gpu { .. }), "{err}");
+    assert!(err.to_string().contains(gpu.label()), "{err}");
+}
