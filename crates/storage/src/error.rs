@@ -82,6 +82,24 @@ pub enum Error {
         /// The cargo feature that provides it.
         feature: &'static str,
     },
+    /// Appending to an output would replace a stream that is already complete.
+    #[error(
+        "stream {stream:?} is already complete in {path}: leave it out of the run (wgpipe run --resume skips it) or write to a new output"
+    )]
+    StreamComplete {
+        /// The output.
+        path: PathBuf,
+        /// The stream.
+        stream: String,
+    },
+    /// Appending to an output whose fields, shape or dtype differ from the run's.
+    #[error("cannot add to {path}: {reason}; resume with the config that wrote it, or write to a new output")]
+    AppendMismatch {
+        /// The output.
+        path: PathBuf,
+        /// What differs.
+        reason: String,
+    },
     /// A stream, field or frame asked of a reader does not exist.
     #[error("{0} not found in the output: list what it holds with open_output")]
     NotFound(String),

@@ -13,6 +13,7 @@ use crate::frame::Frame;
 use crate::layout::{AttrValue, StreamLayout};
 use crate::options::{Compression, SinkOptions};
 use crate::output::{OutputKind, prepare};
+use crate::read::OutputFormat;
 use crate::reserve::{METADATA_MARGIN, Reserve, trim};
 use crate::sink::{Sink, SinkSummary};
 use crate::time::now_rfc3339;
@@ -82,6 +83,8 @@ struct Open {
     scratch: Vec<f32>,
     /// A write failed: later writes are refused, `finish` keeps what was stored before.
     failed: bool,
+    /// Appending: every stream already in the file and not rewritten is complete.
+    others_complete: bool,
 }
 
 /// Writes every stream into one HDF5 file: a group per stream, a chunked dataset of shape
@@ -107,7 +110,8 @@ impl Hdf5Sink {
         &self.options.path
     }
 
-    /// Creates the file, its groups, datasets and run attributes.
+    /// Creates the file (or, appending, opens it and drops the streams to rewrite), its
+    /// groups, datasets and run attributes.
     fn create(&self, layout: &StreamLayout) -> Result<Open> {
         let path = self.path().to_path_buf();
         let validator = Validator::new(layout)?;
@@ -118,32 +122,52 @@ impl Hdf5Sink {
                 "deflate is not available in this HDF5 library: use compression none".into(),
             ));
         }
-        prepare(&path, self.options.overwrite, OutputKind::File)?;
         let err = |what: &str| {
             let path = path.clone();
             let what = what.to_owned();
             move |e: hdf5::Error| h5err(what.clone(), &path, e)
         };
-        let file = File::create_excl(&path).map_err(err("cannot create HDF5 file"))?;
+        let existing =
+            if self.options.append { crate::append::check(&path, layout, OutputFormat::Hdf5)? } else { None };
+        let (file, first_index, others_complete) = match &existing {
+            None => {
+                prepare(&path, self.options.overwrite, OutputKind::File)?;
+                let file = File::create_excl(&path).map_err(err("cannot create HDF5 file"))?;
+                let root: &Location = &file;
+                for (k, v) in [
+                    ("format", AttrValue::from(FORMAT)),
+                    ("created", now_rfc3339().into()),
+                    ("wgpipe_storage_version", env!("CARGO_PKG_VERSION").into()),
+                ] {
+                    set_attr(root, k, &v).map_err(err(&format!("cannot write attribute {k:?} to")))?;
+                }
+                let names = layout
+                    .fields
+                    .iter()
+                    .map(|f| f.parse::<VarLenUnicode>())
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .map_err(|e| h5err("cannot encode field names for", &path, e))?;
+                root.new_attr::<VarLenUnicode>()
+                    .shape(names.len())
+                    .create("fields")
+                    .and_then(|a| a.write(ArrayView1::from(&names[..])))
+                    .map_err(err("cannot write attribute \"fields\" to"))?;
+                (file, 0, true)
+            }
+            Some(existing) => {
+                let file = File::open_rw(&path).map_err(err("cannot open HDF5 file for appending"))?;
+                for name in &existing.replace {
+                    file.unlink(name).map_err(err(&format!("cannot delete incomplete stream {name:?} of")))?;
+                }
+                let groups = file.groups().map_err(err("cannot list groups of"))?;
+                let next = groups.iter().filter_map(|g| crate::hdf5_read::u64_attr(g, "stream_index")).max();
+                (file, next.map_or(0, |n| n + 1), existing.others_complete)
+            }
+        };
         let root: &Location = &file;
-        let mut run_attrs = layout.attributes.clone();
-        run_attrs.insert("format".into(), FORMAT.into());
-        run_attrs.insert("created".into(), now_rfc3339().into());
-        run_attrs.insert("wgpipe_storage_version".into(), env!("CARGO_PKG_VERSION").into());
-        for (k, v) in &run_attrs {
+        for (k, v) in &layout.attributes {
             set_attr(root, k, v).map_err(err(&format!("cannot write attribute {k:?} to")))?;
         }
-        let names = layout
-            .fields
-            .iter()
-            .map(|f| f.parse::<VarLenUnicode>())
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| h5err("cannot encode field names for", &path, e))?;
-        root.new_attr::<VarLenUnicode>()
-            .shape(names.len())
-            .create("fields")
-            .and_then(|a| a.write(ArrayView1::from(&names[..])))
-            .map_err(err("cannot write attribute \"fields\" to"))?;
         set_bool(root, "complete", false).map_err(err("cannot write attribute to"))?;
 
         let (rows, cols) = (layout.rows, layout.cols);
@@ -153,7 +177,7 @@ impl Hdf5Sink {
         for (si, s) in layout.streams.iter().enumerate() {
             let group = file.create_group(&s.name).map_err(err(&format!("cannot create group {:?} in", s.name)))?;
             let mut attrs = s.attributes.clone();
-            attrs.insert("stream_index".into(), AttrValue::from(si as u64));
+            attrs.insert("stream_index".into(), AttrValue::from(first_index + si as u64));
             if let Some(e) = s.expected_frames {
                 attrs.insert("expected_frames".into(), AttrValue::from(e));
             }
@@ -186,7 +210,7 @@ impl Hdf5Sink {
         }
         file.flush().map_err(err("cannot flush"))?;
         let reserve = Reserve::open(&path)?;
-        Ok(Open { file, reserve, validator, streams, scratch: Vec::new(), failed: false })
+        Ok(Open { file, reserve, validator, streams, scratch: Vec::new(), failed: false, others_complete })
     }
 }
 
@@ -234,8 +258,9 @@ impl Sink for Hdf5Sink {
         match self.create(layout) {
             Ok(open) => self.open = Some(open),
             Err(e) => {
-                // A half-made file is ours (create_excl): remove it.
-                if matches!(e, Error::Hdf5 { .. }) && self.path().is_file() {
+                // A half-made new file is ours (create_excl): remove it. An appended-to file
+                // is not: leave it as it is.
+                if matches!(e, Error::Hdf5 { .. }) && !self.options.append && self.path().is_file() {
                     let _ = std::fs::remove_file(self.path());
                 }
                 return Err(e);
@@ -282,7 +307,7 @@ impl Sink for Hdf5Sink {
                 let complete = !failed && info.expected_frames.is_none_or(|e| e == n);
                 set_bool(&sets.group, "complete", complete)?;
             }
-            set_bool(&open.file, "complete", !failed)?;
+            set_bool(&open.file, "complete", !failed && open.others_complete)?;
             open.file.flush()
         })();
         let Open { file, streams, reserve, .. } = open;

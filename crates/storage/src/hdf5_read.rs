@@ -66,7 +66,7 @@ fn bool_attr(loc: &Location, name: &str) -> bool {
 }
 
 /// An integer attribute, `None` when absent or negative.
-fn u64_attr(loc: &Location, name: &str) -> Option<u64> {
+pub(crate) fn u64_attr(loc: &Location, name: &str) -> Option<u64> {
     match loc.attr(name).ok().and_then(|a| attr_value(&a)) {
         Some(AttrValue::Int(i)) => u64::try_from(i).ok(),
         _ => None,

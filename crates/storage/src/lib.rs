@@ -24,6 +24,7 @@
 //! # Ok::<(), wgpipe_storage::Error>(())
 //! ```
 
+mod append;
 mod checksum;
 mod error;
 mod frame;

@@ -72,6 +72,12 @@ pub struct SinkOptions {
     /// Force the data to stable storage (fsync) in `finish`, so a finished run survives a
     /// power cut; costs the time the disk needs to absorb the page cache.
     pub fsync: bool,
+    /// Add streams to an existing output instead of refusing it (what `--resume` uses):
+    /// the output's fields, shape and dtype must match the layout; a stream of the layout
+    /// that exists incomplete is deleted and rewritten, one that exists complete is an error
+    /// (`Error::StreamComplete`), and streams the layout does not name are left untouched.
+    /// Without an existing output this creates one as usual. Ignored by `null`.
+    pub append: bool,
 }
 
 impl Default for SinkOptions {
@@ -82,6 +88,7 @@ impl Default for SinkOptions {
             compression: Compression::None,
             chunk_frames: 1,
             fsync: false,
+            append: false,
         }
     }
 }
@@ -113,6 +120,12 @@ impl SinkOptions {
     /// Sets [`SinkOptions::fsync`].
     pub fn with_fsync(mut self, fsync: bool) -> Self {
         self.fsync = fsync;
+        self
+    }
+
+    /// Sets [`SinkOptions::append`].
+    pub fn with_append(mut self, append: bool) -> Self {
+        self.append = append;
         self
     }
 

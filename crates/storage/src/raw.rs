@@ -13,9 +13,10 @@ use crate::layout::StreamLayout;
 use crate::options::SinkOptions;
 use crate::output::{OutputKind, prepare, sync_dir};
 use crate::raw_meta::{
-    FORMAT, FORMAT_VERSION, FieldMeta, RUN_FILE, RunMeta, RunStream, attrs_to_json, data_file, meta_file, steps_file,
-    write_json,
+    FORMAT, FORMAT_VERSION, FieldMeta, RUN_FILE, RunMeta, RunStream, attrs_to_json, data_file, meta_file, read_json,
+    steps_file, write_json,
 };
+use crate::read::OutputFormat;
 use crate::sink::{Sink, SinkSummary};
 use crate::time::now_rfc3339;
 use crate::validate::Validator;
@@ -64,6 +65,8 @@ struct Open {
     validator: Validator,
     streams: Vec<StreamFiles>,
     created: String,
+    /// Appending: the streams already in the directory that this run leaves untouched.
+    kept: Vec<RunStream>,
     /// A write failed: later writes are refused, `finish` keeps what was stored before.
     failed: bool,
 }
@@ -105,11 +108,11 @@ impl RawSink {
             byte_order: "little".into(),
             shape: [l.rows, l.cols],
             fields: l.fields.clone(),
-            streams: l
-                .streams
+            streams: open
+                .kept
                 .iter()
-                .zip(frames)
-                .map(|(s, &n)| RunStream {
+                .cloned()
+                .chain(l.streams.iter().zip(frames).map(|(s, &n)| RunStream {
                     name: s.name.clone(),
                     data_files: l.fields.iter().map(|f| data_file(&s.name, f)).collect(),
                     steps_file: steps_file(&s.name),
@@ -117,10 +120,10 @@ impl RawSink {
                     frames: n,
                     complete: complete && s.expected_frames.is_none_or(|e| e == n),
                     attributes: attrs_to_json(&s.attributes),
-                })
+                }))
                 .collect(),
             attributes: attrs_to_json(&l.attributes),
-            complete,
+            complete: complete && open.kept.iter().all(|s| s.complete),
         }
     }
 
@@ -128,7 +131,7 @@ impl RawSink {
     fn write_meta(&self, open: &Open, complete: bool) -> Result<()> {
         let run = self.run_meta(open, complete);
         let l = open.validator.layout();
-        for (si, s) in run.streams.iter().enumerate() {
+        for (si, s) in run.streams.iter().enumerate().skip(open.kept.len()) {
             for (fi, field) in l.fields.iter().enumerate() {
                 let meta = FieldMeta {
                     format: FORMAT.into(),
@@ -171,8 +174,16 @@ impl RawSink {
                 }
             }
         }
-        prepare(self.dir(), self.options.overwrite, OutputKind::RawDir)?;
-        fs::create_dir(self.dir()).map_err(|e| Error::io("cannot create directory", self.dir(), e))?;
+        let existing =
+            if self.options.append { crate::append::check(self.dir(), layout, OutputFormat::Raw)? } else { None };
+        let (kept, created) = match existing {
+            None => {
+                prepare(self.dir(), self.options.overwrite, OutputKind::RawDir)?;
+                fs::create_dir(self.dir()).map_err(|e| Error::io("cannot create directory", self.dir(), e))?;
+                (Vec::new(), now_rfc3339())
+            }
+            Some(existing) => self.drop_streams(&existing.replace)?,
+        };
         let mut streams = Vec::with_capacity(layout.streams.len());
         for s in &layout.streams {
             let fields = layout
@@ -183,9 +194,33 @@ impl RawSink {
             let steps = Out::create(self.dir().join(steps_file(&s.name)))?;
             streams.push(StreamFiles { fields, steps });
         }
-        let open = Open { validator, streams, created: now_rfc3339(), failed: false };
+        let open = Open { validator, streams, created, kept, failed: false };
         self.write_meta(&open, false)?;
         Ok(open)
+    }
+}
+
+impl RawSink {
+    /// Appending: deletes the files of the streams named in `replace` and returns the
+    /// streams left in place with the directory's creation time.
+    fn drop_streams(&self, replace: &[String]) -> Result<(Vec<RunStream>, String)> {
+        let run: RunMeta = read_json(&self.dir().join(RUN_FILE))?;
+        let (gone, kept): (Vec<RunStream>, Vec<RunStream>) =
+            run.streams.into_iter().partition(|s| replace.contains(&s.name));
+        for s in &gone {
+            let files = s.data_files.iter().cloned().chain([s.steps_file.clone()]);
+            let metas = run.fields.iter().map(|f| meta_file(&s.name, f));
+            for f in files.chain(metas) {
+                let path = self.dir().join(f);
+                match fs::remove_file(&path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(Error::io("cannot delete incomplete stream file", &path, e));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok((kept, run.created))
     }
 }
 
@@ -199,15 +234,18 @@ impl Sink for RawSink {
         match self.create(layout) {
             Ok(open) => self.open = Some(open),
             Err(e) => {
-                // Leave nothing half-made behind, unless the directory was someone else's.
-                if !matches!(
-                    e,
-                    Error::OutputExists(_)
-                        | Error::CannotReplace { .. }
-                        | Error::MissingParent(_)
-                        | Error::InvalidLayout(_)
-                        | Error::InvalidOptions(_)
-                ) && self.dir().is_dir()
+                // Leave nothing half-made behind, unless the directory was someone else's
+                // (or an output being appended to).
+                if !self.options.append
+                    && !matches!(
+                        e,
+                        Error::OutputExists(_)
+                            | Error::CannotReplace { .. }
+                            | Error::MissingParent(_)
+                            | Error::InvalidLayout(_)
+                            | Error::InvalidOptions(_)
+                    )
+                    && self.dir().is_dir()
                 {
                     let _ = fs::remove_dir_all(self.dir());
                 }

@@ -1,0 +1,61 @@
+//! `wgpipe`: run WGSL compute kernels on GPUs and stream every frame to storage.
+//!
+//! This file only parses the command line and dispatches; each command has its module.
+
+mod colormap;
+mod devices;
+mod progress;
+mod render;
+mod resume;
+mod run;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Run WGSL compute kernels on every GPU and stream every frame to storage.
+#[derive(Debug, Parser)]
+#[command(name = "wgpipe", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a config (default: the built-in Gray-Scott run, configs/gray-scott.toml).
+    Run(run::RunArgs),
+    /// List the GPU adapters wgpu sees (index, name, backend, type, driver).
+    Devices,
+    /// Render frames of an output (HDF5 file or raw directory) to PNG.
+    Render(render::RenderArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::run(&args),
+        Command::Devices => devices::devices().map(|()| ExitCode::SUCCESS),
+        Command::Render(args) => render::render(&args).map(|()| ExitCode::SUCCESS),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("error: {}", message(&e));
+        ExitCode::FAILURE
+    })
+}
+
+/// The error and its causes joined by ": ", leaving out a cause whose text the message
+/// already holds (library errors often quote their source).
+fn message(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if !text.contains(&part) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&part);
+        }
+    }
+    text
+}

@@ -1,0 +1,149 @@
+//! The progress reporter: a thread that samples `Progress::snapshot()` and draws indicatif
+//! bars (one per device and a total) on a terminal, or prints a plain line every 2 s
+//! otherwise (logs, CI), so the pipeline's threads never wait for the display.
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use wgpipe::{Progress, ProgressSnapshot};
+
+/// A running reporter; [`Reporter::finish`] stops it.
+pub struct Reporter {
+    done: std::sync::mpsc::Sender<()>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// What the reporter needs to turn counts into rates.
+#[derive(Clone)]
+pub struct Scale {
+    /// Device labels, in device order.
+    pub labels: Vec<String>,
+    /// Cells × steps per frame, for cell-steps/s.
+    pub cell_steps_per_frame: f64,
+    /// Capacity of the device → writer channel, for the queue fill.
+    pub io_buffer: usize,
+}
+
+impl Reporter {
+    /// Starts reporting `progress` on stderr.
+    pub fn start(progress: Arc<Progress>, scale: Scale) -> Self {
+        let (done, rx) = channel();
+        let thread = std::thread::Builder::new()
+            .name("wgpipe-progress".to_owned())
+            .spawn(move || {
+                if std::io::stderr().is_terminal() {
+                    bars(&progress, &scale, &rx);
+                } else {
+                    lines(&progress, &scale, &rx);
+                }
+            })
+            .ok();
+        Reporter { done, thread }
+    }
+
+    /// Stops the reporter after one last update.
+    pub fn finish(mut self) {
+        let _ = self.done.send(());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Rates since the previous sample.
+struct Rates {
+    cell_steps: f64,
+    mb: f64,
+}
+
+fn rates(prev: &ProgressSnapshot, now: &ProgressSnapshot, dt: f64, scale: &Scale) -> Rates {
+    let dt = dt.max(1e-9);
+    Rates {
+        cell_steps: (now.computed - prev.computed.min(now.computed)) as f64 * scale.cell_steps_per_frame / dt,
+        mb: (now.bytes - prev.bytes.min(now.bytes)) as f64 / 1e6 / dt,
+    }
+}
+
+/// Frames computed but not yet written: what waits in the channel (and in the writer).
+fn queued(s: &ProgressSnapshot) -> u64 {
+    s.computed.saturating_sub(s.written)
+}
+
+/// Waits up to `period` for the stop signal; true when it came (or the sender is gone).
+fn stopped(rx: &Receiver<()>, period: Duration) -> bool {
+    !matches!(rx.recv_timeout(period), Err(RecvTimeoutError::Timeout))
+}
+
+fn bars(progress: &Progress, scale: &Scale, rx: &Receiver<()>) {
+    let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(10));
+    let style = ProgressStyle::with_template("{prefix:>24} [{bar:30}] {pos:>6}/{len:6} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    let snap = progress.snapshot();
+    let per_device = snap.total_frames / (snap.devices.len().max(1) as u64);
+    let device_bars: Vec<ProgressBar> = scale
+        .labels
+        .iter()
+        .map(|l| {
+            let b = multi.add(ProgressBar::new(per_device).with_style(style.clone()));
+            b.set_prefix(l.chars().take(24).collect::<String>());
+            b
+        })
+        .collect();
+    let total = multi.add(ProgressBar::new(snap.total_frames).with_style(style));
+    total.set_prefix("total written");
+    let (mut prev, mut at) = (snap, Instant::now());
+    loop {
+        let done = stopped(rx, Duration::from_millis(250));
+        let now = progress.snapshot();
+        let dt = at.elapsed().as_secs_f64();
+        for (b, d) in device_bars.iter().zip(&now.devices) {
+            // Devices pull jobs from a shared queue: their share is known only at the end.
+            b.set_length(b.length().unwrap_or(0).max(d.computed));
+            b.set_position(d.computed);
+            b.set_message(format!("computed, {} written", d.written));
+        }
+        let r = rates(&prev, &now, dt, scale);
+        total.set_position(now.written);
+        total.set_message(format!(
+            "{:.2e} cell-steps/s  {:.1} MB/s  queue {}/{}",
+            r.cell_steps,
+            r.mb,
+            queued(&now),
+            scale.io_buffer
+        ));
+        if done {
+            break;
+        }
+        (prev, at) = (now, Instant::now());
+    }
+    for b in device_bars.iter().chain([&total]) {
+        b.abandon();
+    }
+}
+
+fn lines(progress: &Progress, scale: &Scale, rx: &Receiver<()>) {
+    let start = Instant::now();
+    let (mut prev, mut at) = (progress.snapshot(), Instant::now());
+    while !stopped(rx, Duration::from_secs(2)) {
+        let now = progress.snapshot();
+        let r = rates(&prev, &now, at.elapsed().as_secs_f64(), scale);
+        let devices: Vec<String> = now.devices.iter().map(|d| d.computed.to_string()).collect();
+        eprintln!(
+            "[{:>6.1} s] written {}/{} frames (computed per device: {}); {:.2e} cell-steps/s, {:.1} MB/s, queue {}/{}",
+            start.elapsed().as_secs_f64(),
+            now.written,
+            now.total_frames,
+            devices.join(", "),
+            r.cell_steps,
+            r.mb,
+            queued(&now),
+            scale.io_buffer
+        );
+        (prev, at) = (now, Instant::now());
+    }
+}

@@ -1,0 +1,99 @@
+//! `wgpipe run`: load a config, open the devices, run the pipeline with a progress
+//! reporter and a Ctrl-C handler, print the summary.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use wgpipe::config::Config;
+use wgpipe::storage::open_sink;
+use wgpipe::{Error, RunReport, StopHandle};
+
+use crate::progress::{Reporter, Scale};
+use crate::resume::complete_streams;
+
+/// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
+const INTERRUPTED: u8 = 130;
+
+/// Arguments of `wgpipe run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Config file (TOML); without it, the built-in default run (configs/gray-scott.toml).
+    config: Option<PathBuf>,
+    /// Override a config key, e.g. --set grid.rows=128 (repeatable; checked like the file).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// Add to an existing output: skip the runs already complete in it, redo incomplete ones.
+    #[arg(long)]
+    resume: bool,
+}
+
+pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let config = Config::load(args.config.as_deref(), &args.sets)?;
+    let path = config.output_path();
+    let done = if args.resume { complete_streams(&config)? } else { Default::default() };
+    if !args.resume && config.sink_name() != "null" && !config.file.output.overwrite && path.exists() {
+        bail!(
+            "output {} already exists: remove it, choose another path (--set output.path=...), \
+             replace it (--set output.overwrite=true), or add the missing runs of a batch with --resume",
+            path.display()
+        );
+    }
+
+    let (selector, count) = config.devices();
+    let gpus = wgpipe::compute::open_devices(&selector, count)
+        .with_context(|| format!("{}: devices.select", config.origin("devices.select")))?;
+    let jobs = config.jobs(gpus.len(), |name| done.contains(name));
+    if jobs.is_empty() {
+        eprintln!("nothing to do: every run is already complete in {}", path.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !done.is_empty() {
+        eprintln!("resuming {}: {} runs complete, {} to run", path.display(), done.len(), jobs.len());
+    }
+    let options = config.sink_options().clone().with_append(args.resume);
+    let sink = open_sink(config.sink_name(), &options).context("output.sink")?;
+    let scale = Scale {
+        labels: gpus.iter().map(|g| g.label().to_owned()).collect(),
+        cell_steps_per_frame: (config.file.grid.rows * config.file.grid.cols) as f64
+            * f64::from(config.file.run.steps_per_frame),
+        io_buffer: config.file.io.io_buffer,
+    };
+    let stop = StopHandle::default();
+    let pipeline = config.builder().gpus(gpus).jobs(jobs).sink(sink).stop_handle(stop.clone()).build()?;
+    let on_ctrl_c = stop.clone();
+    ctrlc::set_handler(move || {
+        eprintln!("\nstopping: finishing the frames in flight and closing the output (Ctrl-C again to wait)");
+        on_ctrl_c.stop();
+    })
+    .context("cannot install the Ctrl-C handler")?;
+    let reporter = Reporter::start(Arc::clone(&pipeline.progress()), scale);
+    let result = pipeline.run();
+    reporter.finish();
+    let shown =
+        if config.sink_name() == "null" { "null sink (nothing stored)".to_owned() } else { path.display().to_string() };
+    match result {
+        Ok(report) => {
+            summary(&report, &shown);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(Error::Interrupted { report }) => {
+            summary(&report, &shown);
+            eprintln!(
+                "interrupted: {} frames written to {shown}, which was closed cleanly; \
+                 a batch continues with `wgpipe run CONFIG --resume`",
+                report.written_frames()
+            );
+            Ok(ExitCode::from(INTERRUPTED))
+        }
+        Err(e) => Err(e).context(format!("run of {} failed", config.source_name())),
+    }
+}
+
+/// The summary table and where the frames went.
+fn summary(report: &RunReport, output: &str) {
+    println!("{report}");
+    println!("output: {output}");
+}

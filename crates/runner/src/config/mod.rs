@@ -1,0 +1,198 @@
+//! Run configurations: the TOML files `wgpipe run` reads, usable by embedders too.
+//!
+//! A [`Config`] is read from TOML (every key optional, unknown keys refused), with
+//! `key=value` overrides applied on top, and checked completely before any GPU or file is
+//! touched. Every error names the key and the line (or `--set` argument) it came from.
+//! The key reference is the README's "Configuration reference".
+//!
+//! ```
+//! let config = wgpipe::config::Config::parse("inline", "[grid]\nrows = 32\ncols = 32\n[output]\nsink = \"null\"", ".", &[])?;
+//! assert_eq!(config.file.grid.rows, 32);
+//! assert!(config.runs().is_empty()); // a single run: one stream per device
+//! # Ok::<(), wgpipe::config::ConfigError>(())
+//! ```
+
+mod batch;
+mod error;
+mod kernel;
+mod model;
+mod source;
+mod validate;
+
+use std::path::{Path, PathBuf};
+
+use wgpipe_compute::DeviceSelector;
+use wgpipe_storage::SinkOptions;
+
+pub use batch::RunSpec;
+pub use error::{ConfigError, Origin, Result};
+pub use kernel::{GRAY_SCOTT, GRAY_SCOTT_PARAMS, ResolvedKernel};
+pub use model::{
+    ConfigFile, DevicesSection, GridSection, IoSection, KernelSection, Mode, OutputSection, RunEntry, RunKernel,
+    RunOverrides, RunSection, Select,
+};
+
+use crate::{IoMode, Job, PipelineBuilder};
+use source::Source;
+
+/// The built-in default run: the text of `configs/gray-scott.toml`.
+pub const DEFAULT_CONFIG: &str = include_str!("../../../../configs/gray-scott.toml");
+/// The name the built-in default is reported under.
+pub const DEFAULT_CONFIG_NAME: &str = "configs/gray-scott.toml (built-in default)";
+
+/// A checked run configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The keys as given (defaults filled in, overrides applied).
+    pub file: ConfigFile,
+    /// The kernel, its WGSL read and validated.
+    pub kernel: ResolvedKernel,
+    runs: Vec<RunSpec>,
+    selector: DeviceSelector,
+    sink_options: SinkOptions,
+    fields: Vec<String>,
+    source: Source,
+}
+
+impl Config {
+    /// Reads `path` (or the built-in default when `None`) with `sets` (`key=value`) applied.
+    pub fn load(path: Option<&Path>, sets: &[String]) -> Result<Self> {
+        match path {
+            None => Config::parse(DEFAULT_CONFIG_NAME, DEFAULT_CONFIG, ".", sets),
+            Some(p) => {
+                let text =
+                    std::fs::read_to_string(p).map_err(|source| ConfigError::Read { path: p.to_owned(), source })?;
+                let base = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+                Config::parse(&p.display().to_string(), &text, base, sets)
+            }
+        }
+    }
+
+    /// Reads TOML `text` (named `name` in messages); relative WGSL paths resolve against
+    /// `base_dir`.
+    pub fn parse(name: &str, text: &str, base_dir: impl AsRef<Path>, sets: &[String]) -> Result<Self> {
+        let (file, source) = source::parse(name, text, sets)?;
+        validate::check(&file, &source)?;
+        let kernel = ResolvedKernel::resolve(&file.kernel, base_dir.as_ref(), &source)?;
+        let require_all = matches!(kernel, ResolvedKernel::Custom { .. });
+        kernel.check_params(&file.kernel.params, "kernel.params", require_all, &source)?;
+        let fields = file.output.fields.clone().unwrap_or_else(|| kernel.default_output_fields());
+        let all = kernel.fields();
+        if let Some(f) = fields.iter().find(|f| !all.contains(f)) {
+            return Err(source
+                .invalid("output.fields", format!("the kernel has no field {f:?}: choose from {}", all.join(", "))));
+        }
+        let runs = batch::expand(&file, &kernel, &source)?;
+        let selector = validate::selector(&file, &source)?;
+        let sink_options = SinkOptions::new(file.output.path.clone())
+            .with_overwrite(file.output.overwrite)
+            .with_compression(validate::compression(&file, &source)?)
+            .with_chunk_frames(file.output.chunk_frames)
+            .with_fsync(file.output.fsync);
+        Ok(Config { file, kernel, runs, selector, sink_options, fields, source })
+    }
+
+    /// The runs of a batch (`[[runs]]` or `[sweep]`); empty for a single run.
+    pub fn runs(&self) -> &[RunSpec] {
+        &self.runs
+    }
+
+    /// Which adapters to open, and how many times each.
+    pub fn devices(&self) -> (DeviceSelector, usize) {
+        (self.selector.clone(), self.file.devices.count)
+    }
+
+    /// Sink name (`output.sink`).
+    pub fn sink_name(&self) -> &str {
+        &self.file.output.sink
+    }
+
+    /// Options for `wgpipe::storage::open_sink`.
+    pub fn sink_options(&self) -> &SinkOptions {
+        &self.sink_options
+    }
+
+    /// Fields stored per frame.
+    pub fn output_fields(&self) -> &[String] {
+        &self.fields
+    }
+
+    /// Where `key`'s value came from, for messages about it.
+    pub fn origin(&self, key: &str) -> Origin {
+        self.source.origin(key)
+    }
+
+    /// Stream names the run writes: the batch's run names, or `stream0..` for a single run
+    /// on `devices` devices.
+    pub fn stream_names(&self, devices: usize) -> Vec<String> {
+        if self.runs.is_empty() {
+            (0..devices).map(|d| format!("stream{d}")).collect()
+        } else {
+            self.runs.iter().map(|r| r.name.clone()).collect()
+        }
+    }
+
+    /// The jobs of the run, leaving out streams `skip` names (a resumed batch's complete ones).
+    ///
+    /// A single run gives one job per device (`stream<d>`, seed `run.seed + d`), as
+    /// [`PipelineBuilder::gray_scott`] does; a batch gives one job per run.
+    pub fn jobs(&self, devices: usize, skip: impl Fn(&str) -> bool) -> Vec<Job> {
+        let single: Vec<RunSpec>;
+        let runs = if self.runs.is_empty() {
+            let f = &self.file;
+            single = self
+                .stream_names(devices)
+                .into_iter()
+                .enumerate()
+                .map(|(d, name)| RunSpec {
+                    name,
+                    params: f.kernel.params.clone(),
+                    seed: f.run.seed + d as u64,
+                    noise: f.run.noise,
+                })
+                .collect();
+            &single
+        } else {
+            &self.runs
+        };
+        runs.iter()
+            .filter(|r| !skip(&r.name))
+            .map(|r| {
+                let kernel = self.kernel.clone();
+                let (seed, noise) = (r.seed, r.noise);
+                let mut job = Job::new(r.name.clone(), self.kernel.spec(&r.params), move |rows, cols| {
+                    kernel.initial_state(rows, cols, seed, noise)
+                });
+                job.attributes = self.kernel.attributes(&r.params, seed, noise);
+                job
+            })
+            .collect()
+    }
+
+    /// A builder with grid, frames, steps, I/O and fields set; add devices, jobs and a sink.
+    pub fn builder(&self) -> PipelineBuilder {
+        let f = &self.file;
+        crate::Pipeline::builder()
+            .grid(f.grid.rows, f.grid.cols)
+            .frames(f.run.frames)
+            .steps_per_frame(f.run.steps_per_frame)
+            .io_buffer(f.io.io_buffer)
+            .staging_buffers(f.io.staging_buffers)
+            .mode(match f.io.mode {
+                Mode::Async => IoMode::Async,
+                Mode::Sync => IoMode::Sync,
+            })
+            .fields(self.fields.clone())
+            .attribute("config", self.source_name())
+    }
+
+    /// The file name (or built-in name) the config was read from.
+    pub fn source_name(&self) -> String {
+        self.source.name().to_owned()
+    }
+
+    /// The output path (`output.path`).
+    pub fn output_path(&self) -> PathBuf {
+        self.file.output.path.clone()
+    }
+}

@@ -1,0 +1,212 @@
+//! The TOML layout of a run configuration: one struct per table, unknown keys refused.
+//!
+//! Every key has a default, so an empty file is a valid (Gray-Scott) run. Range checks live
+//! in `validate.rs`, so that they can name the line or `--set` argument a value came from.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+/// A whole config file.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// `[kernel]`: what runs.
+    #[serde(default)]
+    pub kernel: KernelSection,
+    /// `[grid]`: the size of every field.
+    #[serde(default)]
+    pub grid: GridSection,
+    /// `[run]`: frames, steps and the initial state.
+    #[serde(default)]
+    pub run: RunSection,
+    /// `[devices]`: which adapters.
+    #[serde(default)]
+    pub devices: DevicesSection,
+    /// `[io]`: how frames get to the sink.
+    #[serde(default)]
+    pub io: IoSection,
+    /// `[output]`: where frames go.
+    #[serde(default)]
+    pub output: OutputSection,
+    /// `[[runs]]`: a batch of named runs, each overriding some keys.
+    #[serde(default)]
+    pub runs: Vec<RunEntry>,
+    /// `[sweep]`: a batch over the cartesian product of parameter lists.
+    #[serde(default)]
+    pub sweep: Option<BTreeMap<String, Vec<f64>>>,
+}
+
+/// `[kernel]`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelSection {
+    /// `"gray-scott"` (built in), or the name of a custom kernel given by `wgsl`.
+    pub name: Option<String>,
+    /// Path of a custom step shader (relative to the config file's directory).
+    pub wgsl: Option<PathBuf>,
+    /// Field names of a custom kernel, in the shader's layout order.
+    pub fields: Option<Vec<String>>,
+    /// Parameters by name: for a custom kernel, the members of its `struct Params`.
+    #[serde(default)]
+    pub params: BTreeMap<String, f64>,
+}
+
+/// `[grid]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GridSection {
+    /// Rows of every field.
+    pub rows: usize,
+    /// Columns of every field.
+    pub cols: usize,
+}
+
+impl Default for GridSection {
+    fn default() -> Self {
+        GridSection { rows: 256, cols: 256 }
+    }
+}
+
+/// `[run]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunSection {
+    /// Frames per stream.
+    pub frames: u64,
+    /// Kernel steps between frames.
+    pub steps_per_frame: u32,
+    /// Seed of the initial noise (stream i of a single run uses seed + i).
+    pub seed: u64,
+    /// Amplitude of uniform noise added to the initial state, in [0, 1].
+    pub noise: f32,
+}
+
+impl Default for RunSection {
+    fn default() -> Self {
+        RunSection { frames: 100, steps_per_frame: 32, seed: 0, noise: 0.0 }
+    }
+}
+
+/// `devices.select`: a selector string or a list of adapter indices.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Select {
+    /// `"all"`, a backend, a list like `"0,1"` or a name substring.
+    Text(String),
+    /// Adapter indices as listed by `wgpipe devices`.
+    Indices(Vec<usize>),
+}
+
+/// `[devices]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DevicesSection {
+    /// Which adapters.
+    pub select: Select,
+    /// How many times each selected adapter is opened.
+    pub count: usize,
+}
+
+impl Default for DevicesSection {
+    fn default() -> Self {
+        DevicesSection { select: Select::Text("all".to_owned()), count: 1 }
+    }
+}
+
+/// `io.mode`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// A writer thread stores frames while the devices compute.
+    #[default]
+    Async,
+    /// Each device thread stores its own frames (the baseline).
+    Sync,
+}
+
+/// `[io]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IoSection {
+    /// Async or sync.
+    pub mode: Mode,
+    /// Frames that may wait between the devices and the writer (0 = hand over directly).
+    pub io_buffer: usize,
+    /// Staging buffers per device readback ring.
+    pub staging_buffers: usize,
+}
+
+impl Default for IoSection {
+    fn default() -> Self {
+        IoSection { mode: Mode::Async, io_buffer: 2, staging_buffers: 2 }
+    }
+}
+
+/// `[output]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutputSection {
+    /// Sink name: one of `wgpipe::storage::SINK_NAMES`.
+    pub sink: String,
+    /// Output file (hdf5) or directory (raw), relative to the working directory.
+    pub path: PathBuf,
+    /// Replace an existing output.
+    pub overwrite: bool,
+    /// Fields stored per frame (default: `["v"]` for Gray-Scott, every field otherwise).
+    pub fields: Option<Vec<String>>,
+    /// `"none"`, `"deflate"` or `"deflate:LEVEL"` (HDF5 only).
+    pub compression: String,
+    /// Frames per HDF5 chunk.
+    pub chunk_frames: usize,
+    /// fsync the output when the run ends.
+    pub fsync: bool,
+}
+
+impl Default for OutputSection {
+    fn default() -> Self {
+        OutputSection {
+            sink: "hdf5".to_owned(),
+            path: PathBuf::from("output.h5"),
+            overwrite: false,
+            fields: None,
+            compression: "none".to_owned(),
+            chunk_frames: 1,
+            fsync: false,
+        }
+    }
+}
+
+/// One `[[runs]]` entry: a named stream overriding parameters, seed or noise.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunEntry {
+    /// Stream name in the output.
+    pub name: String,
+    /// `kernel.params.*` overrides.
+    #[serde(default)]
+    pub kernel: RunKernel,
+    /// `run.seed` / `run.noise` overrides.
+    #[serde(default)]
+    pub run: RunOverrides,
+}
+
+/// `[[runs]].kernel`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunKernel {
+    /// Parameters replacing `kernel.params` entries for this run.
+    #[serde(default)]
+    pub params: BTreeMap<String, f64>,
+}
+
+/// `[[runs]].run`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunOverrides {
+    /// Seed for this run.
+    pub seed: Option<u64>,
+    /// Noise for this run.
+    pub noise: Option<f32>,
+}

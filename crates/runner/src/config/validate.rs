@@ -1,0 +1,59 @@
+//! Range checks on a deserialized config, each naming the key and where it was set.
+
+use std::str::FromStr;
+
+use wgpipe_compute::DeviceSelector;
+use wgpipe_storage::{Compression, SINK_NAMES};
+
+use super::error::Result;
+use super::model::{ConfigFile, Select};
+use super::source::Source;
+
+/// Errors on the first out-of-range value (kernel-dependent checks are in `kernel.rs`).
+pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
+    let at_least_one = |key: &str, value: u64| -> Result<()> {
+        if value == 0 { Err(src.invalid(key, "0 is out of range: use 1 or more")) } else { Ok(()) }
+    };
+    at_least_one("grid.rows", file.grid.rows as u64)?;
+    at_least_one("grid.cols", file.grid.cols as u64)?;
+    at_least_one("run.frames", file.run.frames)?;
+    at_least_one("run.steps_per_frame", u64::from(file.run.steps_per_frame))?;
+    at_least_one("devices.count", file.devices.count as u64)?;
+    at_least_one("io.staging_buffers", file.io.staging_buffers as u64)?;
+    at_least_one("output.chunk_frames", file.output.chunk_frames as u64)?;
+    if !(0.0..=1.0).contains(&file.run.noise) {
+        return Err(src.invalid("run.noise", format!("{} is out of range: use a value from 0 to 1", file.run.noise)));
+    }
+    selector(file, src)?;
+    if !SINK_NAMES.contains(&file.output.sink.as_str()) {
+        return Err(src.invalid(
+            "output.sink",
+            format!("unknown sink {:?}: use one of {}", file.output.sink, SINK_NAMES.join(", ")),
+        ));
+    }
+    if file.output.sink != "null" && file.output.path.as_os_str().is_empty() {
+        return Err(src.invalid("output.path", "the path is empty: give a file (hdf5) or directory (raw)"));
+    }
+    compression(file, src)?;
+    if let Some(fields) = &file.output.fields
+        && fields.is_empty()
+    {
+        return Err(src.invalid("output.fields", "the list is empty: store at least one field, e.g. [\"v\"]"));
+    }
+    Ok(())
+}
+
+/// `devices.select` as a selector.
+pub(crate) fn selector(file: &ConfigFile, src: &Source) -> Result<DeviceSelector> {
+    match &file.devices.select {
+        Select::Indices(ix) if ix.is_empty() => Err(src
+            .invalid("devices.select", "the index list is empty: list adapters from `wgpipe devices`, or use \"all\"")),
+        Select::Indices(ix) => Ok(DeviceSelector::Indices(ix.clone())),
+        Select::Text(t) => DeviceSelector::parse(t).map_err(|e| src.invalid("devices.select", e.to_string())),
+    }
+}
+
+/// `output.compression` parsed.
+pub(crate) fn compression(file: &ConfigFile, src: &Source) -> Result<Compression> {
+    Compression::from_str(&file.output.compression).map_err(|e| src.invalid("output.compression", e.to_string()))
+}
