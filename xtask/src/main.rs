@@ -1,5 +1,29 @@
 //! Developer tasks for wgpipe: `cargo xtask <task>`.
+//!
+//! `main` only dispatches; each task lives in its own module.
+//!
+//! - `bench`: pipeline overhead, non-blocking I/O efficiency, sweep and microbenchmarks
+//!   (`cargo xtask bench --help`).
 
-fn main() {
-    eprintln!("no xtask tasks yet");
+mod bench;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let result = match args.next().as_deref() {
+        Some("bench") => bench::main(args.collect()),
+        Some("help" | "--help" | "-h") | None => {
+            println!("usage: cargo xtask <task>\n\ntasks:\n  bench   measure the pipeline (cargo xtask bench --help)");
+            return ExitCode::SUCCESS;
+        }
+        Some(other) => Err(anyhow::anyhow!("unknown task {other:?}: try `cargo xtask bench --help`")),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }

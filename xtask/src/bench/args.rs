@@ -1,0 +1,161 @@
+//! The command line of `cargo xtask bench`, parsed by hand (no CLI dependency for one task).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use wgpipe::storage::Compression;
+
+/// Usage text, printed by `--help`.
+pub const USAGE: &str = "\
+usage: cargo xtask bench --sink null|raw|hdf5 [options]
+       cargo xtask bench --micro
+
+  --sink KIND          null: pipeline vs compute-only overhead (plus the microbenchmarks);
+                       raw/hdf5: non-blocking efficiency ratio (async wall / sync wall)
+  --rows R --cols C    grid (default 128x128 for null, 512x512 for raw/hdf5)
+  --frames N           frames per run (default 30 for null, 24 for raw/hdf5)
+  --steps-per-frame S  null: kernel steps per frame (default 16);
+                       raw/hdf5: skip the calibration and use S
+  --io-buffer B        channel capacity between device and writer (default 2)
+  --devices SEL        adapters: all, vulkan, gl, 0,1 or a name part (default 0)
+  --reps K             alternating repetitions per measurement (default 5)
+  --compression C      hdf5 only: none (default), deflate or deflate:LEVEL; compressing
+                       is CPU work the writer thread can overlap with compute
+  --out DIR            where raw/hdf5 write (default: a temp dir under the current directory)
+  --json FILE          write every figure, the parameters and the machine as JSON
+  --trace FILE         Chrome trace (Perfetto) of one async run
+  --sweep              raw/hdf5: io_buffer x compute/I-O ratio table of efficiency ratios
+  --micro              only the microbenchmarks (no GPU)
+
+Runs lavapipe with LP_NUM_THREADS=1 (re-executes itself to set it) so the writer has a core.";
+
+/// What the user asked for; `None` means the default of the chosen sink.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Args {
+    pub sink: Option<String>,
+    pub rows: Option<usize>,
+    pub cols: Option<usize>,
+    pub frames: Option<u64>,
+    pub steps_per_frame: Option<u32>,
+    pub io_buffer: usize,
+    pub devices: String,
+    pub reps: usize,
+    pub compression: Compression,
+    pub out: Option<PathBuf>,
+    pub json: Option<PathBuf>,
+    pub trace: Option<PathBuf>,
+    pub sweep: bool,
+    pub micro: bool,
+    pub help: bool,
+}
+
+impl Default for Args {
+    fn default() -> Self {
+        Args {
+            sink: None,
+            rows: None,
+            cols: None,
+            frames: None,
+            steps_per_frame: None,
+            io_buffer: 2,
+            devices: "0".to_owned(),
+            reps: 5,
+            compression: Compression::None,
+            out: None,
+            json: None,
+            trace: None,
+            sweep: false,
+            micro: false,
+            help: false,
+        }
+    }
+}
+
+/// Parses `--flag value` and `--flag=value` forms.
+pub fn parse(argv: &[String]) -> Result<Args> {
+    let mut a = Args::default();
+    let mut it = argv.iter();
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = || -> Result<String> {
+            match inline.clone() {
+                Some(v) => Ok(v),
+                None => it.next().cloned().with_context(|| format!("{flag} needs a value")),
+            }
+        };
+        match flag {
+            "--sink" => {
+                let v = value()?;
+                if !["null", "raw", "hdf5"].contains(&v.as_str()) {
+                    bail!("--sink {v:?} is unknown: use null, raw or hdf5");
+                }
+                a.sink = Some(v);
+            }
+            "--rows" => a.rows = Some(number(flag, &value()?)?),
+            "--cols" => a.cols = Some(number(flag, &value()?)?),
+            "--frames" => a.frames = Some(number(flag, &value()?)?),
+            "--steps-per-frame" => a.steps_per_frame = Some(number(flag, &value()?)?),
+            "--io-buffer" => a.io_buffer = number(flag, &value()?)?,
+            "--devices" => a.devices = value()?,
+            "--reps" => a.reps = number(flag, &value()?)?,
+            "--compression" => {
+                let v = value()?;
+                a.compression = v.parse().with_context(|| format!("reading --compression {v:?}"))?;
+            }
+            "--out" => a.out = Some(PathBuf::from(value()?)),
+            "--json" => a.json = Some(PathBuf::from(value()?)),
+            "--trace" => a.trace = Some(PathBuf::from(value()?)),
+            "--sweep" => a.sweep = true,
+            "--micro" => a.micro = true,
+            "--help" | "-h" => a.help = true,
+            other => bail!("unknown argument {other:?}\n\n{USAGE}"),
+        }
+    }
+    if a.reps == 0 {
+        bail!("--reps must be at least 1");
+    }
+    if a.rows == Some(0) || a.cols == Some(0) || a.frames == Some(0) || a.steps_per_frame == Some(0) {
+        bail!("--rows, --cols, --frames and --steps-per-frame must be at least 1");
+    }
+    if a.sweep && a.sink.as_deref() == Some("null") {
+        bail!("--sweep measures I/O overlap: use it with --sink raw or --sink hdf5");
+    }
+    if a.compression != Compression::None && a.sink.as_deref() != Some("hdf5") {
+        bail!("--compression applies to --sink hdf5 only");
+    }
+    if a.sink.is_none() && !a.micro && !a.help {
+        bail!("choose what to measure: --sink null|raw|hdf5 or --micro\n\n{USAGE}");
+    }
+    Ok(a)
+}
+
+fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T> {
+    text.parse().ok().with_context(|| format!("{flag} expects a whole number, got {text:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Result<Args> {
+        parse(&s.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn parses_flags_and_rejects_nonsense() -> Result<()> {
+        let a = args("--sink raw --rows 64 --cols=32 --frames 4 --io-buffer 0 --sweep --out /dev/shm")?;
+        assert_eq!(a.sink.as_deref(), Some("raw"));
+        assert_eq!((a.rows, a.cols, a.frames, a.io_buffer), (Some(64), Some(32), Some(4), 0));
+        assert!(a.sweep);
+        assert!(args("--sink tape").is_err());
+        assert!(args("--sink null --sweep").is_err());
+        assert!(args("--sink null --rows x").is_err());
+        assert!(args("--sink null --rows").is_err());
+        assert!(args("").is_err());
+        assert!(args("--micro").is_ok());
+        Ok(())
+    }
+}

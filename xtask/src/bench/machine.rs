@@ -1,0 +1,98 @@
+//! The machine under the measurement: lavapipe's thread count (which must be set before the
+//! Vulkan driver loads, hence the re-exec), the page cache, and what the JSON records about
+//! the host and the output's filesystem.
+
+use std::path::Path;
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use wgpipe::compute::GpuDevice;
+
+/// Set in the child after the re-exec, so it can say what happened.
+const REEXEC_MARK: &str = "WGPIPE_BENCH_REEXEC";
+
+/// lavapipe computes on the CPU with one thread per core by default, which leaves the writer
+/// thread no core on a small machine and measures CPU contention instead of overlap. The
+/// variable is read when the driver loads, so it cannot be set from inside this process:
+/// when it is missing, run this same binary again with it set and pass the exit code on.
+pub fn reexec_with_one_lavapipe_thread(argv: &[String]) -> Result<Option<ExitCode>> {
+    if std::env::var_os("LP_NUM_THREADS").is_some() {
+        return Ok(None);
+    }
+    let exe = std::env::current_exe().context("cannot find this executable to re-run it with LP_NUM_THREADS=1")?;
+    eprintln!("note: LP_NUM_THREADS is unset; re-running with LP_NUM_THREADS=1 so that lavapipe leaves a core to I/O");
+    let status = Command::new(&exe)
+        .arg("bench")
+        .args(argv)
+        .env("LP_NUM_THREADS", "1")
+        .env(REEXEC_MARK, "1")
+        .status()
+        .with_context(|| format!("cannot re-run {}", exe.display()))?;
+    let code = status.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1);
+    Ok(Some(ExitCode::from(code)))
+}
+
+/// What the report says about LP_NUM_THREADS.
+pub fn lp_threads_note() -> String {
+    let value = std::env::var("LP_NUM_THREADS").unwrap_or_else(|_| "unset".to_owned());
+    if std::env::var_os(REEXEC_MARK).is_some() {
+        format!("LP_NUM_THREADS={value} (set by re-executing the bench)")
+    } else {
+        format!("LP_NUM_THREADS={value} (from the environment)")
+    }
+}
+
+/// Brings the page cache to the same state before a timed run: dirty pages written out
+/// (`sync`) and clean ones dropped when allowed (root only). Returns how it went, for the
+/// report; failing to drop is not an error, the run is only less controlled.
+pub fn settle_page_cache() -> String {
+    let synced = Command::new("sync").status().map(|s| s.success()).unwrap_or(false);
+    let dropped = std::fs::write("/proc/sys/vm/drop_caches", "3");
+    match (synced, dropped) {
+        (true, Ok(())) => "sync + drop_caches before each timed run".to_owned(),
+        (true, Err(e)) => format!("sync only before each timed run (drop_caches unavailable: {e})"),
+        (false, Ok(())) => "drop_caches only before each timed run (sync failed)".to_owned(),
+        (false, Err(e)) => format!("page cache not controlled (sync failed, drop_caches: {e})"),
+    }
+}
+
+/// Filesystem type of `path` (`tmpfs`, `ext2/ext3`, ...), from `stat -f`.
+pub fn filesystem_type(path: &Path) -> String {
+    Command::new("stat")
+        .args(["-f", "-c", "%T"])
+        .arg(path)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// The 1-minute load average, to say how busy the shared machine was.
+pub fn load_average() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// The host and the adapters, for the JSON report.
+pub fn describe(gpus: &[GpuDevice], out: Option<&Path>) -> Value {
+    let adapters: Vec<Value> = gpus
+        .iter()
+        .map(|g| {
+            let a = g.adapter();
+            json!({ "name": a.name, "backend": format!("{:?}", a.backend),
+                    "device_type": format!("{:?}", a.device_type), "driver": a.driver })
+        })
+        .collect();
+    json!({
+        "adapters": adapters,
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        "lp_num_threads": std::env::var("LP_NUM_THREADS").ok(),
+        "lp_num_threads_note": lp_threads_note(),
+        "load_average_1min": load_average(),
+        "target_path": out.map(|p| p.display().to_string()),
+        "target_filesystem": out.map(filesystem_type),
+        "os": std::env::consts::OS,
+    })
+}

@@ -1,0 +1,185 @@
+//! The three timed primitives every benchmark is built from: the compute-only loop, a full
+//! pipeline run, and a write-only run of a sink. Each returns seconds measured the same way
+//! the runner measures its wall time, so their ratios compare like with like.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use wgpipe::compute::gray_scott::{self, GrayScottParams};
+use wgpipe::compute::{FieldSim, FrameProducer, GpuDevice, ReadbackConfig};
+use wgpipe::storage::{Compression, DType, Frame, Sink, SinkOptions, StreamInfo, StreamLayout, open_sink};
+use wgpipe::{IoMode, Pipeline, RunReport};
+
+/// Seed and noise of the Gray-Scott start state (any fixed values do).
+const SEED: u64 = 7;
+const NOISE: f32 = 0.02;
+
+/// What is computed: the same for the compute-only loop and the pipeline.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub gpus: Vec<GpuDevice>,
+    pub rows: usize,
+    pub cols: usize,
+    pub frames: u64,
+    /// Fields stored per frame (`v` only, like `wgpipe run`'s default).
+    pub fields: Vec<String>,
+    /// Staging buffers in the readback ring.
+    pub staging: usize,
+}
+
+impl Workload {
+    /// Bytes of one frame.
+    pub fn frame_bytes(&self) -> usize {
+        self.rows * self.cols * 4 * self.fields.len()
+    }
+
+    /// Cells × steps of one run at `spf` steps per frame, over all devices.
+    pub fn cell_steps(&self, spf: u32) -> f64 {
+        (self.rows * self.cols) as f64 * f64::from(spf) * self.frames as f64 * self.gpus.len() as f64
+    }
+}
+
+/// The compute-only loop: per device, the same kernel and the same readback ring as the
+/// pipeline (a [`FrameProducer`]) draining every frame into one reused buffer: no channel,
+/// no pool, no sink. Timed like the pipeline's wall: start state and device buffers included.
+pub fn compute_only(w: &Workload, spf: u32) -> Result<f64> {
+    let kernel = GrayScottParams::default().kernel();
+    let indices = kernel.field_indices(&w.fields).context("choosing the fields to read back")?;
+    let start = Instant::now();
+    std::thread::scope(|scope| -> Result<()> {
+        let handles: Vec<_> = w
+            .gpus
+            .iter()
+            .enumerate()
+            .map(|(d, gpu)| {
+                let (kernel, indices) = (&kernel, &indices);
+                scope.spawn(move || -> Result<u64> {
+                    let init = gray_scott::initial_state(w.rows, w.cols, SEED + d as u64, NOISE);
+                    let sim = FieldSim::new(gpu, kernel, w.rows, w.cols, &init)
+                        .with_context(|| format!("setting up the simulation on {}", gpu.label()))?;
+                    drop(init);
+                    let config = ReadbackConfig {
+                        steps_per_frame: spf,
+                        frames: w.frames,
+                        staging_buffers: w.staging,
+                        fields: indices.clone(),
+                    };
+                    let mut producer = FrameProducer::new(sim, config).context("setting up the readback ring")?;
+                    let mut buf = vec![0u8; producer.frame_bytes()];
+                    let mut checksum = 0u64;
+                    while producer.next_into(&mut buf).context("computing a frame")?.is_some() {
+                        // Touch the frame so that the copy-out cannot be skipped.
+                        checksum = checksum.wrapping_add(u64::from(buf[buf.len() / 2]));
+                    }
+                    Ok(checksum)
+                })
+            })
+            .collect();
+        for h in handles {
+            let checksum = h.join().map_err(|_| anyhow::anyhow!("a compute-only thread panicked"))??;
+            std::hint::black_box(checksum);
+        }
+        Ok(())
+    })?;
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// One full pipeline run into `sink`.
+pub fn pipeline(
+    w: &Workload,
+    spf: u32,
+    mode: IoMode,
+    io_buffer: usize,
+    sink: Box<dyn Sink>,
+    trace: bool,
+) -> Result<RunReport> {
+    Pipeline::builder()
+        .gpus(w.gpus.clone())
+        .grid(w.rows, w.cols)
+        .frames(w.frames)
+        .steps_per_frame(spf)
+        .staging_buffers(w.staging)
+        .io_buffer(io_buffer)
+        .mode(mode)
+        .gray_scott(GrayScottParams::default(), SEED, NOISE)
+        .fields(w.fields.clone())
+        .sink(sink)
+        .trace(trace)
+        .run()
+        .with_context(|| format!("running the pipeline ({} I/O, {spf} steps per frame)", mode.name()))
+}
+
+/// Where one run's output goes: a directory for raw, a file for hdf5.
+pub fn output_path(dir: &Path, kind: &str, n: usize) -> PathBuf {
+    match kind {
+        "hdf5" => dir.join(format!("bench-{n}.h5")),
+        _ => dir.join(format!("bench-{n}")),
+    }
+}
+
+/// A sink that forces its data to the device in `finish` (inside the timed wall time).
+pub fn durable_sink(kind: &str, path: &Path, compression: Compression) -> Result<Box<dyn Sink>> {
+    let options = SinkOptions::new(path).with_fsync(true).with_overwrite(true).with_compression(compression);
+    open_sink(kind, &options).with_context(|| format!("opening the {kind} sink at {}", path.display()))
+}
+
+/// Removes what a run wrote (a file or a raw directory); absent is fine.
+pub fn remove_output(path: &Path) -> Result<()> {
+    let removed = if path.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };
+    match removed {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("cannot remove benchmark output {}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The frames of device 0 at `spf` steps per frame, kept in memory: realistic data for
+/// the write-only run (compression, if any, sees what a real run stores).
+pub fn capture_frames(w: &Workload, spf: u32) -> Result<Vec<Vec<u8>>> {
+    let gpu = w.gpus.first().context("no device to capture frames on")?;
+    let kernel = GrayScottParams::default().kernel();
+    let indices = kernel.field_indices(&w.fields).context("choosing the fields to read back")?;
+    let init = gray_scott::initial_state(w.rows, w.cols, SEED, NOISE);
+    let sim = FieldSim::new(gpu, &kernel, w.rows, w.cols, &init).context("setting up the simulation")?;
+    let config = ReadbackConfig { steps_per_frame: spf, frames: w.frames, staging_buffers: w.staging, fields: indices };
+    let mut producer = FrameProducer::new(sim, config).context("setting up the readback ring")?;
+    let mut frames = Vec::new();
+    let mut buf = vec![0u8; producer.frame_bytes()];
+    while producer.next_into(&mut buf).context("computing a frame")?.is_some() {
+        frames.push(buf.clone());
+    }
+    Ok(frames)
+}
+
+/// The sink alone: `w.frames` frames per device stream of `data` (cycled), `begin` to
+/// `finish` (fsync included), on this thread; only the sink's calls are timed. This is t_io
+/// of Ravi et al.
+pub fn write_only(w: &Workload, data: &[Vec<u8>], mut sink: Box<dyn Sink>) -> Result<f64> {
+    let mut layout = StreamLayout::new(w.fields.clone(), w.rows, w.cols, DType::F32);
+    for d in 0..w.gpus.len() {
+        layout = layout.with_stream(StreamInfo::new(format!("stream{d}")).with_expected_frames(w.frames));
+    }
+    let mut buf = vec![0u8; w.frame_bytes()];
+    let mut took = Duration::ZERO;
+    let start = Instant::now();
+    sink.begin(&layout).context("write-only run: begin")?;
+    took += start.elapsed();
+    for index in 0..w.frames {
+        for stream in 0..w.gpus.len() {
+            if let Some(src) = data.get(index as usize % data.len().max(1)).filter(|d| d.len() == buf.len()) {
+                buf.copy_from_slice(src);
+            }
+            let frame = Frame::new(&layout, stream, index, index + 1, std::mem::take(&mut buf));
+            let start = Instant::now();
+            sink.write(&frame).context("write-only run: write")?;
+            took += start.elapsed();
+            buf = frame.data;
+        }
+    }
+    let start = Instant::now();
+    sink.finish().context("write-only run: finish")?;
+    took += start.elapsed();
+    Ok(took.as_secs_f64())
+}

@@ -1,0 +1,152 @@
+//! `cargo xtask bench`: what the pipeline costs and what overlap buys.
+//!
+//! - `--sink null`: pipeline vs compute-only loop (`overhead_ratio`), plus [`micro`].
+//! - `--sink raw|hdf5`: calibration to compute ≈ write per frame, then the non-blocking
+//!   efficiency ratio async/sync ([`io`]), and with `--sweep` the [`sweep`] table.
+//! - `--micro`: only the microbenchmarks (no GPU).
+//!
+//! Every comparison alternates its runs in one process, because absolute times on a shared
+//! machine drift more than the effects measured.
+
+mod args;
+mod io;
+mod machine;
+mod measure;
+mod micro;
+mod null;
+mod output;
+mod stats;
+mod sweep;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use serde_json::{Map, Value, json};
+use wgpipe::IoMode;
+use wgpipe::compute::{DeviceSelector, open_devices};
+
+use args::Args;
+use measure::Workload;
+
+/// Entry point of `cargo xtask bench ARGS`.
+pub fn main(argv: Vec<String>) -> Result<ExitCode> {
+    let args = args::parse(&argv)?;
+    if args.help {
+        println!("{}", args::USAGE);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.sink.is_some()
+        && let Some(code) = machine::reexec_with_one_lavapipe_thread(&argv)?
+    {
+        return Ok(code);
+    }
+    let mut report = Map::new();
+    if let Some(kind) = args.sink.clone() {
+        run_sink(&args, &kind, &mut report)?;
+    } else {
+        report.insert("machine".to_owned(), machine::describe(&[], None));
+    }
+    if args.micro || args.sink.as_deref() == Some("null") {
+        let m = micro::run(args.io_buffer)?;
+        println!("{}", m.table);
+        report.insert("micro".to_owned(), m.json);
+    }
+    if let Some(path) = &args.json {
+        output::write_json(path, &Value::Object(report))?;
+        println!("JSON report: {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The GPU benchmarks of one sink.
+fn run_sink(args: &Args, kind: &str, report: &mut Map<String, Value>) -> Result<()> {
+    let selector = DeviceSelector::parse(&args.devices).context("reading --devices")?;
+    let gpus = open_devices(&selector, 1).context("opening the devices to benchmark")?;
+    let is_null = kind == "null";
+    let side = if is_null { 128 } else { 512 };
+    let w = Workload {
+        gpus,
+        rows: args.rows.unwrap_or(side),
+        cols: args.cols.unwrap_or(side),
+        frames: args.frames.unwrap_or(if is_null { 30 } else { 24 }),
+        fields: vec!["v".to_owned()],
+        staging: 2,
+    };
+    println!("{}", machine::lp_threads_note());
+    for g in &w.gpus {
+        println!("device: {}", g.label());
+    }
+    println!(
+        "grid {}x{}, {} frames of {:.2} MB per device, io_buffer {}, load average {}",
+        w.rows,
+        w.cols,
+        w.frames,
+        w.frame_bytes() as f64 / 1e6,
+        args.io_buffer,
+        machine::load_average().map_or("unknown".to_owned(), |l| format!("{l:.2}"))
+    );
+    let mut params = json!({
+        "sink": kind, "rows": w.rows, "cols": w.cols, "frames": w.frames, "devices": args.devices,
+        "io_buffer": args.io_buffer, "reps": args.reps, "compression": args.compression.to_string(), "fields": w.fields, "staging_buffers": w.staging,
+    });
+    if is_null {
+        let spf = args.steps_per_frame.unwrap_or(16);
+        params["steps_per_frame"] = json!(spf);
+        let r = null::run(&w, spf, args.io_buffer, args.reps)?;
+        println!("{}", r.table);
+        report.insert("overhead_ratio".to_owned(), json!(r.overhead_ratio));
+        report.insert("null".to_owned(), r.json);
+        if let Some(path) = &args.trace {
+            output::write_trace(path, &null::traced(&w, spf, args.io_buffer)?)?;
+            println!("trace of one async run: {}", path.display());
+        }
+        report.insert("machine".to_owned(), machine::describe(&w.gpus, None));
+    } else {
+        let parent = match &args.out {
+            Some(p) => p.clone(),
+            None => std::env::current_dir().context("finding the current directory")?,
+        };
+        let scratch = output::ScratchDir::new(&parent)?;
+        println!("writing to {} ({})", scratch.path().display(), machine::filesystem_type(scratch.path()));
+        let b = io::IoBench::new(&w, kind, scratch.path(), args.compression)?;
+        let cal = io::calibrate(&b, args.steps_per_frame)?;
+        println!(
+            "calibration: write {:.2} ms/frame (fsync included), compute {:.3} ms/step + {:.3} ms/frame -> {} steps/frame{}",
+            cal.write_per_frame * 1e3,
+            cal.step_seconds * 1e3,
+            cal.frame_seconds * 1e3,
+            cal.spf,
+            if cal.from_user { " (given with --steps-per-frame)" } else { "" }
+        );
+        if !cal.reachable(1.0) && !cal.from_user {
+            println!(
+                "note: balance is unreachable here: one step per frame already computes {:.1}x as long as the \
+                 frame takes to write, so what follows is the compute-bound regime (theory: max(c,w)/(c+w), not 0.50)",
+                cal.compute_per_frame(1) / cal.write_per_frame
+            );
+        }
+        params["steps_per_frame"] = json!(cal.spf);
+        report.insert("calibration".to_owned(), cal.json());
+        let e = io::efficiency(&b, &cal, args.io_buffer, args.reps)?;
+        println!("{}", e.table);
+        report.insert("efficiency_ratio".to_owned(), json!(e.efficiency_ratio));
+        report.insert(kind.to_owned(), e.json);
+        if args.sweep {
+            let s = sweep::run(&b, &cal)?;
+            println!("{}", s.table);
+            report.insert("sweep".to_owned(), s.json);
+        }
+        if let Some(path) = &args.trace {
+            output::write_trace(path, &b.pipeline(&w, cal.spf, IoMode::Async, args.io_buffer, true)?)?;
+            println!("trace of one async run: {}", path.display());
+        }
+        let cache = b.cache_note();
+        println!("page cache: {cache}");
+        report.insert("page_cache".to_owned(), json!(cache));
+        report.insert("machine".to_owned(), machine::describe(&w.gpus, Some(&PathBuf::from(scratch.path()))));
+        drop(scratch);
+    }
+    report.insert("parameters".to_owned(), params);
+    Ok(())
+}

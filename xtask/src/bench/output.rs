@@ -1,0 +1,48 @@
+//! Where results go besides stdout: the JSON report, the Chrome trace, and the scratch
+//! directory raw/hdf5 runs write into (removed afterwards, also on error).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+use wgpipe::RunReport;
+
+/// Writes `value` as pretty JSON to `path`.
+pub fn write_json(path: &Path, value: &Value) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).context("serialising the JSON report")?;
+    std::fs::write(path, text + "\n").with_context(|| format!("cannot write the JSON report {}", path.display()))
+}
+
+/// Writes the Chrome trace of a traced run to `path`.
+pub fn write_trace(path: &Path, report: &RunReport) -> Result<()> {
+    std::fs::write(path, wgpipe::chrome_trace(report))
+        .with_context(|| format!("cannot write the trace {}", path.display()))
+}
+
+/// A directory of our own under `parent`, removed with everything in it when dropped, so
+/// an interrupted or failed benchmark leaves no gigabytes behind.
+#[derive(Debug)]
+pub struct ScratchDir {
+    path: PathBuf,
+}
+
+impl ScratchDir {
+    pub fn new(parent: &Path) -> Result<Self> {
+        let path = parent.join(format!("wgpipe-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&path)
+            .with_context(|| format!("cannot create the benchmark directory {}", path.display()))?;
+        Ok(ScratchDir { path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.path) {
+            eprintln!("warning: cannot remove {}: {e}", self.path.display());
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! Smoke test of `cargo xtask bench` at tiny sizes: the null and raw benches run end to end
+//! and their JSON holds the top-level ratios as finite positive numbers. Not a measurement.
+#![expect(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A fresh directory for this test's files, under the system temp dir.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("xtask-smoke-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn bench(args: &[&str], json: &Path) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .arg("bench")
+        .args(["--rows", "32", "--cols", "32", "--frames", "4", "--reps", "1"])
+        .args(args)
+        .arg("--json")
+        .arg(json)
+        .output()
+        .expect("running the xtask binary");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "bench {args:?} failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("LP_NUM_THREADS="), "the report says how lavapipe ran:\n{stdout}");
+    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).expect("valid JSON")
+}
+
+fn positive(v: &serde_json::Value, key: &str) -> f64 {
+    let x = v[key].as_f64().unwrap_or_else(|| panic!("{key} is missing or not a number in {v}"));
+    assert!(x.is_finite() && x > 0.0, "{key} = {x}");
+    x
+}
+
+#[test]
+fn null_and_raw_benches_write_their_ratios() {
+    let dir = scratch("bench");
+    let null = bench(&["--sink", "null"], &dir.join("null.json"));
+    positive(&null, "overhead_ratio");
+    assert!(null["machine"]["adapters"][0]["name"].is_string());
+    assert!(null["micro"]["machinery_ns_per_frame_two_threads"]["median"].as_f64().unwrap() > 0.0);
+
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let raw = bench(&["--sink", "raw", "--out", out.to_str().unwrap()], &dir.join("raw.json"));
+    positive(&raw, "efficiency_ratio");
+    assert!(raw["machine"]["target_filesystem"].is_string());
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "the bench removes what it wrote");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
