@@ -237,3 +237,55 @@ fn ctrl_c_stops_cleanly_and_exits_non_zero() {
     let written = o.streams()[0].frames;
     assert!(written >= 5 && err.contains(&format!("interrupted: {written} frames written")), "{written}: {err}");
 }
+
+/// Passes writes to `inner` until `left` runs out, then fails, like a disk filling up.
+struct FailingSink {
+    inner: Box<dyn wgpipe::storage::Sink>,
+    left: u32,
+}
+
+impl wgpipe::storage::Sink for FailingSink {
+    fn begin(&mut self, layout: &wgpipe::storage::StreamLayout) -> wgpipe::storage::Result<()> {
+        self.inner.begin(layout)
+    }
+    fn write(&mut self, frame: &wgpipe::storage::Frame) -> wgpipe::storage::Result<()> {
+        if self.left == 0 {
+            return Err(wgpipe::storage::Error::Usage("injected failure"));
+        }
+        self.left -= 1;
+        self.inner.write(frame)
+    }
+    fn finish(&mut self) -> wgpipe::storage::Result<wgpipe::storage::SinkSummary> {
+        self.inner.finish()
+    }
+}
+
+#[test]
+fn resume_rewrites_a_stream_left_incomplete_by_a_failed_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let config_path = dir.path().join("two.toml");
+    std::fs::write(&config_path, batch_config(2)).unwrap();
+    // The first run, through the library: one device, r0's 3 frames and 1 of r1's, then
+    // the sink fails.
+    let out_path = dir.path().join("out.h5");
+    let sets = ["devices.count=1".to_owned(), format!("output.path=\"{}\"", out_path.display())];
+    let config = wgpipe::config::Config::load(Some(&config_path), &sets).unwrap();
+    let (selector, count) = config.devices();
+    let gpus = wgpipe::compute::open_devices(&selector, count).unwrap();
+    let jobs = config.jobs(gpus.len(), |_| false);
+    let inner = wgpipe::storage::open_sink(config.sink_name(), config.sink_options()).unwrap();
+    let failed = config.builder().gpus(gpus).jobs(jobs).sink(FailingSink { inner, left: 4 }).run();
+    assert!(matches!(failed, Err(wgpipe::Error::Failed { .. })), "{failed:?}");
+    let before = open_output(&out_path).unwrap();
+    let state: Vec<(bool, u64)> = before.streams().iter().map(|s| (s.complete, s.frames)).collect();
+    assert_eq!(state, [(true, 3), (false, 1)]);
+    let r0 = before.read_frame(0, 0, 2).unwrap();
+    drop(before);
+
+    let out = wgpipe(dir.path(), &["run", "two.toml", "--resume"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("1 runs complete, 1 to run"), "{}", stderr(&out));
+    let after = open_output(&out_path).unwrap();
+    assert!(after.complete() && after.streams().iter().all(|s| s.complete && s.frames == 3), "{:?}", after.streams());
+    assert_eq!(after.read_frame(after.stream_index("r0").unwrap(), 0, 2).unwrap(), r0, "r0 untouched");
+}

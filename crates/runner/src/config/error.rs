@@ -76,7 +76,7 @@ pub enum ConfigError {
         /// The key naming the kernel (`kernel.wgsl` or `kernel.name`).
         key: String,
         /// The compute crate's error (file:line:column for WGSL problems).
-        source: wgpipe_compute::Error,
+        source: Box<wgpipe_compute::Error>,
     },
 }
 

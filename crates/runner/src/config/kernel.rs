@@ -65,8 +65,11 @@ impl ResolvedKernel {
             };
         };
         let path = base_dir.join(wgsl);
-        let kernel_err =
-            |source| ConfigError::Kernel { origin: src.origin("kernel.wgsl"), key: "kernel.wgsl".into(), source };
+        let kernel_err = |source| ConfigError::Kernel {
+            origin: src.origin("kernel.wgsl"),
+            key: "kernel.wgsl".into(),
+            source: Box::new(source),
+        };
         let code = WgslSource::from_file(&path).map_err(kernel_err)?;
         let Some(fields) = section.fields.clone() else {
             return Err(src.invalid("kernel.wgsl", "a custom kernel needs kernel.fields, e.g. fields = [\"u\"]"));

@@ -39,7 +39,7 @@ fn locate_value(value: &DeValue<'_>, key: &[&str]) -> Option<usize> {
         DeValue::Table(t) => locate(t, key),
         DeValue::Array(a) => {
             let (first, rest) = key.split_first()?;
-            let item = a.iter().nth(first.parse::<usize>().ok()?)?;
+            let item = a.get(first.parse::<usize>().ok()?)?;
             Some(locate_value(item.get_ref(), rest).unwrap_or(item.span().start))
         }
         _ => None,

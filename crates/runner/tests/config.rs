@@ -1,0 +1,96 @@
+//! The config module as an embedder uses it: the shipped configs, batches, kernels, errors.
+#![expect(clippy::unwrap_used, reason = "tests fail loudly")]
+
+use std::path::Path;
+
+use wgpipe::config::{Config, ConfigError, DEFAULT_CONFIG, ResolvedKernel};
+
+fn configs_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs")
+}
+
+fn err(text: &str) -> String {
+    Config::parse("c.toml", text, ".", &[]).err().map(|e| e.to_string()).unwrap_or_default()
+}
+
+#[test]
+fn every_shipped_config_loads_and_the_default_is_gray_scott_toml() {
+    let default = std::fs::read_to_string(configs_dir().join("gray-scott.toml")).unwrap();
+    assert_eq!(default, DEFAULT_CONFIG);
+    for name in ["gray-scott.toml", "sweep.toml", "bench-null.toml", "heat.toml"] {
+        Config::load(Some(&configs_dir().join(name)), &[]).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    let built_in = Config::load(None, &[]).unwrap();
+    assert_eq!(built_in.file, Config::load(Some(&configs_dir().join("gray-scott.toml")), &[]).unwrap().file);
+    assert_eq!(built_in.sink_name(), "hdf5");
+    assert_eq!(built_in.output_path(), Path::new("output.h5"));
+}
+
+#[test]
+fn the_sweep_is_a_cartesian_product_and_heat_is_a_custom_kernel() {
+    let sweep = Config::load(Some(&configs_dir().join("sweep.toml")), &[]).unwrap();
+    let names: Vec<&str> = sweep.runs().iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["feed0.03_kill0.06", "feed0.03_kill0.062", "feed0.037_kill0.06", "feed0.037_kill0.062"]);
+    assert_eq!(sweep.jobs(3, |n| n.ends_with("0.06")).len(), 2, "skipped runs are left out");
+    let heat = Config::load(Some(&configs_dir().join("heat.toml")), &[]).unwrap();
+    let ResolvedKernel::Custom { spec, params } = &heat.kernel else { panic!("heat is a custom kernel") };
+    assert_eq!((spec.fields.as_slice(), params.as_slice()), (&["u".to_owned()][..], &["alpha".to_owned()][..]));
+    let state = heat.kernel.initial_state(10, 10, 0, 0.0);
+    assert_eq!(state.iter().filter(|v| **v == 1.0).count(), 4, "the centred square is 1");
+    assert_eq!(heat.jobs(1, |_| false)[0].kernel.params, vec![0.2]);
+}
+
+#[test]
+fn runs_override_parameters_seed_and_noise() {
+    let c = Config::parse(
+        "c.toml",
+        "[kernel.params]\nfeed = 0.02\n[run]\nseed = 5\n[[runs]]\nname = \"a\"\n[[runs]]\nname = \"b\"\nkernel.params.kill = 0.07\nrun.seed = 9\nrun.noise = 0.1\n",
+        ".",
+        &[],
+    )
+    .unwrap();
+    let (a, b) = (&c.runs()[0], &c.runs()[1]);
+    assert_eq!((a.seed, a.params.get("feed"), a.params.get("kill")), (5, Some(&0.02), None));
+    assert_eq!((b.seed, b.noise, b.params.get("feed"), b.params.get("kill")), (9, 0.1, Some(&0.02), Some(&0.07)));
+    let jobs = c.jobs(4, |_| false);
+    assert_eq!(jobs.len(), 2, "a batch has one job per run, whatever the device count");
+    assert_eq!(jobs[1].kernel.params, vec![0.1, 0.05, 0.02, 0.07, 1.0]);
+    let single = Config::parse("c.toml", "", ".", &[]).unwrap();
+    let names: Vec<String> = single.jobs(2, |_| false).into_iter().map(|j| j.name).collect();
+    assert_eq!(names, ["stream0", "stream1"], "a single run has one stream per device");
+}
+
+#[test]
+fn batch_and_kernel_mistakes_are_named() {
+    assert!(
+        err("[[runs]]\nname = \"a\"\n[[runs]]\nname = \"a\"\n")
+            .contains("c.toml line 4: runs[1].name: two runs are named")
+    );
+    assert!(err("[[runs]]\nname = \"a b\"\n").contains("not usable"));
+    assert!(
+        err("[[runs]]\nname = \"a\"\nkernel.params.fed = 1\n")
+            .contains("runs[0].kernel.params.fed: unknown parameter; valid parameters: feed, kill, du, dv, dt")
+    );
+    assert!(err("[[runs]]\nname = \"a\"\nrun.frames = 3\n").contains("unknown field `frames`"));
+    assert!(err("[sweep]\nfeed = []\n").contains("sweep.feed: the list is empty"));
+    assert!(err("[sweep]\nfed = [1]\n").contains("unknown sweep key; valid keys: seed, feed"));
+    assert!(err("[sweep]\nseed = [1.5]\n").contains("whole number"));
+    assert!(err("[sweep]\nfeed = [1]\n[[runs]]\nname = \"a\"\n").contains("not both"));
+    assert!(
+        err("[kernel.params]\nfeed = 0.1\nfoo = 2\n").contains("c.toml line 3: kernel.params.foo: unknown parameter")
+    );
+    assert!(
+        err("[output]\nfields = [\"w\"]\n").contains("output.fields: the kernel has no field \"w\": choose from u, v")
+    );
+    assert!(err("[output]\ncompression = \"zip\"\n").contains("output.compression"));
+    assert!(err("[run]\nnoise = 2.0\n").contains("run.noise: 2 is out of range"));
+    assert!(err("[devices]\nselect = []\n").contains("devices.select: the index list is empty"));
+    let heat = format!(
+        "[kernel]\nwgsl = \"{}\"\nfields = [\"u\"]\n",
+        configs_dir().join("../shaders-wgsl/heat.wgsl").display()
+    );
+    assert!(err(&heat).contains("kernel.params: parameter alpha of the shader's struct Params is missing"));
+    assert!(err(&format!("{heat}[kernel.params]\nalpha = 1\nbeta = 2\n")).contains("valid parameters: alpha"));
+    assert!(err("[kernel]\nwgsl = \"x.wgsl\"\n").contains("cannot read WGSL file ./x.wgsl"));
+    assert!(matches!(Config::load(Some(Path::new("/nonexistent/c.toml")), &[]), Err(ConfigError::Read { .. })));
+}

@@ -1,0 +1,136 @@
+//! Appending to an existing output (`SinkOptions::append`, what `wgpipe run --resume` uses):
+//! incomplete streams are rewritten, complete ones left untouched, new ones added.
+#![expect(clippy::unwrap_used, reason = "tests fail loudly")]
+
+mod common;
+
+use common::{COLS, ROWS, cases, frame, layout};
+use wgpipe_storage::{DType, Error, Output, Sink, StreamInfo, StreamLayout, open_output, open_sink};
+
+/// Every value of every field of every frame of stream `s` of `out`.
+fn stream_values(out: &Output, s: usize) -> Vec<Vec<f32>> {
+    (0..out.streams()[s].frames)
+        .flat_map(|i| (0..out.fields().len()).map(move |f| (i, f)))
+        .map(|(i, f)| out.read_frame(s, f, i).unwrap())
+        .collect()
+}
+
+/// Bit patterns, so NaNs compare.
+fn bits(v: &[Vec<f32>]) -> Vec<Vec<u32>> {
+    v.iter().map(|f| f.iter().map(|x| x.to_bits()).collect()).collect()
+}
+
+/// The run a resume adds: the incomplete stream again and a new one.
+fn resume_layout() -> StreamLayout {
+    StreamLayout::new(vec!["u".into(), "v".into()], ROWS, COLS, DType::F32)
+        .with_stream(StreamInfo::new("dev-1.b").with_attribute("kernel", "gray-scott").with_expected_frames(3))
+        .with_stream(StreamInfo::new("extra").with_expected_frames(3))
+}
+
+#[test]
+fn append_rewrites_incomplete_streams_and_keeps_complete_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    for case in cases(dir.path()).into_iter().filter(|c| c.readable()) {
+        let label = case.label;
+        // First run: stream 0 complete (3 of 3 frames), stream 1 stopped after 1 frame.
+        let first = layout(Some(3));
+        let mut sink = case.sink();
+        sink.begin(&first).unwrap();
+        for i in 0..3 {
+            sink.write(&frame(&first, 0, i)).unwrap();
+        }
+        sink.write(&frame(&first, 1, 0)).unwrap();
+        sink.finish().unwrap();
+        let before = case.output();
+        assert!(before.streams()[0].complete && !before.streams()[1].complete, "{label}");
+        let kept = bits(&stream_values(&before, 0));
+        drop(before);
+
+        // Resume: the incomplete stream and a new one.
+        let second = resume_layout();
+        let options = case.options.clone().with_append(true);
+        let mut sink = open_sink(case.kind, &options).unwrap();
+        sink.begin(&second).unwrap();
+        for i in 0..3 {
+            sink.write(&frame(&second, 0, i)).unwrap();
+            sink.write(&frame(&second, 1, i)).unwrap();
+        }
+        assert_eq!(sink.finish().unwrap().frames, 6, "{label}");
+
+        let out = open_output(&case.options.path).unwrap();
+        let names: Vec<&str> = out.streams().iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["dev0", "dev-1.b", "extra"], "{label}");
+        assert!(out.complete(), "{label}: every stream is complete now");
+        assert!(out.streams().iter().all(|s| s.complete && s.frames == 3), "{label}: {:?}", out.streams());
+        assert_eq!(bits(&stream_values(&out, 0)), kept, "{label}: the complete stream is untouched");
+        assert_eq!(out.streams()[0].attributes, first.streams[0].attributes, "{label}");
+        for (s, si) in [(1, 0), (2, 1)] {
+            for i in 0..3 {
+                let f = frame(&second, si, i);
+                for field in 0..2 {
+                    let want: Vec<u32> = f
+                        .field(field)
+                        .unwrap()
+                        .chunks_exact(4)
+                        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                        .collect();
+                    let got: Vec<u32> = out.read_frame(s, field, i).unwrap().iter().map(|x| x.to_bits()).collect();
+                    assert_eq!(got, want, "{label}: stream {s} frame {i} field {field}");
+                }
+            }
+            assert_eq!(out.steps(s).unwrap(), (0..3).map(|i| 10 * (i + 1) + si as u64).collect::<Vec<_>>());
+        }
+    }
+}
+
+#[test]
+fn append_refuses_complete_streams_and_other_layouts_and_leaves_the_output_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    for case in cases(dir.path()).into_iter().filter(|c| c.readable()) {
+        let label = case.label;
+        let first = layout(Some(2));
+        let mut sink = case.sink();
+        sink.begin(&first).unwrap();
+        for f in common::interleaved(&first, 2) {
+            sink.write(&f).unwrap();
+        }
+        sink.finish().unwrap();
+        let before = bits(&stream_values(&case.output(), 1));
+        let options = case.options.clone().with_append(true);
+
+        let again = StreamLayout::new(vec!["u".into(), "v".into()], ROWS, COLS, DType::F32)
+            .with_stream(StreamInfo::new("dev0").with_expected_frames(2));
+        let err = open_sink(case.kind, &options).unwrap().begin(&again).unwrap_err();
+        assert!(matches!(err, Error::StreamComplete { ref stream, .. } if stream == "dev0"), "{label}: {err}");
+
+        let other_fields =
+            StreamLayout::new(vec!["v".into()], ROWS, COLS, DType::F32).with_stream(StreamInfo::new("x"));
+        let err = open_sink(case.kind, &options).unwrap().begin(&other_fields).unwrap_err();
+        assert!(matches!(err, Error::AppendMismatch { .. }), "{label}: {err}");
+        assert!(err.to_string().contains("fields"), "{label}: {err}");
+
+        let other_grid = StreamLayout::new(vec!["u".into(), "v".into()], ROWS + 1, COLS, DType::F32)
+            .with_stream(StreamInfo::new("x"));
+        let err = open_sink(case.kind, &options).unwrap().begin(&other_grid).unwrap_err();
+        assert!(matches!(err, Error::AppendMismatch { .. }), "{label}: {err}");
+
+        let out = case.output();
+        assert_eq!(out.streams().len(), 2, "{label}");
+        assert!(out.complete(), "{label}");
+        assert_eq!(bits(&stream_values(&out, 1)), before, "{label}");
+    }
+}
+
+#[test]
+fn append_without_an_output_creates_one() {
+    let dir = tempfile::tempdir().unwrap();
+    for case in cases(dir.path()).into_iter().filter(|c| c.readable()) {
+        let l = layout(Some(1));
+        let mut sink = open_sink(case.kind, &case.options.clone().with_append(true)).unwrap();
+        sink.begin(&l).unwrap();
+        sink.write(&frame(&l, 0, 0)).unwrap();
+        sink.write(&frame(&l, 1, 0)).unwrap();
+        sink.finish().unwrap();
+        common::assert_holds(&case.output(), &l, &[1, 1], case.label);
+    }
+}
