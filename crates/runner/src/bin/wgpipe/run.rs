@@ -65,7 +65,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let pipeline = config.builder().gpus(gpus).jobs(jobs).sink(sink).stop_handle(stop.clone()).build()?;
     let on_ctrl_c = stop.clone();
     ctrlc::set_handler(move || {
-        eprintln!("\nstopping: finishing the frames in flight and closing the output (Ctrl-C again to wait)");
+        eprintln!("\nstopping: finishing the frames in flight and closing the output");
         on_ctrl_c.stop();
     })
     .context("cannot install the Ctrl-C handler")?;
