@@ -1,6 +1,6 @@
 //! Appending to an existing output (`SinkOptions::append`, what `wgpipe run --resume` uses):
 //! incomplete streams are rewritten, complete ones left untouched, new ones added.
-#![expect(clippy::unwrap_used, reason = "tests fail loudly")]
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly; the shared helpers use expect")]
 
 mod common;
 
