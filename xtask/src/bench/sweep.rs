@@ -72,8 +72,8 @@ pub fn run(b: &IoBench<'_>, cal: &Calibration) -> Result<SweepResult> {
         let s = Summary::of(&sync).median;
         let effs: Vec<f64> = asyncs.iter().map(|a| Summary::of(a).median / s).collect();
         let best = effs.iter().copied().fold(f64::INFINITY, f64::min);
-        let verdict = if best > 0.95 {
-            "no gain: overlap cannot help here"
+        let verdict = if best > 0.9 {
+            "no measurable gain"
         } else if theory >= 0.75 {
             "little to win: one side dominates"
         } else if best - theory <= 0.1 {
