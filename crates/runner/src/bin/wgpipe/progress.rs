@@ -78,6 +78,16 @@ fn stopped(rx: &Receiver<()>, period: Duration) -> bool {
     !matches!(rx.recv_timeout(period), Err(RecvTimeoutError::Timeout))
 }
 
+/// A device label cut to 24 characters, keeping both ends: the index and name start it and
+/// the backend ends it, and both tell devices apart.
+fn short(label: &str) -> String {
+    let chars: Vec<char> = label.chars().collect();
+    if chars.len() <= 24 {
+        return label.to_owned();
+    }
+    chars[..11].iter().chain(['…'].iter()).chain(&chars[chars.len() - 12..]).collect()
+}
+
 fn bars(progress: &Progress, scale: &Scale, rx: &Receiver<()>) {
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr_with_hz(10));
     let style = ProgressStyle::with_template("{prefix:>24} [{bar:30}] {pos:>6}/{len:6} {msg}")
@@ -90,7 +100,7 @@ fn bars(progress: &Progress, scale: &Scale, rx: &Receiver<()>) {
         .iter()
         .map(|l| {
             let b = multi.add(ProgressBar::new(per_device).with_style(style.clone()));
-            b.set_prefix(l.chars().take(24).collect::<String>());
+            b.set_prefix(short(l));
             b
         })
         .collect();
