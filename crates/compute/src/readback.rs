@@ -157,7 +157,12 @@ impl FrameProducer {
                 let _ = tx.send(r);
             });
             let submission = gpu.queue().submit([encoder.finish()]);
-            let info = FrameInfo { index: self.submitted, step: self.sim.steps(), gpu_wait: Duration::ZERO, copy: Duration::ZERO };
+            let info = FrameInfo {
+                index: self.submitted,
+                step: self.sim.steps(),
+                gpu_wait: Duration::ZERO,
+                copy: Duration::ZERO,
+            };
             self.in_flight.push_back(InFlight { slot, info, submission, mapped });
             self.submitted += 1;
         }

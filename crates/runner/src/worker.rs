@@ -44,22 +44,33 @@ enum Stop {
     Device(String),
 }
 
+/// One device thread's own state: what it works on and what it has measured.
+struct DeviceWorker<'a> {
+    d: usize,
+    gpu: &'a GpuDevice,
+    ctx: &'a WorkerContext,
+    /// The thread's own hand-off: dropping it when the thread ends is what lets the writer
+    /// see the channel close.
+    handoff: Handoff,
+    report: DeviceReport,
+    recorder: Recorder,
+}
+
 /// Runs jobs on `gpu` until the queue is empty, the run stops, or the device fails.
-/// `handoff` is the thread's own: dropping it when the thread ends is what lets the writer
-/// see the channel close.
 pub(crate) fn device_thread(
     d: usize,
     gpu: &GpuDevice,
     ctx: &WorkerContext,
     handoff: Handoff,
-    mut recorder: Recorder,
+    recorder: Recorder,
 ) -> DeviceReport {
-    let mut report = DeviceReport { device: gpu.label().to_owned(), ..Default::default() };
+    let report = DeviceReport { device: gpu.label().to_owned(), ..Default::default() };
+    let mut worker = DeviceWorker { d, gpu, ctx, handoff, report, recorder };
     let thread = format!("device {}", gpu.label());
     while !ctx.state.should_stop() {
         let Ok((stream, job)) = ctx.jobs.try_recv() else { break };
-        report.jobs.push(job.name.clone());
-        match run_job(d, gpu, ctx, &handoff, stream, job, &mut report, &mut recorder) {
+        worker.report.jobs.push(job.name.clone());
+        match worker.run_job(stream, job) {
             Ok(()) => {}
             Err(Stop::Run) => break,
             Err(Stop::Device(message)) => {
@@ -70,75 +81,72 @@ pub(crate) fn device_thread(
         }
     }
     ctx.progress.device_finished();
+    let DeviceWorker { mut report, recorder, .. } = worker;
     report.spans = recorder.into_spans();
     report
 }
 
-fn run_job(
-    d: usize,
-    gpu: &GpuDevice,
-    ctx: &WorkerContext,
-    handoff: &Handoff,
-    stream: usize,
-    job: Job,
-    report: &mut DeviceReport,
-    recorder: &mut Recorder,
-) -> Result<(), Stop> {
-    let name = job.name.clone();
-    let fail = |e: wgpipe_compute::Error| Stop::Device(format!("stream {name}: {e}"));
-    let indices = job.kernel.field_indices(&ctx.fields).map_err(fail)?;
-    let init = (job.init)(ctx.rows, ctx.cols);
-    let sim = FieldSim::new(gpu, &job.kernel, ctx.rows, ctx.cols, &init).map_err(fail)?;
-    drop(init);
-    let config = ReadbackConfig { fields: indices, ..ctx.readback.clone() };
-    let mut producer = FrameProducer::new(sim, config).map_err(fail)?;
-    let field_count = ctx.fields.len();
-    loop {
-        if ctx.state.should_stop() {
-            return Err(Stop::Run);
-        }
-        let mut data = ctx.pool.take();
-        let start = Instant::now();
-        let info = producer.next_into(&mut data).map_err(fail)?;
-        report.compute_seconds += start.elapsed().as_secs_f64();
-        let Some(info) = info else {
-            ctx.pool.give(data);
-            return Ok(());
-        };
-        recorder.at(SpanKind::Compute, start, info.gpu_wait);
-        recorder.ended_now(SpanKind::Readback, info.copy);
-        ctx.progress.frame_computed(d);
-        report.frames += 1;
-        let frame = Frame {
-            stream,
-            index: info.index,
-            step: info.step,
-            shape: [ctx.rows, ctx.cols],
-            dtype: DType::F32,
-            field_count,
-            data,
-        };
-        let env = Envelope { device: d, frame };
-        match handoff {
-            Handoff::Channel(tx) => {
-                let start = Instant::now();
-                let sent = tx.send(env);
-                let blocked = start.elapsed();
-                report.blocked_seconds += blocked.as_secs_f64();
-                recorder.at(SpanKind::Blocked, start, blocked);
-                if sent.is_err() {
-                    return Err(Stop::Run); // the writer stopped; it said why
-                }
+impl DeviceWorker<'_> {
+    /// Produces every frame of one job and hands each one off.
+    fn run_job(&mut self, stream: usize, job: Job) -> Result<(), Stop> {
+        let DeviceWorker { d, gpu, ctx, handoff, report, recorder } = self;
+        let (d, gpu, ctx) = (*d, *gpu, *ctx);
+        let name = job.name.clone();
+        let fail = |e: wgpipe_compute::Error| Stop::Device(format!("stream {name}: {e}"));
+        let indices = job.kernel.field_indices(&ctx.fields).map_err(fail)?;
+        let init = (job.init)(ctx.rows, ctx.cols);
+        let sim = FieldSim::new(gpu, &job.kernel, ctx.rows, ctx.cols, &init).map_err(fail)?;
+        drop(init);
+        let config = ReadbackConfig { fields: indices, ..ctx.readback.clone() };
+        let mut producer = FrameProducer::new(sim, config).map_err(fail)?;
+        let field_count = ctx.fields.len();
+        loop {
+            if ctx.state.should_stop() {
+                return Err(Stop::Run);
             }
-            Handoff::Direct(writer) => {
-                let start = Instant::now();
-                let written = lock(writer).write(env);
-                let took = start.elapsed();
-                report.write_seconds += took.as_secs_f64();
-                recorder.at(SpanKind::Write, start, took);
-                if let Err(e) = written {
-                    ctx.state.fail(&format!("device {} (writing)", gpu.label()), e.to_string());
-                    return Err(Stop::Run);
+            let mut data = ctx.pool.take();
+            let start = Instant::now();
+            let info = producer.next_into(&mut data).map_err(fail)?;
+            report.compute_seconds += start.elapsed().as_secs_f64();
+            let Some(info) = info else {
+                ctx.pool.give(data);
+                return Ok(());
+            };
+            recorder.at(SpanKind::Compute, start, info.gpu_wait);
+            recorder.ended_now(SpanKind::Readback, info.copy);
+            ctx.progress.frame_computed(d);
+            report.frames += 1;
+            let frame = Frame {
+                stream,
+                index: info.index,
+                step: info.step,
+                shape: [ctx.rows, ctx.cols],
+                dtype: DType::F32,
+                field_count,
+                data,
+            };
+            let env = Envelope { device: d, frame };
+            match handoff {
+                Handoff::Channel(tx) => {
+                    let start = Instant::now();
+                    let sent = tx.send(env);
+                    let blocked = start.elapsed();
+                    report.blocked_seconds += blocked.as_secs_f64();
+                    recorder.at(SpanKind::Blocked, start, blocked);
+                    if sent.is_err() {
+                        return Err(Stop::Run); // the writer stopped; it said why
+                    }
+                }
+                Handoff::Direct(writer) => {
+                    let start = Instant::now();
+                    let written = lock(writer).write(env);
+                    let took = start.elapsed();
+                    report.write_seconds += took.as_secs_f64();
+                    recorder.at(SpanKind::Write, start, took);
+                    if let Err(e) = written {
+                        ctx.state.fail(&format!("device {} (writing)", gpu.label()), e.to_string());
+                        return Err(Stop::Run);
+                    }
                 }
             }
         }

@@ -323,7 +323,9 @@ fn traces_show_every_thread_and_open_as_chrome_trace_json() {
     assert_eq!(report.devices[0].spans.iter().filter(|s| s.kind == wgpipe::SpanKind::Compute).count(), 6);
     let writer = kinds(&report.writer.spans);
     assert!(writer.contains(&wgpipe::SpanKind::Write) && writer.contains(&wgpipe::SpanKind::Wait));
-    assert!(report.devices[0].spans.iter().all(|s| s.start + s.duration <= Duration::from_secs_f64(report.wall_seconds)));
+    assert!(
+        report.devices[0].spans.iter().all(|s| s.start + s.duration <= Duration::from_secs_f64(report.wall_seconds))
+    );
     let json: serde_json::Value = serde_json::from_str(&wgpipe::chrome_trace(&report)).unwrap();
     let events = json["traceEvents"].as_array().unwrap();
     let spans = report.devices[0].spans.len() + report.writer.spans.len();
