@@ -17,7 +17,7 @@
 //! let gpu = open_devices(&DeviceSelector::All, 1)?.remove(0);
 //! let params = gray_scott::GrayScottParams::default();
 //! let sim = FieldSim::new(&gpu, &params.kernel(), 64, 64, &gray_scott::initial_state(64, 64, 0, 0.0))?;
-//! let config = ReadbackConfig { steps_per_frame: 32, frames: 10, staging_buffers: 2, fields: vec![1] };
+//! let config = ReadbackConfig { steps_per_frame: 32, frames: 10, staging_buffers: 2, fields: vec![1], work_ahead: true };
 //! let mut frames = FrameProducer::new(sim, config)?;
 //! let mut buf = vec![0u8; frames.frame_bytes()];
 //! while let Some(info) = frames.next_into(&mut buf)? {

@@ -21,6 +21,11 @@ pub struct ReadbackConfig {
     pub staging_buffers: usize,
     /// Indices of the fields each frame holds, in frame order.
     pub fields: Vec<usize>,
+    /// Let the GPU work ahead: keep up to `staging_buffers` frames in flight, including while
+    /// the caller stores the frame just returned. When false, the GPU computes one frame at a
+    /// time and only inside [`FrameProducer::next_into`], so nothing overlaps the caller's
+    /// work: that is the blocking baseline the overlap is measured against (sync I/O mode).
+    pub work_ahead: bool,
 }
 
 /// Where a frame sits in its stream, and where the time to get it went.
@@ -134,9 +139,11 @@ impl FrameProducer {
         self.config.frames
     }
 
-    /// Submits frames while a staging buffer is free and frames remain.
+    /// Submits frames while a staging buffer is free and frames remain (one at a time
+    /// without work-ahead).
     fn fill(&mut self) {
-        while self.submitted < self.config.frames {
+        let limit = if self.config.work_ahead { self.config.staging_buffers } else { 1 };
+        while self.submitted < self.config.frames && self.in_flight.len() < limit {
             let Some(slot) = self.free.pop() else { break };
             let gpu = self.sim.gpu().clone();
             let mut encoder =
@@ -171,8 +178,8 @@ impl FrameProducer {
     /// Copies the next frame into `out` (exactly [`FrameProducer::frame_bytes`] long) and
     /// returns where it sits, or `None` once every frame was produced.
     ///
-    /// Before returning, the freed staging buffer is handed back to the GPU with the next
-    /// frame's work, so the GPU computes while the caller stores the frame.
+    /// With work-ahead, the freed staging buffer is handed back to the GPU with the next
+    /// frame's work before returning, so the GPU computes while the caller stores the frame.
     pub fn next_into(&mut self, out: &mut [u8]) -> Result<Option<FrameInfo>> {
         if out.len() != self.frame_bytes {
             return Err(Error::BufferSize { expected: self.frame_bytes, got: out.len() });
@@ -196,7 +203,9 @@ impl FrameProducer {
         staging.unmap();
         let info = FrameInfo { gpu_wait: copying - waiting, copy: copying.elapsed(), ..frame.info };
         self.free.push(frame.slot);
-        self.fill();
+        if self.config.work_ahead {
+            self.fill();
+        }
         Ok(Some(info))
     }
 }

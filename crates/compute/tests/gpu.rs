@@ -53,12 +53,13 @@ fn other_parameters_reach_the_shader() {
     assert!(diff <= 1e-4, "GPU and CPU twin differ by {diff}");
 }
 
-fn frames_with_ring(gpu: &GpuDevice, ring: usize) -> Vec<(u64, u64, Vec<u8>)> {
+fn frames_with_ring(gpu: &GpuDevice, ring: usize, work_ahead: bool) -> Vec<(u64, u64, Vec<u8>)> {
     let (rows, cols) = (32, 24);
     let params = gray_scott::GrayScottParams::default();
     let init = gray_scott::initial_state(rows, cols, 3, 0.02);
     let sim = FieldSim::new(gpu, &params.kernel(), rows, cols, &init).unwrap();
-    let config = ReadbackConfig { steps_per_frame: 7, frames: 6, staging_buffers: ring, fields: vec![1, 0] };
+    let config =
+        ReadbackConfig { steps_per_frame: 7, frames: 6, staging_buffers: ring, fields: vec![1, 0], work_ahead };
     let mut producer = FrameProducer::new(sim, config).unwrap();
     assert_eq!(producer.frame_bytes(), 2 * rows * cols * 4);
     let mut out = Vec::new();
@@ -73,14 +74,15 @@ fn frames_with_ring(gpu: &GpuDevice, ring: usize) -> Vec<(u64, u64, Vec<u8>)> {
 #[test]
 fn readback_rings_of_1_2_3_give_identical_frames() {
     let gpu = gpu();
-    let one = frames_with_ring(&gpu, 1);
+    let one = frames_with_ring(&gpu, 1, true);
     assert_eq!(one.len(), 6);
     for (i, (index, step, _)) in one.iter().enumerate() {
         assert_eq!(*index, i as u64);
         assert_eq!(*step, (i as u64 + 1) * 7, "frame i holds the state after (i + 1) × steps_per_frame steps");
     }
-    assert_eq!(frames_with_ring(&gpu, 2), one);
-    assert_eq!(frames_with_ring(&gpu, 3), one);
+    assert_eq!(frames_with_ring(&gpu, 2, true), one);
+    assert_eq!(frames_with_ring(&gpu, 3, true), one);
+    assert_eq!(frames_with_ring(&gpu, 3, false), one, "without work-ahead (the sync baseline)");
     // Frame 2 is v then u after 21 steps, as the CPU twin computes them.
     let (rows, cols) = (32, 24);
     let cpu = gray_scott::cpu_run(gray_scott::initial_state(rows, cols, 3, 0.02), rows, cols, &Default::default(), 21);
@@ -95,7 +97,8 @@ fn wrong_buffer_size_and_bad_config_are_errors() {
     let gpu = gpu();
     let params = gray_scott::GrayScottParams::default();
     let sim = || FieldSim::new(&gpu, &params.kernel(), 8, 8, &gray_scott::initial_state(8, 8, 0, 0.0)).unwrap();
-    let config = ReadbackConfig { steps_per_frame: 1, frames: 1, staging_buffers: 2, fields: vec![1] };
+    let config =
+        ReadbackConfig { steps_per_frame: 1, frames: 1, staging_buffers: 2, fields: vec![1], work_ahead: true };
     let mut p = FrameProducer::new(sim(), config.clone()).unwrap();
     let err = p.next_into(&mut [0u8; 3]).unwrap_err();
     assert!(matches!(err, Error::BufferSize { expected: 256, got: 3 }), "{err}");
@@ -232,7 +235,8 @@ fn device_loss_becomes_an_error() {
     let params = gray_scott::GrayScottParams::default();
     let init = gray_scott::initial_state(16, 16, 0, 0.0);
     let mut sim = FieldSim::new(&gpu, &params.kernel(), 16, 16, &init).unwrap();
-    let config = ReadbackConfig { steps_per_frame: 2, frames: 50, staging_buffers: 2, fields: vec![1] };
+    let config =
+        ReadbackConfig { steps_per_frame: 2, frames: 50, staging_buffers: 2, fields: vec![1], work_ahead: true };
     let mut producer =
         FrameProducer::new(FieldSim::new(&gpu, &params.kernel(), 16, 16, &init).unwrap(), config).unwrap();
     let mut buf = vec![0u8; producer.frame_bytes()];

@@ -129,6 +129,8 @@ impl Pipeline {
             frames: b.frames,
             staging_buffers: b.staging_buffers,
             fields: Vec::new(), // per job, from its kernel's field order
+            // Sync mode is the blocking baseline: nothing may compute while a frame is written.
+            work_ahead: b.mode == IoMode::Async,
         };
         Ok(Pipeline {
             progress: Arc::new(Progress::new(gpus.len(), total_frames)),

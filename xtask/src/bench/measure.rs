@@ -64,6 +64,7 @@ pub fn compute_only(w: &Workload, spf: u32) -> Result<f64> {
                         frames: w.frames,
                         staging_buffers: w.staging,
                         fields: indices.clone(),
+                        work_ahead: true,
                     };
                     let mut producer = FrameProducer::new(sim, config).context("setting up the readback ring")?;
                     let mut buf = vec![0u8; producer.frame_bytes()];
@@ -143,7 +144,13 @@ pub fn capture_frames(w: &Workload, spf: u32) -> Result<Vec<Vec<u8>>> {
     let indices = kernel.field_indices(&w.fields).context("choosing the fields to read back")?;
     let init = gray_scott::initial_state(w.rows, w.cols, SEED, NOISE);
     let sim = FieldSim::new(gpu, &kernel, w.rows, w.cols, &init).context("setting up the simulation")?;
-    let config = ReadbackConfig { steps_per_frame: spf, frames: w.frames, staging_buffers: w.staging, fields: indices };
+    let config = ReadbackConfig {
+        steps_per_frame: spf,
+        frames: w.frames,
+        staging_buffers: w.staging,
+        fields: indices,
+        work_ahead: true,
+    };
     let mut producer = FrameProducer::new(sim, config).context("setting up the readback ring")?;
     let mut frames = Vec::new();
     let mut buf = vec![0u8; producer.frame_bytes()];
