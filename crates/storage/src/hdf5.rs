@@ -122,6 +122,7 @@ impl Hdf5Sink {
                 "deflate is not available in this HDF5 library: use compression none".into(),
             ));
         }
+        blosc_ready(self.options.compression)?;
         let err = |what: &str| {
             let path = path.clone();
             let what = what.to_owned();
@@ -193,9 +194,20 @@ impl Hdf5Sink {
                     .chunk((cf, rows, cols))
                     .shape((0.., rows, cols))
                     .fill_time(hdf5::dataset::FillTime::Never);
-                if let Compression::Deflate(level) = self.options.compression {
+                b = match self.options.compression {
+                    Compression::None => b,
+                    Compression::Deflate(level) => b.shuffle().deflate(level),
+                    #[cfg(feature = "blosc")]
+                    Compression::BloscLz4(level) => b.blosc_lz4(level, hdf5::filters::BloscShuffle::Byte),
+                    #[cfg(feature = "blosc")]
+                    Compression::BloscZstd(level) => b.blosc_zstd(level, hdf5::filters::BloscShuffle::Byte),
+                    // Refused by `blosc_ready` above.
+                    #[cfg(not(feature = "blosc"))]
+                    Compression::BloscLz4(_) | Compression::BloscZstd(_) => b,
+                };
+                if self.options.compression != Compression::None {
                     // Filtered chunks must sit in the cache until complete; room for two.
-                    b = b.shuffle().deflate(level).chunk_cache(521, 2 * chunk_bytes, 1.0);
+                    b = b.chunk_cache(521, 2 * chunk_bytes, 1.0);
                 }
                 let ds = b.create(f.as_str()).map_err(err(&format!("cannot create dataset {}/{f} in", s.name)))?;
                 fields.push(ds);
@@ -212,6 +224,22 @@ impl Hdf5Sink {
         let reserve = Reserve::open(&path)?;
         Ok(Open { file, reserve, validator, streams, scratch: Vec::new(), failed: false, others_complete })
     }
+}
+
+/// Errors unless this build can write `compression`'s blosc filter (a no-op for others).
+///
+/// hdf5-metno registers the blosc filter with the HDF5 library when the library is first
+/// used (and so before any dataset exists); this checks that the registration took.
+fn blosc_ready(compression: Compression) -> Result<()> {
+    compression.check_available()?;
+    #[cfg(feature = "blosc")]
+    if compression.is_blosc() && !hdf5::filters::blosc_available() {
+        return Err(Error::InvalidOptions(format!(
+            "compression {compression}: the blosc filter could not be registered with the HDF5 \
+             library: use none or deflate"
+        )));
+    }
+    Ok(())
 }
 
 /// Appends one frame to its stream's datasets and flushes the file.

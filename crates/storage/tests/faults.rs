@@ -5,12 +5,24 @@
 mod common;
 
 use std::process::Command;
+use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 
 use common::{assert_holds, cases, frame, layout, tempdir, test_exe};
 use wgpipe_storage::{Error, SinkOptions, open_output, open_sink};
 
+/// HDF5 opens files without close-on-exec, so a child process spawned while another test of
+/// this binary has an HDF5 file open inherits it, and with it HDF5's file lock, until the child
+/// exits: that test then cannot reopen its own file ("unable to lock file"). Tests that open
+/// files hold this for reading; the one that spawns a child holds it for writing.
+static SPAWN: RwLock<()> = RwLock::new(());
+
+fn no_child_spawned() -> RwLockReadGuard<'static, ()> {
+    SPAWN.read().unwrap_or_else(PoisonError::into_inner)
+}
+
 #[test]
 fn an_existing_output_is_refused_and_left_alone() {
+    let _guard = no_child_spawned();
     let dir = tempdir();
     for case in cases(dir.path()).into_iter().filter(|c| c.readable()) {
         let path = &case.options.path;
@@ -30,6 +42,7 @@ fn an_existing_output_is_refused_and_left_alone() {
 
 #[test]
 fn overwrite_replaces_an_old_output() {
+    let _guard = no_child_spawned();
     let dir = tempdir();
     for case in cases(dir.path()).into_iter().filter(|c| c.readable()) {
         let l = layout(None);
@@ -47,6 +60,7 @@ fn overwrite_replaces_an_old_output() {
 
 #[test]
 fn overwrite_never_replaces_something_that_is_not_an_output() {
+    let _guard = no_child_spawned();
     let dir = tempdir();
     let foreign = dir.path().join("home");
     std::fs::create_dir(&foreign).unwrap();
@@ -61,6 +75,7 @@ fn overwrite_never_replaces_something_that_is_not_an_output() {
 
 #[test]
 fn a_missing_parent_directory_is_named_and_nothing_is_created() {
+    let _guard = no_child_spawned();
     let dir = tempdir();
     for case in cases(dir.path()).into_iter().filter(|c| c.readable()) {
         let missing = dir.path().join("no-such-dir");
@@ -89,9 +104,53 @@ fn sink_names_and_options_are_checked_up_front() {
         assert!(matches!(err, Error::FeatureDisabled { .. }), "{err}");
         assert!(err.to_string().contains("feature `hdf5`"), "{err}");
     }
-    for (text, ok) in [("none", true), ("deflate", true), ("deflate:9", true), ("deflate:0", false), ("lz4", false)] {
-        assert_eq!(text.parse::<wgpipe_storage::Compression>().is_ok(), ok, "{text}");
+    for (text, ok) in [
+        ("none", true),
+        ("deflate", true),
+        ("deflate:9", true),
+        ("deflate:0", false),
+        ("lz4", false),
+        ("blosc-lz4", true),
+        ("blosc-lz4:1", true),
+        ("blosc-zstd:9", true),
+        ("blosc-zstd:10", false),
+        ("blosc", false),
+        ("none:3", false),
+    ] {
+        let parsed = text.parse::<wgpipe_storage::Compression>();
+        assert_eq!(parsed.is_ok(), ok, "{text}");
+        if let Ok(c) = parsed {
+            assert_eq!(c.to_string().parse::<wgpipe_storage::Compression>().unwrap(), c, "{text} round trip");
+        }
     }
+    let err = "zip".parse::<wgpipe_storage::Compression>().unwrap_err().to_string();
+    assert!(err.contains("blosc-lz4") && err.contains("blosc-zstd"), "{err}");
+    assert_eq!("blosc-lz4".parse::<wgpipe_storage::Compression>().unwrap().to_string(), "blosc-lz4:5");
+}
+
+/// Without cargo feature `blosc`, a blosc compression is refused by `open_sink` and by the
+/// HDF5 sink's `begin`, with a message saying how to rebuild, and no file is created.
+#[cfg(all(feature = "hdf5", not(feature = "blosc")))]
+#[test]
+fn blosc_without_the_feature_is_refused_and_creates_nothing() {
+    let _guard = no_child_spawned();
+    use wgpipe_storage::{Compression, Hdf5Sink, Sink};
+    let dir = tempdir();
+    for c in [Compression::BloscLz4(5), Compression::BloscZstd(3)] {
+        let path = dir.path().join("out.h5");
+        let options = SinkOptions::new(&path).with_compression(c);
+        let err = open_sink("hdf5", &options).err().unwrap();
+        assert!(matches!(err, Error::InvalidOptions(_)), "{err}");
+        let text = err.to_string();
+        assert!(text.contains("built without the `blosc` feature: rebuild with `--features blosc`"), "{text}");
+        let mut sink = Hdf5Sink::new(options);
+        let err = sink.begin(&layout(None)).unwrap_err();
+        assert!(err.to_string().contains("--features blosc"), "{err}");
+        assert!(!path.exists(), "{c}: {} was created", path.display());
+    }
+    // The raw sink ignores compression, so it does not care.
+    let raw = SinkOptions::new(dir.path().join("raw")).with_compression(Compression::BloscLz4(5));
+    assert!(open_sink("raw", &raw).is_ok());
 }
 
 /// Frames per stream the disk-full child tries to write (far more than fit).
@@ -127,6 +186,7 @@ fn disk_full_child() {
 
 #[test]
 fn a_full_disk_is_an_error_naming_the_file_and_keeps_earlier_frames() {
+    let _guard = SPAWN.write().unwrap_or_else(PoisonError::into_inner);
     let dir = tempdir();
     for kind in ["raw", "hdf5"].into_iter().filter(|k| *k == "raw" || cfg!(feature = "hdf5")) {
         let path = dir.path().join(format!("full-{kind}"));

@@ -156,7 +156,8 @@ pub struct OutputSection {
     pub overwrite: bool,
     /// Fields stored per frame (default: `["v"]` for Gray-Scott, every field otherwise).
     pub fields: Option<Vec<String>>,
-    /// `"none"`, `"deflate"` or `"deflate:LEVEL"` (HDF5 only).
+    /// `"none"`, `"deflate"`, `"deflate:LEVEL"`, `"blosc-lz4"`, `"blosc-lz4:LEVEL"`, `"blosc-zstd"` or
+    /// `"blosc-zstd:LEVEL"` (HDF5 only; blosc needs cargo feature `blosc`).
     pub compression: String,
     /// Frames per HDF5 chunk.
     pub chunk_frames: usize,

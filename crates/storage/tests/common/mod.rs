@@ -118,6 +118,21 @@ pub fn cases(dir: &Path) -> Vec<Case> {
             options: SinkOptions::new(dir.join("out-chunk4.h5")).with_chunk_frames(4).with_fsync(true),
         });
     }
+    #[cfg(feature = "blosc")]
+    {
+        v.push(Case {
+            label: "hdf5 blosc-lz4, 1 frame per chunk",
+            kind: "hdf5",
+            options: SinkOptions::new(dir.join("out-blosc-lz4.h5")).with_compression(Compression::BloscLz4(5)),
+        });
+        v.push(Case {
+            label: "hdf5 blosc-zstd, 3 frames per chunk",
+            kind: "hdf5",
+            options: SinkOptions::new(dir.join("out-blosc-zstd.h5"))
+                .with_compression(Compression::BloscZstd(3))
+                .with_chunk_frames(3),
+        });
+    }
     v
 }
 
