@@ -103,6 +103,44 @@ impl RunReport {
         if serial > 0.0 { self.wall_seconds / serial } else { 1.0 }
     }
 
+    /// The best `overlap_ratio` any overlap can reach for these compute and write times:
+    /// `max(compute, write) / (compute + write)` (0.5 when they are equal, near 1 when one
+    /// side dominates).
+    pub fn best_overlap_ratio(&self) -> f64 {
+        let (c, w) = (self.compute_seconds(), self.write_seconds());
+        if c + w > 0.0 { c.max(w) / (c + w) } else { 1.0 }
+    }
+
+    /// One sentence telling whether overlapping I/O helps this run, and what would.
+    pub fn verdict(&self) -> String {
+        let (c, w) = (self.compute_seconds(), self.write_seconds());
+        let best = self.best_overlap_ratio();
+        let saving = (1.0 - best) * 100.0;
+        let blocked: f64 = self.devices.iter().map(|d| d.blocked_seconds).sum();
+        match self.mode {
+            IoMode::Sync => format!(
+                "sync I/O: compute and writes ran one after the other; async I/O could take {:.0}% of this time at best",
+                best * 100.0
+            ),
+            _ if c + w <= 0.0 => "nothing was computed or written".to_owned(),
+            _ if w < 0.1 * c => format!(
+                "compute-bound: writing took {:.0}% of the compute time, so overlap can save at most {saving:.0}%; \
+                 the writer mostly waited for frames",
+                100.0 * w / c.max(f64::MIN_POSITIVE)
+            ),
+            _ if c < 0.1 * w => format!(
+                "I/O-bound: compute took {:.0}% of the write time, so overlap can save at most {saving:.0}% \
+                 (devices blocked {blocked:.2} s on a full channel); a faster target, a faster sink or \
+                 lighter compression is what helps",
+                100.0 * c / w.max(f64::MIN_POSITIVE)
+            ),
+            _ => format!(
+                "compute and I/O overlap: best possible ratio {best:.2} for these times, achieved {:.2}",
+                self.overlap_ratio()
+            ),
+        }
+    }
+
     /// Cell-steps per second over the wall time.
     pub fn cell_steps_per_second(&self) -> f64 {
         if self.wall_seconds > 0.0 { self.cell_steps as f64 / self.wall_seconds } else { 0.0 }
@@ -145,6 +183,40 @@ impl fmt::Display for RunReport {
             self.compute_seconds(),
             self.write_seconds(),
             self.overlap_ratio()
-        )
+        )?;
+        write!(f, "\n{}", self.verdict())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(mode: IoMode, compute: f64, write: f64, wall: f64) -> RunReport {
+        RunReport {
+            mode,
+            wall_seconds: wall,
+            devices: vec![DeviceReport { compute_seconds: compute, ..Default::default() }],
+            writer: WriterReport { write_seconds: write, ..Default::default() },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_verdict_says_when_overlap_can_help() {
+        let balanced = report(IoMode::Async, 1.0, 1.0, 1.1);
+        assert!((balanced.best_overlap_ratio() - 0.5).abs() < 1e-12);
+        assert!((balanced.overlap_ratio() - 0.55).abs() < 1e-12);
+        assert!(
+            balanced.verdict().contains("best possible ratio 0.50") && balanced.verdict().contains("achieved 0.55")
+        );
+        let compute_bound = report(IoMode::Async, 10.0, 0.5, 10.1);
+        assert!(compute_bound.verdict().starts_with("compute-bound: writing took 5%"), "{}", compute_bound.verdict());
+        assert!(compute_bound.verdict().contains("save at most 5%"), "{}", compute_bound.verdict());
+        let io_bound = report(IoMode::Async, 0.5, 10.0, 10.2);
+        assert!(io_bound.verdict().starts_with("I/O-bound"), "{}", io_bound.verdict());
+        let sync = report(IoMode::Sync, 1.0, 3.0, 4.0);
+        assert!(sync.verdict().contains("75% of this time"), "{}", sync.verdict());
+        assert!(sync.to_string().ends_with(&sync.verdict()), "the summary ends with the verdict");
     }
 }
