@@ -256,6 +256,8 @@ impl Pipeline {
         report.cell_steps =
             report.devices.iter().map(|d| d.frames).sum::<u64>() * u64::from(readback.steps_per_frame) * cells;
         if report.sink.frames == 0 {
+            // `finish` failed (or the sink reports nothing): the counters still know what the
+            // sink accepted, which is what `written_frames` and the error messages report.
             let snap = progress.snapshot();
             report.sink.frames = snap.written;
             report.sink.bytes = snap.bytes;
