@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use wgpipe::Pipeline;
 use wgpipe::compute::gray_scott::GrayScottParams;
-use wgpipe::storage::{Frame, Result, Sink, SinkSummary, StreamLayout, frame_checksum};
+use wgpipe::storage::{Frame, Result, Sink, SinkSummary, StreamLayout};
 
 /// Per stream, per frame: (step, min, max, mean) of the first field.
 #[derive(Default)]
@@ -41,10 +41,7 @@ impl Sink for StatsSink {
         if let Some(s) = self.stats.get_mut(frame.stream) {
             s.push((frame.step, min, max, mean));
         }
-        self.summary.frames += 1;
-        self.summary.bytes += frame.data.len() as u64;
-        self.summary.checksum = self.summary.checksum.wrapping_add(frame_checksum(frame));
-        self.summary.write_seconds += start.elapsed().as_secs_f64();
+        self.summary.record(frame, start);
         Ok(())
     }
 

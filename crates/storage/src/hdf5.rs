@@ -7,7 +7,6 @@ use hdf5::types::VarLenUnicode;
 use hdf5::{Dataset, File, Group, Location};
 use ndarray::{ArrayView1, ArrayView3};
 
-use crate::checksum::combine;
 use crate::error::{Error, Result};
 use crate::frame::Frame;
 use crate::layout::{AttrValue, StreamLayout};
@@ -314,10 +313,7 @@ impl Sink for Hdf5Sink {
             return Err(e);
         }
         open.validator.commit(frame);
-        self.summary.frames += 1;
-        self.summary.bytes += frame.data.len() as u64;
-        self.summary.checksum = combine(self.summary.checksum, frame);
-        self.summary.write_seconds += start.elapsed().as_secs_f64();
+        self.summary.record(frame, start);
         Ok(())
     }
 

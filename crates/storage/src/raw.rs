@@ -6,7 +6,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::checksum::combine;
 use crate::error::{Error, Result};
 use crate::frame::Frame;
 use crate::layout::StreamLayout;
@@ -275,10 +274,7 @@ impl Sink for RawSink {
             return Err(e);
         }
         open.validator.commit(frame);
-        self.summary.frames += 1;
-        self.summary.bytes += frame.data.len() as u64;
-        self.summary.checksum = combine(self.summary.checksum, frame);
-        self.summary.write_seconds += start.elapsed().as_secs_f64();
+        self.summary.record(frame, start);
         Ok(())
     }
 

@@ -1,5 +1,8 @@
 //! The push-model sink trait every storage backend implements.
 
+use std::time::Instant;
+
+use crate::checksum::combine;
 use crate::error::Result;
 use crate::frame::Frame;
 use crate::layout::StreamLayout;
@@ -16,6 +19,17 @@ pub struct SinkSummary {
     /// Order-independent checksum of every frame written (see [`crate::frame_checksum`]),
     /// equal across sinks for the same frames.
     pub checksum: u64,
+}
+
+impl SinkSummary {
+    /// Counts one stored frame whose `write` began at `start`: frames, bytes, checksum and
+    /// time, the same way for every sink (yours too), so summaries compare across sinks.
+    pub fn record(&mut self, frame: &Frame, start: Instant) {
+        self.frames += 1;
+        self.bytes += frame.data.len() as u64;
+        self.checksum = combine(self.checksum, frame);
+        self.write_seconds += start.elapsed().as_secs_f64();
+    }
 }
 
 /// A storage backend, driven in push mode by one writer thread.
