@@ -48,6 +48,7 @@ impl Compression {
     }
 
     /// Errors if this build cannot write this compression (blosc without feature `blosc`).
+    #[cfg(feature = "hdf5")]
     pub(crate) fn check_available(&self) -> Result<()> {
         if self.is_blosc() && !cfg!(feature = "blosc") {
             return Err(Error::InvalidOptions(format!(
