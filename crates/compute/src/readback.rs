@@ -145,9 +145,11 @@ impl FrameProducer {
         let limit = if self.config.work_ahead { self.config.staging_buffers } else { 1 };
         while self.submitted < self.config.frames && self.in_flight.len() < limit {
             let Some(slot) = self.free.pop() else { break };
-            let gpu = self.sim.gpu().clone();
-            let mut encoder =
-                gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
+            let mut encoder = self
+                .sim
+                .gpu()
+                .device()
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
             self.sim.encode_steps(&mut encoder, self.config.steps_per_frame);
             let field_bytes = self.sim.field_bytes();
             for (k, f) in self.config.fields.iter().enumerate() {
@@ -163,7 +165,7 @@ impl FrameProducer {
             encoder.map_buffer_on_submit(&self.staging[slot], wgpu::MapMode::Read, .., move |r| {
                 let _ = tx.send(r);
             });
-            let submission = gpu.queue().submit([encoder.finish()]);
+            let submission = self.sim.gpu().queue().submit([encoder.finish()]);
             let info = FrameInfo {
                 index: self.submitted,
                 step: self.sim.steps(),
@@ -188,10 +190,10 @@ impl FrameProducer {
         let Some(frame) = self.in_flight.pop_front() else {
             return Ok(None);
         };
-        let gpu = self.sim.gpu().clone();
+        let gpu = self.sim.gpu();
         let waiting = Instant::now();
         gpu.wait(frame.submission)?;
-        mapped_result(&gpu, &frame.mapped)?;
+        mapped_result(gpu, &frame.mapped)?;
         let copying = Instant::now();
         let staging = &self.staging[frame.slot];
         {
