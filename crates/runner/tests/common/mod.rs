@@ -7,6 +7,8 @@ use std::path::Path;
 use wgpipe::compute::{DeviceSelector, GpuDevice, gray_scott, open_devices};
 use wgpipe::storage::open_output;
 
+pub mod python;
+
 /// `n` devices on the first adapter (lavapipe in CI).
 pub fn lavapipe(n: usize) -> Vec<GpuDevice> {
     open_devices(&DeviceSelector::Indices(vec![0]), n).unwrap()
