@@ -2,8 +2,10 @@
 //! independent numpy implementation of the model (tests/python/gray_scott_reference.py)
 //! recomputes every frame; the raw output of the same run must hold the same bytes.
 //!
-//! Needs python3 with h5py and numpy (`.ci/run` installs them). Without them the test says
-//! so and passes, except in CI (`CI` set), where it fails.
+//! Needs a python3 with h5py and numpy (`apt-get install python3-h5py python3-numpy`;
+//! `.ci/run` installs them): `WGPIPE_PYTHON`, else `python3` on `PATH`, else
+//! `/usr/bin/python3` (see `common::python::python_with`). Without one the test fails and says what to
+//! install.
 #![expect(clippy::unwrap_used, reason = "tests fail loudly")]
 
 mod common;
@@ -15,17 +17,10 @@ use wgpipe::Pipeline;
 use wgpipe::compute::gray_scott::GrayScottParams;
 use wgpipe::storage::{Hdf5Sink, RawSink, SinkOptions};
 
-fn python_has_h5py() -> bool {
-    Command::new("python3").args(["-c", "import h5py, numpy"]).output().is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn an_independent_numpy_model_reproduces_the_hdf5_frames() {
-    if !python_has_h5py() {
-        assert!(std::env::var_os("CI").is_none(), "CI must run this check: python3 -m pip install h5py numpy");
-        eprintln!("skipped: python3 with h5py and numpy not found (python3 -m pip install h5py numpy)");
-        return;
-    }
+    // Found first: a missing interpreter fails the test before any GPU work.
+    let python = common::python::python_with(&["h5py", "numpy"]);
     let dir = tempfile::tempdir().unwrap();
     let h5 = dir.path().join("gs.h5");
     let raw = dir.path().join("gs-raw");
@@ -42,7 +37,7 @@ fn an_independent_numpy_model_reproduces_the_hdf5_frames() {
         assert_eq!(report.run().unwrap().written_frames(), 12);
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/gray_scott_reference.py");
-    let out = Command::new("python3").arg(script).arg(&h5).arg(&raw).output().unwrap();
+    let out = Command::new(&python).arg(script).arg(&h5).arg(&raw).output().unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "the numpy reference disagrees:\n{text}");
     assert!(text.contains("ok: 12 frames match"), "{text}");
