@@ -49,11 +49,14 @@ fn async_and_sync_write_the_frames_the_cpu_twin_computes() {
     assert_eq!(outputs[0], outputs[2], "a rendezvous channel changes nothing but timing");
 }
 
-/// Two devices (one adapter opened twice, and every adapter wgpu sees) each write their own
-/// stream, with their own seed, in order.
+/// Several devices each write their own stream, with their own seed, in order: one adapter
+/// opened twice, and every adapter wgpu sees plus the first one again (so that there are two
+/// streams with a single adapter too).
 #[test]
 fn many_devices_write_their_own_streams_in_order() {
-    for gpus in [lavapipe(2), wgpipe::compute::open_devices(&DeviceSelector::All, 1).unwrap()] {
+    let mut every = wgpipe::compute::open_devices(&DeviceSelector::All, 1).unwrap();
+    every.extend(lavapipe(1));
+    for gpus in [lavapipe(2), every] {
         let n = gpus.len();
         let dir = tempfile::tempdir().unwrap();
         let report = Pipeline::builder()
