@@ -263,6 +263,12 @@ fn ctrl_c_stops_cleanly_and_exits_non_zero() {
     let o = open_output(dir.path().join("out")).unwrap();
     let written = o.streams()[0].frames;
     assert!(written >= 5 && err.contains(&format!("interrupted: {written} frames written")), "{written}: {err}");
+    // The unfinished stream is marked so (a resume redoes it), and every frame it holds reads.
+    assert!(!o.streams()[0].complete, "{:?}", o.streams()[0]);
+    assert_eq!(o.steps(0).unwrap(), (1..=written).collect::<Vec<u64>>());
+    for i in 0..written {
+        assert!(o.read_frame(0, 0, i).unwrap().iter().all(|x| x.is_finite()), "frame {i}");
+    }
 }
 
 /// Passes writes to `inner` until `left` runs out, then fails, like a disk filling up.

@@ -219,9 +219,71 @@ fn a_failing_device_stops_alone_and_the_others_finish_the_jobs() {
     assert_eq!(complete, ["good0", "good1", "good2"]);
 }
 
+/// A sink that destroys one device (as a driver reset or a lost GPU would) once it has
+/// written frame `at` of stream `stream`.
+struct DeviceKillingSink {
+    inner: RawSink,
+    stream: usize,
+    at: u64,
+    device: wgpipe::compute::wgpu::Device,
+}
+
+impl Sink for DeviceKillingSink {
+    fn begin(&mut self, layout: &StreamLayout) -> storage::Result<()> {
+        self.inner.begin(layout)
+    }
+    fn write(&mut self, frame: &Frame) -> storage::Result<()> {
+        self.inner.write(frame)?;
+        if (frame.stream, frame.index) == (self.stream, self.at) {
+            self.device.destroy();
+        }
+        Ok(())
+    }
+    fn finish(&mut self) -> storage::Result<SinkSummary> {
+        self.inner.finish()
+    }
+}
+
+/// A device lost in the middle of its stream, through the whole pipeline: the run reports
+/// that device, the other device finishes its stream, and the lost device's stream keeps
+/// every frame that reached the sink, readable, and is marked incomplete.
+#[test]
+fn a_device_lost_mid_stream_fails_alone_and_leaves_its_stream_incomplete_but_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let gpus = lavapipe(2);
+    let lost = gpus[1].label().to_owned();
+    let sink = DeviceKillingSink { inner: raw(&dir), stream: 1, at: 3, device: gpus[1].device().clone() };
+    let result = Pipeline::builder()
+        .gpus(gpus)
+        .grid(ROWS, COLS)
+        .frames(40)
+        .steps_per_frame(1)
+        .gray_scott(GrayScottParams::default(), 100, 0.05)
+        .sink(sink)
+        .run();
+    let Err(Error::Failed { failures, report }) = result else { panic!("expected a failure, got {result:?}") };
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0].thread, format!("device {lost}"), "{failures:?}");
+    assert!(failures[0].message.contains("stream stream1"), "{failures:?}");
+    assert_eq!(report.devices[0].frames, 40, "the other device finished its stream");
+    let out = open_output(dir.path().join("out")).unwrap();
+    let streams = out.streams();
+    assert_eq!((streams[0].frames, streams[0].complete), (40, true));
+    let kept = streams[1].frames;
+    // Frames 0..=3 were written before the loss; the frames already read back when it
+    // happened may follow; the rest of the 40 cannot.
+    assert!((4..40).contains(&kept) && !streams[1].complete, "stream1: {:?}", streams[1]);
+    assert_eq!(report.written_frames(), 40 + kept);
+    for i in 0..kept {
+        let frame = out.read_frame(1, 0, i).unwrap();
+        let twin = twin_v(ROWS, COLS, 101, 0.05, i + 1);
+        assert!(max_abs_diff(&frame, &twin) <= 1e-4, "stream1 frame {i}");
+    }
+}
+
 /// A sink that asks the run to stop after `after` frames, as a Ctrl-C handler would.
 struct StoppingSink {
-    inner: NullSink,
+    inner: RawSink,
     stop: StopHandle,
     after: u64,
     seen: u64,
@@ -245,8 +307,9 @@ impl Sink for StoppingSink {
 
 #[test]
 fn a_stop_writes_the_frames_in_flight_and_reports_an_interruption() {
+    let dir = tempfile::tempdir().unwrap();
     let stop = StopHandle::default();
-    let sink = StoppingSink { inner: NullSink::default(), stop: stop.clone(), after: 5, seen: 0 };
+    let sink = StoppingSink { inner: raw(&dir), stop: stop.clone(), after: 5, seen: 0 };
     let result = Pipeline::builder()
         .gpus(lavapipe(1))
         .grid(ROWS, COLS)
@@ -262,6 +325,14 @@ fn a_stop_writes_the_frames_in_flight_and_reports_an_interruption() {
     assert!(report.written_frames() >= 5, "{report:?}");
     assert_eq!(report.written_frames(), computed, "every computed frame was written, none dropped");
     assert!(computed < 100, "the devices stopped promptly, computed {computed}");
+    // The output was closed properly: the stream is marked unfinished and holds every
+    // written frame, readable, the last one as the CPU twin computes it.
+    let out = open_output(dir.path().join("out")).unwrap();
+    let stream = &out.streams()[0];
+    assert_eq!((stream.frames, stream.expected_frames, stream.complete), (computed, Some(100_000), false));
+    let frames = read_all(&dir.path().join("out")).remove(0);
+    assert_eq!(frames.len() as u64, computed);
+    assert!(max_abs_diff(&frames[frames.len() - 1], &twin_v(ROWS, COLS, 0, 0.0, computed)) <= 1e-4);
 }
 
 #[test]
