@@ -49,3 +49,28 @@ fn null_and_raw_benches_write_their_ratios() {
     assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "the bench removes what it wrote");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The sweep's theory column is computed from the row's own measured t_comp and t_io (not
+/// from the calibration's prediction), and every cell reports its repetitions.
+#[test]
+fn sweep_rows_carry_their_measured_theory() {
+    let dir = scratch("sweep");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let json = bench(&["--sink", "raw", "--sweep", "--out", out.to_str().unwrap()], &dir.join("sweep.json"));
+    let sweep = &json["sweep"];
+    assert_eq!(sweep["reps"], 1);
+    let measured: Vec<&serde_json::Value> =
+        sweep["rows"].as_array().unwrap().iter().filter(|r| r["skipped"].is_null()).collect();
+    assert!(!measured.is_empty(), "no row was measured: {sweep}");
+    for row in measured {
+        let c = row["t_comp_seconds"]["median"].as_f64().unwrap();
+        let w = row["t_io_seconds"]["median"].as_f64().unwrap();
+        assert!(c > 0.0 && w > 0.0, "{row}");
+        assert_eq!(row["measured_compute_to_io"].as_f64().unwrap(), c / w, "{row}");
+        // One repetition: the theory of that repetition is the theory of the medians.
+        assert_eq!(row["theory"]["median"].as_f64().unwrap(), c.max(w) / (c + w), "{row}");
+        assert_eq!(row["efficiency_ratio"].as_array().unwrap().len(), 5, "{row}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

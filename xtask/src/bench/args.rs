@@ -18,13 +18,15 @@ usage: cargo xtask bench --sink null|raw|hdf5 [options]
                        raw/hdf5: skip the calibration and use S
   --io-buffer B        channel capacity between device and writer (default 2)
   --devices SEL        adapters: all, vulkan, gl, 0,1 or a name part (default 0)
-  --reps K             alternating repetitions per measurement (default 5)
+  --reps K             alternating repetitions per measurement, each --sweep cell
+                       included (default 5; every figure is median [min–max] of K)
   --compression C      hdf5 only: none (default), deflate or deflate:LEVEL; compressing
                        is CPU work the writer thread can overlap with compute
   --out DIR            where raw/hdf5 write (default: a temp dir under the current directory)
   --json FILE          write every figure, the parameters and the machine as JSON
   --trace FILE         Chrome trace (Perfetto) of one async run
-  --sweep              raw/hdf5: io_buffer x compute/I-O ratio table of efficiency ratios
+  --sweep              raw/hdf5: io_buffer x compute/I-O ratio table of efficiency ratios,
+                       each row's theory from its own measured t_comp and t_io
   --micro              only the microbenchmarks (no GPU)
 
 Runs lavapipe with LP_NUM_THREADS=1 (re-executes itself to set it) so the writer has a core.";

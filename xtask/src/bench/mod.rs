@@ -133,7 +133,7 @@ fn run_sink(args: &Args, kind: &str, report: &mut Map<String, Value>) -> Result<
         report.insert("efficiency_ratio".to_owned(), json!(e.efficiency_ratio));
         report.insert(kind.to_owned(), e.json);
         if args.sweep {
-            let s = sweep::run(&b, &cal)?;
+            let s = sweep::run(&b, &cal, args.reps)?;
             println!("{}", s.table);
             report.insert("sweep".to_owned(), s.json);
         }
