@@ -7,6 +7,7 @@ use hdf5::types::VarLenUnicode;
 use hdf5::{Dataset, File, Group, Location};
 use ndarray::{ArrayView1, ArrayView3};
 
+use crate::cloexec::{close_on_exec, retry_while_locked};
 use crate::error::{Error, Result};
 use crate::frame::Frame;
 use crate::layout::{AttrValue, StreamLayout};
@@ -170,6 +171,7 @@ impl Hdf5Sink {
                 prepare(&path, self.options.overwrite, OutputKind::File)?;
                 let file = File::create_excl(&path).map_err(err("cannot create HDF5 file"))?;
                 self.created = true;
+                close_on_exec(&path)?;
                 let root: &Location = &file;
                 for (k, v) in [
                     ("format", AttrValue::from(FORMAT)),
@@ -193,7 +195,8 @@ impl Hdf5Sink {
             }
             Some(existing) => {
                 let file =
-                    File::open_rw(&path).map_err(err("cannot open HDF5 file for appending"))?;
+                    retry_while_locked(|| File::open_rw(&path)).map_err(err("cannot open HDF5 file for appending"))?;
+                close_on_exec(&path)?;
                 for name in &existing.replace {
                     file.unlink(name).map_err(err(&format!("cannot delete incomplete stream {name:?} of")))?;
                 }
