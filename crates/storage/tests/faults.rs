@@ -5,24 +5,12 @@
 
 mod common;
 
-use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 
 use common::{assert_holds, cases, frame, layout, tempdir};
 use wgpipe_storage::{Error, SinkOptions, open_sink};
 
-/// HDF5 opens files without close-on-exec, so a child process spawned while another test of
-/// this binary has an HDF5 file open inherits it, and with it HDF5's file lock, until the child
-/// exits: that test then cannot reopen its own file ("unable to lock file"). Tests that open
-/// files hold this for reading; the one that spawns a child holds it for writing.
-static SPAWN: RwLock<()> = RwLock::new(());
-
-fn no_child_spawned() -> RwLockReadGuard<'static, ()> {
-    SPAWN.read().unwrap_or_else(PoisonError::into_inner)
-}
-
 #[test]
 fn an_existing_output_is_refused_and_left_alone() {
-    let _guard = no_child_spawned();
     let dir = tempdir();
     for case in cases(dir.path()).into_iter().filter(|c| c.readable()) {
         let path = &case.options.path;
@@ -42,7 +30,6 @@ fn an_existing_output_is_refused_and_left_alone() {
 
 #[test]
 fn overwrite_replaces_an_old_output() {
-    let _guard = no_child_spawned();
     let dir = tempdir();
     for case in cases(dir.path()).into_iter().filter(|c| c.readable()) {
         let l = layout(None);
@@ -60,7 +47,6 @@ fn overwrite_replaces_an_old_output() {
 
 #[test]
 fn overwrite_never_replaces_something_that_is_not_an_output() {
-    let _guard = no_child_spawned();
     let dir = tempdir();
     let foreign = dir.path().join("home");
     std::fs::create_dir(&foreign).unwrap();
@@ -75,7 +61,6 @@ fn overwrite_never_replaces_something_that_is_not_an_output() {
 
 #[test]
 fn a_missing_parent_directory_is_named_and_nothing_is_created() {
-    let _guard = no_child_spawned();
     let dir = tempdir();
     for case in cases(dir.path()).into_iter().filter(|c| c.readable()) {
         let missing = dir.path().join("no-such-dir");
@@ -133,7 +118,6 @@ fn sink_names_and_options_are_checked_up_front() {
 #[cfg(all(feature = "hdf5", not(feature = "blosc")))]
 #[test]
 fn blosc_without_the_feature_is_refused_and_creates_nothing() {
-    let _guard = no_child_spawned();
     use wgpipe_storage::{Compression, Hdf5Sink, Sink};
     let dir = tempdir();
     for c in [Compression::BloscLz4(5), Compression::BloscZstd(3)] {
