@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 
 use wgpipe::storage::open_output;
 
@@ -22,20 +21,8 @@ const TINY: &[&str] = &[
     "devices.select=[0]",
 ];
 
-/// HDF5 opens files without close-on-exec, so a `wgpipe` child spawned while another test of
-/// this binary has an HDF5 file open in-process inherits it, and with it HDF5's file lock,
-/// until the child exits: the other test then cannot reopen its own file ("unable to lock
-/// file"). In-process HDF5 access holds this for reading; spawning holds it for writing.
-static SPAWN: RwLock<()> = RwLock::new(());
-
-/// Held while this test has HDF5 files open in-process (no child may be spawned meanwhile).
-fn no_child_spawned() -> RwLockReadGuard<'static, ()> {
-    SPAWN.read().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Starts `command` while no test holds an HDF5 file open in-process.
+/// Starts `command` with its output captured.
 fn spawn(command: &mut Command) -> std::process::Child {
-    let _spawning = SPAWN.write().unwrap_or_else(PoisonError::into_inner);
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
 }
 
@@ -83,7 +70,6 @@ fn run_with_overrides_writes_an_hdf5_file_with_every_frame() {
     assert!(out.status.success(), "{}", stderr(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("overlap:") && stdout.contains("output: tiny.h5"), "{stdout}");
-    let _guard = no_child_spawned();
     let o = open_output(dir.path().join("tiny.h5")).unwrap();
     assert_eq!(o.shape(), [16, 12]);
     assert_eq!(o.fields(), ["v"]);
@@ -193,7 +179,6 @@ fn batch_runs_are_streams_with_their_parameters() {
     std::fs::write(dir.path().join("s.toml"), "[grid]\nrows = 8\ncols = 8\n[run]\nframes = 2\n[devices]\nselect = [0]\n[output]\npath = \"s.h5\"\n[sweep]\nfeed = [0.02, 0.03]\nkill = [0.05, 0.06]\n").unwrap();
     let out = wgpipe(dir.path(), &["run", "s.toml"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let _guard = no_child_spawned();
     let o = open_output(dir.path().join("s.h5")).unwrap();
     let names: Vec<&str> = o.streams().iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["feed0.02_kill0.05", "feed0.02_kill0.06", "feed0.03_kill0.05", "feed0.03_kill0.06"]);
@@ -209,16 +194,13 @@ fn resume_runs_only_the_missing_runs() {
     std::fs::write(dir.path().join("four.toml"), batch_config(4)).unwrap();
     let out = wgpipe(dir.path(), &["run", "two.toml"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let guard = no_child_spawned();
     let before = open_output(dir.path().join("out.h5")).unwrap();
     let first: Vec<Vec<f32>> = (0..2).map(|s| before.read_frame(s, 0, 2).unwrap()).collect();
     drop(before);
-    drop(guard);
     let out = wgpipe(dir.path(), &["run", "four.toml", "--resume"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("2 runs complete, 2 to run"), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("6 frames"), "only the new runs ran");
-    let guard = no_child_spawned();
     let after = open_output(dir.path().join("out.h5")).unwrap();
     let names: Vec<&str> = after.streams().iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["r0", "r1", "r2", "r3"]);
@@ -227,7 +209,6 @@ fn resume_runs_only_the_missing_runs() {
         assert_eq!(&after.read_frame(s, 0, 2).unwrap(), frame, "stream r{s} changed");
     }
     drop(after);
-    drop(guard);
     let out = wgpipe(dir.path(), &["run", "four.toml", "--resume"]);
     assert!(out.status.success() && stderr(&out).contains("nothing to do"), "{}", stderr(&out));
 }
@@ -250,10 +231,7 @@ fn ctrl_c_stops_cleanly_and_exits_non_zero() {
         assert!(start.elapsed().as_secs() < 30, "no frames written");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let killed = {
-        let _spawning = SPAWN.write().unwrap_or_else(PoisonError::into_inner);
-        Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap()
-    };
+    let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(killed.success());
     let out = child.wait_with_output().unwrap();
     let err = stderr(&out);
@@ -301,7 +279,6 @@ fn resume_rewrites_a_stream_left_incomplete_by_a_failed_run() {
     // The first run, through the library: one device, r0's 3 frames and 1 of r1's, then
     // the sink fails.
     let out_path = dir.path().join("out.h5");
-    let guard = no_child_spawned(); // the library run and the reader below open out.h5 here
     let sets = ["devices.count=1".to_owned(), format!("output.path=\"{}\"", out_path.display())];
     let config = wgpipe::config::Config::load(Some(&config_path), &sets).unwrap();
     let (selector, count) = config.devices();
@@ -315,12 +292,10 @@ fn resume_rewrites_a_stream_left_incomplete_by_a_failed_run() {
     assert_eq!(state, [(true, 3), (false, 1)]);
     let r0 = before.read_frame(0, 0, 2).unwrap();
     drop(before);
-    drop(guard);
 
     let out = wgpipe(dir.path(), &["run", "two.toml", "--resume"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("1 runs complete, 1 to run"), "{}", stderr(&out));
-    let _guard = no_child_spawned();
     let after = open_output(&out_path).unwrap();
     assert!(after.complete() && after.streams().iter().all(|s| s.complete && s.frames == 3), "{:?}", after.streams());
     assert_eq!(after.read_frame(after.stream_index("r0").unwrap(), 0, 2).unwrap(), r0, "r0 untouched");

@@ -34,6 +34,35 @@ pub enum Error {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// The disk (or the user's quota) has no room for the next frame. Nothing of that frame
+    /// was written; every frame before it is kept, and `finish` still closes the output.
+    #[error(
+        "disk full: no space left on the device for {path} (the next frame and closing the file need {needed} \
+         more bytes): {source}; every frame written so far is kept: free space or write to another disk"
+    )]
+    DiskFull {
+        /// The output file.
+        path: PathBuf,
+        /// Bytes the next frame and `finish` needed.
+        needed: u64,
+        /// The operating system's error (ENOSPC, EDQUOT).
+        source: std::io::Error,
+    },
+    /// The next frame could take the output past the process's file size limit
+    /// (`RLIMIT_FSIZE`). Nothing of that frame was written; every frame before it is kept.
+    #[error(
+        "file size limit reached: {path} could grow to {needed} bytes with the next frame, past this process's \
+         limit of {limit} bytes (ulimit -f); every frame written so far is kept: raise the limit (ulimit -f \
+         unlimited) or write fewer frames per file"
+    )]
+    FileSizeLimit {
+        /// The output file.
+        path: PathBuf,
+        /// Size the file could reach with the next frame and `finish`.
+        needed: u64,
+        /// The soft limit, in bytes.
+        limit: u64,
+    },
     /// The HDF5 library reported an error for a file.
     #[error("{action} {path}: {message}")]
     Hdf5 {

@@ -7,13 +7,14 @@ use hdf5::types::VarLenUnicode;
 use hdf5::{Dataset, File, Group, Location};
 use ndarray::{ArrayView1, ArrayView3};
 
+use crate::cloexec::{close_on_exec, retry_while_locked};
 use crate::error::{Error, Result};
 use crate::frame::Frame;
 use crate::layout::{AttrValue, StreamLayout};
 use crate::options::{Compression, SinkOptions};
 use crate::output::{OutputKind, prepare};
 use crate::read::OutputFormat;
-use crate::reserve::{METADATA_MARGIN, Reserve, trim};
+use crate::reserve::Reserve;
 use crate::sink::{Sink, SinkSummary};
 use crate::time::now_rfc3339;
 use crate::validate::{STEPS_NAME, Validator};
@@ -22,6 +23,37 @@ use crate::validate::{STEPS_NAME, Validator};
 pub(crate) const FORMAT: &str = "wgpipe-hdf5";
 /// Steps per chunk of the `steps` dataset (8 KiB chunks: small, rarely rewritten).
 const STEPS_CHUNK: usize = 1024;
+/// Metadata one frame may add per dataset, at most: a split of the chunk index (a v1 B-tree
+/// of 8 KiB nodes or less, up to three of them when the root splits) and a new metadata
+/// aggregator block. A generous bound, used only to reserve disk space ahead.
+const METADATA_PER_DATASET: u64 = 64 << 10;
+/// Room `finish` needs after the last frame, per stream: the `frames` and `complete`
+/// attributes (each may need a new object header chunk).
+const FINISH_PER_STREAM: u64 = 16 << 10;
+/// Room `finish` needs in any case: the root's `complete`, flush and close.
+const FINISH_BASE: u64 = 64 << 10;
+
+/// Bytes one frame can add to the file, at most: a whole new chunk per field (HDF5 allocates
+/// a chunk of `chunk_frames` frames when its first frame arrives, and rewrites a compressed
+/// chunk whole, incompressible data growing by at most the compressor's small overhead), a
+/// chunk of the `steps` dataset, and index metadata. The disk-full error can therefore come
+/// up to one chunk early.
+fn frame_bytes_bound(layout: &StreamLayout, options: &SinkOptions) -> u64 {
+    let fields = layout.fields.len() as u64;
+    let mut chunk = (options.chunk_frames.max(1) as u64).saturating_mul(layout.field_bytes() as u64);
+    if options.compression != Compression::None {
+        chunk = chunk.saturating_add(chunk / 64).saturating_add(4096);
+    }
+    fields
+        .saturating_mul(chunk)
+        .saturating_add((STEPS_CHUNK * 8) as u64)
+        .saturating_add((fields + 1).saturating_mul(METADATA_PER_DATASET))
+}
+
+/// Bytes `finish` can add to the file (see [`FINISH_PER_STREAM`]).
+fn finish_bytes_bound(layout: &StreamLayout) -> u64 {
+    FINISH_BASE.saturating_add((layout.streams.len() as u64).saturating_mul(FINISH_PER_STREAM))
+}
 
 /// Wraps an HDF5 error with what was done to which file.
 pub(crate) fn h5err(action: impl Into<String>, path: &Path, e: impl std::fmt::Display) -> Error {
@@ -76,7 +108,10 @@ struct StreamSets {
 #[derive(Debug)]
 struct Open {
     file: File,
-    reserve: Reserve,
+    /// Disk space reserved ahead of HDF5 (`None` when `reserve_space` is off).
+    reserve: Option<Reserve>,
+    /// Bytes one frame can add to the file, at most.
+    frame_bound: u64,
     validator: Validator,
     streams: Vec<StreamSets>,
     scratch: Vec<f32>,
@@ -97,12 +132,14 @@ pub struct Hdf5Sink {
     options: SinkOptions,
     open: Option<Open>,
     summary: SinkSummary,
+    /// `begin` created the file (so removes it if it then fails).
+    created: bool,
 }
 
 impl Hdf5Sink {
     /// An HDF5 sink writing the file `options.path` (created by `begin`).
     pub fn new(options: SinkOptions) -> Self {
-        Hdf5Sink { options, open: None, summary: SinkSummary::default() }
+        Hdf5Sink { options, open: None, summary: SinkSummary::default(), created: false }
     }
 
     fn path(&self) -> &Path {
@@ -111,7 +148,7 @@ impl Hdf5Sink {
 
     /// Creates the file (or, appending, opens it and drops the streams to rewrite), its
     /// groups, datasets and run attributes.
-    fn create(&self, layout: &StreamLayout) -> Result<Open> {
+    fn create(&mut self, layout: &StreamLayout) -> Result<Open> {
         let path = self.path().to_path_buf();
         let validator = Validator::new(layout)?;
         if let Compression::Deflate(_) = self.options.compression
@@ -133,6 +170,8 @@ impl Hdf5Sink {
             None => {
                 prepare(&path, self.options.overwrite, OutputKind::File)?;
                 let file = File::create_excl(&path).map_err(err("cannot create HDF5 file"))?;
+                self.created = true;
+                close_on_exec(&path)?;
                 let root: &Location = &file;
                 for (k, v) in [
                     ("format", AttrValue::from(FORMAT)),
@@ -155,7 +194,9 @@ impl Hdf5Sink {
                 (file, 0, true)
             }
             Some(existing) => {
-                let file = File::open_rw(&path).map_err(err("cannot open HDF5 file for appending"))?;
+                let file =
+                    retry_while_locked(|| File::open_rw(&path)).map_err(err("cannot open HDF5 file for appending"))?;
+                close_on_exec(&path)?;
                 for name in &existing.replace {
                     file.unlink(name).map_err(err(&format!("cannot delete incomplete stream {name:?} of")))?;
                 }
@@ -220,8 +261,10 @@ impl Hdf5Sink {
             streams.push(StreamSets { group, fields, steps });
         }
         file.flush().map_err(err("cannot flush"))?;
-        let reserve = Reserve::open(&path)?;
-        Ok(Open { file, reserve, validator, streams, scratch: Vec::new(), failed: false, others_complete })
+        let reserve =
+            if self.options.reserve_space { Some(Reserve::open(&path, finish_bytes_bound(layout))?) } else { None };
+        let frame_bound = frame_bytes_bound(layout, &self.options);
+        Ok(Open { file, reserve, frame_bound, validator, streams, scratch: Vec::new(), failed: false, others_complete })
     }
 }
 
@@ -248,7 +291,9 @@ fn append(open: &mut Open, frame: &Frame, path: &Path) -> Result<()> {
     let n = open.validator.frames()[frame.stream] as usize;
     let sets = &open.streams[frame.stream];
     let name = &l.streams[frame.stream].name;
-    open.reserve.ensure(open.file.size() + frame.data.len() as u64 + METADATA_MARGIN)?;
+    if let Some(reserve) = open.reserve.as_mut() {
+        reserve.before_frame(open.file.size(), open.frame_bound)?;
+    }
     for (i, ds) in sets.fields.iter().enumerate() {
         let ctx = || format!("cannot write frame {n} of {name}/{} to", l.fields[i]);
         let values = as_f32(frame.field(i).unwrap_or_default(), &mut open.scratch);
@@ -287,7 +332,7 @@ impl Sink for Hdf5Sink {
             Err(e) => {
                 // A half-made new file is ours (create_excl): remove it. An appended-to file
                 // is not: leave it as it is.
-                if matches!(e, Error::Hdf5 { .. }) && !self.options.append && self.path().is_file() {
+                if self.created && self.path().is_file() {
                     let _ = std::fs::remove_file(self.path());
                 }
                 return Err(e);
@@ -320,12 +365,17 @@ impl Sink for Hdf5Sink {
     fn finish(&mut self) -> Result<SinkSummary> {
         let start = Instant::now();
         let path: PathBuf = self.options.path.clone();
-        let open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;
-        let failed = open.failed;
+        let mut open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;
+        let write_failed = open.failed;
+        // Without room for the attributes, writing them could damage the file: leave it as
+        // the last frame's flush left it (`complete` is false since `begin`).
+        let reserved = open.reserve.as_mut().map_or(Ok(()), |r| r.before_finish(open.file.size()));
+        let failed = write_failed || reserved.is_err();
         let l = open.validator.layout();
-        let reserved = open.reserve.ensure(open.file.size() + METADATA_MARGIN);
-        let failed = failed || reserved.is_err();
         let finished = (|| -> hdf5::Result<()> {
+            if reserved.is_err() {
+                return Ok(());
+            }
             for ((sets, info), &n) in open.streams.iter().zip(&l.streams).zip(open.validator.frames()) {
                 set_attr(&sets.group, "frames", &AttrValue::from(n))?;
                 let complete = !failed && info.expected_frames.is_none_or(|e| e == n);
@@ -337,12 +387,14 @@ impl Sink for Hdf5Sink {
         let Open { file, streams, reserve, .. } = open;
         drop(streams);
         let closed = file.close();
-        drop(reserve);
-        let trimmed = trim(&path);
+        let released = reserve.map_or(Ok(()), Reserve::release);
+        if !write_failed {
+            reserved?;
+        }
         if !failed {
             finished.map_err(|e| h5err("cannot finish", &path, e))?;
             closed.map_err(|e| h5err("cannot close", &path, e))?;
-            trimmed?;
+            released?;
         }
         if self.options.fsync {
             std::fs::File::open(&path).and_then(|f| f.sync_all()).map_err(|e| Error::io("cannot sync", &path, e))?;

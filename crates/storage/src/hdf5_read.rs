@@ -77,7 +77,8 @@ impl Hdf5Reader {
     pub(crate) fn open(path: &Path) -> Result<Self> {
         let err = |what: &'static str| move |e: hdf5::Error| h5err(what, path, e);
         let bad = |reason: String| Error::BadOutput { path: path.to_path_buf(), reason };
-        let file = File::open(path).map_err(err("cannot open HDF5 file"))?;
+        let file = crate::cloexec::retry_while_locked(|| File::open(path)).map_err(err("cannot open HDF5 file"))?;
+        crate::cloexec::close_on_exec(path)?;
         let root: &Location = &file;
         match root.attr("format").ok().and_then(|a| attr_value(&a)) {
             Some(AttrValue::Text(f)) if f == FORMAT => {}

@@ -26,6 +26,8 @@
 
 mod append;
 mod checksum;
+#[cfg(feature = "hdf5")]
+mod cloexec;
 mod error;
 mod frame;
 #[cfg(feature = "hdf5")]

@@ -119,6 +119,11 @@ pub struct SinkOptions {
     /// (`Error::StreamComplete`), and streams the layout does not name are left untouched.
     /// Without an existing output this creates one as usual. Ignored by `null`.
     pub append: bool,
+    /// HDF5 only: reserve disk space ahead of every frame (fallocate) and respect the file
+    /// size limit, so that a full disk or `ulimit -f` stops the run between two frames and
+    /// leaves a file holding every frame written, never a damaged one (README,
+    /// "Reliability"). On by default; turning it off only makes sense to measure its cost.
+    pub reserve_space: bool,
 }
 
 impl Default for SinkOptions {
@@ -130,6 +135,7 @@ impl Default for SinkOptions {
             chunk_frames: 1,
             fsync: false,
             append: false,
+            reserve_space: true,
         }
     }
 }
@@ -167,6 +173,12 @@ impl SinkOptions {
     /// Sets [`SinkOptions::append`].
     pub fn with_append(mut self, append: bool) -> Self {
         self.append = append;
+        self
+    }
+
+    /// Sets [`SinkOptions::reserve_space`].
+    pub fn with_reserve_space(mut self, reserve_space: bool) -> Self {
+        self.reserve_space = reserve_space;
         self
     }
 
