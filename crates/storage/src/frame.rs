@@ -1,6 +1,6 @@
 //! Frames: owned snapshots of one stream that travel from a producer to a sink.
 
-use crate::layout::StreamLayout;
+use crate::schema::StreamLayout;
 
 /// Element type of the values in a frame.
 ///

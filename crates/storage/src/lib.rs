@@ -30,17 +30,13 @@ mod error;
 mod frame;
 #[cfg(feature = "hdf5")]
 mod hdf5;
-#[cfg(feature = "hdf5")]
-mod hdf5_read;
-mod layout;
 mod null;
+mod open;
 mod options;
-mod output;
+mod prepare;
 mod raw;
-mod raw_meta;
 mod read;
-#[cfg(feature = "hdf5")]
-mod reserve;
+mod schema;
 mod sink;
 mod time;
 mod validate;
@@ -50,9 +46,10 @@ pub use error::{Error, Result};
 pub use frame::{DType, Frame};
 #[cfg(feature = "hdf5")]
 pub use hdf5::Hdf5Sink;
-pub use layout::{AttrValue, Attributes, StreamInfo, StreamLayout};
 pub use null::NullSink;
-pub use options::{Compression, SINK_NAMES, SinkOptions, open_sink};
+pub use open::{SINK_NAMES, open_output, open_sink};
+pub use options::{Compression, SinkOptions};
 pub use raw::RawSink;
-pub use read::{Output, OutputFormat, StreamSummary, open_output};
+pub use read::{Output, OutputFormat, StreamSummary};
+pub use schema::{AttrValue, Attributes, StreamInfo, StreamLayout};
 pub use sink::{Sink, SinkSummary};

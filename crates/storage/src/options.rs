@@ -1,16 +1,10 @@
-//! Sink options and choosing a sink by name (what a config file or command line gives).
+//! Sink options: what a config file or command line asks of storage, whichever backend serves it.
 
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
 use crate::error::{Error, Result};
-use crate::null::NullSink;
-use crate::raw::RawSink;
-use crate::sink::Sink;
-
-/// Names accepted by [`open_sink`], in the order they are listed to users.
-pub const SINK_NAMES: &[&str] = &["null", "raw", "hdf5"];
 
 /// Compression of stored frames (HDF5 only; the raw sink stores bytes as they are, so that
 /// `numpy.fromfile` can read them).
@@ -188,29 +182,4 @@ impl SinkOptions {
         }
         Ok(())
     }
-}
-
-/// Creates the sink called `kind` (one of [`SINK_NAMES`]) with `options`.
-///
-/// Nothing is created on disk until [`Sink::begin`]; this only checks the name and options,
-/// so a bad config fails before any GPU work starts.
-pub fn open_sink(kind: &str, options: &SinkOptions) -> Result<Box<dyn Sink>> {
-    options.check()?;
-    match kind {
-        "null" => Ok(Box::new(NullSink::new())),
-        "raw" => Ok(Box::new(RawSink::new(options.clone()))),
-        "hdf5" => open_hdf5(options),
-        other => Err(Error::UnknownSink(other.to_owned(), SINK_NAMES.join(", "))),
-    }
-}
-
-#[cfg(feature = "hdf5")]
-fn open_hdf5(options: &SinkOptions) -> Result<Box<dyn Sink>> {
-    options.compression.check_available()?;
-    Ok(Box::new(crate::hdf5::Hdf5Sink::new(options.clone())))
-}
-
-#[cfg(not(feature = "hdf5"))]
-fn open_hdf5(_options: &SinkOptions) -> Result<Box<dyn Sink>> {
-    Err(Error::FeatureDisabled { what: "the hdf5 sink", feature: "hdf5" })
 }

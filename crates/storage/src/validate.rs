@@ -6,7 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::frame::Frame;
-use crate::layout::StreamLayout;
+use crate::schema::StreamLayout;
 
 /// Attribute names the sinks write themselves, refused in a layout's run attributes.
 pub(crate) const RESERVED_RUN_ATTRS: &[&str] = &["created", "wgpipe_storage_version", "fields", "format", "complete"];

@@ -1,4 +1,4 @@
-//! The HDF5 half of [`crate::open_output`].
+//! The HDF5 half of [`crate::open_output`]: a file written by [`crate::Hdf5Sink`].
 
 use std::path::{Path, PathBuf};
 
@@ -6,22 +6,18 @@ use hdf5::types::{TypeDescriptor, VarLenAscii, VarLenUnicode};
 use hdf5::{Attribute, Dataset, File, Location};
 use ndarray::Ix3;
 
+use super::format::{FORMAT, h5err};
 use crate::error::{Error, Result};
-use crate::hdf5::{FORMAT, h5err};
-use crate::layout::{AttrValue, Attributes};
-use crate::read::StreamSummary;
+use crate::frame::DType;
+use crate::read::{Output, OutputFormat, Reader, StreamSummary};
+use crate::schema::{AttrValue, Attributes};
 use crate::validate::{RESERVED_RUN_ATTRS, RESERVED_STREAM_ATTRS, STEPS_NAME};
 
 /// An open HDF5 output.
 #[derive(Debug)]
-pub(crate) struct Hdf5Reader {
+struct Hdf5Reader {
     path: PathBuf,
     _file: File,
-    pub(crate) fields: Vec<String>,
-    pub(crate) shape: [usize; 2],
-    pub(crate) attributes: Attributes,
-    pub(crate) complete: bool,
-    pub(crate) streams: Vec<StreamSummary>,
     /// Per stream: field datasets (layout order) and steps.
     sets: Vec<(Vec<Dataset>, Dataset)>,
 }
@@ -73,8 +69,13 @@ pub(crate) fn u64_attr(loc: &Location, name: &str) -> Option<u64> {
     }
 }
 
+/// Opens the HDF5 output `path`.
+pub(crate) fn open(path: &Path) -> Result<Output> {
+    Hdf5Reader::open(path)
+}
+
 impl Hdf5Reader {
-    pub(crate) fn open(path: &Path) -> Result<Self> {
+    fn open(path: &Path) -> Result<Output> {
         let err = |what: &'static str| move |e: hdf5::Error| h5err(what, path, e);
         let bad = |reason: String| Error::BadOutput { path: path.to_path_buf(), reason };
         let file = File::open(path).map_err(err("cannot open HDF5 file"))?;
@@ -123,10 +124,22 @@ impl Hdf5Reader {
             });
             sets.push((datasets, steps));
         }
-        Ok(Hdf5Reader { path: path.to_path_buf(), _file: file, fields, shape, attributes, complete, streams, sets })
+        Ok(Output {
+            path: path.to_path_buf(),
+            format: OutputFormat::Hdf5,
+            fields,
+            shape,
+            dtype: DType::F32,
+            attributes,
+            complete,
+            streams,
+            reader: Box::new(Hdf5Reader { path: path.to_path_buf(), _file: file, sets }),
+        })
     }
+}
 
-    pub(crate) fn read_frame(&self, stream: usize, field: usize, index: u64) -> Result<Vec<f32>> {
+impl Reader for Hdf5Reader {
+    fn read_frame(&self, stream: usize, field: usize, index: u64) -> Result<Vec<f32>> {
         let i = index as usize;
         let arr = self.sets[stream].0[field]
             .read_slice::<f32, _, Ix3>((i..i + 1, .., ..))
@@ -134,7 +147,7 @@ impl Hdf5Reader {
         Ok(arr.iter().copied().collect())
     }
 
-    pub(crate) fn steps(&self, stream: usize, frames: u64) -> Result<Vec<u64>> {
+    fn steps(&self, stream: usize, frames: u64) -> Result<Vec<u64>> {
         if frames == 0 {
             return Ok(Vec::new());
         }

@@ -7,50 +7,20 @@ use hdf5::types::VarLenUnicode;
 use hdf5::{Dataset, File, Group, Location};
 use ndarray::{ArrayView1, ArrayView3};
 
+use super::format::{FORMAT, h5err, set_attr, set_bool};
+use super::reserve::{METADATA_MARGIN, Reserve, trim};
 use crate::error::{Error, Result};
 use crate::frame::Frame;
-use crate::layout::{AttrValue, StreamLayout};
 use crate::options::{Compression, SinkOptions};
-use crate::output::{OutputKind, prepare};
+use crate::prepare::{OutputKind, prepare};
 use crate::read::OutputFormat;
-use crate::reserve::{METADATA_MARGIN, Reserve, trim};
+use crate::schema::{AttrValue, StreamLayout};
 use crate::sink::{Sink, SinkSummary};
 use crate::time::now_rfc3339;
 use crate::validate::{STEPS_NAME, Validator};
 
-/// Value of the root `format` attribute, which marks a file as written by this sink.
-pub(crate) const FORMAT: &str = "wgpipe-hdf5";
 /// Steps per chunk of the `steps` dataset (8 KiB chunks: small, rarely rewritten).
 const STEPS_CHUNK: usize = 1024;
-
-/// Wraps an HDF5 error with what was done to which file.
-pub(crate) fn h5err(action: impl Into<String>, path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Hdf5 { action: action.into(), path: path.to_path_buf(), message: e.to_string() }
-}
-
-/// Writes (or replaces) one scalar attribute.
-fn set_attr(loc: &Location, name: &str, value: &AttrValue) -> hdf5::Result<()> {
-    if loc.attr_names()?.iter().any(|n| n == name) {
-        loc.delete_attr(name)?;
-    }
-    match value {
-        AttrValue::Int(i) => loc.new_attr::<i64>().create(name)?.write_scalar(i),
-        AttrValue::Float(f) => loc.new_attr::<f64>().create(name)?.write_scalar(f),
-        AttrValue::Text(t) => {
-            // HDF5 strings end at NUL; drop any so the rest of the text survives.
-            let s: VarLenUnicode = t.replace('\0', "").parse().map_err(|e| format!("{e}"))?;
-            loc.new_attr::<VarLenUnicode>().create(name)?.write_scalar(&s)
-        }
-    }
-}
-
-/// Writes (or replaces) a boolean attribute (read by h5py as a numpy bool).
-fn set_bool(loc: &Location, name: &str, value: bool) -> hdf5::Result<()> {
-    if loc.attr_names()?.iter().any(|n| n == name) {
-        loc.delete_attr(name)?;
-    }
-    loc.new_attr::<bool>().create(name)?.write_scalar(&value)
-}
 
 /// Field bytes as `f32`s: borrowed when aligned on a little-endian host, else copied.
 fn as_f32<'a>(bytes: &'a [u8], scratch: &'a mut Vec<f32>) -> &'a [f32] {
@@ -127,8 +97,11 @@ impl Hdf5Sink {
             let what = what.to_owned();
             move |e: hdf5::Error| h5err(what.clone(), &path, e)
         };
-        let existing =
-            if self.options.append { crate::append::check(&path, layout, OutputFormat::Hdf5)? } else { None };
+        let existing = if self.options.append {
+            crate::append::check(&path, layout, OutputFormat::Hdf5, super::read::open)?
+        } else {
+            None
+        };
         let (file, first_index, others_complete) = match &existing {
             None => {
                 prepare(&path, self.options.overwrite, OutputKind::File)?;
@@ -160,7 +133,7 @@ impl Hdf5Sink {
                     file.unlink(name).map_err(err(&format!("cannot delete incomplete stream {name:?} of")))?;
                 }
                 let groups = file.groups().map_err(err("cannot list groups of"))?;
-                let next = groups.iter().filter_map(|g| crate::hdf5_read::u64_attr(g, "stream_index")).max();
+                let next = groups.iter().filter_map(|g| super::read::u64_attr(g, "stream_index")).max();
                 (file, next.map_or(0, |n| n + 1), existing.others_complete)
             }
         };
@@ -346,7 +319,7 @@ impl Sink for Hdf5Sink {
         }
         if self.options.fsync {
             std::fs::File::open(&path).and_then(|f| f.sync_all()).map_err(|e| Error::io("cannot sync", &path, e))?;
-            crate::output::sync_dir(path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))?;
+            crate::prepare::sync_dir(path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))?;
         }
         self.summary.write_seconds += start.elapsed().as_secs_f64();
         Ok(std::mem::take(&mut self.summary))

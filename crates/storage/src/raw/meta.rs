@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::layout::{AttrValue, Attributes};
+use crate::schema::{AttrValue, Attributes};
 
 /// Value of the `format` key, which marks a directory as a raw output.
 pub(crate) const FORMAT: &str = "wgpipe-raw";

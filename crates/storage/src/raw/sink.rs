@@ -6,16 +6,16 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::error::{Error, Result};
-use crate::frame::Frame;
-use crate::layout::StreamLayout;
-use crate::options::SinkOptions;
-use crate::output::{OutputKind, prepare, sync_dir};
-use crate::raw_meta::{
+use super::meta::{
     FORMAT, FORMAT_VERSION, FieldMeta, RUN_FILE, RunMeta, RunStream, attrs_to_json, data_file, meta_file, read_json,
     steps_file, write_json,
 };
+use crate::error::{Error, Result};
+use crate::frame::Frame;
+use crate::options::SinkOptions;
+use crate::prepare::{OutputKind, prepare, sync_dir};
 use crate::read::OutputFormat;
+use crate::schema::StreamLayout;
 use crate::sink::{Sink, SinkSummary};
 use crate::time::now_rfc3339;
 use crate::validate::Validator;
@@ -173,8 +173,11 @@ impl RawSink {
                 }
             }
         }
-        let existing =
-            if self.options.append { crate::append::check(self.dir(), layout, OutputFormat::Raw)? } else { None };
+        let existing = if self.options.append {
+            crate::append::check(self.dir(), layout, OutputFormat::Raw, super::read::open)?
+        } else {
+            None
+        };
         let (kept, created) = match existing {
             None => {
                 prepare(self.dir(), self.options.overwrite, OutputKind::RawDir)?;
