@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::read::{Output, OutputFormat};
-use crate::schema::StreamLayout;
+use crate::schema::{FieldSpec, StreamLayout};
 
 /// What an existing output holds, as far as appending `layout` to it matters.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -18,8 +18,8 @@ pub(crate) struct Existing {
 
 /// `None` when nothing exists at `path` (the sink creates the output as usual); otherwise
 /// opens it with `open` (the calling backend's reader) and checks that the output was written
-/// by the same kind of sink with the same fields, grid and dtype, and that no stream of
-/// `layout` is already complete in it.
+/// by the same kind of sink with the same fields (names, element types, shapes, axis names),
+/// and that no stream of `layout` is already complete in it.
 pub(crate) fn check(
     path: &Path,
     layout: &StreamLayout,
@@ -40,15 +40,25 @@ pub(crate) fn check(
     if out.format() != format {
         return mismatch(format!("it is a {:?} output and this sink writes {format:?}", out.format()));
     }
-    if out.fields() != layout.fields.as_slice() {
-        return mismatch(format!("it holds fields {:?}, the run writes {:?}", out.fields(), layout.fields));
+    let names = |fields: &[FieldSpec]| fields.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
+    if names(out.fields()) != names(&layout.fields) {
+        return mismatch(format!(
+            "it holds fields {:?}, the run writes {:?}",
+            names(out.fields()),
+            names(&layout.fields)
+        ));
     }
-    if !out.streams().is_empty() && out.shape() != [layout.rows, layout.cols] {
-        let [r, c] = out.shape();
-        return mismatch(format!("its grid is {r}×{c}, the run's is {}×{}", layout.rows, layout.cols));
-    }
-    if out.dtype() != layout.dtype {
-        return mismatch(format!("it holds {}, the run writes {}", out.dtype().name(), layout.dtype.name()));
+    for (have, want) in out.fields().iter().zip(&layout.fields) {
+        if have != want {
+            return mismatch(format!(
+                "its field {:?} is {} with axes {:?}, the run's is {} with axes {:?}",
+                have.name,
+                have.describe(),
+                have.dims,
+                want.describe(),
+                want.dims
+            ));
+        }
     }
     let mut existing = Existing { replace: Vec::new(), others_complete: true };
     for s in out.streams() {

@@ -101,16 +101,19 @@ pub struct SinkOptions {
     pub overwrite: bool,
     /// Compression (HDF5 only; blosc needs cargo feature `blosc`).
     pub compression: Compression,
-    /// Frames per HDF5 chunk. 1 (the default) lets each frame go to disk as one whole
-    /// chunk, the fastest and most crash-proof; larger values help compression.
+    /// Frames per HDF5 chunk. 1 (the default) lets each frame go to disk as whole chunks,
+    /// the fastest and most crash-proof; larger values help compression. A frame of a field
+    /// over 4 MiB is cut into several chunks along its leading axes (see the crate README);
+    /// `chunk_frames` multiplies that part, up to HDF5's 4 GiB per chunk.
     pub chunk_frames: usize,
     /// Force the data to stable storage (fsync) in `finish`, so a finished run survives a
     /// power cut; costs the time the disk needs to absorb the page cache.
     pub fsync: bool,
     /// Add streams to an existing output instead of refusing it (what `--resume` uses):
-    /// the output's fields, shape and dtype must match the layout; a stream of the layout
-    /// that exists incomplete is deleted and rewritten, one that exists complete is an error
-    /// (`Error::StreamComplete`), and streams the layout does not name are left untouched.
+    /// the output's fields (names, element types, shapes, axis names) must match the
+    /// layout's; a stream of the layout that exists incomplete is deleted and rewritten, one
+    /// that exists complete is an error (`Error::StreamComplete`), and streams the layout
+    /// does not name are left untouched.
     /// Without an existing output this creates one as usual. Ignored by `null`.
     pub append: bool,
 }

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::frame::DType;
-use crate::schema::Attributes;
+use crate::schema::{Attributes, FieldSpec};
 
 /// Which sink wrote an output.
 #[non_exhaustive]
@@ -24,7 +24,7 @@ pub struct StreamSummary {
     /// Metadata given in the stream's [`crate::StreamInfo`].
     pub attributes: Attributes,
     /// Frames stored completely (every field and the step), readable with
-    /// [`Output::read_frame`]; after a crash this counts what survived.
+    /// [`Output::read_field`]; after a crash this counts what survived.
     pub frames: u64,
     /// Frames the stream was meant to hold, when it was known.
     pub expected_frames: Option<u64>,
@@ -35,10 +35,53 @@ pub struct StreamSummary {
 
 /// What a backend provides to read its output back; [`Output`] checks indices first.
 pub(crate) trait Reader: std::fmt::Debug + Send {
-    /// Values of one field of one frame, row-major.
-    fn read_frame(&self, stream: usize, field: usize, index: u64) -> Result<Vec<f32>>;
+    /// The bytes of one field of one frame as stored: C order, little-endian, exactly
+    /// the field's [`FieldSpec::bytes`] long.
+    fn read_field(&self, stream: usize, field: usize, index: u64) -> Result<Vec<u8>>;
     /// Simulation steps of the first `frames` frames of `stream`.
     fn steps(&self, stream: usize, frames: u64) -> Result<Vec<u64>>;
+}
+
+/// One field of one frame as read back: its bytes with their type and shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldData {
+    /// Element type of `bytes`.
+    pub dtype: DType,
+    /// Elements per axis, C order (last axis fastest).
+    pub shape: Vec<usize>,
+    /// The elements, little-endian, exactly as the producer gave them.
+    pub bytes: Vec<u8>,
+}
+
+impl FieldData {
+    /// Every element as `f64`, which holds every supported type exactly.
+    pub fn to_f64(&self) -> Vec<f64> {
+        let b = &self.bytes;
+        match self.dtype {
+            DType::U8 => b.iter().map(|&v| f64::from(v)).collect(),
+            DType::U16 => b.chunks_exact(2).map(|c| f64::from(u16::from_le_bytes([c[0], c[1]]))).collect(),
+            DType::U32 => b.chunks_exact(4).map(|c| f64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]]))).collect(),
+            DType::I32 => b.chunks_exact(4).map(|c| f64::from(i32::from_le_bytes([c[0], c[1], c[2], c[3]]))).collect(),
+            DType::F16 => b.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f64()).collect(),
+            DType::F32 => b.chunks_exact(4).map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]]))).collect(),
+            DType::F64 => b
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                .collect(),
+        }
+    }
+
+    /// Every element as `f32` for a float field (`f16` and `f32` exactly, `f64` rounded to
+    /// nearest); `None` for an integer field (use [`FieldData::to_f64`]).
+    pub fn to_f32(&self) -> Option<Vec<f32>> {
+        let b = &self.bytes;
+        match self.dtype {
+            DType::F16 => Some(b.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect()),
+            DType::F32 => Some(b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
+            DType::F64 => Some(self.to_f64().into_iter().map(|v| v as f32).collect()),
+            DType::U8 | DType::U16 | DType::U32 | DType::I32 => None,
+        }
+    }
 }
 
 /// A finished or interrupted output opened for reading (see [`crate::open_output`]).
@@ -46,9 +89,7 @@ pub(crate) trait Reader: std::fmt::Debug + Send {
 pub struct Output {
     pub(crate) path: PathBuf,
     pub(crate) format: OutputFormat,
-    pub(crate) fields: Vec<String>,
-    pub(crate) shape: [usize; 2],
-    pub(crate) dtype: DType,
+    pub(crate) fields: Vec<FieldSpec>,
     pub(crate) attributes: Attributes,
     pub(crate) complete: bool,
     pub(crate) streams: Vec<StreamSummary>,
@@ -66,19 +107,10 @@ impl Output {
         self.format
     }
 
-    /// Field names, in the order of [`crate::StreamLayout::fields`].
-    pub fn fields(&self) -> &[String] {
+    /// The fields (name, element type, shape of one frame, axis names), in the order of
+    /// [`crate::StreamLayout::fields`].
+    pub fn fields(&self) -> &[FieldSpec] {
         &self.fields
-    }
-
-    /// `[rows, cols]` of every field.
-    pub fn shape(&self) -> [usize; 2] {
-        self.shape
-    }
-
-    /// Element type of the stored values.
-    pub fn dtype(&self) -> DType {
-        self.dtype
     }
 
     /// Run-level metadata given in [`crate::StreamLayout::attributes`].
@@ -103,7 +135,7 @@ impl Output {
 
     /// Index of the field called `name`.
     pub fn field_index(&self, name: &str) -> Option<usize> {
-        self.fields.iter().position(|f| f == name)
+        self.fields.iter().position(|f| f.name == name)
     }
 
     /// Errors unless `stream`, `field` and (if given) `index` exist.
@@ -120,10 +152,20 @@ impl Output {
         Ok(s)
     }
 
-    /// Values of one field of one frame, row-major (`rows × cols`).
-    pub fn read_frame(&self, stream: usize, field: usize, index: u64) -> Result<Vec<f32>> {
+    /// One field of one frame: its bytes exactly as the producer gave them, with type and
+    /// shape.
+    pub fn read_field(&self, stream: usize, field: usize, index: u64) -> Result<FieldData> {
         self.check(stream, field, Some(index))?;
-        self.reader.read_frame(stream, field, index)
+        let spec = &self.fields[field];
+        let bytes = self.reader.read_field(stream, field, index)?;
+        Ok(FieldData { dtype: spec.dtype, shape: spec.shape.clone(), bytes })
+    }
+
+    /// One float field of one frame as `f32` values in C order (see [`FieldData::to_f32`]);
+    /// [`Error::NotFloat`] for an integer field.
+    pub fn read_f32(&self, stream: usize, field: usize, index: u64) -> Result<Vec<f32>> {
+        let data = self.read_field(stream, field, index)?;
+        data.to_f32().ok_or_else(|| Error::NotFloat { field: self.fields[field].name.clone(), dtype: data.dtype })
     }
 
     /// Simulation step of every complete frame of `stream`.

@@ -3,14 +3,15 @@
 use std::path::{Path, PathBuf};
 
 use hdf5::types::{TypeDescriptor, VarLenAscii, VarLenUnicode};
-use hdf5::{Attribute, Dataset, File, Location};
-use ndarray::Ix3;
+use hdf5::{Attribute, Dataset, File, H5Type, Hyperslab, Location, SliceOrIndex};
+use ndarray::IxDyn;
 
-use super::format::{FORMAT, h5err};
+use super::format::{
+    AXIS_ORDER_ATTR, DIMS_ATTR, FIELDS_ATTR, FORMAT, FRAME_DIM, dtype_of, h5err, to_le_bytes, with_elem_type,
+};
 use crate::error::{Error, Result};
-use crate::frame::DType;
 use crate::read::{Output, OutputFormat, Reader, StreamSummary};
-use crate::schema::{AttrValue, Attributes};
+use crate::schema::{AXIS_ORDER, AttrValue, Attributes, FieldSpec, MAX_RANK};
 use crate::validate::{RESERVED_RUN_ATTRS, RESERVED_STREAM_ATTRS, STEPS_NAME};
 
 /// An open HDF5 output.
@@ -18,8 +19,35 @@ use crate::validate::{RESERVED_RUN_ATTRS, RESERVED_STREAM_ATTRS, STEPS_NAME};
 struct Hdf5Reader {
     path: PathBuf,
     _file: File,
+    /// The fields, for their element types and ranks.
+    fields: Vec<FieldSpec>,
     /// Per stream: field datasets (layout order) and steps.
     sets: Vec<(Vec<Dataset>, Dataset)>,
+}
+
+/// A 1-D string array attribute.
+fn strings_attr(loc: &Location, name: &str) -> hdf5::Result<Vec<String>> {
+    Ok(loc.attr(name)?.read_raw::<VarLenUnicode>()?.iter().map(|s| s.as_str().to_owned()).collect())
+}
+
+/// The field a dataset holds: element type and frame shape from the dataset itself, axis
+/// names from its `dims` attribute (absent in files of wgpipe-storage before 0.2: then the
+/// defaults by rank).
+fn field_spec(ds: &Dataset, name: &str) -> std::result::Result<FieldSpec, String> {
+    let shape = ds.shape();
+    let desc = ds.dtype().and_then(|t| t.to_descriptor()).map_err(|e| e.to_string())?;
+    let dtype = dtype_of(&desc).ok_or_else(|| format!("holds {desc}, not a type wgpipe writes"))?;
+    if !(2..=MAX_RANK + 1).contains(&shape.len()) || shape[1..].contains(&0) {
+        return Err(format!("has shape {shape:?}: expected [frames, *shape] with 1 to {MAX_RANK} non-empty axes"));
+    }
+    let mut spec = FieldSpec::new(name, dtype, shape[1..].to_vec());
+    if let Ok(dims) = strings_attr(ds, DIMS_ATTR) {
+        match dims.split_first() {
+            Some((frame, rest)) if frame == FRAME_DIM && rest.len() == spec.shape.len() => spec.dims = rest.to_vec(),
+            _ => return Err(format!("has attribute dims = {dims:?}, which does not fit its shape {shape:?}")),
+        }
+    }
+    Ok(spec)
 }
 
 /// A scalar attribute as an [`AttrValue`]; `None` for kinds wgpipe does not write.
@@ -84,32 +112,38 @@ impl Hdf5Reader {
             Some(AttrValue::Text(f)) if f == FORMAT => {}
             _ => return Err(bad(format!("no root attribute format = {FORMAT:?}"))),
         }
-        let fields: Vec<String> = root
-            .attr("fields")
-            .and_then(|a| a.read_raw::<VarLenUnicode>())
-            .map_err(err("cannot read attribute \"fields\" of"))?
-            .iter()
-            .map(|s| s.as_str().to_owned())
-            .collect();
+        match root.attr(AXIS_ORDER_ATTR).ok().and_then(|a| attr_value(&a)) {
+            None => {} // files of wgpipe-storage before 0.2, which wrote C order too
+            Some(AttrValue::Text(o)) if o == AXIS_ORDER => {}
+            Some(other) => return Err(bad(format!("axis_order is {other:?}; wgpipe writes {AXIS_ORDER:?} only"))),
+        }
+        let names = strings_attr(root, FIELDS_ATTR).map_err(err("cannot read attribute \"fields\" of"))?;
         let attributes = user_attrs(root, RESERVED_RUN_ATTRS).map_err(err("cannot read attributes of"))?;
         let complete = bool_attr(root, "complete");
         let mut groups = file.groups().map_err(err("cannot list groups of"))?;
         groups.sort_by_key(|g| u64_attr(g, "stream_index").unwrap_or(u64::MAX));
-        let mut shape = [0, 0];
+        let mut fields: Vec<FieldSpec> = Vec::new();
         let mut streams = Vec::new();
         let mut sets = Vec::new();
         for g in groups {
             let name = g.name().trim_start_matches('/').to_owned();
             let mut frames = u64::MAX;
             let mut datasets = Vec::new();
-            for f in &fields {
+            for (i, f) in names.iter().enumerate() {
                 let ds = g.dataset(f).map_err(|e| h5err(format!("cannot open dataset {name}/{f} in"), path, e))?;
-                let s = ds.shape();
-                if s.len() != 3 {
-                    return Err(bad(format!("dataset {name}/{f} has shape {s:?}, not 3-D")));
+                let spec = field_spec(&ds, f).map_err(|e| bad(format!("dataset {name}/{f} {e}")))?;
+                match fields.get(i) {
+                    None => fields.push(spec),
+                    Some(first) if *first == spec => {}
+                    Some(first) => {
+                        return Err(bad(format!(
+                            "dataset {name}/{f} holds {}, the first stream's holds {}",
+                            spec.describe(),
+                            first.describe()
+                        )));
+                    }
                 }
-                shape = [s[1], s[2]];
-                frames = frames.min(s[0] as u64);
+                frames = frames.min(ds.shape()[0] as u64);
                 datasets.push(ds);
             }
             let steps =
@@ -124,27 +158,37 @@ impl Hdf5Reader {
             });
             sets.push((datasets, steps));
         }
+        if fields.len() != names.len() {
+            return Err(bad("no stream groups: the file holds no frames and no field shapes".into()));
+        }
         Ok(Output {
             path: path.to_path_buf(),
             format: OutputFormat::Hdf5,
-            fields,
-            shape,
-            dtype: DType::F32,
+            fields: fields.clone(),
             attributes,
             complete,
             streams,
-            reader: Box::new(Hdf5Reader { path: path.to_path_buf(), _file: file, sets }),
+            reader: Box::new(Hdf5Reader { path: path.to_path_buf(), _file: file, fields, sets }),
         })
     }
 }
 
+/// Frame `i` of a field dataset of rank `rank` (frame axis excluded), as little-endian bytes.
+fn read_frame_of<T: H5Type + bytemuck::Pod>(ds: &Dataset, rank: usize, i: usize) -> hdf5::Result<Vec<u8>> {
+    let slab: Vec<SliceOrIndex> =
+        std::iter::once(SliceOrIndex::from(i..i + 1)).chain((0..rank).map(|_| SliceOrIndex::from(..))).collect();
+    let arr = ds.read_slice::<T, _, IxDyn>(Hyperslab::from(slab))?;
+    let values = arr.as_slice().ok_or("the library returned a frame not in C order")?;
+    Ok(to_le_bytes(values))
+}
+
 impl Reader for Hdf5Reader {
-    fn read_frame(&self, stream: usize, field: usize, index: u64) -> Result<Vec<f32>> {
-        let i = index as usize;
-        let arr = self.sets[stream].0[field]
-            .read_slice::<f32, _, Ix3>((i..i + 1, .., ..))
-            .map_err(|e| h5err(format!("cannot read frame {index} from"), &self.path, e))?;
-        Ok(arr.iter().copied().collect())
+    fn read_field(&self, stream: usize, field: usize, index: u64) -> Result<Vec<u8>> {
+        let spec = &self.fields[field];
+        let ds = &self.sets[stream].0[field];
+        let i = usize::try_from(index).unwrap_or(usize::MAX);
+        with_elem_type!(spec.dtype, T => read_frame_of::<T>(ds, spec.shape.len(), i))
+            .map_err(|e| h5err(format!("cannot read frame {index} of field {:?} from", spec.name), &self.path, e))
     }
 
     fn steps(&self, stream: usize, frames: u64) -> Result<Vec<u64>> {

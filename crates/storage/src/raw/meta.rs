@@ -12,12 +12,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::schema::{AttrValue, Attributes};
+use crate::frame::DType;
+use crate::schema::{AXIS_ORDER, AttrValue, Attributes, FieldSpec, MAX_RANK};
 
 /// Value of the `format` key, which marks a directory as a raw output.
 pub(crate) const FORMAT: &str = "wgpipe-raw";
 /// Version of the layout described here; bumped on incompatible changes.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+pub(crate) const FORMAT_VERSION: u32 = 2;
 /// Name of the run-level metadata file in the output directory.
 pub(crate) const RUN_FILE: &str = "run.json";
 
@@ -46,6 +47,59 @@ pub(crate) struct RunStream {
     pub attributes: BTreeMap<String, Value>,
 }
 
+/// One field as listed in `run.json` and its own `<stream>.<field>.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct FieldEntry {
+    pub name: String,
+    /// numpy's name, e.g. `float32`.
+    pub dtype: String,
+    /// numpy's type string, e.g. `<f4`: what `numpy.fromfile` takes.
+    pub numpy_dtype: String,
+    /// One frame's shape, C order; the data file is `[frames, *shape]`.
+    pub shape: Vec<usize>,
+    pub dims: Vec<String>,
+    pub frame_bytes: usize,
+}
+
+impl FieldEntry {
+    /// The entry of a field of a checked layout.
+    pub(crate) fn from_spec(spec: &FieldSpec) -> Self {
+        FieldEntry {
+            name: spec.name.clone(),
+            dtype: spec.dtype.name().into(),
+            numpy_dtype: spec.dtype.numpy_str().into(),
+            shape: spec.shape.clone(),
+            dims: spec.dims.clone(),
+            frame_bytes: spec.bytes().unwrap_or_default(),
+        }
+    }
+
+    /// The field this entry describes, checked: a known type, 1 to 3 axes with their names,
+    /// and a byte count that matches (metadata is user-editable text).
+    pub(crate) fn to_spec(&self, path: &Path) -> Result<FieldSpec> {
+        let bad = |reason: String| Error::BadOutput { path: path.to_path_buf(), reason };
+        let dtype: DType = self.numpy_dtype.parse().map_err(|_| {
+            bad(format!("field {:?} has numpy_dtype {:?}, not one wgpipe writes", self.name, self.numpy_dtype))
+        })?;
+        let spec = FieldSpec::new(self.name.clone(), dtype, self.shape.clone()).with_dims(self.dims.clone());
+        if !(1..=MAX_RANK).contains(&spec.shape.len()) || spec.dims.len() != spec.shape.len() {
+            return Err(bad(format!(
+                "field {:?} has shape {:?} with axes {:?}: expected 1 to {MAX_RANK} axes, one name each",
+                self.name, self.shape, self.dims
+            )));
+        }
+        match spec.bytes() {
+            Some(b) if b == self.frame_bytes && b > 0 => Ok(spec),
+            _ => Err(bad(format!(
+                "field {:?}: frame_bytes {} does not match {} (or the size overflows)",
+                self.name,
+                self.frame_bytes,
+                spec.describe()
+            ))),
+        }
+    }
+}
+
 /// `run.json`: everything needed to read the directory back.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct RunMeta {
@@ -53,14 +107,73 @@ pub(crate) struct RunMeta {
     pub format_version: u32,
     pub wgpipe_storage_version: String,
     pub created: String,
-    pub dtype: String,
-    pub numpy_dtype: String,
     pub byte_order: String,
-    pub shape: [usize; 2],
-    pub fields: Vec<String>,
+    pub axis_order: String,
+    pub fields: Vec<FieldEntry>,
     pub streams: Vec<RunStream>,
     pub attributes: BTreeMap<String, Value>,
     pub complete: bool,
+}
+
+/// `run.json` of format version 1 (before fields had their own type and shape): every field
+/// `float32` of one 2-D shape. Still read, and appended to as version 2.
+#[derive(Debug, Clone, Deserialize)]
+struct RunMetaV1 {
+    wgpipe_storage_version: String,
+    created: String,
+    numpy_dtype: String,
+    shape: [usize; 2],
+    fields: Vec<String>,
+    streams: Vec<RunStream>,
+    attributes: BTreeMap<String, Value>,
+    complete: bool,
+}
+
+impl RunMetaV1 {
+    fn upgrade(self, path: &Path) -> Result<RunMeta> {
+        if self.numpy_dtype != DType::F32.numpy_str() {
+            return Err(Error::BadOutput {
+                path: path.to_path_buf(),
+                reason: format!("format 1 stores {}, not {:?}", DType::F32.numpy_str(), self.numpy_dtype),
+            });
+        }
+        let fields = self
+            .fields
+            .iter()
+            .map(|name| FieldEntry::from_spec(&FieldSpec::new(name.clone(), DType::F32, self.shape)))
+            .collect();
+        Ok(RunMeta {
+            format: FORMAT.into(),
+            format_version: FORMAT_VERSION,
+            wgpipe_storage_version: self.wgpipe_storage_version,
+            created: self.created,
+            byte_order: "little".into(),
+            axis_order: AXIS_ORDER.into(),
+            fields,
+            streams: self.streams,
+            attributes: self.attributes,
+            complete: self.complete,
+        })
+    }
+}
+
+/// Reads `run.json` of any format version this crate knows (1 and 2), as version 2.
+pub(crate) fn read_run(path: &Path) -> Result<RunMeta> {
+    let bad = |reason: String| Error::BadOutput { path: path.to_path_buf(), reason };
+    let value: Value = read_json(path)?;
+    match value.get("format").and_then(Value::as_str) {
+        Some(FORMAT) => {}
+        other => return Err(bad(format!("format {other:?} is not {FORMAT:?}"))),
+    }
+    let parse_err = |e: serde_json::Error| bad(format!("invalid metadata: {e}"));
+    match value.get("format_version").and_then(Value::as_u64) {
+        Some(1) => serde_json::from_value::<RunMetaV1>(value).map_err(parse_err)?.upgrade(path),
+        Some(v) if v == u64::from(FORMAT_VERSION) => serde_json::from_value(value).map_err(parse_err),
+        other => Err(bad(format!(
+            "format_version {other:?} is not one this wgpipe-storage reads (1 to {FORMAT_VERSION}): \
+             read it with the wgpipe that wrote it, or update"
+        ))),
+    }
 }
 
 /// `<stream>.<field>.json`: self-contained description of one data file, so a single file
@@ -71,13 +184,15 @@ pub(crate) struct FieldMeta {
     pub format_version: u32,
     pub data_file: String,
     pub steps_file: String,
+    pub field: String,
+    pub field_index: usize,
     pub dtype: String,
     pub numpy_dtype: String,
     pub byte_order: String,
-    pub shape: [usize; 2],
+    pub axis_order: String,
+    pub shape: Vec<usize>,
+    pub dims: Vec<String>,
     pub frame_bytes: usize,
-    pub field: String,
-    pub field_index: usize,
     pub stream: String,
     pub stream_index: usize,
     pub stream_attributes: BTreeMap<String, Value>,

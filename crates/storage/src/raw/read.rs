@@ -4,16 +4,16 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use super::meta::{FORMAT as RAW_FORMAT, RUN_FILE, RunMeta, attrs_from_json, read_json};
+use super::meta::{RUN_FILE, attrs_from_json, read_run};
 use crate::error::{Error, Result};
-use crate::frame::DType;
 use crate::read::{Output, OutputFormat, Reader, StreamSummary};
 
-/// Data file paths per stream (fields in layout order) and the steps file.
+/// Per stream: one data file per field (layout order) and the steps file.
 #[derive(Debug)]
 struct RawReader {
     files: Vec<(Vec<PathBuf>, PathBuf)>,
-    field_bytes: usize,
+    /// Bytes of one frame of each field.
+    field_bytes: Vec<usize>,
 }
 
 /// Frames complete in a file of `len` bytes holding `unit`-byte frames.
@@ -22,32 +22,32 @@ fn complete_frames(path: &Path, unit: usize) -> Result<u64> {
     Ok(len / unit.max(1) as u64)
 }
 
-/// Opens the raw output directory `dir`.
+/// Opens the raw output directory `dir` (metadata format 1 or 2).
 pub(crate) fn open(dir: &Path) -> Result<Output> {
     let run_path = dir.join(RUN_FILE);
     if !run_path.is_file() {
         return Err(Error::BadOutput { path: dir.to_path_buf(), reason: format!("directory without {RUN_FILE}") });
     }
-    let run: RunMeta = read_json(&run_path)?;
+    let run = read_run(&run_path)?;
     let bad = |reason: String| Error::BadOutput { path: run_path.clone(), reason };
-    if run.format != RAW_FORMAT {
-        return Err(bad(format!("format {:?} is not {RAW_FORMAT:?}", run.format)));
-    }
-    if run.numpy_dtype != DType::F32.numpy_str() {
-        return Err(bad(format!("dtype {:?} is not supported", run.numpy_dtype)));
-    }
-    let field_bytes = run.shape[0] * run.shape[1] * DType::F32.size();
+    let fields = run.fields.iter().map(|f| f.to_spec(&run_path)).collect::<Result<Vec<_>>>()?;
+    let field_bytes: Vec<usize> = run.fields.iter().map(|f| f.frame_bytes).collect();
     let mut streams = Vec::new();
     let mut files = Vec::new();
     for s in &run.streams {
-        if s.data_files.len() != run.fields.len() {
-            return Err(bad(format!("stream {:?} lists the wrong number of files", s.name)));
+        if s.data_files.len() != fields.len() {
+            return Err(bad(format!(
+                "stream {:?} lists {} data files for {} fields",
+                s.name,
+                s.data_files.len(),
+                fields.len()
+            )));
         }
         let data: Vec<PathBuf> = s.data_files.iter().map(|f| dir.join(f)).collect();
         let steps = dir.join(&s.steps_file);
         let mut frames = complete_frames(&steps, 8)?;
-        for d in &data {
-            frames = frames.min(complete_frames(d, field_bytes)?);
+        for (d, &unit) in data.iter().zip(&field_bytes) {
+            frames = frames.min(complete_frames(d, unit)?);
         }
         streams.push(StreamSummary {
             name: s.name.clone(),
@@ -61,9 +61,7 @@ pub(crate) fn open(dir: &Path) -> Result<Output> {
     Ok(Output {
         path: dir.to_path_buf(),
         format: OutputFormat::Raw,
-        fields: run.fields,
-        shape: run.shape,
-        dtype: DType::F32,
+        fields,
         attributes: attrs_from_json(&run.attributes),
         complete: run.complete,
         streams,
@@ -82,21 +80,22 @@ fn read_at(path: &Path, offset: u64, len: usize) -> Result<Vec<u8>> {
 }
 
 impl Reader for RawReader {
-    fn read_frame(&self, stream: usize, field: usize, index: u64) -> Result<Vec<f32>> {
-        let n = self.field_bytes;
-        let bytes = read_at(&self.files[stream].0[field], index * n as u64, n)?;
-        Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+    fn read_field(&self, stream: usize, field: usize, index: u64) -> Result<Vec<u8>> {
+        let n = self.field_bytes[field];
+        // No overflow: `index` is below the frame count, which came from the file's size.
+        read_at(&self.files[stream].0[field], index * n as u64, n)
     }
 
     fn steps(&self, stream: usize, frames: u64) -> Result<Vec<u64>> {
-        let bytes = read_at(&self.files[stream].1, 0, frames as usize * 8)?;
+        let path = &self.files[stream].1;
+        let len = usize::try_from(frames).ok().and_then(|f| f.checked_mul(8)).ok_or_else(|| Error::BadOutput {
+            path: path.clone(),
+            reason: format!("{frames} frames do not fit in memory"),
+        })?;
+        let bytes = read_at(path, 0, len)?;
         Ok(bytes
             .chunks_exact(8)
-            .map(|c| {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(c);
-                u64::from_le_bytes(a)
-            })
+            .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
             .collect())
     }
 }
