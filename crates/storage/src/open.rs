@@ -1,8 +1,6 @@
 //! The one module that names backends: a sink name and options to a [`Sink`], an output
 //! path to a reader. Everything else in the crate is backend-neutral or one backend's own.
 
-use std::fs::File;
-use std::io::Read;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -14,9 +12,6 @@ use crate::sink::Sink;
 
 /// Names accepted by [`open_sink`], in the order they are listed to users.
 pub const SINK_NAMES: &[&str] = &["null", "raw", "hdf5"];
-
-/// The first 8 bytes of every HDF5 file.
-const HDF5_SIGNATURE: &[u8; 8] = b"\x89HDF\r\n\x1a\n";
 
 /// Creates the sink called `kind` (one of [`SINK_NAMES`]) with `options`.
 ///
@@ -43,7 +38,7 @@ fn hdf5_sink(_options: &SinkOptions) -> Result<Box<dyn Sink>> {
     Err(Error::FeatureDisabled { what: "the hdf5 sink", feature: "hdf5" })
 }
 
-/// Opens what a sink wrote at `path`: a raw directory or an HDF5 file, told apart by content.
+/// Opens what a sink wrote at `path`: a raw directory or an HDF5 file.
 ///
 /// Counts the frames every stream holds completely, so an output left by a killed run opens
 /// too and reports what survived.
@@ -52,15 +47,6 @@ pub fn open_output(path: impl AsRef<Path>) -> Result<Output> {
     let meta = std::fs::metadata(path).map_err(|e| Error::io("cannot open output", path, e))?;
     if meta.is_dir() {
         return crate::raw::read::open(path);
-    }
-    let mut sig = [0u8; 8];
-    let is_hdf5 =
-        File::open(path).and_then(|mut f| f.read_exact(&mut sig)).map(|()| &sig == HDF5_SIGNATURE).unwrap_or(false);
-    if !is_hdf5 {
-        return Err(Error::BadOutput {
-            path: path.to_path_buf(),
-            reason: "neither a raw output directory nor an HDF5 file".into(),
-        });
     }
     hdf5_output(path)
 }
@@ -72,5 +58,5 @@ fn hdf5_output(path: &Path) -> Result<Output> {
 
 #[cfg(not(feature = "hdf5"))]
 fn hdf5_output(_path: &Path) -> Result<Output> {
-    Err(Error::FeatureDisabled { what: "reading HDF5 files", feature: "hdf5" })
+    Err(Error::FeatureDisabled { what: "reading a file (only HDF5 outputs are files)", feature: "hdf5" })
 }

@@ -174,3 +174,43 @@ impl Output {
         self.reader.steps(stream, s.frames)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::FieldData;
+    use crate::frame::DType;
+
+    fn data(dtype: DType, bytes: Vec<u8>) -> FieldData {
+        FieldData { dtype, shape: vec![bytes.len() / dtype.size()], bytes }
+    }
+
+    #[test]
+    fn every_type_converts_to_f64_exactly_and_only_floats_to_f32() {
+        let cases: [(DType, Vec<u8>, Vec<f64>); 7] = [
+            (DType::U8, vec![0, 255], vec![0.0, 255.0]),
+            (DType::U16, [65535u16, 7].iter().flat_map(|v| v.to_le_bytes()).collect(), vec![65535.0, 7.0]),
+            (DType::U32, [u32::MAX, 1].iter().flat_map(|v| v.to_le_bytes()).collect(), vec![4_294_967_295.0, 1.0]),
+            (DType::I32, [i32::MIN, -5].iter().flat_map(|v| v.to_le_bytes()).collect(), vec![-2_147_483_648.0, -5.0]),
+            // binary16: 0x3E00 = 1.5, 0xC000 = -2, 0x0001 = 2^-24 (smallest subnormal).
+            (
+                DType::F16,
+                [0x3E00u16, 0xC000, 0x0001].iter().flat_map(|v| v.to_le_bytes()).collect(),
+                vec![1.5, -2.0, 2f64.powi(-24)],
+            ),
+            (DType::F32, [0.1f32, -0.0].iter().flat_map(|v| v.to_le_bytes()).collect(), vec![f64::from(0.1f32), -0.0]),
+            (DType::F64, [0.1f64, 1e300].iter().flat_map(|v| v.to_le_bytes()).collect(), vec![0.1, 1e300]),
+        ];
+        for (dtype, bytes, want) in cases {
+            let d = data(dtype, bytes);
+            assert_eq!(d.to_f64(), want, "{dtype}");
+            match d.to_f32() {
+                Some(v) => {
+                    assert!(dtype.is_float(), "{dtype}");
+                    let want32: Vec<f32> = want.iter().map(|&x| x as f32).collect();
+                    assert_eq!(v, want32, "{dtype}");
+                }
+                None => assert!(!dtype.is_float(), "{dtype}"),
+            }
+        }
+    }
+}

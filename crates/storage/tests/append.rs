@@ -132,3 +132,24 @@ fn append_without_an_output_creates_one() {
         common::assert_holds(&case.output(), &l, &[1, 1], case.label);
     }
 }
+
+#[test]
+fn append_to_an_output_of_the_other_sink_says_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let readable: Vec<_> = cases(dir.path()).into_iter().filter(|c| c.readable()).collect();
+    let (Some(raw), Some(h5)) = (readable.iter().find(|c| c.kind == "raw"), readable.iter().find(|c| c.kind == "hdf5"))
+    else {
+        assert!(!cfg!(feature = "hdf5"), "the hdf5 cases are missing");
+        return;
+    };
+    for (writer, appender, says) in [(raw, "hdf5", "not a Hdf5 output"), (h5, "raw", "not a Raw output")] {
+        let l = layout(Some(1));
+        let mut sink = writer.sink();
+        sink.begin(&l).unwrap();
+        sink.finish().unwrap();
+        let options = writer.options.clone().with_append(true);
+        let err = open_sink(appender, &options).unwrap().begin(&l).unwrap_err();
+        assert!(matches!(err, Error::AppendMismatch { .. }), "{appender} onto {}: {err}", writer.label);
+        assert!(err.to_string().contains(says), "{appender} onto {}: {err}", writer.label);
+    }
+}

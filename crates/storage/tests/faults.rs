@@ -218,3 +218,21 @@ fn a_full_disk_is_an_error_naming_the_file_and_keeps_earlier_frames() {
         assert!(!output.complete(), "{kind}");
     }
 }
+
+/// HDF5 caps a chunk at 4 GiB: a `chunk_frames` that would pass it is refused by `begin`,
+/// naming the field and the largest `chunk_frames` that fits, and no file is created.
+#[cfg(feature = "hdf5")]
+#[test]
+fn hdf5_chunks_past_the_4_gib_limit_are_refused_before_anything_is_created() {
+    use wgpipe_storage::{DType, FieldSpec, StreamInfo, StreamLayout};
+    let _guard = no_child_spawned();
+    let dir = tempdir();
+    let path = dir.path().join("big.h5");
+    let layout =
+        StreamLayout::new(vec![FieldSpec::new("u", DType::F32, [1024, 1024])]).with_stream(StreamInfo::new("s"));
+    let err = open_sink("hdf5", &SinkOptions::new(&path).with_chunk_frames(1024)).unwrap().begin(&layout).unwrap_err();
+    assert!(matches!(err, Error::InvalidOptions(_)), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("field \"u\"") && text.contains("use chunk_frames 1023 or less"), "{text}");
+    assert!(!path.exists());
+}

@@ -29,6 +29,17 @@ pub(crate) const TARGET_CHUNK_BYTES: u64 = 4 << 20;
 const MAX_CHUNK_ELEMENTS: u64 = u32::MAX as u64;
 const MAX_CHUNK_BYTES: u64 = u32::MAX as u64;
 
+/// The first 8 bytes of every HDF5 file.
+const SIGNATURE: &[u8; 8] = b"\x89HDF\r\n\x1a\n";
+
+/// Whether `path` is a file that starts like an HDF5 file (checked before the library opens
+/// it, so that a directory or another file gets a clear error).
+pub(crate) fn has_signature(path: &Path) -> bool {
+    use std::io::Read;
+    let mut sig = [0u8; 8];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut sig)).is_ok_and(|()| &sig == SIGNATURE)
+}
+
 /// Value of the root `format` attribute, which marks a file as written by this sink.
 pub(crate) const FORMAT: &str = "wgpipe-hdf5";
 

@@ -7,7 +7,8 @@ use hdf5::{Attribute, Dataset, File, H5Type, Hyperslab, Location, SliceOrIndex};
 use ndarray::IxDyn;
 
 use super::format::{
-    AXIS_ORDER_ATTR, DIMS_ATTR, FIELDS_ATTR, FORMAT, FRAME_DIM, dtype_of, h5err, to_le_bytes, with_elem_type,
+    AXIS_ORDER_ATTR, DIMS_ATTR, FIELDS_ATTR, FORMAT, FRAME_DIM, dtype_of, h5err, has_signature, to_le_bytes,
+    with_elem_type,
 };
 use crate::error::{Error, Result};
 use crate::read::{Output, OutputFormat, Reader, StreamSummary};
@@ -106,6 +107,9 @@ impl Hdf5Reader {
     fn open(path: &Path) -> Result<Output> {
         let err = |what: &'static str| move |e: hdf5::Error| h5err(what, path, e);
         let bad = |reason: String| Error::BadOutput { path: path.to_path_buf(), reason };
+        if !has_signature(path) {
+            return Err(bad("neither a raw output directory nor an HDF5 file".into()));
+        }
         let file = File::open(path).map_err(err("cannot open HDF5 file"))?;
         let root: &Location = &file;
         match root.attr("format").ok().and_then(|a| attr_value(&a)) {
