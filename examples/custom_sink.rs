@@ -5,22 +5,28 @@
 //!
 //! `cargo run --release -p wgpipe --example custom_sink`
 
+use std::ops::Range;
 use std::time::Instant;
 
 use wgpipe::Pipeline;
 use wgpipe::compute::gray_scott::GrayScottParams;
-use wgpipe::storage::{Frame, Result, Sink, SinkSummary, StreamLayout};
+use wgpipe::storage::{DType, Error, Frame, Result, Sink, SinkSummary, StreamLayout};
 
 /// Per stream, per frame: (step, min, max, mean) of the first field.
 #[derive(Default)]
 struct StatsSink {
     names: Vec<String>,
+    /// Where the first field lies in every frame's bytes.
+    first: Range<usize>,
     stats: Vec<Vec<(u64, f32, f32, f32)>>,
     summary: SinkSummary,
 }
 
 impl Sink for StatsSink {
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
+        let first = layout.fields.first().filter(|f| f.dtype == DType::F32);
+        let first = first.and_then(|_| layout.field_range(0));
+        self.first = first.ok_or_else(|| Error::InvalidLayout("StatsSink needs a float32 first field".into()))?;
         self.names = layout.streams.iter().map(|s| s.name.clone()).collect();
         self.stats = vec![Vec::new(); layout.streams.len()];
         Ok(())
@@ -28,7 +34,7 @@ impl Sink for StatsSink {
 
     fn write(&mut self, frame: &Frame) -> Result<()> {
         let start = Instant::now();
-        let field = frame.field(0).unwrap_or_default();
+        let field = frame.data.get(self.first.clone()).unwrap_or_default();
         let values = field.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
         let (mut min, mut max, mut sum, mut n) = (f32::INFINITY, f32::NEG_INFINITY, 0.0f64, 0usize);
         for v in values {

@@ -24,6 +24,8 @@ pub struct Pipeline {
     jobs: Vec<Job>,
     sink: Box<dyn Sink>,
     layout: StreamLayout,
+    /// `[rows, cols]` of the simulated grid (every field of `layout` has this shape).
+    grid: [usize; 2],
     readback: ReadbackConfig,
     io_buffer: usize,
     mode: IoMode,
@@ -106,7 +108,7 @@ impl Pipeline {
             return Err(Error::Invalid(format!("two jobs are named {:?}: stream names must be unique", w[0])));
         }
 
-        let mut layout = StreamLayout::new(fields.clone(), b.rows, b.cols, DType::F32);
+        let mut layout = StreamLayout::grid2d(fields.iter().cloned(), b.rows, b.cols, DType::F32);
         for job in &jobs {
             let mut info = StreamInfo::new(job.name.clone()).with_expected_frames(b.frames);
             info.attributes = job.attributes.clone();
@@ -138,6 +140,7 @@ impl Pipeline {
             jobs,
             sink,
             layout,
+            grid: [b.rows, b.cols],
             readback,
             io_buffer: b.io_buffer,
             mode: b.mode,
@@ -173,11 +176,23 @@ impl Pipeline {
     /// [`Error::Interrupted`] after a stop; in both cases the output holds every frame
     /// written and was closed properly.
     pub fn run(self) -> Result<RunReport> {
-        let Pipeline { gpus, jobs, mut sink, layout, readback, io_buffer, mode, progress, stop, trace } = self;
+        let Pipeline {
+            gpus,
+            jobs,
+            mut sink,
+            layout,
+            grid: [rows, cols],
+            readback,
+            io_buffer,
+            mode,
+            progress,
+            stop,
+            trace,
+        } = self;
         sink.begin(&layout)?;
         let start = Instant::now();
         let state = Arc::new(RunState::new(stop));
-        let frame_bytes = layout.frame_bytes();
+        let frame_bytes = layout.frame_bytes()?;
         let pool = BufferPool::new(frame_bytes, gpus.len() * 2 + io_buffer + 1);
         let writer = Arc::new(Mutex::new(FrameWriter { sink, pool: pool.clone(), progress: Arc::clone(&progress) }));
 
@@ -200,10 +215,10 @@ impl Pipeline {
             pool,
             progress: Arc::clone(&progress),
             state: Arc::clone(&state),
-            rows: layout.rows,
-            cols: layout.cols,
+            rows,
+            cols,
             readback: readback.clone(),
-            fields: layout.fields.clone(),
+            fields: layout.fields.iter().map(|f| f.name.clone()).collect(),
         };
 
         let mut report = RunReport { mode, ..Default::default() };
@@ -252,7 +267,7 @@ impl Pipeline {
         }
         report.finish_seconds = finishing.elapsed().as_secs_f64();
         report.wall_seconds = start.elapsed().as_secs_f64();
-        let cells = (layout.rows * layout.cols) as u64;
+        let cells = (rows * cols) as u64;
         report.cell_steps =
             report.devices.iter().map(|d| d.frames).sum::<u64>() * u64::from(readback.steps_per_frame) * cells;
         if report.sink.frames == 0 {

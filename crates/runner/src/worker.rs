@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 use wgpipe_compute::{FieldSim, FrameProducer, GpuDevice, ReadbackConfig};
-use wgpipe_storage::{DType, Frame};
+use wgpipe_storage::Frame;
 
 use crate::job::Job;
 use crate::pool::BufferPool;
@@ -99,7 +99,6 @@ impl DeviceWorker<'_> {
         drop(init);
         let config = ReadbackConfig { fields: indices, ..ctx.readback.clone() };
         let mut producer = FrameProducer::new(sim, config).map_err(fail)?;
-        let field_count = ctx.fields.len();
         loop {
             if ctx.state.should_stop() {
                 return Err(Stop::Run);
@@ -116,15 +115,7 @@ impl DeviceWorker<'_> {
             recorder.ended_now(SpanKind::Readback, info.copy);
             ctx.progress.frame_computed(d);
             report.frames += 1;
-            let frame = Frame {
-                stream,
-                index: info.index,
-                step: info.step,
-                shape: [ctx.rows, ctx.cols],
-                dtype: DType::F32,
-                field_count,
-                data,
-            };
+            let frame = Frame::new(stream, info.index, info.step, data);
             let env = Envelope { device: d, frame };
             match handoff {
                 Handoff::Channel(tx) => {

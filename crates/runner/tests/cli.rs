@@ -71,8 +71,7 @@ fn run_with_overrides_writes_an_hdf5_file_with_every_frame() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("overlap:") && stdout.contains("output: tiny.h5"), "{stdout}");
     let o = open_output(dir.path().join("tiny.h5")).unwrap();
-    assert_eq!(o.shape(), [16, 12]);
-    assert_eq!(o.fields(), ["v"]);
+    assert_eq!(o.fields(), [wgpipe::storage::FieldSpec::new("v", wgpipe::storage::DType::F32, [16, 12])]);
     assert_eq!(o.streams().len(), 1);
     assert_eq!(o.streams()[0].frames, 3);
     assert!(o.complete() && o.streams()[0].complete);
@@ -195,7 +194,7 @@ fn resume_runs_only_the_missing_runs() {
     let out = wgpipe(dir.path(), &["run", "two.toml"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let before = open_output(dir.path().join("out.h5")).unwrap();
-    let first: Vec<Vec<f32>> = (0..2).map(|s| before.read_frame(s, 0, 2).unwrap()).collect();
+    let first: Vec<Vec<f32>> = (0..2).map(|s| before.read_f32(s, 0, 2).unwrap()).collect();
     drop(before);
     let out = wgpipe(dir.path(), &["run", "four.toml", "--resume"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -206,7 +205,7 @@ fn resume_runs_only_the_missing_runs() {
     assert_eq!(names, ["r0", "r1", "r2", "r3"]);
     assert!(after.complete() && after.streams().iter().all(|s| s.complete && s.frames == 3));
     for (s, frame) in first.iter().enumerate() {
-        assert_eq!(&after.read_frame(s, 0, 2).unwrap(), frame, "stream r{s} changed");
+        assert_eq!(&after.read_f32(s, 0, 2).unwrap(), frame, "stream r{s} changed");
     }
     drop(after);
     let out = wgpipe(dir.path(), &["run", "four.toml", "--resume"]);
@@ -245,7 +244,7 @@ fn ctrl_c_stops_cleanly_and_exits_non_zero() {
     assert!(!o.streams()[0].complete, "{:?}", o.streams()[0]);
     assert_eq!(o.steps(0).unwrap(), (1..=written).collect::<Vec<u64>>());
     for i in 0..written {
-        assert!(o.read_frame(0, 0, i).unwrap().iter().all(|x| x.is_finite()), "frame {i}");
+        assert!(o.read_f32(0, 0, i).unwrap().iter().all(|x| x.is_finite()), "frame {i}");
     }
 }
 
@@ -290,7 +289,7 @@ fn resume_rewrites_a_stream_left_incomplete_by_a_failed_run() {
     let before = open_output(&out_path).unwrap();
     let state: Vec<(bool, u64)> = before.streams().iter().map(|s| (s.complete, s.frames)).collect();
     assert_eq!(state, [(true, 3), (false, 1)]);
-    let r0 = before.read_frame(0, 0, 2).unwrap();
+    let r0 = before.read_f32(0, 0, 2).unwrap();
     drop(before);
 
     let out = wgpipe(dir.path(), &["run", "two.toml", "--resume"]);
@@ -298,5 +297,5 @@ fn resume_rewrites_a_stream_left_incomplete_by_a_failed_run() {
     assert!(stderr(&out).contains("1 runs complete, 1 to run"), "{}", stderr(&out));
     let after = open_output(&out_path).unwrap();
     assert!(after.complete() && after.streams().iter().all(|s| s.complete && s.frames == 3), "{:?}", after.streams());
-    assert_eq!(after.read_frame(after.stream_index("r0").unwrap(), 0, 2).unwrap(), r0, "r0 untouched");
+    assert_eq!(after.read_f32(after.stream_index("r0").unwrap(), 0, 2).unwrap(), r0, "r0 untouched");
 }

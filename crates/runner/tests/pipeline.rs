@@ -275,7 +275,7 @@ fn a_device_lost_mid_stream_fails_alone_and_leaves_its_stream_incomplete_but_rea
     assert!((4..40).contains(&kept) && !streams[1].complete, "stream1: {:?}", streams[1]);
     assert_eq!(report.written_frames(), 40 + kept);
     for i in 0..kept {
-        let frame = out.read_frame(1, 0, i).unwrap();
+        let frame = out.read_f32(1, 0, i).unwrap();
         let twin = twin_v(ROWS, COLS, 101, 0.05, i + 1);
         assert!(max_abs_diff(&frame, &twin) <= 1e-4, "stream1 frame {i}");
     }

@@ -57,7 +57,7 @@ fn main() -> Result<()> {
     let rows: usize = arg(&args, 2, 1024)?;
     let cols: usize = arg(&args, 3, 1024)?;
     let sinks = args.get(4).map_or("raw,hdf5", String::as_str).to_owned();
-    let layout = StreamLayout::new(vec!["u".into()], rows, cols, DType::F32)
+    let layout = StreamLayout::grid2d(["u"], rows, cols, DType::F32)
         .with_stream(StreamInfo::new("run0").with_expected_frames(frames));
     // Non-trivial data so nothing can shortcut zeros; buffers reused like the pipeline's pool.
     let data: Vec<Vec<u8>> = match args.get(5).map_or("ramp", String::as_str) {
@@ -65,12 +65,9 @@ fn main() -> Result<()> {
         "gs" => (0..GS_FRAMES).map(|i| gray_scott_like(rows, cols, 0.05 * i as f32)).collect(),
         other => bail!("data {other:?} is unknown: use ramp or gs"),
     };
-    let total = frames as f64 * layout.frame_bytes() as f64;
-    println!(
-        "{frames} frames of {rows}x{cols} f32 ({:.1} MiB each) into {}",
-        layout.frame_bytes() as f64 / 1048576.0,
-        dir.display()
-    );
+    let frame_bytes = layout.frame_bytes()? as f64;
+    let total = frames as f64 * frame_bytes;
+    println!("{frames} frames of {rows}x{cols} f32 ({:.1} MiB each) into {}", frame_bytes / 1048576.0, dir.display());
     for name in sinks.split(',') {
         let (kind, compression) = match name.split_once('=') {
             None => (name, Compression::None),
@@ -81,7 +78,7 @@ fn main() -> Result<()> {
         let path = dir.join(if kind == "hdf5" { "bench.h5" } else { "bench-raw" });
         let options = SinkOptions::new(&path).with_overwrite(true).with_fsync(true).with_compression(compression);
         let mut sink = open_sink(kind, &options).with_context(|| format!("cannot open sink {name}"))?;
-        let mut pool: Vec<Frame> = data.iter().map(|d| Frame::new(&layout, 0, 0, 0, d.clone())).collect();
+        let mut pool: Vec<Frame> = data.iter().map(|d| Frame::new(0, 0, 0, d.clone())).collect();
         let start = Instant::now();
         sink.begin(&layout).with_context(|| format!("{name}: begin"))?;
         for i in 0..frames {

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::layout::StreamLayout;
-use crate::read::{OutputFormat, open_output};
+use crate::read::{Output, OutputFormat};
+use crate::schema::{FieldSpec, StreamLayout};
 
 /// What an existing output holds, as far as appending `layout` to it matters.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -17,26 +17,48 @@ pub(crate) struct Existing {
 }
 
 /// `None` when nothing exists at `path` (the sink creates the output as usual); otherwise
-/// checks that the output was written by the same kind of sink with the same fields, grid and
-/// dtype, and that no stream of `layout` is already complete in it.
-pub(crate) fn check(path: &Path, layout: &StreamLayout, format: OutputFormat) -> Result<Option<Existing>> {
+/// opens it with `open` (the calling backend's reader) and checks that the output was written
+/// by the same kind of sink with the same fields (names, element types, shapes, axis names),
+/// and that no stream of `layout` is already complete in it.
+pub(crate) fn check(
+    path: &Path,
+    layout: &StreamLayout,
+    format: OutputFormat,
+    open: fn(&Path) -> Result<Output>,
+) -> Result<Option<Existing>> {
     if std::fs::symlink_metadata(path).is_err() {
         return Ok(None);
     }
-    let out = open_output(path)?;
     let mismatch = |reason: String| Err(Error::AppendMismatch { path: path.to_path_buf(), reason });
+    let out = match open(path) {
+        Ok(out) => out,
+        Err(Error::BadOutput { reason, .. }) => {
+            return mismatch(format!("it is not a {format:?} output ({reason})"));
+        }
+        Err(e) => return Err(e),
+    };
     if out.format() != format {
         return mismatch(format!("it is a {:?} output and this sink writes {format:?}", out.format()));
     }
-    if out.fields() != layout.fields.as_slice() {
-        return mismatch(format!("it holds fields {:?}, the run writes {:?}", out.fields(), layout.fields));
+    let names = |fields: &[FieldSpec]| fields.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
+    if names(out.fields()) != names(&layout.fields) {
+        return mismatch(format!(
+            "it holds fields {:?}, the run writes {:?}",
+            names(out.fields()),
+            names(&layout.fields)
+        ));
     }
-    if !out.streams().is_empty() && out.shape() != [layout.rows, layout.cols] {
-        let [r, c] = out.shape();
-        return mismatch(format!("its grid is {r}×{c}, the run's is {}×{}", layout.rows, layout.cols));
-    }
-    if out.dtype() != layout.dtype {
-        return mismatch(format!("it holds {}, the run writes {}", out.dtype().name(), layout.dtype.name()));
+    for (have, want) in out.fields().iter().zip(&layout.fields) {
+        if have != want {
+            return mismatch(format!(
+                "its field {:?} is {} with axes {:?}, the run's is {} with axes {:?}",
+                have.name,
+                have.describe(),
+                have.dims,
+                want.describe(),
+                want.dims
+            ));
+        }
     }
     let mut existing = Existing { replace: Vec::new(), others_complete: true };
     for s in out.streams() {

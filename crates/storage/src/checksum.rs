@@ -62,3 +62,33 @@ pub fn frame_checksum(frame: &Frame) -> u64 {
 pub(crate) fn combine(total: u64, frame: &Frame) -> u64 {
     total.wrapping_add(frame_checksum(frame))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::frame_checksum;
+    use crate::frame::Frame;
+
+    #[test]
+    fn checksum_depends_on_data_stream_index_and_position() {
+        let f = Frame::new(0, 0, 10, (0..100u8).collect());
+        let base = frame_checksum(&f);
+        let mut g = f.clone();
+        g.data[5] ^= 1;
+        assert_ne!(frame_checksum(&g), base, "data");
+        let mut g = f.clone();
+        g.stream = 1;
+        assert_ne!(frame_checksum(&g), base, "stream");
+        let mut g = f.clone();
+        g.index = 1;
+        assert_ne!(frame_checksum(&g), base, "index");
+        let mut g = f.clone();
+        g.data.swap(20, 40);
+        assert_ne!(frame_checksum(&g), base, "order of bytes");
+        let mut g = f.clone();
+        g.data.push(0);
+        assert_ne!(frame_checksum(&g), base, "a trailing zero byte");
+        let mut g = f.clone();
+        g.step = 11;
+        assert_eq!(frame_checksum(&g), base, "the step is not part of the data");
+    }
+}

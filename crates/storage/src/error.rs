@@ -129,6 +129,14 @@ pub enum Error {
         /// What differs.
         reason: String,
     },
+    /// A float view was asked of a field holding integers.
+    #[error("field {field:?} holds {dtype} values, not floats: read it with Output::read_field")]
+    NotFloat {
+        /// The field.
+        field: String,
+        /// Its element type.
+        dtype: crate::frame::DType,
+    },
     /// A stream, field or frame asked of a reader does not exist.
     #[error("{0} not found in the output: list what it holds with open_output")]
     NotFound(String),

@@ -1,88 +1,156 @@
-//! Frames: owned snapshots of one stream that travel from a producer to a sink.
+//! Frames, owned snapshots of one stream that travel from a producer to a sink, and the
+//! element types their fields hold.
 
-use crate::layout::StreamLayout;
+use std::fmt;
+use std::str::FromStr;
 
-/// Element type of the values in a frame.
+use crate::error::Error;
+
+/// Element type of one field's values; always little-endian in a frame and on disk.
 ///
-/// Only `f32` exists today; the enum is non-exhaustive so that `f16` can follow without
-/// breaking users.
+/// Non-exhaustive so that types can be added without breaking users.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DType {
-    /// 32-bit IEEE 754 float, little-endian on disk.
+    /// Unsigned 8-bit integer (images, masks).
+    U8,
+    /// Unsigned 16-bit integer.
+    U16,
+    /// Unsigned 32-bit integer (counts, histograms).
+    U32,
+    /// Signed 32-bit integer.
+    I32,
+    /// IEEE 754 binary16 ("half"), stored as its raw 2 bytes.
+    F16,
+    /// IEEE 754 binary32.
     F32,
+    /// IEEE 754 binary64.
+    F64,
 }
 
 impl DType {
+    /// Every element type, smallest first.
+    pub const ALL: [DType; 7] = [DType::U8, DType::U16, DType::U32, DType::I32, DType::F16, DType::F32, DType::F64];
+
     /// Size of one element in bytes.
     pub fn size(self) -> usize {
         match self {
-            DType::F32 => 4,
+            DType::U8 => 1,
+            DType::U16 | DType::F16 => 2,
+            DType::U32 | DType::I32 | DType::F32 => 4,
+            DType::F64 => 8,
         }
     }
 
-    /// Name as written into metadata files (numpy's spelling: `float32`).
+    /// numpy's name of the type (`uint8`, `float16`, ...), as written into metadata.
     pub fn name(self) -> &'static str {
         match self {
+            DType::U8 => "uint8",
+            DType::U16 => "uint16",
+            DType::U32 => "uint32",
+            DType::I32 => "int32",
+            DType::F16 => "float16",
             DType::F32 => "float32",
+            DType::F64 => "float64",
         }
     }
 
-    /// Dtype string numpy understands for little-endian data (`<f4`).
+    /// numpy's type string of the little-endian type (`|u1`, `<f2`, `<f4`, ...), what
+    /// `numpy.fromfile(path, dtype=...)` takes.
     pub fn numpy_str(self) -> &'static str {
         match self {
+            DType::U8 => "|u1",
+            DType::U16 => "<u2",
+            DType::U32 => "<u4",
+            DType::I32 => "<i4",
+            DType::F16 => "<f2",
             DType::F32 => "<f4",
+            DType::F64 => "<f8",
         }
+    }
+
+    /// Short Rust-like spelling (`u8`, `f16`, ...), as used in config files.
+    pub fn short_name(self) -> &'static str {
+        match self {
+            DType::U8 => "u8",
+            DType::U16 => "u16",
+            DType::U32 => "u32",
+            DType::I32 => "i32",
+            DType::F16 => "f16",
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+        }
+    }
+
+    /// Whether the type is a floating-point type.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::F32 | DType::F64)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Parses any of the three spellings: `f32`, `float32` or `<f4` (likewise for every type).
+impl FromStr for DType {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        DType::ALL.into_iter().find(|d| s == d.short_name() || s == d.name() || s == d.numpy_str()).ok_or_else(|| {
+            let names: Vec<&str> = DType::ALL.iter().map(|d| d.short_name()).collect();
+            Error::InvalidLayout(format!(
+                "element type {s:?} is unknown: use one of {} (or numpy's spelling, e.g. float32 or <f4)",
+                names.join(", ")
+            ))
+        })
     }
 }
 
 /// One snapshot of one stream: every field of the layout at one simulation step.
 ///
 /// A frame owns its bytes so that it can move through a channel while its producer reuses
-/// its own staging memory at once. The bytes hold every field of the [`StreamLayout`], in the
-/// layout's field order, each `rows × cols` elements in row-major order, little-endian.
-/// All fields of a snapshot travel together because they are produced together (one
-/// readback); sinks split them by field with [`Frame::field`].
+/// its own staging memory at once. `data` holds every field of the [`crate::StreamLayout`]
+/// back to back, in layout order, without padding; each field is its shape's elements in C
+/// order (last axis fastest), little-endian. [`crate::StreamLayout::field_range`] says where
+/// a field starts. All fields of a snapshot travel together because they are produced
+/// together (one readback); sinks split them by field.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Frame {
-    /// Index of the stream in [`StreamLayout::streams`].
+    /// Index of the stream in [`crate::StreamLayout::streams`].
     pub stream: usize,
     /// Frame number within its stream, counting from 0 without gaps.
     pub index: u64,
     /// Simulation step the snapshot was taken after.
     pub step: u64,
-    /// `[rows, cols]` of every field.
-    pub shape: [usize; 2],
-    /// Element type.
-    pub dtype: DType,
-    /// Number of fields held in `data`.
-    pub field_count: usize,
-    /// Every field's elements, field after field, little-endian.
+    /// Every field's elements, field after field.
     pub data: Vec<u8>,
 }
 
 impl Frame {
-    /// A frame shaped like `layout`, holding `data` (every field, in layout order).
-    pub fn new(layout: &StreamLayout, stream: usize, index: u64, step: u64, data: Vec<u8>) -> Self {
-        Frame {
-            stream,
-            index,
-            step,
-            shape: [layout.rows, layout.cols],
-            dtype: layout.dtype,
-            field_count: layout.fields.len(),
-            data,
+    /// Frame `index` of `stream`, taken after `step`, holding `data` (every field, in layout
+    /// order).
+    pub fn new(stream: usize, index: u64, step: u64, data: Vec<u8>) -> Self {
+        Frame { stream, index, step, data }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DType;
+
+    #[test]
+    fn every_spelling_parses_back_and_unknown_ones_name_the_choices() {
+        for d in DType::ALL {
+            for s in [d.short_name(), d.name(), d.numpy_str()] {
+                assert_eq!(s.parse::<DType>().ok(), Some(d), "{s}");
+            }
+            assert_eq!(d.numpy_str().len(), 3, "{d}");
+            assert_eq!(d.numpy_str()[2..].parse::<usize>().ok(), Some(d.size()), "{d}");
         }
-    }
-
-    /// Bytes of one field.
-    pub fn field_bytes(&self) -> usize {
-        self.shape[0] * self.shape[1] * self.dtype.size()
-    }
-
-    /// The bytes of field `i` (layout order), or `None` past the last field.
-    pub fn field(&self, i: usize) -> Option<&[u8]> {
-        let n = self.field_bytes();
-        self.data.get(i * n..(i + 1) * n)
+        let e = "f8".parse::<DType>().err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("\"f8\"") && e.contains("u8, u16, u32, i32, f16, f32, f64"), "{e}");
     }
 }

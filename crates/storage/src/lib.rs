@@ -2,47 +2,55 @@
 //!
 //! The storage half of wgpipe: it knows frames, stream layouts and files, and nothing of GPUs.
 //!
-//! A [`Sink`] is driven in push mode: [`Sink::begin`] once with the [`StreamLayout`], then
-//! [`Sink::write`] for every [`Frame`] (in production order within each stream; streams may
+//! A frame is a set of named arrays: the [`StreamLayout`] declares each field once, with its
+//! element type ([`DType`]: `u8 u16 u32 i32 f16 f32 f64`) and shape of rank 1 to 3, and every
+//! [`Frame`] carries the fields' bytes back to back in that order (C order, last axis
+//! fastest, little-endian). Sinks store each field as `[frames, *shape]`.
+//!
+//! A [`Sink`] is driven in push mode: [`Sink::begin`] once with the layout, then
+//! [`Sink::write`] for every frame (in production order within each stream; streams may
 //! interleave), then [`Sink::finish`], which flushes, closes and returns a [`SinkSummary`].
-//! Three sinks ship with the crate, chosen by name with [`open_sink`]:
-//! `null` (counts and checksums), `raw` (little-endian files readable by `numpy.fromfile`) and
-//! `hdf5` (one self-describing file; cargo feature `hdf5`, on by default).
+//! Three sinks ship with the crate, chosen by name with [`open_sink`]: `null` (counts and
+//! checksums), `raw` (little-endian files readable by `numpy.fromfile`) and `hdf5` (one
+//! self-describing file; cargo feature `hdf5`, on by default). [`open_output`] reads what
+//! `raw` and `hdf5` stored back, and [`conformance`] is the suite every sink passes.
 //!
 //! ```
-//! use wgpipe_storage::{DType, Frame, Sink, StreamInfo, StreamLayout, NullSink};
+//! use wgpipe_storage::{DType, FieldSpec, Frame, SinkOptions, StreamInfo, StreamLayout, open_output, open_sink};
 //!
-//! let layout = StreamLayout::new(vec!["v".into()], 2, 3, DType::F32)
-//!     .with_stream(StreamInfo::new("run0"));
-//! let mut sink = NullSink::default();
+//! // Per frame: a 2 x 3 float32 field `u` and a 4-bin uint32 histogram `h`.
+//! let layout = StreamLayout::new(vec![FieldSpec::new("u", DType::F32, [2, 3]), FieldSpec::new("h", DType::U32, [4])])
+//!     .with_stream(StreamInfo::new("run0").with_expected_frames(1));
+//! let dir = std::env::temp_dir().join(format!("wgpipe-storage-doc-{}", std::process::id()));
+//! let mut sink = open_sink("raw", &SinkOptions::new(&dir).with_overwrite(true))?;
 //! sink.begin(&layout)?;
-//! let data: Vec<u8> = [0.5f32; 6].iter().flat_map(|x| x.to_le_bytes()).collect();
-//! sink.write(&Frame::new(&layout, 0, 0, 32, data))?;
-//! let summary = sink.finish()?;
-//! assert_eq!(summary.frames, 1);
-//! assert_eq!(summary.bytes, 24);
+//! let u = [0.5f32, 1.0, 1.5, 2.0, 2.5, 3.0].iter().flat_map(|x| x.to_le_bytes());
+//! let h = [7u32, 0, 1, 2].iter().flat_map(|x| x.to_le_bytes());
+//! sink.write(&Frame::new(0, 0, 100, u.chain(h).collect()))?;
+//! assert_eq!(sink.finish()?.frames, 1);
+//!
+//! let out = open_output(&dir)?;
+//! assert_eq!(out.read_f32(0, 0, 0)?, [0.5, 1.0, 1.5, 2.0, 2.5, 3.0]);
+//! assert_eq!(out.read_field(0, 1, 0)?.to_f64(), [7.0, 0.0, 1.0, 2.0]);
+//! assert_eq!(out.steps(0)?, [100]);
+//! # std::fs::remove_dir_all(&dir).ok();
 //! # Ok::<(), wgpipe_storage::Error>(())
 //! ```
 
 mod append;
 mod checksum;
-#[cfg(feature = "hdf5")]
-mod cloexec;
+pub mod conformance;
 mod error;
 mod frame;
 #[cfg(feature = "hdf5")]
 mod hdf5;
-#[cfg(feature = "hdf5")]
-mod hdf5_read;
-mod layout;
 mod null;
+mod open;
 mod options;
-mod output;
+mod prepare;
 mod raw;
-mod raw_meta;
 mod read;
-#[cfg(feature = "hdf5")]
-mod reserve;
+mod schema;
 mod sink;
 mod time;
 mod validate;
@@ -52,9 +60,10 @@ pub use error::{Error, Result};
 pub use frame::{DType, Frame};
 #[cfg(feature = "hdf5")]
 pub use hdf5::Hdf5Sink;
-pub use layout::{AttrValue, Attributes, StreamInfo, StreamLayout};
 pub use null::NullSink;
-pub use options::{Compression, SINK_NAMES, SinkOptions, open_sink};
+pub use open::{SINK_NAMES, open_output, open_sink};
+pub use options::{Compression, SinkOptions};
 pub use raw::RawSink;
-pub use read::{Output, OutputFormat, StreamSummary, open_output};
+pub use read::{FieldData, Output, OutputFormat, StreamSummary};
+pub use schema::{AXIS_ORDER, AttrValue, Attributes, FieldSpec, MAX_RANK, StreamInfo, StreamLayout};
 pub use sink::{Sink, SinkSummary};

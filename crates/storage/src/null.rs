@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::frame::Frame;
-use crate::layout::StreamLayout;
+use crate::schema::StreamLayout;
 use crate::sink::{Sink, SinkSummary};
 use crate::validate::Validator;
 

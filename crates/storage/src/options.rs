@@ -1,16 +1,10 @@
-//! Sink options and choosing a sink by name (what a config file or command line gives).
+//! Sink options: what a config file or command line asks of storage, whichever backend serves it.
 
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
 use crate::error::{Error, Result};
-use crate::null::NullSink;
-use crate::raw::RawSink;
-use crate::sink::Sink;
-
-/// Names accepted by [`open_sink`], in the order they are listed to users.
-pub const SINK_NAMES: &[&str] = &["null", "raw", "hdf5"];
 
 /// Compression of stored frames (HDF5 only; the raw sink stores bytes as they are, so that
 /// `numpy.fromfile` can read them).
@@ -107,16 +101,19 @@ pub struct SinkOptions {
     pub overwrite: bool,
     /// Compression (HDF5 only; blosc needs cargo feature `blosc`).
     pub compression: Compression,
-    /// Frames per HDF5 chunk. 1 (the default) lets each frame go to disk as one whole
-    /// chunk, the fastest and most crash-proof; larger values help compression.
+    /// Frames per HDF5 chunk. 1 (the default) lets each frame go to disk as whole chunks,
+    /// the fastest and most crash-proof; larger values help compression. A frame of a field
+    /// over 4 MiB is cut into several chunks along its leading axes (see the crate README);
+    /// `chunk_frames` multiplies that part, up to HDF5's 4 GiB per chunk.
     pub chunk_frames: usize,
     /// Force the data to stable storage (fsync) in `finish`, so a finished run survives a
     /// power cut; costs the time the disk needs to absorb the page cache.
     pub fsync: bool,
     /// Add streams to an existing output instead of refusing it (what `--resume` uses):
-    /// the output's fields, shape and dtype must match the layout; a stream of the layout
-    /// that exists incomplete is deleted and rewritten, one that exists complete is an error
-    /// (`Error::StreamComplete`), and streams the layout does not name are left untouched.
+    /// the output's fields (names, element types, shapes, axis names) must match the
+    /// layout's; a stream of the layout that exists incomplete is deleted and rewritten, one
+    /// that exists complete is an error (`Error::StreamComplete`), and streams the layout
+    /// does not name are left untouched.
     /// Without an existing output this creates one as usual. Ignored by `null`.
     pub append: bool,
     /// HDF5 only: reserve disk space ahead of every frame (fallocate) and respect the file
@@ -200,29 +197,4 @@ impl SinkOptions {
         }
         Ok(())
     }
-}
-
-/// Creates the sink called `kind` (one of [`SINK_NAMES`]) with `options`.
-///
-/// Nothing is created on disk until [`Sink::begin`]; this only checks the name and options,
-/// so a bad config fails before any GPU work starts.
-pub fn open_sink(kind: &str, options: &SinkOptions) -> Result<Box<dyn Sink>> {
-    options.check()?;
-    match kind {
-        "null" => Ok(Box::new(NullSink::new())),
-        "raw" => Ok(Box::new(RawSink::new(options.clone()))),
-        "hdf5" => open_hdf5(options),
-        other => Err(Error::UnknownSink(other.to_owned(), SINK_NAMES.join(", "))),
-    }
-}
-
-#[cfg(feature = "hdf5")]
-fn open_hdf5(options: &SinkOptions) -> Result<Box<dyn Sink>> {
-    options.compression.check_available()?;
-    Ok(Box::new(crate::hdf5::Hdf5Sink::new(options.clone())))
-}
-
-#[cfg(not(feature = "hdf5"))]
-fn open_hdf5(_options: &SinkOptions) -> Result<Box<dyn Sink>> {
-    Err(Error::FeatureDisabled { what: "the hdf5 sink", feature: "hdf5" })
 }

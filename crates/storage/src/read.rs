@@ -1,16 +1,10 @@
 //! Reading an output back, whatever sink wrote it: for tests, `wgpipe render` and `--resume`.
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::frame::DType;
-use crate::layout::Attributes;
-use crate::raw_meta::{FORMAT as RAW_FORMAT, RUN_FILE, RunMeta, attrs_from_json, read_json};
-
-/// The first 8 bytes of every HDF5 file.
-const HDF5_SIGNATURE: &[u8; 8] = b"\x89HDF\r\n\x1a\n";
+use crate::schema::{Attributes, FieldSpec};
 
 /// Which sink wrote an output.
 #[non_exhaustive]
@@ -30,7 +24,7 @@ pub struct StreamSummary {
     /// Metadata given in the stream's [`crate::StreamInfo`].
     pub attributes: Attributes,
     /// Frames stored completely (every field and the step), readable with
-    /// [`Output::read_frame`]; after a crash this counts what survived.
+    /// [`Output::read_field`]; after a crash this counts what survived.
     pub frames: u64,
     /// Frames the stream was meant to hold, when it was known.
     pub expected_frames: Option<u64>,
@@ -39,134 +33,67 @@ pub struct StreamSummary {
     pub complete: bool,
 }
 
-/// Format-specific handles.
-#[derive(Debug)]
-enum Backend {
-    /// Data file paths per stream (fields in layout order) and the steps file.
-    Raw { files: Vec<(Vec<PathBuf>, PathBuf)> },
-    #[cfg(feature = "hdf5")]
-    Hdf5(crate::hdf5_read::Hdf5Reader),
+/// What a backend provides to read its output back; [`Output`] checks indices first.
+pub(crate) trait Reader: std::fmt::Debug + Send {
+    /// The bytes of one field of one frame as stored: C order, little-endian, exactly
+    /// the field's [`FieldSpec::bytes`] long.
+    fn read_field(&self, stream: usize, field: usize, index: u64) -> Result<Vec<u8>>;
+    /// Simulation steps of the first `frames` frames of `stream`.
+    fn steps(&self, stream: usize, frames: u64) -> Result<Vec<u64>>;
 }
 
-/// A finished or interrupted output opened for reading (see [`open_output`]).
+/// One field of one frame as read back: its bytes with their type and shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldData {
+    /// Element type of `bytes`.
+    pub dtype: DType,
+    /// Elements per axis, C order (last axis fastest).
+    pub shape: Vec<usize>,
+    /// The elements, little-endian, exactly as the producer gave them.
+    pub bytes: Vec<u8>,
+}
+
+impl FieldData {
+    /// Every element as `f64`, which holds every supported type exactly.
+    pub fn to_f64(&self) -> Vec<f64> {
+        let b = &self.bytes;
+        match self.dtype {
+            DType::U8 => b.iter().map(|&v| f64::from(v)).collect(),
+            DType::U16 => b.chunks_exact(2).map(|c| f64::from(u16::from_le_bytes([c[0], c[1]]))).collect(),
+            DType::U32 => b.chunks_exact(4).map(|c| f64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]]))).collect(),
+            DType::I32 => b.chunks_exact(4).map(|c| f64::from(i32::from_le_bytes([c[0], c[1], c[2], c[3]]))).collect(),
+            DType::F16 => b.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f64()).collect(),
+            DType::F32 => b.chunks_exact(4).map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]]))).collect(),
+            DType::F64 => b
+                .chunks_exact(8)
+                .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                .collect(),
+        }
+    }
+
+    /// Every element as `f32` for a float field (`f16` and `f32` exactly, `f64` rounded to
+    /// nearest); `None` for an integer field (use [`FieldData::to_f64`]).
+    pub fn to_f32(&self) -> Option<Vec<f32>> {
+        let b = &self.bytes;
+        match self.dtype {
+            DType::F16 => Some(b.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect()),
+            DType::F32 => Some(b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()),
+            DType::F64 => Some(self.to_f64().into_iter().map(|v| v as f32).collect()),
+            DType::U8 | DType::U16 | DType::U32 | DType::I32 => None,
+        }
+    }
+}
+
+/// A finished or interrupted output opened for reading (see [`crate::open_output`]).
 #[derive(Debug)]
 pub struct Output {
-    path: PathBuf,
-    format: OutputFormat,
-    fields: Vec<String>,
-    shape: [usize; 2],
-    dtype: DType,
-    attributes: Attributes,
-    complete: bool,
-    streams: Vec<StreamSummary>,
-    backend: Backend,
-}
-
-/// Opens what a sink wrote at `path`: a raw directory or an HDF5 file, told apart by content.
-///
-/// Counts the frames every stream holds completely, so an output left by a killed run opens
-/// too and reports what survived.
-pub fn open_output(path: impl AsRef<Path>) -> Result<Output> {
-    let path = path.as_ref();
-    let meta = std::fs::metadata(path).map_err(|e| Error::io("cannot open output", path, e))?;
-    if meta.is_dir() {
-        return open_raw(path);
-    }
-    let mut sig = [0u8; 8];
-    let is_hdf5 =
-        File::open(path).and_then(|mut f| f.read_exact(&mut sig)).map(|()| &sig == HDF5_SIGNATURE).unwrap_or(false);
-    if !is_hdf5 {
-        return Err(Error::BadOutput {
-            path: path.to_path_buf(),
-            reason: "neither a raw output directory nor an HDF5 file".into(),
-        });
-    }
-    open_hdf5(path)
-}
-
-#[cfg(feature = "hdf5")]
-fn open_hdf5(path: &Path) -> Result<Output> {
-    let r = crate::hdf5_read::Hdf5Reader::open(path)?;
-    Ok(Output {
-        path: path.to_path_buf(),
-        format: OutputFormat::Hdf5,
-        fields: r.fields.clone(),
-        shape: r.shape,
-        dtype: DType::F32,
-        attributes: r.attributes.clone(),
-        complete: r.complete,
-        streams: r.streams.clone(),
-        backend: Backend::Hdf5(r),
-    })
-}
-
-#[cfg(not(feature = "hdf5"))]
-fn open_hdf5(_path: &Path) -> Result<Output> {
-    Err(Error::FeatureDisabled { what: "reading HDF5 files", feature: "hdf5" })
-}
-
-/// Frames complete in a file of `len` bytes holding `unit`-byte frames.
-fn complete_frames(path: &Path, unit: usize) -> Result<u64> {
-    let len = std::fs::metadata(path).map_err(|e| Error::io("cannot open", path, e))?.len();
-    Ok(len / unit.max(1) as u64)
-}
-
-fn open_raw(dir: &Path) -> Result<Output> {
-    let run_path = dir.join(RUN_FILE);
-    if !run_path.is_file() {
-        return Err(Error::BadOutput { path: dir.to_path_buf(), reason: format!("directory without {RUN_FILE}") });
-    }
-    let run: RunMeta = read_json(&run_path)?;
-    let bad = |reason: String| Error::BadOutput { path: run_path.clone(), reason };
-    if run.format != RAW_FORMAT {
-        return Err(bad(format!("format {:?} is not {RAW_FORMAT:?}", run.format)));
-    }
-    if run.numpy_dtype != DType::F32.numpy_str() {
-        return Err(bad(format!("dtype {:?} is not supported", run.numpy_dtype)));
-    }
-    let field_bytes = run.shape[0] * run.shape[1] * DType::F32.size();
-    let mut streams = Vec::new();
-    let mut files = Vec::new();
-    for s in &run.streams {
-        if s.data_files.len() != run.fields.len() {
-            return Err(bad(format!("stream {:?} lists the wrong number of files", s.name)));
-        }
-        let data: Vec<PathBuf> = s.data_files.iter().map(|f| dir.join(f)).collect();
-        let steps = dir.join(&s.steps_file);
-        let mut frames = complete_frames(&steps, 8)?;
-        for d in &data {
-            frames = frames.min(complete_frames(d, field_bytes)?);
-        }
-        streams.push(StreamSummary {
-            name: s.name.clone(),
-            attributes: attrs_from_json(&s.attributes),
-            frames,
-            expected_frames: s.expected_frames,
-            complete: s.complete && frames == s.frames,
-        });
-        files.push((data, steps));
-    }
-    Ok(Output {
-        path: dir.to_path_buf(),
-        format: OutputFormat::Raw,
-        fields: run.fields,
-        shape: run.shape,
-        dtype: DType::F32,
-        attributes: attrs_from_json(&run.attributes),
-        complete: run.complete,
-        streams,
-        backend: Backend::Raw { files },
-    })
-}
-
-/// Reads `len` bytes at `offset` of `path`.
-fn read_at(path: &Path, offset: u64, len: usize) -> Result<Vec<u8>> {
-    let mut f = File::open(path).map_err(|e| Error::io("cannot open", path, e))?;
-    let mut buf = vec![0u8; len];
-    f.seek(SeekFrom::Start(offset))
-        .and_then(|_| f.read_exact(&mut buf))
-        .map_err(|e| Error::io("cannot read", path, e))?;
-    Ok(buf)
+    pub(crate) path: PathBuf,
+    pub(crate) format: OutputFormat,
+    pub(crate) fields: Vec<FieldSpec>,
+    pub(crate) attributes: Attributes,
+    pub(crate) complete: bool,
+    pub(crate) streams: Vec<StreamSummary>,
+    pub(crate) reader: Box<dyn Reader>,
 }
 
 impl Output {
@@ -180,19 +107,10 @@ impl Output {
         self.format
     }
 
-    /// Field names, in the order of [`crate::StreamLayout::fields`].
-    pub fn fields(&self) -> &[String] {
+    /// The fields (name, element type, shape of one frame, axis names), in the order of
+    /// [`crate::StreamLayout::fields`].
+    pub fn fields(&self) -> &[FieldSpec] {
         &self.fields
-    }
-
-    /// `[rows, cols]` of every field.
-    pub fn shape(&self) -> [usize; 2] {
-        self.shape
-    }
-
-    /// Element type of the stored values.
-    pub fn dtype(&self) -> DType {
-        self.dtype
     }
 
     /// Run-level metadata given in [`crate::StreamLayout::attributes`].
@@ -217,7 +135,7 @@ impl Output {
 
     /// Index of the field called `name`.
     pub fn field_index(&self, name: &str) -> Option<usize> {
-        self.fields.iter().position(|f| f == name)
+        self.fields.iter().position(|f| f.name == name)
     }
 
     /// Errors unless `stream`, `field` and (if given) `index` exist.
@@ -234,38 +152,65 @@ impl Output {
         Ok(s)
     }
 
-    /// Values of one field of one frame, row-major (`rows × cols`).
-    pub fn read_frame(&self, stream: usize, field: usize, index: u64) -> Result<Vec<f32>> {
+    /// One field of one frame: its bytes exactly as the producer gave them, with type and
+    /// shape.
+    pub fn read_field(&self, stream: usize, field: usize, index: u64) -> Result<FieldData> {
         self.check(stream, field, Some(index))?;
-        match &self.backend {
-            Backend::Raw { files } => {
-                let n = self.shape[0] * self.shape[1] * self.dtype.size();
-                let path = &files[stream].0[field];
-                let bytes = read_at(path, index * n as u64, n)?;
-                Ok(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
-            }
-            #[cfg(feature = "hdf5")]
-            Backend::Hdf5(r) => r.read_frame(stream, field, index),
-        }
+        let spec = &self.fields[field];
+        let bytes = self.reader.read_field(stream, field, index)?;
+        Ok(FieldData { dtype: spec.dtype, shape: spec.shape.clone(), bytes })
+    }
+
+    /// One float field of one frame as `f32` values in C order (see [`FieldData::to_f32`]);
+    /// [`Error::NotFloat`] for an integer field.
+    pub fn read_f32(&self, stream: usize, field: usize, index: u64) -> Result<Vec<f32>> {
+        let data = self.read_field(stream, field, index)?;
+        data.to_f32().ok_or_else(|| Error::NotFloat { field: self.fields[field].name.clone(), dtype: data.dtype })
     }
 
     /// Simulation step of every complete frame of `stream`.
     pub fn steps(&self, stream: usize) -> Result<Vec<u64>> {
         let s = self.check(stream, 0, None)?;
-        match &self.backend {
-            Backend::Raw { files } => {
-                let bytes = read_at(&files[stream].1, 0, s.frames as usize * 8)?;
-                Ok(bytes
-                    .chunks_exact(8)
-                    .map(|c| {
-                        let mut a = [0u8; 8];
-                        a.copy_from_slice(c);
-                        u64::from_le_bytes(a)
-                    })
-                    .collect())
+        self.reader.steps(stream, s.frames)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FieldData;
+    use crate::frame::DType;
+
+    fn data(dtype: DType, bytes: Vec<u8>) -> FieldData {
+        FieldData { dtype, shape: vec![bytes.len() / dtype.size()], bytes }
+    }
+
+    #[test]
+    fn every_type_converts_to_f64_exactly_and_only_floats_to_f32() {
+        let cases: [(DType, Vec<u8>, Vec<f64>); 7] = [
+            (DType::U8, vec![0, 255], vec![0.0, 255.0]),
+            (DType::U16, [65535u16, 7].iter().flat_map(|v| v.to_le_bytes()).collect(), vec![65535.0, 7.0]),
+            (DType::U32, [u32::MAX, 1].iter().flat_map(|v| v.to_le_bytes()).collect(), vec![4_294_967_295.0, 1.0]),
+            (DType::I32, [i32::MIN, -5].iter().flat_map(|v| v.to_le_bytes()).collect(), vec![-2_147_483_648.0, -5.0]),
+            // binary16: 0x3E00 = 1.5, 0xC000 = -2, 0x0001 = 2^-24 (smallest subnormal).
+            (
+                DType::F16,
+                [0x3E00u16, 0xC000, 0x0001].iter().flat_map(|v| v.to_le_bytes()).collect(),
+                vec![1.5, -2.0, 2f64.powi(-24)],
+            ),
+            (DType::F32, [0.1f32, -0.0].iter().flat_map(|v| v.to_le_bytes()).collect(), vec![f64::from(0.1f32), -0.0]),
+            (DType::F64, [0.1f64, 1e300].iter().flat_map(|v| v.to_le_bytes()).collect(), vec![0.1, 1e300]),
+        ];
+        for (dtype, bytes, want) in cases {
+            let d = data(dtype, bytes);
+            assert_eq!(d.to_f64(), want, "{dtype}");
+            match d.to_f32() {
+                Some(v) => {
+                    assert!(dtype.is_float(), "{dtype}");
+                    let want32: Vec<f32> = want.iter().map(|&x| x as f32).collect();
+                    assert_eq!(v, want32, "{dtype}");
+                }
+                None => assert!(!dtype.is_float(), "{dtype}"),
             }
-            #[cfg(feature = "hdf5")]
-            Backend::Hdf5(r) => r.steps(stream, s.frames),
         }
     }
 }

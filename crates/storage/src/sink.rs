@@ -5,7 +5,7 @@ use std::time::Instant;
 use crate::checksum::combine;
 use crate::error::Result;
 use crate::frame::Frame;
-use crate::layout::StreamLayout;
+use crate::schema::StreamLayout;
 
 /// What a sink did, returned by [`Sink::finish`].
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -4,12 +4,15 @@
 //! rejected with nothing written, and [`Validator::commit`] once the frame is stored, so the
 //! next expected index only advances on success.
 
+use std::ops::Range;
+
 use crate::error::{Error, Result};
 use crate::frame::Frame;
-use crate::layout::StreamLayout;
+use crate::schema::{MAX_RANK, StreamLayout};
 
 /// Attribute names the sinks write themselves, refused in a layout's run attributes.
-pub(crate) const RESERVED_RUN_ATTRS: &[&str] = &["created", "wgpipe_storage_version", "fields", "format", "complete"];
+pub(crate) const RESERVED_RUN_ATTRS: &[&str] =
+    &["created", "wgpipe_storage_version", "fields", "format", "complete", "axis_order"];
 /// Attribute names the sinks write themselves, refused in a stream's attributes.
 pub(crate) const RESERVED_STREAM_ATTRS: &[&str] = &["complete", "expected_frames", "frames", "stream_index"];
 /// Name of the per-stream step record; a field may not take it.
@@ -23,12 +26,10 @@ fn valid_name(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
-/// Refuses layouts no sink can store: empty shapes, no fields, bad or duplicate names.
+/// Refuses layouts no sink can store: no fields or streams, ranks outside 1 to 3, empty
+/// axes, sizes that overflow, bad or duplicate names, attributes the sinks write themselves.
 pub(crate) fn check_layout(layout: &StreamLayout) -> Result<()> {
     let bad = |msg: String| Err(Error::InvalidLayout(msg));
-    if layout.rows == 0 || layout.cols == 0 {
-        return bad(format!("shape {}x{} is empty: rows and cols must be at least 1", layout.rows, layout.cols));
-    }
     if layout.fields.is_empty() {
         return bad("no fields: a layout needs at least one field".into());
     }
@@ -36,21 +37,37 @@ pub(crate) fn check_layout(layout: &StreamLayout) -> Result<()> {
         return bad("no streams: add one with StreamLayout::with_stream".into());
     }
     for (kind, names) in [
-        ("field", layout.fields.iter().collect::<Vec<_>>()),
+        ("field", layout.fields.iter().map(|f| &f.name).collect::<Vec<_>>()),
         ("stream", layout.streams.iter().map(|s| &s.name).collect()),
     ] {
-        for (i, name) in names.iter().enumerate() {
-            if !valid_name(name) {
-                return bad(format!("{kind} name {name:?} is not allowed: use letters, digits, '-', '_' and '.'"));
-            }
-            if names[..i].contains(name) {
-                return bad(format!("{kind} name {name:?} appears twice: names must be unique"));
-            }
-        }
+        check_names(kind, &names)?;
     }
-    if layout.fields.iter().any(|f| f == STEPS_NAME) {
+    if layout.fields.iter().any(|f| f.name == STEPS_NAME) {
         return bad(format!("field name {STEPS_NAME:?} is reserved for the step record: rename the field"));
     }
+    for f in &layout.fields {
+        let rank = f.shape.len();
+        if !(1..=MAX_RANK).contains(&rank) {
+            return bad(format!(
+                "field {:?} has {rank} axes (shape {:?}): use 1 to {MAX_RANK} (the frame axis is added by the sink)",
+                f.name, f.shape
+            ));
+        }
+        if f.shape.contains(&0) {
+            return bad(format!("field {:?} has shape {:?}: every axis needs at least 1 element", f.name, f.shape));
+        }
+        if f.dims.len() != rank {
+            return bad(format!(
+                "field {:?} names {} axes {:?} but has {rank} (shape {:?}): give one name per axis",
+                f.name,
+                f.dims.len(),
+                f.dims,
+                f.shape
+            ));
+        }
+        check_names(&format!("axis of field {:?}", f.name), &f.dims.iter().collect::<Vec<_>>())?;
+    }
+    layout.frame_bytes()?;
     if let Some(key) = layout.attributes.keys().find(|k| RESERVED_RUN_ATTRS.contains(&k.as_str())) {
         return bad(format!("run attribute {key:?} is written by the sink itself: rename it"));
     }
@@ -62,10 +79,28 @@ pub(crate) fn check_layout(layout: &StreamLayout) -> Result<()> {
     Ok(())
 }
 
-/// Tracks the layout and the next expected index of every stream.
+/// Errors unless every name is allowed and none appears twice.
+fn check_names(kind: &str, names: &[&String]) -> Result<()> {
+    for (i, name) in names.iter().enumerate() {
+        if !valid_name(name) {
+            return Err(Error::InvalidLayout(format!(
+                "{kind} name {name:?} is not allowed: use letters, digits, '-', '_' and '.'"
+            )));
+        }
+        if names[..i].contains(name) {
+            return Err(Error::InvalidLayout(format!("{kind} name {name:?} appears twice: names must be unique")));
+        }
+    }
+    Ok(())
+}
+
+/// Tracks the layout, where each field lies in a frame, and the next expected index of every
+/// stream.
 #[derive(Debug, Clone)]
 pub(crate) struct Validator {
     layout: StreamLayout,
+    ranges: Vec<Range<usize>>,
+    frame_bytes: usize,
     next: Vec<u64>,
 }
 
@@ -73,7 +108,10 @@ impl Validator {
     /// Checks `layout` and starts every stream at index 0.
     pub(crate) fn new(layout: &StreamLayout) -> Result<Self> {
         check_layout(layout)?;
-        Ok(Validator { layout: layout.clone(), next: vec![0; layout.streams.len()] })
+        let frame_bytes = layout.frame_bytes()?;
+        // Cannot be None: frame_bytes checked every size.
+        let ranges = (0..layout.fields.len()).map(|i| layout.field_range(i).unwrap_or(0..0)).collect();
+        Ok(Validator { layout: layout.clone(), ranges, frame_bytes, next: vec![0; layout.streams.len()] })
     }
 
     /// The layout given to `begin`.
@@ -86,7 +124,12 @@ impl Validator {
         &self.next
     }
 
-    /// Errors unless `frame` is the next frame of its stream and shaped like the layout.
+    /// The bytes of field `i` of a frame that passed [`Validator::check`].
+    pub(crate) fn field<'a>(&self, frame: &'a Frame, i: usize) -> &'a [u8] {
+        self.ranges.get(i).and_then(|r| frame.data.get(r.clone())).unwrap_or_default()
+    }
+
+    /// Errors unless `frame` is the next frame of its stream and holds the layout's bytes.
     pub(crate) fn check(&self, frame: &Frame) -> Result<()> {
         let l = &self.layout;
         let mismatch = |reason: String| Err(Error::FrameMismatch { stream: frame.stream, index: frame.index, reason });
@@ -103,24 +146,13 @@ impl Validator {
                 frame.index, l.streams[frame.stream].name
             ));
         }
-        if frame.shape != [l.rows, l.cols] {
-            return mismatch(format!("shape {:?} differs from the layout's [{}, {}]", frame.shape, l.rows, l.cols));
-        }
-        if frame.dtype != l.dtype {
-            return mismatch(format!("dtype {:?} differs from the layout's {:?}", frame.dtype, l.dtype));
-        }
-        if frame.field_count != l.fields.len() {
-            return mismatch(format!("{} fields differ from the layout's {}", frame.field_count, l.fields.len()));
-        }
-        if frame.data.len() != l.frame_bytes() {
+        if frame.data.len() != self.frame_bytes {
+            let fields: Vec<String> = l.fields.iter().map(|f| format!("{} {}", f.name, f.describe())).collect();
             return mismatch(format!(
-                "{} data bytes differ from the layout's {} ({} fields of {}x{} {})",
+                "{} data bytes differ from the layout's {} ({})",
                 frame.data.len(),
-                l.frame_bytes(),
-                l.fields.len(),
-                l.rows,
-                l.cols,
-                l.dtype.name()
+                self.frame_bytes,
+                fields.join(", ")
             ));
         }
         Ok(())

@@ -4,25 +4,20 @@
 
 mod common;
 
-use common::{COLS, ROWS, cases, frame, layout};
-use wgpipe_storage::{DType, Error, Output, Sink, StreamInfo, StreamLayout, open_output, open_sink};
+use common::{COLS, ROWS, cases, field_data, fields, frame, layout};
+use wgpipe_storage::{DType, Error, FieldSpec, Output, Sink, StreamInfo, StreamLayout, open_output, open_sink};
 
-/// Every value of every field of every frame of stream `s` of `out`.
-fn stream_values(out: &Output, s: usize) -> Vec<Vec<f32>> {
+/// The bytes of every field of every frame of stream `s` of `out`.
+fn stream_bytes(out: &Output, s: usize) -> Vec<Vec<u8>> {
     (0..out.streams()[s].frames)
         .flat_map(|i| (0..out.fields().len()).map(move |f| (i, f)))
-        .map(|(i, f)| out.read_frame(s, f, i).unwrap())
+        .map(|(i, f)| out.read_field(s, f, i).unwrap().bytes)
         .collect()
-}
-
-/// Bit patterns, so NaNs compare.
-fn bits(v: &[Vec<f32>]) -> Vec<Vec<u32>> {
-    v.iter().map(|f| f.iter().map(|x| x.to_bits()).collect()).collect()
 }
 
 /// The run a resume adds: the incomplete stream again and a new one.
 fn resume_layout() -> StreamLayout {
-    StreamLayout::new(vec!["u".into(), "v".into()], ROWS, COLS, DType::F32)
+    StreamLayout::new(fields())
         .with_stream(StreamInfo::new("dev-1.b").with_attribute("kernel", "gray-scott").with_expected_frames(3))
         .with_stream(StreamInfo::new("extra").with_expected_frames(3))
 }
@@ -43,7 +38,7 @@ fn append_rewrites_incomplete_streams_and_keeps_complete_ones() {
         sink.finish().unwrap();
         let before = case.output();
         assert!(before.streams()[0].complete && !before.streams()[1].complete, "{label}");
-        let kept = bits(&stream_values(&before, 0));
+        let kept = stream_bytes(&before, 0);
         drop(before);
 
         // Resume: the incomplete stream and a new one.
@@ -62,20 +57,13 @@ fn append_rewrites_incomplete_streams_and_keeps_complete_ones() {
         assert_eq!(names, ["dev0", "dev-1.b", "extra"], "{label}");
         assert!(out.complete(), "{label}: every stream is complete now");
         assert!(out.streams().iter().all(|s| s.complete && s.frames == 3), "{label}: {:?}", out.streams());
-        assert_eq!(bits(&stream_values(&out, 0)), kept, "{label}: the complete stream is untouched");
+        assert_eq!(stream_bytes(&out, 0), kept, "{label}: the complete stream is untouched");
         assert_eq!(out.streams()[0].attributes, first.streams[0].attributes, "{label}");
         for (s, si) in [(1, 0), (2, 1)] {
             for i in 0..3 {
-                let f = frame(&second, si, i);
-                for field in 0..2 {
-                    let want: Vec<u32> = f
-                        .field(field)
-                        .unwrap()
-                        .chunks_exact(4)
-                        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                        .collect();
-                    let got: Vec<u32> = out.read_frame(s, field, i).unwrap().iter().map(|x| x.to_bits()).collect();
-                    assert_eq!(got, want, "{label}: stream {s} frame {i} field {field}");
+                for field in 0..second.fields.len() {
+                    let got = out.read_field(s, field, i).unwrap().bytes;
+                    assert_eq!(got, field_data(&second, si, field, i), "{label}: stream {s} frame {i} field {field}");
                 }
             }
             assert_eq!(out.steps(s).unwrap(), (0..3).map(|i| 10 * (i + 1) + si as u64).collect::<Vec<_>>());
@@ -95,29 +83,39 @@ fn append_refuses_complete_streams_and_other_layouts_and_leaves_the_output_alone
             sink.write(&f).unwrap();
         }
         sink.finish().unwrap();
-        let before = bits(&stream_values(&case.output(), 1));
+        let before = stream_bytes(&case.output(), 1);
         let options = case.options.clone().with_append(true);
 
-        let again = StreamLayout::new(vec!["u".into(), "v".into()], ROWS, COLS, DType::F32)
-            .with_stream(StreamInfo::new("dev0").with_expected_frames(2));
+        let again = StreamLayout::new(fields()).with_stream(StreamInfo::new("dev0").with_expected_frames(2));
         let err = open_sink(case.kind, &options).unwrap().begin(&again).unwrap_err();
         assert!(matches!(err, Error::StreamComplete { ref stream, .. } if stream == "dev0"), "{label}: {err}");
 
-        let other_fields =
-            StreamLayout::new(vec!["v".into()], ROWS, COLS, DType::F32).with_stream(StreamInfo::new("x"));
+        let other_fields = StreamLayout::new(fields()[1..].to_vec()).with_stream(StreamInfo::new("x"));
         let err = open_sink(case.kind, &options).unwrap().begin(&other_fields).unwrap_err();
         assert!(matches!(err, Error::AppendMismatch { .. }), "{label}: {err}");
         assert!(err.to_string().contains("fields"), "{label}: {err}");
 
-        let other_grid = StreamLayout::new(vec!["u".into(), "v".into()], ROWS + 1, COLS, DType::F32)
-            .with_stream(StreamInfo::new("x"));
-        let err = open_sink(case.kind, &options).unwrap().begin(&other_grid).unwrap_err();
-        assert!(matches!(err, Error::AppendMismatch { .. }), "{label}: {err}");
+        for (what, changed, says) in [
+            ("grid", FieldSpec::new("u", DType::F32, [ROWS + 1, COLS]), "float32 [9, 16]"),
+            ("dtype", FieldSpec::new("u", DType::F64, [ROWS, COLS]), "float64 [8, 16]"),
+            (
+                "axis names",
+                FieldSpec::new("u", DType::F32, [ROWS, COLS]).with_dims(["row", "col"]),
+                "[\"row\", \"col\"]",
+            ),
+        ] {
+            let mut f = fields();
+            f[0] = changed;
+            let other = StreamLayout::new(f).with_stream(StreamInfo::new("x"));
+            let err = open_sink(case.kind, &options).unwrap().begin(&other).unwrap_err();
+            assert!(matches!(err, Error::AppendMismatch { .. }), "{label}: other {what}: {err}");
+            assert!(err.to_string().contains(says), "{label}: other {what}: {err}");
+        }
 
         let out = case.output();
         assert_eq!(out.streams().len(), 2, "{label}");
         assert!(out.complete(), "{label}");
-        assert_eq!(bits(&stream_values(&out, 1)), before, "{label}");
+        assert_eq!(stream_bytes(&out, 1), before, "{label}");
     }
 }
 
@@ -132,5 +130,26 @@ fn append_without_an_output_creates_one() {
         sink.write(&frame(&l, 1, 0)).unwrap();
         sink.finish().unwrap();
         common::assert_holds(&case.output(), &l, &[1, 1], case.label);
+    }
+}
+
+#[test]
+fn append_to_an_output_of_the_other_sink_says_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let readable: Vec<_> = cases(dir.path()).into_iter().filter(|c| c.readable()).collect();
+    let (Some(raw), Some(h5)) = (readable.iter().find(|c| c.kind == "raw"), readable.iter().find(|c| c.kind == "hdf5"))
+    else {
+        assert!(!cfg!(feature = "hdf5"), "the hdf5 cases are missing");
+        return;
+    };
+    for (writer, appender, says) in [(raw, "hdf5", "not a Hdf5 output"), (h5, "raw", "not a Raw output")] {
+        let l = layout(Some(1));
+        let mut sink = writer.sink();
+        sink.begin(&l).unwrap();
+        sink.finish().unwrap();
+        let options = writer.options.clone().with_append(true);
+        let err = open_sink(appender, &options).unwrap().begin(&l).unwrap_err();
+        assert!(matches!(err, Error::AppendMismatch { .. }), "{appender} onto {}: {err}", writer.label);
+        assert!(err.to_string().contains(says), "{appender} onto {}: {err}", writer.label);
     }
 }

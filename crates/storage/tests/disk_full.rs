@@ -23,7 +23,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use common::{assert_holds, frame, frame_data, layout, tempdir, test_exe};
-use wgpipe_storage::{Compression, Frame, SinkOptions, StreamLayout, open_output, open_sink};
+use wgpipe_storage::{Compression, DType, FieldSpec, Frame, SinkOptions, StreamLayout, open_output, open_sink};
 
 /// tmpfs page size: the unit tmpfs allocates and limits in.
 const PAGE: u64 = 4096;
@@ -39,8 +39,7 @@ const FINISH_GROWTH: u64 = 2 * 80;
 /// moves the end of the file to a different place in its last page with every frame.
 fn big_layout() -> StreamLayout {
     let mut l = layout(None);
-    l.rows = 61;
-    l.cols = 67;
+    l.fields = ["u", "v"].map(|name| FieldSpec::new(name, DType::F32, [61, 67])).into();
     l
 }
 
@@ -320,6 +319,7 @@ fn check_with_standard_tools(path: &Path, layout: &StreamLayout, stored: &[u64; 
                     data[f * per..(f + 1) * per].to_vec()
                 })
                 .collect();
+            let field = &field.name;
             let got = read(format!("{si}.{field}.bin"));
             assert_eq!(got.len(), want.len(), "{label}: h5py reads {} bytes of {}/{field}", got.len(), info.name);
             assert!(got == want, "{label}: h5py reads other bytes in {}/{field}", info.name);
@@ -426,7 +426,7 @@ fn a_file_size_limit_keeps_every_reported_frame_readable() {
         // the index split, within the last frame and, for HDF5, where `finish` passes it.
         let n = sinks.frames() as usize;
         let mut limits = vec![
-            growth.length[n / 2] + layout.field_bytes() as u64 / 2,
+            growth.length[n / 2] + layout.fields[0].bytes().unwrap_or_default() as u64 / 2,
             growth.length[sinks.index_split_write() as usize] + 512,
             growth.length[n] - 100,
         ];

@@ -164,7 +164,7 @@ pub fn capture_frames(w: &Workload, spf: u32) -> Result<Vec<Vec<u8>>> {
 /// `finish` (fsync included), on this thread; only the sink's calls are timed. This is t_io
 /// of Ravi et al.
 pub fn write_only(w: &Workload, data: &[Vec<u8>], mut sink: Box<dyn Sink>) -> Result<f64> {
-    let mut layout = StreamLayout::new(w.fields.clone(), w.rows, w.cols, DType::F32);
+    let mut layout = StreamLayout::grid2d(w.fields.iter().cloned(), w.rows, w.cols, DType::F32);
     for d in 0..w.gpus.len() {
         layout = layout.with_stream(StreamInfo::new(format!("stream{d}")).with_expected_frames(w.frames));
     }
@@ -178,7 +178,7 @@ pub fn write_only(w: &Workload, data: &[Vec<u8>], mut sink: Box<dyn Sink>) -> Re
             if let Some(src) = data.get(index as usize % data.len().max(1)).filter(|d| d.len() == buf.len()) {
                 buf.copy_from_slice(src);
             }
-            let frame = Frame::new(&layout, stream, index, index + 1, std::mem::take(&mut buf));
+            let frame = Frame::new(stream, index, index + 1, std::mem::take(&mut buf));
             let start = Instant::now();
             sink.write(&frame).context("write-only run: write")?;
             took += start.elapsed();

@@ -18,7 +18,7 @@ pub fn lavapipe(n: usize) -> Vec<GpuDevice> {
 pub fn read_all(path: &Path) -> Vec<Vec<Vec<f32>>> {
     let out = open_output(path).unwrap();
     (0..out.streams().len())
-        .map(|s| (0..out.streams()[s].frames).map(|i| out.read_frame(s, 0, i).unwrap()).collect())
+        .map(|s| (0..out.streams()[s].frames).map(|i| out.read_f32(s, 0, i).unwrap()).collect())
         .collect()
 }
 

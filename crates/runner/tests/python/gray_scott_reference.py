@@ -90,10 +90,11 @@ def check_stream(name, group):
 
 def check_raw(raw_dir, h5):
     run = json.load(open(os.path.join(raw_dir, "run.json")))
-    rows, cols = run["shape"]
+    field = next(f for f in run["fields"] if f["name"] == "v")
     for stream in run["streams"]:
         name = stream["name"]
-        raw = np.fromfile(os.path.join(raw_dir, f"{name}.v.bin"), dtype="<f4").reshape(-1, rows, cols)
+        path = os.path.join(raw_dir, f"{name}.v.bin")
+        raw = np.fromfile(path, dtype=field["numpy_dtype"]).reshape(-1, *field["shape"])
         if not np.array_equal(raw, h5[name]["v"][...]):
             sys.exit(f"{name}: the raw output differs from the HDF5 output")
 

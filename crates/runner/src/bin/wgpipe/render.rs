@@ -56,7 +56,8 @@ pub fn render(args: &RenderArgs) -> anyhow::Result<()> {
     let field = match &args.field {
         None => 0,
         Some(name) => out.field_index(name).with_context(|| {
-            format!("{} has no field {name:?}; its fields: {}", args.file.display(), out.fields().join(", "))
+            let names: Vec<&str> = out.fields().iter().map(|f| f.name.as_str()).collect();
+            format!("{} has no field {name:?}; its fields: {}", args.file.display(), names.join(", "))
         })?,
     };
     let frames = out.streams()[stream].frames;
@@ -109,8 +110,14 @@ fn write_frame(
     range: Option<(f32, f32)>,
     path: &Path,
 ) -> anyhow::Result<()> {
-    let values = out.read_frame(stream, field, index)?;
-    let [rows, cols] = out.shape();
+    let spec = &out.fields()[field];
+    let [rows, cols] = match spec.shape[..] {
+        [cols] => [1, cols],
+        [rows, cols] => [rows, cols],
+        _ => bail!("field {:?} is {}: render shows 1-D and 2-D fields", spec.name, spec.describe()),
+    };
+    // Every element type as f32 for the colormap (exact for all but the extremes of u32/i32).
+    let values: Vec<f32> = out.read_field(stream, field, index)?.to_f64().into_iter().map(|v| v as f32).collect();
     let rgb = colorize(&values, range);
     let too_big = || format!("a {rows}×{cols} frame is too large for PNG");
     let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use anyhow::{Context, bail};
 use wgpipe::config::Config;
-use wgpipe::storage::open_output;
+use wgpipe::storage::{DType, FieldSpec, StreamLayout, open_output};
 
 /// Names of the streams complete in the config's existing output (empty when there is no
 /// output yet), after checking that the output holds the fields and grid this config writes.
@@ -18,17 +18,17 @@ pub fn complete_streams(config: &Config) -> anyhow::Result<BTreeSet<String>> {
     }
     let out = open_output(&path).with_context(|| format!("cannot resume {}", path.display()))?;
     let grid = &config.file.grid;
-    if out.fields() != config.output_fields() || out.shape() != [grid.rows, grid.cols] {
+    let writes = StreamLayout::grid2d(config.output_fields(), grid.rows, grid.cols, DType::F32).fields;
+    if out.fields() != writes.as_slice() {
+        let list = |fields: &[FieldSpec]| {
+            fields.iter().map(|f| format!("{} {}", f.name, f.describe())).collect::<Vec<_>>().join(", ")
+        };
         bail!(
-            "cannot resume {}: it holds fields {:?} on a {}×{} grid, the config writes {:?} on {}×{}; \
+            "cannot resume {}: it holds fields {}, the config writes {}; \
              resume with the config that wrote it, or choose another output.path",
             path.display(),
-            out.fields(),
-            out.shape()[0],
-            out.shape()[1],
-            config.output_fields(),
-            grid.rows,
-            grid.cols
+            list(out.fields()),
+            list(&writes)
         );
     }
     Ok(out.streams().iter().filter(|s| s.complete).map(|s| s.name.clone()).collect())

@@ -6,16 +6,16 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::meta::{
+    FORMAT, FORMAT_VERSION, FieldEntry, FieldMeta, RUN_FILE, RunMeta, RunStream, attrs_to_json, data_file, meta_file,
+    read_run, steps_file, write_json,
+};
 use crate::error::{Error, Result};
 use crate::frame::Frame;
-use crate::layout::StreamLayout;
 use crate::options::SinkOptions;
-use crate::output::{OutputKind, prepare, sync_dir};
-use crate::raw_meta::{
-    FORMAT, FORMAT_VERSION, FieldMeta, RUN_FILE, RunMeta, RunStream, attrs_to_json, data_file, meta_file, read_json,
-    steps_file, write_json,
-};
+use crate::prepare::{OutputKind, prepare, sync_dir};
 use crate::read::OutputFormat;
+use crate::schema::{AXIS_ORDER, StreamLayout};
 use crate::sink::{Sink, SinkSummary};
 use crate::time::now_rfc3339;
 use crate::validate::Validator;
@@ -73,9 +73,10 @@ struct Open {
 /// Writes each stream's fields to their own files of little-endian values, frame after
 /// frame, in a directory (see the crate README for the file names and metadata keys).
 ///
-/// Raw files need no library to read (`numpy.fromfile(path, dtype='<f4').reshape(-1, rows,
-/// cols)`) and cost nothing to write beyond the copy into the page cache. They survive a
-/// crash as far as their bytes reached the disk: complete frames = file size / field bytes.
+/// Raw files need no library to read (`numpy.fromfile(path, dtype=numpy_dtype).reshape(-1,
+/// *shape)` with the field's `numpy_dtype` and `shape` from the metadata) and cost nothing to
+/// write beyond the copy into the page cache. They survive a crash as far as their bytes
+/// reached the disk: complete frames = file size / the field's frame bytes.
 #[derive(Debug)]
 pub struct RawSink {
     options: SinkOptions,
@@ -102,18 +103,16 @@ impl RawSink {
             format_version: FORMAT_VERSION,
             wgpipe_storage_version: env!("CARGO_PKG_VERSION").into(),
             created: open.created.clone(),
-            dtype: l.dtype.name().into(),
-            numpy_dtype: l.dtype.numpy_str().into(),
             byte_order: "little".into(),
-            shape: [l.rows, l.cols],
-            fields: l.fields.clone(),
+            axis_order: AXIS_ORDER.into(),
+            fields: l.fields.iter().map(FieldEntry::from_spec).collect(),
             streams: open
                 .kept
                 .iter()
                 .cloned()
                 .chain(l.streams.iter().zip(frames).map(|(s, &n)| RunStream {
                     name: s.name.clone(),
-                    data_files: l.fields.iter().map(|f| data_file(&s.name, f)).collect(),
+                    data_files: l.fields.iter().map(|f| data_file(&s.name, &f.name)).collect(),
                     steps_file: steps_file(&s.name),
                     expected_frames: s.expected_frames,
                     frames: n,
@@ -129,21 +128,22 @@ impl RawSink {
     /// Writes `run.json` and every `<stream>.<field>.json`.
     fn write_meta(&self, open: &Open, complete: bool) -> Result<()> {
         let run = self.run_meta(open, complete);
-        let l = open.validator.layout();
         for (si, s) in run.streams.iter().enumerate().skip(open.kept.len()) {
-            for (fi, field) in l.fields.iter().enumerate() {
+            for (fi, field) in run.fields.iter().enumerate() {
                 let meta = FieldMeta {
                     format: FORMAT.into(),
                     format_version: FORMAT_VERSION,
                     data_file: s.data_files[fi].clone(),
                     steps_file: s.steps_file.clone(),
-                    dtype: run.dtype.clone(),
-                    numpy_dtype: run.numpy_dtype.clone(),
-                    byte_order: run.byte_order.clone(),
-                    shape: run.shape,
-                    frame_bytes: l.field_bytes(),
-                    field: field.clone(),
+                    field: field.name.clone(),
                     field_index: fi,
+                    dtype: field.dtype.clone(),
+                    numpy_dtype: field.numpy_dtype.clone(),
+                    byte_order: run.byte_order.clone(),
+                    axis_order: run.axis_order.clone(),
+                    shape: field.shape.clone(),
+                    dims: field.dims.clone(),
+                    frame_bytes: field.frame_bytes,
                     stream: s.name.clone(),
                     stream_index: si,
                     stream_attributes: s.attributes.clone(),
@@ -152,7 +152,7 @@ impl RawSink {
                     frames: s.frames,
                     complete: s.complete,
                 };
-                write_json(&self.dir().join(meta_file(&s.name, field)), &meta, self.options.fsync)?;
+                write_json(&self.dir().join(meta_file(&s.name, &field.name)), &meta, self.options.fsync)?;
             }
         }
         write_json(&self.dir().join(RUN_FILE), &run, self.options.fsync)
@@ -163,7 +163,7 @@ impl RawSink {
         let validator = Validator::new(layout)?;
         let mut names = BTreeSet::new();
         for s in &layout.streams {
-            for f in layout.fields.iter().map(String::as_str).chain(["steps"]) {
+            for f in layout.fields.iter().map(|f| f.name.as_str()).chain(["steps"]) {
                 if !names.insert(format!("{}.{f}", s.name)) {
                     return Err(Error::InvalidLayout(format!(
                         "stream {:?} and field {f:?} give a file name another stream and field \
@@ -173,8 +173,11 @@ impl RawSink {
                 }
             }
         }
-        let existing =
-            if self.options.append { crate::append::check(self.dir(), layout, OutputFormat::Raw)? } else { None };
+        let existing = if self.options.append {
+            crate::append::check(self.dir(), layout, OutputFormat::Raw, super::read::open)?
+        } else {
+            None
+        };
         let (kept, created) = match existing {
             None => {
                 prepare(self.dir(), self.options.overwrite, OutputKind::RawDir)?;
@@ -188,7 +191,7 @@ impl RawSink {
             let fields = layout
                 .fields
                 .iter()
-                .map(|f| Out::create(self.dir().join(data_file(&s.name, f))))
+                .map(|f| Out::create(self.dir().join(data_file(&s.name, &f.name))))
                 .collect::<Result<Vec<_>>>()?;
             let steps = Out::create(self.dir().join(steps_file(&s.name)))?;
             streams.push(StreamFiles { fields, steps });
@@ -203,12 +206,12 @@ impl RawSink {
     /// Appending: deletes the files of the streams named in `replace` and returns the
     /// streams left in place with the directory's creation time.
     fn drop_streams(&self, replace: &[String]) -> Result<(Vec<RunStream>, String)> {
-        let run: RunMeta = read_json(&self.dir().join(RUN_FILE))?;
+        let run = read_run(&self.dir().join(RUN_FILE))?;
         let (gone, kept): (Vec<RunStream>, Vec<RunStream>) =
             run.streams.into_iter().partition(|s| replace.contains(&s.name));
         for s in &gone {
             let files = s.data_files.iter().cloned().chain([s.steps_file.clone()]);
-            let metas = run.fields.iter().map(|f| meta_file(&s.name, f));
+            let metas = run.fields.iter().map(|f| meta_file(&s.name, &f.name));
             for f in files.chain(metas) {
                 let path = self.dir().join(f);
                 match fs::remove_file(&path) {
@@ -263,11 +266,12 @@ impl Sink for RawSink {
         }
         open.validator.check(frame)?;
         let files = &mut open.streams[frame.stream];
+        let v = &open.validator;
         let stored = files
             .fields
             .iter_mut()
             .enumerate()
-            .try_for_each(|(i, out)| out.write(frame.field(i).unwrap_or_default()))
+            .try_for_each(|(i, out)| out.write(v.field(frame, i)))
             .and_then(|()| files.steps.write(&frame.step.to_le_bytes()));
         if let Err(e) = stored {
             open.failed = true;
@@ -283,15 +287,16 @@ impl Sink for RawSink {
         let mut open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;
         let fsync = self.options.fsync;
         let failed = open.failed;
-        let field_bytes = open.validator.layout().field_bytes() as u64;
+        let field_bytes: Vec<u64> =
+            open.validator.layout().fields.iter().map(|f| f.bytes().unwrap_or_default() as u64).collect();
         let frames = open.validator.frames().to_vec();
         let mut first_err = None;
         for (files, n) in open.streams.iter_mut().zip(frames) {
             if failed {
                 // A failed write may have left part of a frame: cut every file back to the
-                // frames acknowledged, so `numpy.fromfile(..).reshape(-1, rows, cols)` works.
-                for out in &mut files.fields {
-                    if let Err(e) = out.truncate(n * field_bytes) {
+                // frames acknowledged, so `numpy.fromfile(..).reshape(-1, *shape)` works.
+                for (out, &unit) in files.fields.iter_mut().zip(&field_bytes) {
+                    if let Err(e) = out.truncate(n * unit) {
                         first_err.get_or_insert(e);
                     }
                 }

@@ -3,24 +3,25 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use hdf5::types::VarLenUnicode;
-use hdf5::{Dataset, File, Group, Location};
-use ndarray::{ArrayView1, ArrayView3};
+use hdf5::{Dataset, Extent, File, Group, H5Type, Hyperslab, Location, SliceOrIndex};
+use ndarray::{ArrayView1, ArrayViewD, IxDyn};
 
-use crate::cloexec::{close_on_exec, retry_while_locked};
+use super::cloexec::{close_on_exec, retry_while_locked};
+use super::format::{
+    AXIS_ORDER_ATTR, DIMS_ATTR, FIELDS_ATTR, FORMAT, FRAME_DIM, chunk_shape, h5err, le_elements, set_attr, set_bool,
+    set_strings, with_elem_type,
+};
+use super::reserve::Reserve;
 use crate::error::{Error, Result};
 use crate::frame::Frame;
-use crate::layout::{AttrValue, StreamLayout};
 use crate::options::{Compression, SinkOptions};
-use crate::output::{OutputKind, prepare};
+use crate::prepare::{OutputKind, prepare};
 use crate::read::OutputFormat;
-use crate::reserve::Reserve;
+use crate::schema::{AXIS_ORDER, AttrValue, FieldSpec, MAX_RANK, StreamLayout};
 use crate::sink::{Sink, SinkSummary};
 use crate::time::now_rfc3339;
 use crate::validate::{STEPS_NAME, Validator};
 
-/// Value of the root `format` attribute, which marks a file as written by this sink.
-pub(crate) const FORMAT: &str = "wgpipe-hdf5";
 /// Steps per chunk of the `steps` dataset (8 KiB chunks: small, rarely rewritten).
 const STEPS_CHUNK: usize = 1024;
 /// Metadata one frame may add per dataset, at most: a split of the chunk index (a v1 B-tree
@@ -33,67 +34,28 @@ const FINISH_PER_STREAM: u64 = 16 << 10;
 /// Room `finish` needs in any case: the root's `complete`, flush and close.
 const FINISH_BASE: u64 = 64 << 10;
 
-/// Bytes one frame can add to the file, at most: a whole new chunk per field (HDF5 allocates
-/// a chunk of `chunk_frames` frames when its first frame arrives, and rewrites a compressed
-/// chunk whole, incompressible data growing by at most the compressor's small overhead), a
-/// chunk of the `steps` dataset, and index metadata. The disk-full error can therefore come
-/// up to one chunk early.
+/// Bytes one frame can add to the file, at most: for every field, all the chunks that cover
+/// it (HDF5 allocates a chunk of `chunk_frames` frames when its first frame arrives, and
+/// rewrites a compressed chunk whole, incompressible data growing by at most the compressor's
+/// small overhead) with an index entry each, a chunk of the `steps` dataset, and index
+/// metadata. The disk-full error can therefore come up to one chunk early.
 fn frame_bytes_bound(layout: &StreamLayout, options: &SinkOptions) -> u64 {
+    let cf = options.chunk_frames.max(1) as u64;
     let fields = layout.fields.len() as u64;
-    let mut chunk = (options.chunk_frames.max(1) as u64).saturating_mul(layout.field_bytes() as u64);
-    if options.compression != Compression::None {
-        chunk = chunk.saturating_add(chunk / 64).saturating_add(4096);
-    }
-    fields
-        .saturating_mul(chunk)
-        .saturating_add((STEPS_CHUNK * 8) as u64)
-        .saturating_add((fields + 1).saturating_mul(METADATA_PER_DATASET))
+    let data = layout.fields.iter().fold(0u64, |sum, f| {
+        let mut bytes = cf.saturating_mul(f.bytes().unwrap_or(usize::MAX) as u64);
+        if options.compression != Compression::None {
+            bytes = bytes.saturating_add(bytes / 64).saturating_add(4096);
+        }
+        // One B-tree record per chunk of the frame; a generous bound of one per 64 KiB.
+        sum.saturating_add(bytes).saturating_add((bytes / (64 << 10)).saturating_mul(64))
+    });
+    data.saturating_add((STEPS_CHUNK * 8) as u64).saturating_add((fields + 1).saturating_mul(METADATA_PER_DATASET))
 }
 
 /// Bytes `finish` can add to the file (see [`FINISH_PER_STREAM`]).
 fn finish_bytes_bound(layout: &StreamLayout) -> u64 {
     FINISH_BASE.saturating_add((layout.streams.len() as u64).saturating_mul(FINISH_PER_STREAM))
-}
-
-/// Wraps an HDF5 error with what was done to which file.
-pub(crate) fn h5err(action: impl Into<String>, path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Hdf5 { action: action.into(), path: path.to_path_buf(), message: e.to_string() }
-}
-
-/// Writes (or replaces) one scalar attribute.
-fn set_attr(loc: &Location, name: &str, value: &AttrValue) -> hdf5::Result<()> {
-    if loc.attr_names()?.iter().any(|n| n == name) {
-        loc.delete_attr(name)?;
-    }
-    match value {
-        AttrValue::Int(i) => loc.new_attr::<i64>().create(name)?.write_scalar(i),
-        AttrValue::Float(f) => loc.new_attr::<f64>().create(name)?.write_scalar(f),
-        AttrValue::Text(t) => {
-            // HDF5 strings end at NUL; drop any so the rest of the text survives.
-            let s: VarLenUnicode = t.replace('\0', "").parse().map_err(|e| format!("{e}"))?;
-            loc.new_attr::<VarLenUnicode>().create(name)?.write_scalar(&s)
-        }
-    }
-}
-
-/// Writes (or replaces) a boolean attribute (read by h5py as a numpy bool).
-fn set_bool(loc: &Location, name: &str, value: bool) -> hdf5::Result<()> {
-    if loc.attr_names()?.iter().any(|n| n == name) {
-        loc.delete_attr(name)?;
-    }
-    loc.new_attr::<bool>().create(name)?.write_scalar(&value)
-}
-
-/// Field bytes as `f32`s: borrowed when aligned on a little-endian host, else copied.
-fn as_f32<'a>(bytes: &'a [u8], scratch: &'a mut Vec<f32>) -> &'a [f32] {
-    if cfg!(target_endian = "little")
-        && let Ok(v) = bytemuck::try_cast_slice::<u8, f32>(bytes)
-    {
-        return v;
-    }
-    scratch.clear();
-    scratch.extend(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])));
-    scratch
 }
 
 /// The datasets of one stream.
@@ -114,19 +76,23 @@ struct Open {
     frame_bound: u64,
     validator: Validator,
     streams: Vec<StreamSets>,
-    scratch: Vec<f32>,
+    /// Aligned copies of fields that are not aligned in their frame (or on a big-endian host).
+    scratch: Vec<u64>,
     /// A write failed: later writes are refused, `finish` keeps what was stored before.
     failed: bool,
     /// Appending: every stream already in the file and not rewritten is complete.
     others_complete: bool,
 }
 
-/// Writes every stream into one HDF5 file: a group per stream, a chunked dataset of shape
-/// (frames, rows, cols) per field with an unlimited first dimension, and a `steps` dataset.
+/// Writes every stream into one HDF5 file: a group per stream, per field a chunked dataset of
+/// shape `[frames, *shape]` and the field's element type with an unlimited first dimension,
+/// and a `steps` dataset.
 ///
-/// Each frame grows the datasets by one, writes its slab and flushes the file, so a run
-/// killed at any point leaves a file that opens and holds every frame completed before the
-/// kill. Layout and attributes are listed in the crate README.
+/// A chunk holds [`SinkOptions::chunk_frames`] frames; a frame larger than 4 MiB is cut into
+/// several chunks along its leading axes (see the crate README). Each frame grows the
+/// datasets by one, writes its slab and flushes the file, so a run killed at any point leaves
+/// a file that opens and holds every frame completed before the kill. Layout and attributes
+/// are listed in the crate README.
 #[derive(Debug)]
 pub struct Hdf5Sink {
     options: SinkOptions,
@@ -151,6 +117,15 @@ impl Hdf5Sink {
     fn create(&mut self, layout: &StreamLayout) -> Result<Open> {
         let path = self.path().to_path_buf();
         let validator = Validator::new(layout)?;
+        let cf = self.options.chunk_frames.max(1);
+        let chunks = layout
+            .fields
+            .iter()
+            .map(|f| {
+                chunk_shape(&f.shape, f.dtype.size(), cf)
+                    .map_err(|e| Error::InvalidOptions(format!("field {:?} ({}): {e}", f.name, f.describe())))
+            })
+            .collect::<Result<Vec<_>>>()?;
         if let Compression::Deflate(_) = self.options.compression
             && !hdf5::filters::deflate_available()
         {
@@ -164,8 +139,11 @@ impl Hdf5Sink {
             let what = what.to_owned();
             move |e: hdf5::Error| h5err(what.clone(), &path, e)
         };
-        let existing =
-            if self.options.append { crate::append::check(&path, layout, OutputFormat::Hdf5)? } else { None };
+        let existing = if self.options.append {
+            crate::append::check(&path, layout, OutputFormat::Hdf5, super::read::open)?
+        } else {
+            None
+        };
         let (file, first_index, others_complete) = match &existing {
             None => {
                 prepare(&path, self.options.overwrite, OutputKind::File)?;
@@ -177,20 +155,12 @@ impl Hdf5Sink {
                     ("format", AttrValue::from(FORMAT)),
                     ("created", now_rfc3339().into()),
                     ("wgpipe_storage_version", env!("CARGO_PKG_VERSION").into()),
+                    (AXIS_ORDER_ATTR, AXIS_ORDER.into()),
                 ] {
                     set_attr(root, k, &v).map_err(err(&format!("cannot write attribute {k:?} to")))?;
                 }
-                let names = layout
-                    .fields
-                    .iter()
-                    .map(|f| f.parse::<VarLenUnicode>())
-                    .collect::<std::result::Result<Vec<_>, _>>()
-                    .map_err(|e| h5err("cannot encode field names for", &path, e))?;
-                root.new_attr::<VarLenUnicode>()
-                    .shape(names.len())
-                    .create("fields")
-                    .and_then(|a| a.write(ArrayView1::from(&names[..])))
-                    .map_err(err("cannot write attribute \"fields\" to"))?;
+                let names: Vec<String> = layout.fields.iter().map(|f| f.name.clone()).collect();
+                set_strings(root, FIELDS_ATTR, &names).map_err(err("cannot write attribute \"fields\" to"))?;
                 (file, 0, true)
             }
             Some(existing) => {
@@ -201,7 +171,7 @@ impl Hdf5Sink {
                     file.unlink(name).map_err(err(&format!("cannot delete incomplete stream {name:?} of")))?;
                 }
                 let groups = file.groups().map_err(err("cannot list groups of"))?;
-                let next = groups.iter().filter_map(|g| crate::hdf5_read::u64_attr(g, "stream_index")).max();
+                let next = groups.iter().filter_map(|g| super::read::u64_attr(g, "stream_index")).max();
                 (file, next.map_or(0, |n| n + 1), existing.others_complete)
             }
         };
@@ -211,9 +181,6 @@ impl Hdf5Sink {
         }
         set_bool(root, "complete", false).map_err(err("cannot write attribute to"))?;
 
-        let (rows, cols) = (layout.rows, layout.cols);
-        let cf = self.options.chunk_frames.max(1);
-        let chunk_bytes = cf * layout.field_bytes();
         let mut streams = Vec::with_capacity(layout.streams.len());
         for (si, s) in layout.streams.iter().enumerate() {
             let group = file.create_group(&s.name).map_err(err(&format!("cannot create group {:?} in", s.name)))?;
@@ -228,11 +195,12 @@ impl Hdf5Sink {
             }
             set_bool(&group, "complete", false).map_err(err("cannot write attribute to"))?;
             let mut fields = Vec::with_capacity(layout.fields.len());
-            for f in &layout.fields {
-                let mut b = group
-                    .new_dataset::<f32>()
-                    .chunk((cf, rows, cols))
-                    .shape((0.., rows, cols))
+            for (f, chunk) in layout.fields.iter().zip(&chunks) {
+                let extents: Vec<Extent> =
+                    std::iter::once(Extent::from(0..)).chain(f.shape.iter().map(|&d| Extent::from(d))).collect();
+                let mut b = with_elem_type!(f.dtype, T => group.new_dataset::<T>())
+                    .chunk(chunk.clone())
+                    .shape(extents)
                     .fill_time(hdf5::dataset::FillTime::Never);
                 b = match self.options.compression {
                     Compression::None => b,
@@ -246,10 +214,18 @@ impl Hdf5Sink {
                     Compression::BloscLz4(_) | Compression::BloscZstd(_) => b,
                 };
                 if self.options.compression != Compression::None {
-                    // Filtered chunks must sit in the cache until complete; room for two.
-                    b = b.chunk_cache(521, 2 * chunk_bytes, 1.0);
+                    // A filtered chunk should stay in the cache until all its frames are in:
+                    // room for two rows of the chunks one frame touches. Odd and over ten
+                    // times the chunks held, so consecutive chunks never share a slot.
+                    let (per_frame, chunk_bytes) = chunk_row(f, chunk);
+                    b = b.chunk_cache((20 * per_frame) | 1, 2 * per_frame * chunk_bytes, 1.0);
                 }
-                let ds = b.create(f.as_str()).map_err(err(&format!("cannot create dataset {}/{f} in", s.name)))?;
+                let name = &f.name;
+                let ds =
+                    b.create(name.as_str()).map_err(err(&format!("cannot create dataset {}/{name} in", s.name)))?;
+                let dims: Vec<String> = std::iter::once(FRAME_DIM.to_owned()).chain(f.dims.iter().cloned()).collect();
+                set_strings(&ds, DIMS_ATTR, &dims)
+                    .map_err(err(&format!("cannot write attribute \"dims\" of {}/{name} to", s.name)))?;
                 fields.push(ds);
             }
             let steps = group
@@ -284,22 +260,52 @@ fn blosc_ready(compression: Compression) -> Result<()> {
     Ok(())
 }
 
+/// Chunks one frame of a field touches, and the bytes of one chunk.
+fn chunk_row(spec: &FieldSpec, chunk: &[usize]) -> (usize, usize) {
+    let per_frame = spec.shape.iter().zip(&chunk[1..]).map(|(&d, &c)| d.div_ceil(c)).product();
+    (per_frame, chunk.iter().product::<usize>() * spec.dtype.size())
+}
+
+/// `[n, *shape]` in a fixed array (no allocation per frame), as a slice.
+fn with_frames(n: usize, shape: &[usize]) -> ([usize; MAX_RANK + 1], usize) {
+    let mut dims = [n; MAX_RANK + 1];
+    dims[1..=shape.len()].copy_from_slice(shape);
+    (dims, shape.len() + 1)
+}
+
+/// Grows `ds` to `n + 1` frames and writes one frame's elements (`bytes`) as frame `n`.
+fn write_field<T: H5Type + bytemuck::Pod>(
+    ds: &Dataset,
+    spec: &FieldSpec,
+    bytes: &[u8],
+    n: usize,
+    scratch: &mut Vec<u64>,
+) -> hdf5::Result<()> {
+    let values =
+        le_elements::<T>(bytes, scratch).map_err(|e| format!("cannot view the frame as {}: {e}", spec.dtype))?;
+    let (one, rank) = with_frames(1, &spec.shape);
+    let view = ArrayViewD::from_shape(IxDyn(&one[..rank]), values).map_err(|e| e.to_string())?;
+    let (grown, _) = with_frames(n + 1, &spec.shape);
+    ds.resize(&grown[..rank])?;
+    let slab: Vec<SliceOrIndex> = std::iter::once(SliceOrIndex::from(n..n + 1))
+        .chain(spec.shape.iter().map(|_| SliceOrIndex::from(..)))
+        .collect();
+    ds.write_slice(view, Hyperslab::from(slab))
+}
+
 /// Appends one frame to its stream's datasets and flushes the file.
 fn append(open: &mut Open, frame: &Frame, path: &Path) -> Result<()> {
     let l = open.validator.layout();
-    let (rows, cols) = (l.rows, l.cols);
     let n = open.validator.frames()[frame.stream] as usize;
     let sets = &open.streams[frame.stream];
     let name = &l.streams[frame.stream].name;
     if let Some(reserve) = open.reserve.as_mut() {
         reserve.before_frame(open.file.size(), open.frame_bound)?;
     }
-    for (i, ds) in sets.fields.iter().enumerate() {
-        let ctx = || format!("cannot write frame {n} of {name}/{} to", l.fields[i]);
-        let values = as_f32(frame.field(i).unwrap_or_default(), &mut open.scratch);
-        let view = ArrayView3::from_shape((1, rows, cols), values).map_err(|e| h5err(ctx(), path, e))?;
-        ds.resize((n + 1, rows, cols)).map_err(|e| h5err(ctx(), path, e))?;
-        ds.write_slice(view, (n..n + 1, .., ..)).map_err(|e| h5err(ctx(), path, e))?;
+    for (i, (ds, spec)) in sets.fields.iter().zip(&l.fields).enumerate() {
+        let bytes = open.validator.field(frame, i);
+        with_elem_type!(spec.dtype, T => write_field::<T>(ds, spec, bytes, n, &mut open.scratch))
+            .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
     }
     let ctx = || format!("cannot write step of frame {n} of {name} to");
     sets.steps.resize(n + 1).map_err(|e| h5err(ctx(), path, e))?;
@@ -309,10 +315,11 @@ fn append(open: &mut Open, frame: &Frame, path: &Path) -> Result<()> {
 
 /// Shrinks a stream's datasets back to `n` frames after a failed append, so the file does
 /// not claim a frame it may not hold (and HDF5 can give back the space it had allocated).
-fn roll_back(sets: &StreamSets, n: usize, rows: usize, cols: usize) {
-    for ds in &sets.fields {
+fn roll_back(sets: &StreamSets, n: usize, layout: &StreamLayout) {
+    for (ds, spec) in sets.fields.iter().zip(&layout.fields) {
         if ds.shape().first().is_some_and(|&len| len > n) {
-            let _ = ds.resize((n, rows, cols));
+            let (dims, rank) = with_frames(n, &spec.shape);
+            let _ = ds.resize(&dims[..rank]);
         }
     }
     if sets.steps.shape().first().is_some_and(|&len| len > n) {
@@ -354,7 +361,7 @@ impl Sink for Hdf5Sink {
             open.failed = true;
             let l = open.validator.layout();
             let n = open.validator.frames()[frame.stream] as usize;
-            roll_back(&open.streams[frame.stream], n, l.rows, l.cols);
+            roll_back(&open.streams[frame.stream], n, l);
             return Err(e);
         }
         open.validator.commit(frame);
@@ -398,7 +405,7 @@ impl Sink for Hdf5Sink {
         }
         if self.options.fsync {
             std::fs::File::open(&path).and_then(|f| f.sync_all()).map_err(|e| Error::io("cannot sync", &path, e))?;
-            crate::output::sync_dir(path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))?;
+            crate::prepare::sync_dir(path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))?;
         }
         self.summary.write_seconds += start.elapsed().as_secs_f64();
         Ok(std::mem::take(&mut self.summary))

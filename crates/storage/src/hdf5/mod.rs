@@ -1,0 +1,11 @@
+//! The HDF5 backend (cargo feature `hdf5`): the sink, its reader, the file format they share,
+//! the disk-space reservation that keeps a file openable when the disk fills up, and
+//! close-on-exec for the descriptors HDF5 opens.
+
+mod cloexec;
+mod format;
+pub(crate) mod read;
+mod reserve;
+mod sink;
+
+pub use sink::Hdf5Sink;
