@@ -133,15 +133,13 @@ fn append_without_an_output_creates_one() {
     }
 }
 
+#[cfg(feature = "hdf5")]
 #[test]
 fn append_to_an_output_of_the_other_sink_says_what_it_is() {
     let dir = tempfile::tempdir().unwrap();
-    let readable: Vec<_> = cases(dir.path()).into_iter().filter(|c| c.readable()).collect();
-    let (Some(raw), Some(h5)) = (readable.iter().find(|c| c.kind == "raw"), readable.iter().find(|c| c.kind == "hdf5"))
-    else {
-        assert!(!cfg!(feature = "hdf5"), "the hdf5 cases are missing");
-        return;
-    };
+    let all = cases(dir.path());
+    let raw = all.iter().find(|c| c.kind == "raw").expect("a raw case");
+    let h5 = all.iter().find(|c| c.kind == "hdf5").expect("an hdf5 case");
     for (writer, appender, says) in [(raw, "hdf5", "not a Hdf5 output"), (h5, "raw", "not a Raw output")] {
         let l = layout(Some(1));
         let mut sink = writer.sink();
