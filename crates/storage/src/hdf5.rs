@@ -10,6 +10,7 @@ use ndarray::{ArrayView1, ArrayView3};
 use crate::error::{Error, Result};
 use crate::frame::Frame;
 use crate::layout::{AttrValue, StreamLayout};
+use crate::limits::check_hdf5_chunk;
 use crate::options::{Compression, SinkOptions};
 use crate::output::{OutputKind, prepare};
 use crate::read::OutputFormat;
@@ -113,6 +114,7 @@ impl Hdf5Sink {
     /// groups, datasets and run attributes.
     fn create(&self, layout: &StreamLayout) -> Result<Open> {
         let path = self.path().to_path_buf();
+        self.check_layout(layout)?;
         let validator = Validator::new(layout)?;
         if let Compression::Deflate(_) = self.options.compression
             && !hdf5::filters::deflate_available()
@@ -276,6 +278,11 @@ fn roll_back(sets: &StreamSets, n: usize, rows: usize, cols: usize) {
 }
 
 impl Sink for Hdf5Sink {
+    fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
+        crate::validate::check_layout(layout)?;
+        check_hdf5_chunk(layout.rows, layout.cols, layout.dtype, self.options.chunk_frames)
+    }
+
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         let start = Instant::now();
         if self.open.is_some() {

@@ -33,6 +33,7 @@ mod hdf5;
 #[cfg(feature = "hdf5")]
 mod hdf5_read;
 mod layout;
+mod limits;
 mod null;
 mod options;
 mod output;
@@ -51,8 +52,10 @@ pub use frame::{DType, Frame};
 #[cfg(feature = "hdf5")]
 pub use hdf5::Hdf5Sink;
 pub use layout::{AttrValue, Attributes, StreamInfo, StreamLayout};
+pub use limits::{HDF5_MAX_CHUNK_BYTES, HDF5_MAX_CHUNK_ELEMENTS, check_hdf5_chunk};
 pub use null::NullSink;
-pub use options::{Compression, SINK_NAMES, SinkOptions, open_sink};
+pub use options::{Compression, SINK_NAMES, SinkOptions, check_output, open_sink};
 pub use raw::RawSink;
 pub use read::{Output, OutputFormat, StreamSummary, open_output};
 pub use sink::{Sink, SinkSummary};
+pub use validate::{check_field_name, check_stream_name};

@@ -1,11 +1,13 @@
 //! Sink options and choosing a sink by name (what a config file or command line gives).
 
 use std::fmt;
+use std::fs;
 use std::path::PathBuf;
 use std::str::FromStr;
 
 use crate::error::{Error, Result};
 use crate::null::NullSink;
+use crate::output::{self, OutputKind};
 use crate::raw::RawSink;
 use crate::sink::Sink;
 
@@ -47,9 +49,9 @@ impl Compression {
         matches!(self, Compression::BloscLz4(_) | Compression::BloscZstd(_))
     }
 
-    /// Errors if this build cannot write this compression (blosc without feature `blosc`).
-    #[cfg(feature = "hdf5")]
-    pub(crate) fn check_available(&self) -> Result<()> {
+    /// Errors if this build cannot write this compression (blosc without feature `blosc`),
+    /// so that a config can refuse the value itself before anything starts.
+    pub fn check_available(&self) -> Result<()> {
         if self.is_blosc() && !cfg!(feature = "blosc") {
             return Err(Error::InvalidOptions(format!(
                 "compression {self} needs the blosc filter, but wgpipe-storage was built without the \
@@ -188,6 +190,22 @@ impl SinkOptions {
         }
         Ok(())
     }
+}
+
+/// Checks, changing nothing on disk, that the sink called `kind` can write its output at
+/// `options.path`: the parent directory exists, and an existing output is refused unless
+/// `overwrite` may replace it (same kind) or `append` adds to it. `begin` makes the same
+/// checks; call this to refuse a bad path before opening devices.
+pub fn check_output(kind: &str, options: &SinkOptions) -> Result<()> {
+    let kind = match kind {
+        "raw" => OutputKind::RawDir,
+        "hdf5" => OutputKind::File,
+        _ => return Ok(()),
+    };
+    if options.append && fs::symlink_metadata(&options.path).is_ok() {
+        return Ok(()); // `begin` checks that the existing output matches the layout
+    }
+    output::check(&options.path, options.overwrite, kind).map(|_| ())
 }
 
 /// Creates the sink called `kind` (one of [`SINK_NAMES`]) with `options`.

@@ -15,12 +15,43 @@ pub(crate) const RESERVED_STREAM_ATTRS: &[&str] = &["complete", "expected_frames
 /// Name of the per-stream step record; a field may not take it.
 pub(crate) const STEPS_NAME: &str = "steps";
 
-/// Whether `name` can be used as a file-name part and an HDF5 object name.
-fn valid_name(name: &str) -> bool {
-    !name.is_empty()
+/// The naming rule of streams and fields, the one place it lives: a name becomes an HDF5
+/// object name and part of a raw file name, so only letters, digits, `-`, `_` and `.` (not
+/// `.` or `..` alone, which are paths).
+fn check_name(kind: &'static str, name: &str) -> Result<()> {
+    let ok = !name.is_empty()
         && name != "."
         && name != ".."
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if !ok {
+        return Err(Error::InvalidName {
+            kind,
+            name: name.to_owned(),
+            rule: "use letters, digits, '-', '_' and '.' (not \".\" or \"..\" alone)",
+        });
+    }
+    Ok(())
+}
+
+/// Errors unless `name` can name a stream (an HDF5 group, a raw file prefix): letters,
+/// digits, `-`, `_` and `.`, not `.` or `..`. Every sink checks this in `begin`; check it
+/// earlier to refuse a bad name before any device opens.
+pub fn check_stream_name(name: &str) -> Result<()> {
+    check_name("stream", name)
+}
+
+/// Errors unless `name` can name a field (an HDF5 dataset, a raw file part): the rule of
+/// [`check_stream_name`], and not `steps`, the step record's name.
+pub fn check_field_name(name: &str) -> Result<()> {
+    check_name("field", name)?;
+    if name == STEPS_NAME {
+        return Err(Error::InvalidName {
+            kind: "field",
+            name: name.to_owned(),
+            rule: "it is reserved for the step record: rename the field",
+        });
+    }
+    Ok(())
 }
 
 /// Refuses layouts no sink can store: empty shapes, no fields, bad or duplicate names.
@@ -40,16 +71,15 @@ pub(crate) fn check_layout(layout: &StreamLayout) -> Result<()> {
         ("stream", layout.streams.iter().map(|s| &s.name).collect()),
     ] {
         for (i, name) in names.iter().enumerate() {
-            if !valid_name(name) {
-                return bad(format!("{kind} name {name:?} is not allowed: use letters, digits, '-', '_' and '.'"));
+            if kind == "field" {
+                check_field_name(name)?
+            } else {
+                check_stream_name(name)?
             }
             if names[..i].contains(name) {
                 return bad(format!("{kind} name {name:?} appears twice: names must be unique"));
             }
         }
-    }
-    if layout.fields.iter().any(|f| f == STEPS_NAME) {
-        return bad(format!("field name {STEPS_NAME:?} is reserved for the step record: rename the field"));
     }
     if let Some(key) = layout.attributes.keys().find(|k| RESERVED_RUN_ATTRS.contains(&k.as_str())) {
         return bad(format!("run attribute {key:?} is written by the sink itself: rename it"));
