@@ -5,7 +5,6 @@
 //!
 //! 5000 cases by default (a few seconds); `WGPIPE_FUZZ_CASES=100000` runs more, and
 //! `WGPIPE_FUZZ_SEED` picks another seed (the seed is printed when a case fails).
-#![expect(clippy::unwrap_used, reason = "tests fail loudly")]
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
