@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::adapters::AdapterSummary;
 use crate::error::{Error, Result};
+use crate::limits::GridFootprint;
 
 /// How long a blocking wait for the GPU may last before it is called a hang.
 const WAIT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -75,6 +76,22 @@ impl GpuDevice {
     /// A name for messages: adapter index, name, backend (and copy number when opened twice).
     pub fn label(&self) -> &str {
         &self.label
+    }
+
+    /// Sizes a kernel of `fields` fields (workgroup size `workgroup_size`) on a `rows × cols`
+    /// grid, reading back `read_fields` fields per frame, and errors with
+    /// [`Error::TooLarge`] unless it fits this device's limits. Allocates nothing.
+    pub fn check_grid(
+        &self,
+        rows: usize,
+        cols: usize,
+        fields: usize,
+        read_fields: usize,
+        workgroup_size: [u32; 3],
+    ) -> Result<GridFootprint> {
+        let footprint = GridFootprint::new(rows, cols, fields, read_fields, workgroup_size)?;
+        footprint.check(&self.device.limits(), &self.label)?;
+        Ok(footprint)
     }
 
     /// Turns an error recorded by wgpu's callbacks into an [`Error`].

@@ -59,8 +59,8 @@ pub enum Error {
         /// What is wrong and how to fix it.
         message: String,
     },
-    /// The grid or state does not fit the device.
-    #[error("grid of {rows}×{cols}×{fields} fields does not fit device {device}: {message}")]
+    /// The grid or state does not fit the device (or any device: sizes the kernels cannot index).
+    #[error("grid {rows}×{cols} with {fields} fields does not fit {device}: {message}")]
     TooLarge {
         /// Rows.
         rows: usize,
@@ -68,9 +68,9 @@ pub enum Error {
         cols: usize,
         /// Fields.
         fields: usize,
-        /// Device label.
+        /// `device <label>`, or `any device` for a limit of the kernels themselves.
         device: String,
-        /// The limit exceeded.
+        /// The sizes, the limit exceeded and what to change.
         message: String,
     },
     /// wgpu reported a validation or out-of-memory error.

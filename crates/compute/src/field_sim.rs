@@ -5,9 +5,7 @@ use wgpu::util::DeviceExt;
 use crate::device::GpuDevice;
 use crate::error::{Error, Result};
 use crate::kernel::KernelSpec;
-
-/// Bytes per element: fields are f32.
-const F32: u64 = 4;
+use crate::limits::F32_BYTES as F32;
 
 /// A kernel running on one device: every field lives in two buffers that swap roles each
 /// step (read `src`, write `dst`), so a step never reads what it is writing.
@@ -19,6 +17,7 @@ pub struct FieldSim {
     pipeline: wgpu::ComputePipeline,
     buffers: [wgpu::Buffer; 2],
     bind_groups: [wgpu::BindGroup; 2],
+    workgroup_size: [u32; 2],
     workgroups: [u32; 2],
     steps: u64,
 }
@@ -45,37 +44,18 @@ impl FieldSim {
             return Err(invalid(format!("the grid must have at least one row and column, got {rows}×{cols}")));
         }
         let fields = spec.fields.len();
-        let cells = rows.checked_mul(cols).filter(|c| u32::try_from(*c).is_ok());
-        let too_large =
-            |message: String| Error::TooLarge { rows, cols, fields, device: gpu.label().to_owned(), message };
-        let Some(cells) = cells else {
-            return Err(too_large("more than 2^32 cells".to_owned()));
-        };
-        if initial.len() != cells * fields {
+        let footprint = gpu.check_grid(rows, cols, fields, fields, checked.workgroup_size)?;
+        if initial.len() as u64 != footprint.cells * fields as u64 {
             return Err(invalid(format!(
                 "initial state holds {} values, expected {fields} fields × {rows} × {cols} = {}",
                 initial.len(),
-                cells * fields
+                footprint.cells * fields as u64
             )));
         }
-        let bytes = (cells * fields) as u64 * F32;
-        let limits = gpu.device().limits();
-        let max = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
-        if bytes > max {
-            return Err(too_large(format!(
-                "{bytes} bytes of state exceed the device's storage buffer limit of {max} bytes"
-            )));
-        }
-        let [wx, wy, _] = checked.workgroup_size;
-        let workgroups = [cols.div_ceil(wx as usize) as u32, rows.div_ceil(wy as usize) as u32];
-        let max_groups = limits.max_compute_workgroups_per_dimension;
-        if workgroups[0] > max_groups || workgroups[1] > max_groups {
-            return Err(too_large(format!(
-                "{workgroups:?} workgroups exceed the device's limit of {max_groups} per dimension"
-            )));
-        }
-
-        let grid = [rows as u32, cols as u32, cells as u32, fields as u32];
+        // All fit u32: check_grid bounds cells by i32::MAX and the dispatch by the device's
+        // per-dimension limit.
+        let workgroups = footprint.workgroups.map(|w| w as u32);
+        let grid = [rows as u32, cols as u32, footprint.cells as u32, fields as u32];
         let mut params: Vec<f32> = spec.params.clone();
         params.resize(params.len().div_ceil(4).max(1) * 4, 0.0);
 
@@ -162,6 +142,7 @@ impl FieldSim {
             pipeline,
             buffers,
             bind_groups,
+            workgroup_size: [checked.workgroup_size[0], checked.workgroup_size[1]],
             workgroups,
             steps: 0,
         })
@@ -190,6 +171,11 @@ impl FieldSim {
     /// Steps encoded so far.
     pub fn steps(&self) -> u64 {
         self.steps
+    }
+
+    /// The kernel's workgroup size `[x, y]`.
+    pub fn workgroup_size(&self) -> [u32; 2] {
+        self.workgroup_size
     }
 
     /// Bytes of one field.

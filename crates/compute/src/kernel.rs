@@ -1,9 +1,13 @@
 //! Field-stencil kernel descriptions: WGSL source, field names and a parameter block.
 
+use std::io::Read;
 use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::wgsl_check::{self, CheckedWgsl};
+
+/// The largest WGSL file [`WgslSource::from_file`] reads (1 MiB: shaders are kilobytes).
+pub const MAX_WGSL_BYTES: u64 = 1 << 20;
 
 /// WGSL text with the name it is reported under (its file path, or a built-in name).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,10 +25,28 @@ impl WgslSource {
     }
 
     /// WGSL read from a file; the path names it in errors.
+    ///
+    /// Only a regular file of at most [`MAX_WGSL_BYTES`] is read, so a path such as
+    /// `/dev/zero` or a multi-gigabyte file is an error instead of a read that never ends
+    /// or exhausts memory.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let code =
-            std::fs::read_to_string(path).map_err(|source| Error::ReadShader { path: path.to_owned(), source })?;
+        let failed = |source| Error::ReadShader { path: path.to_owned(), source };
+        let refuse = |message: String| failed(std::io::Error::new(std::io::ErrorKind::InvalidInput, message));
+        // Before opening: opening a FIFO would block.
+        let meta = std::fs::metadata(path).map_err(failed)?;
+        if !meta.is_file() {
+            return Err(refuse("not a regular file: give the path of a .wgsl file".to_owned()));
+        }
+        if meta.len() > MAX_WGSL_BYTES {
+            return Err(refuse(format!("{} bytes, more than a shader's limit of {MAX_WGSL_BYTES}", meta.len())));
+        }
+        let file = std::fs::File::open(path).map_err(failed)?;
+        let mut code = String::new();
+        file.take(MAX_WGSL_BYTES + 1).read_to_string(&mut code).map_err(failed)?;
+        if code.len() as u64 > MAX_WGSL_BYTES {
+            return Err(refuse(format!("more than a shader's limit of {MAX_WGSL_BYTES} bytes")));
+        }
         Ok(WgslSource { name: path.display().to_string(), code })
     }
 }

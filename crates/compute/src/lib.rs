@@ -33,6 +33,7 @@ mod error;
 mod field_sim;
 pub mod gray_scott;
 mod kernel;
+mod limits;
 mod readback;
 mod wgsl_check;
 
@@ -40,7 +41,8 @@ pub use adapters::{AdapterSummary, DeviceSelector, list_adapters, open_devices};
 pub use device::GpuDevice;
 pub use error::{Error, NO_ADAPTER_HINT, Result};
 pub use field_sim::FieldSim;
-pub use kernel::{KernelSpec, WgslSource};
+pub use kernel::{KernelSpec, MAX_WGSL_BYTES, WgslSource};
+pub use limits::GridFootprint;
 pub use readback::{FrameInfo, FrameProducer, ReadbackConfig};
 pub use wgsl_check::{PRELUDE, PRELUDE_PATH, WgslError};
 

@@ -105,7 +105,10 @@ impl FrameProducer {
                 sim.spec().fields
             )));
         }
-        let size = sim.field_bytes() * config.fields.len() as u64;
+        let [wx, wy] = sim.workgroup_size();
+        let footprint =
+            sim.gpu().check_grid(sim.rows(), sim.cols(), sim.spec().fields.len(), config.fields.len(), [wx, wy, 1])?;
+        let size = footprint.frame_bytes;
         let staging = sim.gpu().scoped("allocating staging buffers", |device| {
             (0..config.staging_buffers)
                 .map(|i| {

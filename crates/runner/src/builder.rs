@@ -11,6 +11,10 @@ use crate::pipeline::Pipeline;
 use crate::report::IoMode;
 use crate::run_state::StopHandle;
 
+/// The most times one adapter may be opened (`devices(selector, count)`, `devices.count`):
+/// each copy is a device and a thread, and far fewer already share one GPU's time.
+pub const MAX_DEVICE_COPIES: usize = 1024;
+
 /// Builds a stream's initial state from (stream index, rows, cols).
 pub type PerStreamInit = Arc<dyn Fn(usize, usize, usize) -> Vec<f32> + Send + Sync>;
 
@@ -195,6 +199,13 @@ impl PipelineBuilder {
 
     pub(crate) fn check(&self) -> Result<()> {
         let invalid = |m: &str| Err(Error::Invalid(m.to_owned()));
+        if let Devices::Select(_, count) = self.devices
+            && !(1..=MAX_DEVICE_COPIES).contains(&count)
+        {
+            return Err(Error::Invalid(format!(
+                "devices(.., {count}): open each adapter 1 to {MAX_DEVICE_COPIES} times"
+            )));
+        }
         if self.rows == 0 || self.cols == 0 {
             return invalid("the grid needs at least one row and one column");
         }

@@ -30,6 +30,16 @@ pub enum Error {
     /// A storage problem before the run started (output exists, unwritable path, ...).
     #[error(transparent)]
     Storage(#[from] wgpipe_storage::Error),
+    /// The run does not fit the host's memory, or a count overflows (device and sink limits
+    /// come as [`Error::Compute`] and [`Error::Storage`]); nothing was allocated or created.
+    #[error("{message}")]
+    TooLarge {
+        /// The setting to change, as a config key (`io.io_buffer`, `io.staging_buffers`,
+        /// `grid` or `run.frames`); the builder call of the same name changes it.
+        key: &'static str,
+        /// The grid, the bytes needed, the memory available and what to change.
+        message: String,
+    },
     /// The pipeline was built with something missing or inconsistent.
     #[error("invalid pipeline: {0}")]
     Invalid(String),

@@ -33,11 +33,12 @@ mod pool;
 mod progress;
 mod report;
 mod run_state;
+mod sizes;
 mod trace;
 mod worker;
 mod writer;
 
-pub use builder::{PerStreamInit, PipelineBuilder, gray_scott_attributes};
+pub use builder::{MAX_DEVICE_COPIES, PerStreamInit, PipelineBuilder, gray_scott_attributes};
 pub use error::{Error, Failure, Result};
 pub use job::{InitFn, Job};
 pub use pipeline::Pipeline;

@@ -34,8 +34,9 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// Runs `args` in a fresh directory holding `files`, expects a failure whose stderr holds
-/// every one of `expect`, no panic, and nothing new in the directory.
+/// Runs `args` in a fresh directory holding `files`, expects exit status 1 with stderr holding
+/// every one of `expect` (the key and where it was set, for a config error), no panic, and
+/// nothing new in the directory.
 fn fails(files: &[(&str, &str)], args: &[&str], expect: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     for (name, text) in files {
@@ -43,7 +44,7 @@ fn fails(files: &[(&str, &str)], args: &[&str], expect: &[&str]) {
     }
     let out = wgpipe(dir.path(), args);
     let err = stderr(&out);
-    assert!(!out.status.success(), "{args:?} succeeded: {err}");
+    assert_eq!(out.status.code(), Some(1), "{args:?}: exit status {}: {err}", out.status);
     assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
     for e in expect {
         assert!(err.contains(e), "{args:?}: stderr lacks {e:?}:\n{err}");
@@ -112,7 +113,8 @@ fn render_writes_pngs_of_the_grid_size() {
         assert_eq!(decode(dir.path().join(format!("seq/frame_{i:05}.png"))).0, 12);
     }
     let out = wgpipe(dir.path(), &["render", "raw", "--frame", "3", "-o", "g.png"]);
-    assert!(!out.status.success() && stderr(&out).contains("frame 3 does not exist"), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("frame 3 does not exist"), "{}", stderr(&out));
 }
 
 #[test]
@@ -138,7 +140,7 @@ fn config_errors_name_key_and_line() {
     );
     fails(&[("c.toml", "[grid\n")], &["run", "c.toml"], &["c.toml line 1", "invalid TOML"]);
     fails(&[], &["run", "--set", "grid.rows=0"], &["--set grid.rows=0", "grid.rows"]);
-    fails(&[], &["run", "--set", "grid.rowz=1"], &["--set grid.rowz=1", "unknown field"]);
+    fails(&[], &["run", "--set", "grid.rowz=1"], &["--set grid.rowz=1", "grid.rowz", "unknown field"]);
     fails(&[], &["run", "missing.toml"], &["cannot read config file missing.toml"]);
 }
 
@@ -147,7 +149,11 @@ fn kernel_errors_name_the_wgsl_file_and_position() {
     let config = "[kernel]\nwgsl = \"k.wgsl\"\nfields = [\"u\"]\n[output]\nsink = \"null\"\n";
     fails(&[("c.toml", config)], &["run", "c.toml"], &["c.toml line 2", "kernel.wgsl", "k.wgsl"]);
     let bad = "@compute @workgroup_size(8, 8)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    dst[0] = nope;\n}\n";
-    fails(&[("c.toml", config), ("k.wgsl", bad)], &["run", "c.toml"], &["k.wgsl:3:", "nope"]);
+    fails(
+        &[("c.toml", config), ("k.wgsl", bad)],
+        &["run", "c.toml"],
+        &["c.toml line 2", "kernel.wgsl", "k.wgsl:3:", "nope"],
+    );
     fails(&[("c.toml", "[kernel]\nname = \"brusselator\"\n")], &["run", "c.toml"], &["kernel.name", "gray-scott"]);
 }
 
@@ -158,7 +164,11 @@ fn no_matching_device_and_existing_output_are_refused() {
         &["run", "--set", "devices.select=no-such-gpu"],
         &["devices.select", "no GPU adapter matches", "wgpipe devices"],
     );
-    fails(&[("output.h5", "keep me")], &["run", "--set", "grid.rows=8"], &["output.h5 already exists", "overwrite"]);
+    fails(
+        &[("output.h5", "keep me")],
+        &["run", "--set", "grid.rows=8"],
+        &["output.path", "output.h5 already exists", "overwrite"],
+    );
 }
 
 /// A batch config of `runs` [[runs]] entries writing `out.h5`.
@@ -298,4 +308,90 @@ fn resume_rewrites_a_stream_left_incomplete_by_a_failed_run() {
     let after = open_output(&out_path).unwrap();
     assert!(after.complete() && after.streams().iter().all(|s| s.complete && s.frames == 3), "{:?}", after.streams());
     assert_eq!(after.read_f32(after.stream_index("r0").unwrap(), 0, 2).unwrap(), r0, "r0 untouched");
+}
+
+/// Like [`fails`] with `--set` arguments only, and the error must come within a second.
+fn fails_fast(sets: &[&str], expect: &[&str]) {
+    let mut args = vec!["run"];
+    for set in sets {
+        args.extend(["--set", set]);
+    }
+    let start = std::time::Instant::now();
+    fails(&[], &args, expect);
+    let took = start.elapsed();
+    assert!(took < std::time::Duration::from_secs(1), "{args:?}: refused after {took:?}");
+}
+
+#[test]
+fn impossible_sizes_are_refused_within_a_second_naming_the_key_and_leave_no_output() {
+    fails_fast(
+        &["grid.rows=100000", "grid.cols=100000"],
+        &["--set grid.cols=100000: grid: grid 100000×100000", "10000000000 cells", "use a grid of at most"],
+    );
+    // Beyond what a device holds (lavapipe: 128 MiB per storage buffer) or the host has.
+    fails_fast(&["grid.rows=20000", "grid.cols=20000"], &["--set grid.cols=20000: grid: grid 20000×20000", "bytes"]);
+    fails_fast(
+        &["grid.rows=16", "grid.cols=16", "output.chunk_frames=100000000"],
+        &["--set output.chunk_frames=100000000: output.chunk_frames: grid 16×16: one HDF5 chunk", "4294967295 bytes"],
+    );
+    fails_fast(&["io.io_buffer=100000000"], &["--set io.io_buffer=100000000: io.io_buffer:", "host memory"]);
+    fails_fast(
+        &["io.staging_buffers=10000000"],
+        &["--set io.staging_buffers=10000000: io.staging_buffers:", "host memory"],
+    );
+    fails_fast(&["devices.count=5000"], &["--set devices.count=5000: devices.count: 5000 is out of range"]);
+}
+
+#[test]
+fn devices_select_takes_an_integer() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = wgpipe(
+        dir.path(),
+        &tiny_args(&["--set", "devices.select=0", "--set", "output.sink=raw", "--set", "output.path=o"]),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(dir.path().join("o/run.json").is_file());
+    let accepted = "an adapter index such as 0, or a list of indices such as [0, 1]";
+    fails(
+        &[],
+        &["run", "--set", "devices.select=true"],
+        &["--set devices.select=true: devices.select: invalid type", accepted],
+    );
+    fails(
+        &[],
+        &["run", "--set", "devices.select=-1"],
+        &["--set devices.select=-1: devices.select: invalid value", accepted],
+    );
+    fails(&[("c.toml", "[devices]\nselect = 1.5\n")], &["run", "c.toml"], &["c.toml line 2: devices.select", accepted]);
+}
+
+#[test]
+fn output_and_stream_errors_name_their_key_before_any_device_opens() {
+    fails(
+        &[],
+        &["run", "--set", "output.path=/nonexistent/x.h5"],
+        &["--set output.path=/nonexistent/x.h5: output.path: directory /nonexistent does not exist"],
+    );
+    fails(
+        &[],
+        &["run", "--set", "output.compression=zip"],
+        &["--set output.compression=zip: output.compression:", "deflate"],
+    );
+    if !cfg!(feature = "blosc") {
+        fails(
+            &[],
+            &["run", "--set", "output.compression=\"blosc-lz4\""],
+            &["--set output.compression=\"blosc-lz4\": output.compression:", "--features blosc"],
+        );
+    }
+    fails(
+        &[("c.toml", "[[runs]]\nname = \"..\"\n")],
+        &["run", "c.toml"],
+        &["c.toml line 2: runs[0].name: stream name \"..\" is not allowed"],
+    );
+    fails(
+        &[("c.toml", "[output]\nsink = \"raw\"\npath = \"out\"\n"), ("out", "a file, not a raw output")],
+        &["run", "c.toml", "--set", "output.overwrite=true"],
+        &["c.toml line 3: output.path: output out cannot be replaced"],
+    );
 }

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use wgpipe::compute::DeviceSelector;
 use wgpipe::config::{Config, ConfigError, DEFAULT_CONFIG, ResolvedKernel};
 
 fn configs_dir() -> std::path::PathBuf {
@@ -66,7 +67,9 @@ fn batch_and_kernel_mistakes_are_named() {
         err("[[runs]]\nname = \"a\"\n[[runs]]\nname = \"a\"\n")
             .contains("c.toml line 4: runs[1].name: two runs are named")
     );
-    assert!(err("[[runs]]\nname = \"a b\"\n").contains("not usable"));
+    assert!(
+        err("[[runs]]\nname = \"a b\"\n").contains("runs[0].name: stream name \"a b\" is not allowed: use letters")
+    );
     assert!(
         err("[[runs]]\nname = \"a\"\nkernel.params.fed = 1\n")
             .contains("runs[0].kernel.params.fed: unknown parameter; valid parameters: feed, kill, du, dv, dt")
@@ -93,4 +96,100 @@ fn batch_and_kernel_mistakes_are_named() {
     assert!(err(&format!("{heat}[kernel.params]\nalpha = 1\nbeta = 2\n")).contains("valid parameters: alpha"));
     assert!(err("[kernel]\nwgsl = \"x.wgsl\"\n").contains("cannot read WGSL file ./x.wgsl"));
     assert!(matches!(Config::load(Some(Path::new("/nonexistent/c.toml")), &[]), Err(ConfigError::Read { .. })));
+}
+
+#[test]
+fn devices_select_takes_an_index_a_list_or_text_and_says_what_it_accepts() {
+    let select =
+        |v: &str| Config::parse("c.toml", &format!("[devices]\nselect = {v}\n"), ".", &[]).map(|c| c.devices().0);
+    assert_eq!(select("1").unwrap(), DeviceSelector::Indices(vec![1]));
+    assert_eq!(select("[0, 2]").unwrap(), DeviceSelector::Indices(vec![0, 2]));
+    assert_eq!(select("\"0,1\"").unwrap(), DeviceSelector::Indices(vec![0, 1]));
+    assert_eq!(select("\"vulkan\"").unwrap(), DeviceSelector::Backend(wgpipe::compute::wgpu::Backend::Vulkan));
+    let accepted = "expected \"all\", a backend (\"vulkan\", \"gl\", \"metal\", \"dx12\"), a name substring, an adapter index such as 0, or a list of indices such as [0, 1]";
+    for (value, what) in [
+        ("true", "invalid type: boolean `true`"),
+        ("-1", "invalid value: integer `-1`"),
+        ("1.5", "invalid type: floating point `1.5`"),
+    ] {
+        let e = err(&format!("[devices]\nselect = {value}\n"));
+        assert_eq!(e, format!("c.toml line 2: devices.select: {what}, {accepted}"));
+    }
+    let e = err("[devices]\nselect = [0, \"x\"]\n");
+    assert!(
+        e.starts_with("c.toml line 2: devices.select[1]: invalid type: string \"x\", expected an adapter index"),
+        "{e}"
+    );
+    assert!(
+        err("[devices]\ncount = 2000\n").contains("c.toml line 2: devices.count: 2000 is out of range: use 1 to 1024")
+    );
+}
+
+#[test]
+fn stream_names_are_checked_by_the_sinks_rule_before_any_device_opens() {
+    for name in ["..", ".", "a/b", "", "x y"] {
+        let e = err(&format!("[output]\nsink = \"null\"\n[[runs]]\nname = {name:?}\n"));
+        assert!(
+            e.starts_with(&format!("c.toml line 4: runs[0].name: stream name {name:?} is not allowed: use letters")),
+            "{name:?}: {e}"
+        );
+    }
+    let heat = configs_dir().join("../shaders-wgsl/heat.wgsl");
+    let e = err(&format!("[kernel]\nwgsl = {:?}\nfields = [\"steps\"]\nparams.alpha = 1\n", heat.display()));
+    assert!(e.contains("kernel.fields: field name \"steps\" is not allowed: it is reserved"), "{e}");
+}
+
+#[test]
+fn impossible_sizes_are_config_errors_at_the_key_to_change() {
+    let e = err("[grid]\nrows = 100000\ncols = 100000\n");
+    assert!(e.starts_with("c.toml line 1: grid: grid 100000×100000 with 2 fields does not fit any device"), "{e}");
+    let set = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| (*s).to_owned()).collect();
+        Config::parse("c.toml", "", ".", &sets).err().map(|e| e.to_string()).unwrap_or_default()
+    };
+    let e = set(&["grid.rows=16", "grid.cols=16", "output.chunk_frames=100000000"]);
+    assert!(
+        e.starts_with("--set output.chunk_frames=100000000: output.chunk_frames: grid 16×16: one HDF5 chunk"),
+        "{e}"
+    );
+    let e = set(&["output.chunk_frames=2", "grid.rows=40000", "grid.cols=30000"]);
+    assert!(e.starts_with("--set grid.cols=30000: grid: grid 40000×30000: one HDF5 chunk of 2 frames"), "{e}");
+    assert!(e.contains("at most 1073741823 cells (e.g. 32767×32767), or the raw sink"), "{e}");
+    if cfg!(target_os = "linux") {
+        // The raw sink has no chunk limit: the same grid gets as far as the host's memory
+        // (known from /proc/meminfo).
+        let e = set(&["output.sink=raw", "grid.rows=40000", "grid.cols=30000", "io.io_buffer=1000000"]);
+        assert!(e.starts_with("--set io.io_buffer=1000000: io.io_buffer: grid 40000×30000: the run needs"), "{e}");
+        let e = set(&["io.staging_buffers=100000000000"]);
+        assert!(e.starts_with("--set io.staging_buffers=100000000000: io.staging_buffers: grid 256×256"), "{e}");
+    }
+    let list = |n: usize| format!("[{}]", (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(", "));
+    let e = err(&format!("[sweep]\nfeed = {}\nkill = {}\nseed = {}\n", list(100), list(100), list(11)));
+    assert!(
+        e.starts_with(
+            "c.toml line 1: sweep: the sweep's lists (feed: 100, kill: 100, seed: 11) make more than 100000 runs"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn compression_this_build_cannot_write_is_refused_at_its_key() {
+    let e = err("[output]\ncompression = \"blosc-lz4\"\n");
+    if cfg!(feature = "blosc") {
+        assert_eq!(e, "", "a blosc build accepts blosc");
+    } else {
+        assert!(e.starts_with("c.toml line 2: output.compression: invalid sink options: compression blosc-lz4:5 needs the blosc filter"), "{e}");
+    }
+}
+
+#[test]
+fn files_that_are_not_regular_files_are_refused_not_read_forever() {
+    let e = Config::load(Some(Path::new("/dev/zero")), &[]).err().map(|e| e.to_string()).unwrap_or_default();
+    assert_eq!(
+        e,
+        "cannot read config file /dev/zero: not a regular file; check the path, or run without a file for the default"
+    );
+    let e = err("[kernel]\nwgsl = \"/dev/zero\"\nfields = [\"u\"]\n");
+    assert!(e.starts_with("c.toml line 2: kernel.wgsl: cannot read WGSL file /dev/zero: not a regular file"), "{e}");
 }

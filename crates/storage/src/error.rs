@@ -91,9 +91,29 @@ pub enum Error {
         /// What differs.
         reason: String,
     },
+    /// A stream or field name that no sink can store (see [`crate::check_stream_name`]).
+    #[error("{kind} name {name:?} is not allowed: {rule}")]
+    InvalidName {
+        /// `stream` or `field`.
+        kind: &'static str,
+        /// The name given.
+        name: String,
+        /// The rule it breaks, and what to do.
+        rule: &'static str,
+    },
     /// The layout itself is unusable.
     #[error("invalid stream layout: {0}")]
     InvalidLayout(String),
+    /// `chunk_frames` frames of one field are too large for one HDF5 chunk.
+    #[error("field {field}: {message}")]
+    ChunkTooLarge {
+        /// The field, with its type and shape.
+        field: String,
+        /// Frames per chunk.
+        chunk_frames: usize,
+        /// The sizes, the limit and what to change.
+        message: String,
+    },
     /// The sink options are unusable.
     #[error("invalid sink options: {0}")]
     InvalidOptions(String),

@@ -61,9 +61,10 @@ pub use frame::{DType, Frame};
 #[cfg(feature = "hdf5")]
 pub use hdf5::Hdf5Sink;
 pub use null::NullSink;
-pub use open::{SINK_NAMES, open_output, open_sink};
+pub use open::{SINK_NAMES, check_output, open_output, open_sink};
 pub use options::{Compression, SinkOptions};
 pub use raw::RawSink;
 pub use read::{FieldData, Output, OutputFormat, StreamSummary};
 pub use schema::{AXIS_ORDER, AttrValue, Attributes, FieldSpec, MAX_RANK, StreamInfo, StreamLayout};
 pub use sink::{Sink, SinkSummary};
+pub use validate::{check_field_name, check_stream_name};

@@ -6,6 +6,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::null::NullSink;
 use crate::options::SinkOptions;
+use crate::prepare::OutputKind;
 use crate::raw::RawSink;
 use crate::read::Output;
 use crate::sink::Sink;
@@ -25,6 +26,22 @@ pub fn open_sink(kind: &str, options: &SinkOptions) -> Result<Box<dyn Sink>> {
         "hdf5" => hdf5_sink(options),
         other => Err(Error::UnknownSink(other.to_owned(), SINK_NAMES.join(", "))),
     }
+}
+
+/// Checks, changing nothing on disk, that the sink called `kind` can write its output at
+/// `options.path`: the parent directory exists, and an existing output is refused unless
+/// `overwrite` may replace it (same kind) or `append` adds to it. `begin` makes the same
+/// checks; call this to refuse a bad path before opening devices.
+pub fn check_output(kind: &str, options: &SinkOptions) -> Result<()> {
+    let kind = match kind {
+        "raw" => OutputKind::RawDir,
+        "hdf5" => OutputKind::File,
+        _ => return Ok(()),
+    };
+    if options.append && std::fs::symlink_metadata(&options.path).is_ok() {
+        return Ok(()); // `begin` checks that the existing output matches the layout
+    }
+    crate::prepare::check(&options.path, options.overwrite, kind).map(|_| ())
 }
 
 #[cfg(feature = "hdf5")]

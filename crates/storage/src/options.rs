@@ -41,9 +41,9 @@ impl Compression {
         matches!(self, Compression::BloscLz4(_) | Compression::BloscZstd(_))
     }
 
-    /// Errors if this build cannot write this compression (blosc without feature `blosc`).
-    #[cfg(feature = "hdf5")]
-    pub(crate) fn check_available(&self) -> Result<()> {
+    /// Errors if this build cannot write this compression (blosc without feature `blosc`),
+    /// so that a config can refuse the value itself before anything starts.
+    pub fn check_available(&self) -> Result<()> {
         if self.is_blosc() && !cfg!(feature = "blosc") {
             return Err(Error::InvalidOptions(format!(
                 "compression {self} needs the blosc filter, but wgpipe-storage was built without the \

@@ -11,7 +11,6 @@ pub(crate) enum OutputKind {
     /// A directory of raw files (see [`crate::RawSink`]).
     RawDir,
     /// One HDF5 file.
-    #[cfg_attr(not(feature = "hdf5"), expect(dead_code, reason = "only the hdf5 sink writes one file"))]
     File,
 }
 
@@ -40,12 +39,10 @@ fn looks_like_raw_output(dir: &Path) -> Result<bool> {
     Ok(true)
 }
 
-/// Checks that `path` can be written, removing an old output when `overwrite` allows it.
-///
-/// Runs before anything is created, so a refused output leaves the disk untouched: the
-/// parent directory must exist and be a directory, and an existing output is an error
-/// unless `overwrite` is set and it is of the same kind.
-pub(crate) fn prepare(path: &Path, overwrite: bool, kind: OutputKind) -> Result<()> {
+/// Checks, changing nothing, that `path` can be written: the parent directory must exist and
+/// be a writable directory, and an existing output is an error unless `overwrite` is set and
+/// it is of the same kind. Returns whether an old output is there to be replaced.
+pub(crate) fn check(path: &Path, overwrite: bool, kind: OutputKind) -> Result<bool> {
     if path.as_os_str().is_empty() {
         return Err(Error::InvalidOptions("the output path is empty: set SinkOptions::path".into()));
     }
@@ -68,24 +65,32 @@ pub(crate) fn prepare(path: &Path, overwrite: bool, kind: OutputKind) -> Result<
     }
     let existing = match fs::symlink_metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(Error::io("cannot inspect", path, e)),
     };
     if !overwrite {
         return Err(Error::OutputExists(path.to_path_buf()));
     }
     match kind {
-        OutputKind::File if existing.is_file() => {
-            fs::remove_file(path).map_err(|e| Error::io("cannot remove old output", path, e))
-        }
+        OutputKind::File if existing.is_file() => Ok(true),
         OutputKind::File => Err(Error::CannotReplace { path: path.to_path_buf(), reason: "it is not a regular file" }),
-        OutputKind::RawDir if existing.is_dir() && looks_like_raw_output(path)? => {
-            fs::remove_dir_all(path).map_err(|e| Error::io("cannot remove old output", path, e))
-        }
+        OutputKind::RawDir if existing.is_dir() && looks_like_raw_output(path)? => Ok(true),
         OutputKind::RawDir => Err(Error::CannotReplace {
             path: path.to_path_buf(),
             reason: "it is not a raw output directory (only .bin and .json files)",
         }),
+    }
+}
+
+/// Checks that `path` can be written ([`check`]), removing an old output when `overwrite`
+/// allows it. Runs before anything is created, so a refused output leaves the disk untouched.
+pub(crate) fn prepare(path: &Path, overwrite: bool, kind: OutputKind) -> Result<()> {
+    if !check(path, overwrite, kind)? {
+        return Ok(());
+    }
+    match kind {
+        OutputKind::File => fs::remove_file(path).map_err(|e| Error::io("cannot remove old output", path, e)),
+        OutputKind::RawDir => fs::remove_dir_all(path).map_err(|e| Error::io("cannot remove old output", path, e)),
     }
 }
 

@@ -38,6 +38,13 @@ impl SinkSummary {
 /// order; streams interleave), `finish` once. After an error from `write` the sink must still
 /// accept `finish`, which leaves every frame written before the error readable.
 pub trait Sink: Send {
+    /// Checks, without creating or allocating anything, that `begin` would accept `layout`:
+    /// names, reserved attributes, and this sink's own size limits (an HDF5 chunk). A runner
+    /// calls it before it opens devices or allocates frames, so a layout the sink cannot
+    /// store fails first and cheaply. The default checks what every sink requires.
+    fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
+        crate::validate::check_layout(layout)
+    }
     /// Creates files and datasets for `layout`. Creates nothing when it fails.
     fn begin(&mut self, layout: &StreamLayout) -> Result<()>;
     /// Stores one frame. A frame that does not match the layout is an error, not a write.
@@ -47,6 +54,9 @@ pub trait Sink: Send {
 }
 
 impl<S: Sink + ?Sized> Sink for Box<S> {
+    fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
+        (**self).check_layout(layout)
+    }
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         (**self).begin(layout)
     }

@@ -18,12 +18,47 @@ pub(crate) const RESERVED_STREAM_ATTRS: &[&str] = &["complete", "expected_frames
 /// Name of the per-stream step record; a field may not take it.
 pub(crate) const STEPS_NAME: &str = "steps";
 
-/// Whether `name` can be used as a file-name part and an HDF5 object name.
+/// The naming rule of streams, fields and axes, the one place it lives: a name becomes an HDF5
+/// object name and part of a raw file name, so only letters, digits, `-`, `_` and `.` (not
+/// `.` or `..` alone, which are paths).
 fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name != "."
         && name != ".."
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// [`valid_name`] as an error naming what the name was for.
+fn check_name(kind: &'static str, name: &str) -> Result<()> {
+    if !valid_name(name) {
+        return Err(Error::InvalidName {
+            kind,
+            name: name.to_owned(),
+            rule: "use letters, digits, '-', '_' and '.' (not \".\" or \"..\" alone)",
+        });
+    }
+    Ok(())
+}
+
+/// Errors unless `name` can name a stream (an HDF5 group, a raw file prefix): letters,
+/// digits, `-`, `_` and `.`, not `.` or `..`. Every sink checks this in `begin`; check it
+/// earlier to refuse a bad name before any device opens.
+pub fn check_stream_name(name: &str) -> Result<()> {
+    check_name("stream", name)
+}
+
+/// Errors unless `name` can name a field (an HDF5 dataset, a raw file part): the rule of
+/// [`check_stream_name`], and not `steps`, the step record's name.
+pub fn check_field_name(name: &str) -> Result<()> {
+    check_name("field", name)?;
+    if name == STEPS_NAME {
+        return Err(Error::InvalidName {
+            kind: "field",
+            name: name.to_owned(),
+            rule: "it is reserved for the step record: rename the field",
+        });
+    }
+    Ok(())
 }
 
 /// Refuses layouts no sink can store: no fields or streams, ranks outside 1 to 3, empty
@@ -40,10 +75,12 @@ pub(crate) fn check_layout(layout: &StreamLayout) -> Result<()> {
         ("field", layout.fields.iter().map(|f| &f.name).collect::<Vec<_>>()),
         ("stream", layout.streams.iter().map(|s| &s.name).collect()),
     ] {
-        check_names(kind, &names)?;
-    }
-    if layout.fields.iter().any(|f| f.name == STEPS_NAME) {
-        return bad(format!("field name {STEPS_NAME:?} is reserved for the step record: rename the field"));
+        for (i, name) in names.iter().enumerate() {
+            if kind == "field" { check_field_name(name)? } else { check_stream_name(name)? }
+            if names[..i].contains(name) {
+                return bad(format!("{kind} name {name:?} appears twice: names must be unique"));
+            }
+        }
     }
     for f in &layout.fields {
         let rank = f.shape.len();

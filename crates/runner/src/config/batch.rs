@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use wgpipe_storage::check_stream_name;
+
 use super::error::Result;
 use super::kernel::ResolvedKernel;
 use super::model::ConfigFile;
@@ -20,10 +22,8 @@ pub struct RunSpec {
     pub noise: f32,
 }
 
-/// Whether `name` is usable as a stream name (letters, digits, `-`, `_`, `.`).
-fn valid_stream_name(name: &str) -> bool {
-    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-}
+/// The most runs a batch may hold: each is a stream (an HDF5 group, raw files) and a job.
+pub const MAX_RUNS: usize = 100_000;
 
 /// `0.02` → `0.02`, `3.0` → `3`: short, stable value text for stream names.
 fn value_text(v: f64) -> String {
@@ -59,12 +59,9 @@ pub(crate) fn expand(file: &ConfigFile, kernel: &ResolvedKernel, src: &Source) -
     };
     for (i, run) in runs.iter().enumerate() {
         let key = if file.sweep.is_some() { "sweep".to_owned() } else { format!("runs[{i}].name") };
-        if !valid_stream_name(&run.name) {
-            return Err(src.invalid(
-                &key,
-                format!("run name {:?} is not usable: use letters, digits, '-', '_' and '.'", run.name),
-            ));
-        }
+        // The sinks' own naming rule, checked here so that a bad name fails before any device
+        // opens.
+        check_stream_name(&run.name).map_err(|e| src.invalid(&key, e.to_string()))?;
         if runs[..i].iter().any(|r| r.name == run.name) {
             return Err(src.invalid(&key, format!("two runs are named {:?}: give each run its own name", run.name)));
         }
@@ -95,6 +92,14 @@ fn expand_sweep(
             let what = if k == "seed" { "a whole number 0 or larger" } else { "a finite number" };
             return Err(src.invalid(&key, format!("value {v} is not {what}")));
         }
+    }
+    let count = sweep.values().try_fold(1usize, |n, v| n.checked_mul(v.len())).filter(|n| *n <= MAX_RUNS);
+    if count.is_none() {
+        let lengths: Vec<String> = sweep.iter().map(|(k, v)| format!("{k}: {}", v.len())).collect();
+        return Err(src.invalid(
+            "sweep",
+            format!("the sweep's lists ({}) make more than {MAX_RUNS} runs: give shorter lists", lengths.join(", ")),
+        ));
     }
     let mut runs = vec![base.clone()];
     for (k, values) in sweep {

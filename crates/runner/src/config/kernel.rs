@@ -74,6 +74,10 @@ impl ResolvedKernel {
         let Some(fields) = section.fields.clone() else {
             return Err(src.invalid("kernel.wgsl", "a custom kernel needs kernel.fields, e.g. fields = [\"u\"]"));
         };
+        for f in &fields {
+            // The sinks' naming rule: a field becomes a dataset or a file name.
+            wgpipe_storage::check_field_name(f).map_err(|e| src.invalid("kernel.fields", e.to_string()))?;
+        }
         let name = section
             .name
             .clone()

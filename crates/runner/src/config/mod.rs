@@ -19,12 +19,13 @@ mod model;
 mod source;
 mod validate;
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use wgpipe_compute::DeviceSelector;
-use wgpipe_storage::SinkOptions;
+use wgpipe_compute::{DeviceSelector, GpuDevice};
+use wgpipe_storage::{SinkOptions, check_output, open_sink};
 
-pub use batch::RunSpec;
+pub use batch::{MAX_RUNS, RunSpec};
 pub use error::{ConfigError, Origin, Result};
 pub use kernel::{GRAY_SCOTT, GRAY_SCOTT_PARAMS, ResolvedKernel};
 pub use model::{
@@ -32,6 +33,8 @@ pub use model::{
     RunOverrides, RunSection, Select,
 };
 
+use crate::pipeline::{kernel_workgroup_sizes, preflight};
+use crate::sizes::DeviceSize;
 use crate::{IoMode, Job, PipelineBuilder};
 use source::Source;
 
@@ -39,6 +42,27 @@ use source::Source;
 pub const DEFAULT_CONFIG: &str = include_str!("../../../../configs/gray-scott.toml");
 /// The name the built-in default is reported under.
 pub const DEFAULT_CONFIG_NAME: &str = "configs/gray-scott.toml (built-in default)";
+
+/// The largest config file [`Config::load`] reads (configs are kilobytes; a sweep of many
+/// `[[runs]]` stays far below).
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// The text of the config file `path`: a regular file of at most [`MAX_CONFIG_BYTES`], so that
+/// `/dev/zero` or a FIFO is an error rather than a read that never ends.
+fn read_config(path: &Path) -> Result<String> {
+    let failed = |source| ConfigError::Read { path: path.to_owned(), source };
+    let refuse = |message: String| failed(std::io::Error::new(std::io::ErrorKind::InvalidInput, message));
+    let meta = std::fs::metadata(path).map_err(failed)?;
+    if !meta.is_file() {
+        return Err(refuse("not a regular file".to_owned()));
+    }
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(refuse(format!("{} bytes, more than a config's limit of {MAX_CONFIG_BYTES}", meta.len())));
+    }
+    let mut text = String::new();
+    std::fs::File::open(path).and_then(|f| f.take(MAX_CONFIG_BYTES + 1).read_to_string(&mut text)).map_err(failed)?;
+    Ok(text)
+}
 
 /// A checked run configuration.
 #[derive(Debug, Clone)]
@@ -60,8 +84,7 @@ impl Config {
         match path {
             None => Config::parse(DEFAULT_CONFIG_NAME, DEFAULT_CONFIG, ".", sets),
             Some(p) => {
-                let text =
-                    std::fs::read_to_string(p).map_err(|source| ConfigError::Read { path: p.to_owned(), source })?;
+                let text = read_config(p)?;
                 let base = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
                 Config::parse(&p.display().to_string(), &text, base, sets)
             }
@@ -89,7 +112,50 @@ impl Config {
             .with_compression(validate::compression(&file, &source)?)
             .with_chunk_frames(file.output.chunk_frames)
             .with_fsync(file.output.fsync);
-        Ok(Config { file, kernel, runs, selector, sink_options, fields, source })
+        let config = Config { file, kernel, runs, selector, sink_options, fields, source };
+        // Sizes now, before any device opens: each selected adapter gives at least
+        // `devices.count` devices, whose limits are checked once they are open.
+        config.check_sizes(&vec![DeviceSize::unopened(); config.file.devices.count])?;
+        Ok(config)
+    }
+
+    /// Checks the run's sizes against opened devices: their limits (buffer sizes, dispatch)
+    /// and the host memory they need together, as `Pipeline` building does, but naming the
+    /// config key and where it was set. Call it right after opening the devices.
+    pub fn check_devices(&self, gpus: &[GpuDevice]) -> Result<()> {
+        self.check_sizes(&gpus.iter().map(DeviceSize::of).collect::<Vec<_>>())
+    }
+
+    /// Checks, changing nothing, that the output can be written at `output.path` (its
+    /// directory exists; an existing output is refused unless `output.overwrite` replaces it
+    /// or `append`, what `--resume` does, adds to it). The sink checks again when it starts.
+    pub fn check_output(&self, append: bool) -> Result<()> {
+        let options = self.sink_options.clone().with_append(append);
+        check_output(self.sink_name(), &options).map_err(|e| self.source.invalid("output.path", e.to_string()))
+    }
+
+    /// The pipeline's own checks on this config's jobs, sink and `devices`.
+    fn check_sizes(&self, devices: &[DeviceSize]) -> Result<()> {
+        let sink = open_sink(self.sink_name(), &self.sink_options)
+            .map_err(|e| self.source.invalid("output.sink", e.to_string()))?;
+        let jobs = self.jobs(devices.len(), |_| false);
+        let sizes = kernel_workgroup_sizes(jobs.iter().map(|j| &j.kernel)).map_err(|e| self.locate(e))?;
+        preflight(&self.builder(), &jobs, sizes, sink.as_ref(), devices).map_err(|e| self.locate(e))?;
+        Ok(())
+    }
+
+    /// A pipeline error as a config error, at the key it is about.
+    fn locate(&self, e: crate::Error) -> ConfigError {
+        use crate::Error as E;
+        let key = match &e {
+            E::TooLarge { key, .. } => key,
+            // A frame alone never passes HDF5's chunk limit (the sink splits it into chunks).
+            E::Storage(wgpipe_storage::Error::ChunkTooLarge { .. }) => "output.chunk_frames",
+            E::Compute(_) => "grid",
+            // Names and fields are checked at their keys before; what is left is the sink's.
+            _ => "output.sink",
+        };
+        self.source.invalid(key, e.to_string())
     }
 
     /// The runs of a batch (`[[runs]]` or `[sweep]`); empty for a single run.

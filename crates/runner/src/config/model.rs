@@ -4,9 +4,11 @@
 //! in `validate.rs`, so that they can name the line or `--set` argument a value came from.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use serde::de::{self, SeqAccess, Unexpected, Visitor};
+use serde::{Deserialize, Deserializer};
 
 /// A whole config file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -89,14 +91,76 @@ impl Default for RunSection {
     }
 }
 
-/// `devices.select`: a selector string or a list of adapter indices.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
+/// `devices.select`: a selector string, one adapter index, or a list of indices.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Select {
     /// `"all"`, a backend, a list like `"0,1"` or a name substring.
     Text(String),
+    /// One adapter index, as listed by `wgpipe devices`.
+    Index(usize),
     /// Adapter indices as listed by `wgpipe devices`.
     Indices(Vec<usize>),
+}
+
+/// What `devices.select` accepts, as error messages list it.
+pub(crate) const SELECT_ACCEPTS: &str = "\"all\", a backend (\"vulkan\", \"gl\", \"metal\", \"dx12\"), a name \
+     substring, an adapter index such as 0, or a list of indices such as [0, 1]";
+
+/// An adapter index: a whole number from 0.
+struct AdapterIndex(usize);
+
+impl<'de> Deserialize<'de> for AdapterIndex {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = AdapterIndex;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an adapter index (a whole number from 0, as `wgpipe devices` lists them)")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<AdapterIndex, E> {
+                usize::try_from(v).map(AdapterIndex).map_err(|_| E::invalid_value(Unexpected::Unsigned(v), &self))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<AdapterIndex, E> {
+                u64::try_from(v)
+                    .map_err(|_| E::invalid_value(Unexpected::Signed(v), &self))
+                    .and_then(|v| self.visit_u64(v))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Deserialized by hand so that a wrong value gets a message listing what is accepted
+/// (an untagged enum says only "data did not match any variant").
+impl<'de> Deserialize<'de> for Select {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Select;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(SELECT_ACCEPTS)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Select, E> {
+                Ok(Select::Text(v.to_owned()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Select, E> {
+                usize::try_from(v).map(Select::Index).map_err(|_| E::invalid_value(Unexpected::Unsigned(v), &self))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Select, E> {
+                u64::try_from(v)
+                    .map_err(|_| E::invalid_value(Unexpected::Signed(v), &self))
+                    .and_then(|v| self.visit_u64(v))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Select, A::Error> {
+                let mut indices = Vec::new();
+                while let Some(AdapterIndex(i)) = seq.next_element()? {
+                    indices.push(i);
+                }
+                Ok(Select::Indices(indices))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// `[devices]`.

@@ -86,6 +86,19 @@ fn parse_set(arg: &str) -> Result<(String, toml::Table)> {
     Ok((key.to_owned(), table))
 }
 
+/// serde names Rust types in what it expected (`expected usize`); say what a user may write.
+fn plain_types(message: &str) -> String {
+    [
+        ("expected usize", "expected a whole number, 0 or more"),
+        ("expected u64", "expected a whole number, 0 or more"),
+        ("expected u32", "expected a whole number from 0 to 4294967295"),
+        ("expected f32", "expected a number"),
+        ("expected f64", "expected a number"),
+    ]
+    .iter()
+    .fold(message.to_owned(), |m, (rust, plain)| m.replace(rust, plain))
+}
+
 impl Source {
     /// The file path or built-in name.
     pub(crate) fn name(&self) -> &str {
@@ -137,7 +150,7 @@ pub(crate) fn parse(name: &str, text: &str, sets: &[String]) -> Result<(ConfigFi
         };
         let message =
             if message.starts_with("unknown field") { format!("{message}; remove or rename the key") } else { message };
-        source.invalid(&key, message)
+        source.invalid(&key, plain_types(&message))
     })?;
     Ok((file, source))
 }

@@ -6,8 +6,9 @@ use wgpipe_compute::DeviceSelector;
 use wgpipe_storage::{Compression, SINK_NAMES};
 
 use super::error::Result;
-use super::model::{ConfigFile, Select};
+use super::model::{ConfigFile, SELECT_ACCEPTS, Select};
 use super::source::Source;
+use crate::MAX_DEVICE_COPIES;
 
 /// Errors on the first out-of-range value (kernel-dependent checks are in `kernel.rs`).
 pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
@@ -19,6 +20,15 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
     at_least_one("run.frames", file.run.frames)?;
     at_least_one("run.steps_per_frame", u64::from(file.run.steps_per_frame))?;
     at_least_one("devices.count", file.devices.count as u64)?;
+    if file.devices.count > MAX_DEVICE_COPIES {
+        return Err(src.invalid(
+            "devices.count",
+            format!(
+                "{} is out of range: use 1 to {MAX_DEVICE_COPIES} (each copy is a device and a thread)",
+                file.devices.count
+            ),
+        ));
+    }
     at_least_one("io.staging_buffers", file.io.staging_buffers as u64)?;
     at_least_one("output.chunk_frames", file.output.chunk_frames as u64)?;
     if !(0.0..=1.0).contains(&file.run.noise) {
@@ -49,11 +59,16 @@ pub(crate) fn selector(file: &ConfigFile, src: &Source) -> Result<DeviceSelector
         Select::Indices(ix) if ix.is_empty() => Err(src
             .invalid("devices.select", "the index list is empty: list adapters from `wgpipe devices`, or use \"all\"")),
         Select::Indices(ix) => Ok(DeviceSelector::Indices(ix.clone())),
-        Select::Text(t) => DeviceSelector::parse(t).map_err(|e| src.invalid("devices.select", e.to_string())),
+        Select::Index(i) => Ok(DeviceSelector::Indices(vec![*i])),
+        Select::Text(t) => DeviceSelector::parse(t)
+            .map_err(|_| src.invalid("devices.select", format!("{t:?} is not a selection: use {SELECT_ACCEPTS}"))),
     }
 }
 
-/// `output.compression` parsed.
+/// `output.compression` parsed, and refused when this build cannot write it.
 pub(crate) fn compression(file: &ConfigFile, src: &Source) -> Result<Compression> {
-    Compression::from_str(&file.output.compression).map_err(|e| src.invalid("output.compression", e.to_string()))
+    let invalid = |e: wgpipe_storage::Error| src.invalid("output.compression", e.to_string());
+    let compression = Compression::from_str(&file.output.compression).map_err(invalid)?;
+    compression.check_available().map_err(invalid)?;
+    Ok(compression)
 }

@@ -112,20 +112,30 @@ impl Hdf5Sink {
         &self.options.path
     }
 
+    /// The chunk shape of every field's dataset, or the error naming the field whose
+    /// `chunk_frames` frames pass HDF5's chunk limit (a frame alone never does: it is split).
+    fn chunk_shapes(&self, layout: &StreamLayout) -> Result<Vec<Vec<usize>>> {
+        let cf = self.options.chunk_frames.max(1);
+        layout
+            .fields
+            .iter()
+            .map(|f| {
+                chunk_shape(&f.shape, f.dtype.size(), cf).map_err(|message| Error::ChunkTooLarge {
+                    field: format!("{} ({})", f.name, f.describe()),
+                    chunk_frames: cf,
+                    message,
+                })
+            })
+            .collect()
+    }
+
     /// Creates the file (or, appending, opens it and drops the streams to rewrite), its
     /// groups, datasets and run attributes.
     fn create(&mut self, layout: &StreamLayout) -> Result<Open> {
         let path = self.path().to_path_buf();
+        self.check_layout(layout)?;
         let validator = Validator::new(layout)?;
-        let cf = self.options.chunk_frames.max(1);
-        let chunks = layout
-            .fields
-            .iter()
-            .map(|f| {
-                chunk_shape(&f.shape, f.dtype.size(), cf)
-                    .map_err(|e| Error::InvalidOptions(format!("field {:?} ({}): {e}", f.name, f.describe())))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let chunks = self.chunk_shapes(layout)?;
         if let Compression::Deflate(_) = self.options.compression
             && !hdf5::filters::deflate_available()
         {
@@ -328,6 +338,11 @@ fn roll_back(sets: &StreamSets, n: usize, layout: &StreamLayout) {
 }
 
 impl Sink for Hdf5Sink {
+    fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
+        crate::validate::check_layout(layout)?;
+        self.chunk_shapes(layout).map(drop)
+    }
+
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         let start = Instant::now();
         if self.open.is_some() {

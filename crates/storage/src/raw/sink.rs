@@ -160,19 +160,8 @@ impl RawSink {
 
     /// Creates the directory, the data files and the first metadata.
     fn create(&self, layout: &StreamLayout) -> Result<Open> {
+        self.check_layout(layout)?;
         let validator = Validator::new(layout)?;
-        let mut names = BTreeSet::new();
-        for s in &layout.streams {
-            for f in layout.fields.iter().map(|f| f.name.as_str()).chain(["steps"]) {
-                if !names.insert(format!("{}.{f}", s.name)) {
-                    return Err(Error::InvalidLayout(format!(
-                        "stream {:?} and field {f:?} give a file name another stream and field \
-                         also give: avoid '.' in stream or field names",
-                        s.name
-                    )));
-                }
-            }
-        }
         let existing = if self.options.append {
             crate::append::check(self.dir(), layout, OutputFormat::Raw, super::read::open)?
         } else {
@@ -227,6 +216,24 @@ impl RawSink {
 }
 
 impl Sink for RawSink {
+    /// What every sink checks, and that no two (stream, field) pairs share a file name.
+    fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
+        crate::validate::check_layout(layout)?;
+        let mut names = BTreeSet::new();
+        for s in &layout.streams {
+            for f in layout.fields.iter().map(|f| f.name.as_str()).chain(["steps"]) {
+                if !names.insert(format!("{}.{f}", s.name)) {
+                    return Err(Error::InvalidLayout(format!(
+                        "stream {:?} and field {f:?} give a file name another stream and field \
+                         also give: avoid '.' in stream or field names",
+                        s.name
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         let start = Instant::now();
         if self.open.is_some() {
@@ -245,6 +252,7 @@ impl Sink for RawSink {
                             | Error::CannotReplace { .. }
                             | Error::MissingParent(_)
                             | Error::InvalidLayout(_)
+                            | Error::InvalidName { .. }
                             | Error::InvalidOptions(_)
                     )
                     && self.dir().is_dir()

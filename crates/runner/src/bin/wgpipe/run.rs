@@ -31,20 +31,26 @@ pub struct RunArgs {
 }
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    // Everything that can be checked without a device is checked before one opens: the whole
+    // config (sizes included), then the output path.
     let config = Config::load(args.config.as_deref(), &args.sets)?;
     let path = config.output_path();
-    let done = if args.resume { complete_streams(&config)? } else { Default::default() };
     if !args.resume && config.sink_name() != "null" && !config.file.output.overwrite && path.exists() {
         bail!(
-            "output {} already exists: remove it, choose another path (--set output.path=...), \
+            "{}: output.path: output {} already exists: remove it, choose another path (--set output.path=...), \
              replace it (--set output.overwrite=true), or add the missing runs of a batch with --resume",
+            config.origin("output.path"),
             path.display()
         );
     }
+    config.check_output(args.resume)?;
+    let done = if args.resume { complete_streams(&config)? } else { Default::default() };
 
     let (selector, count) = config.devices();
     let gpus = wgpipe::compute::open_devices(&selector, count)
         .with_context(|| format!("{}: devices.select", config.origin("devices.select")))?;
+    // The devices' limits and the host memory they need together, before anything is allocated.
+    config.check_devices(&gpus)?;
     let jobs = config.jobs(gpus.len(), |name| done.contains(name));
     if jobs.is_empty() {
         eprintln!("nothing to do: every run is already complete in {}", path.display());
@@ -54,10 +60,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("resuming {}: {} runs complete, {} to run", path.display(), done.len(), jobs.len());
     }
     let options = config.sink_options().clone().with_append(args.resume);
-    let sink = open_sink(config.sink_name(), &options).context("output.sink")?;
+    let sink = open_sink(config.sink_name(), &options)
+        .with_context(|| format!("{}: output.sink", config.origin("output.sink")))?;
     let scale = Scale {
         labels: gpus.iter().map(|g| g.label().to_owned()).collect(),
-        cell_steps_per_frame: (config.file.grid.rows * config.file.grid.cols) as f64
+        cell_steps_per_frame: config.file.grid.rows as f64
+            * config.file.grid.cols as f64
             * f64::from(config.file.run.steps_per_frame),
         io_buffer: config.file.io.io_buffer,
     };
