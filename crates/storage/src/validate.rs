@@ -76,7 +76,11 @@ pub(crate) fn check_layout(layout: &StreamLayout) -> Result<()> {
         ("stream", layout.streams.iter().map(|s| &s.name).collect()),
     ] {
         for (i, name) in names.iter().enumerate() {
-            if kind == "field" { check_field_name(name)? } else { check_stream_name(name)? }
+            if kind == "field" {
+                check_field_name(name)?
+            } else {
+                check_stream_name(name)?
+            }
             if names[..i].contains(name) {
                 return bad(format!("{kind} name {name:?} appears twice: names must be unique"));
             }
