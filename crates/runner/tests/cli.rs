@@ -146,7 +146,11 @@ fn config_errors_name_key_and_line() {
     fails(&[("c.toml", "[grid]\nrows = 0\n")], &["run", "c.toml"], &["c.toml line 2", "grid.rows", "use 1 or more"]);
     fails(&[("c.toml", "\n[run]\nframes = 0\n")], &["run", "c.toml"], &["c.toml line 3", "run.frames"]);
     fails(&[("c.toml", "[io]\nio_buffer = -1\n")], &["run", "c.toml"], &["c.toml line 2", "io.io_buffer"]);
-    fails(&[("c.toml", "[io]\nmode = \"fast\"\n")], &["run", "c.toml"], &["io.mode", "`async` or `sync`"]);
+    fails(
+        &[("c.toml", "[io]\nmode = \"fast\"\n")],
+        &["run", "c.toml"],
+        &["c.toml line 2", "io.mode", "`async` or `sync`"],
+    );
     fails(
         &[("c.toml", "[output]\nsink = \"s3\"\n")],
         &["run", "c.toml"],
