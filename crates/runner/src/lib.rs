@@ -30,6 +30,7 @@ mod error;
 mod job;
 mod pipeline;
 mod pool;
+mod preflight;
 mod progress;
 mod report;
 mod run_state;

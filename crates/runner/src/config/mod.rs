@@ -33,7 +33,7 @@ pub use model::{
     RunOverrides, RunSection, Select,
 };
 
-use crate::pipeline::{kernel_workgroup_sizes, preflight};
+use crate::preflight::{kernel_workgroup_sizes, preflight};
 use crate::sizes::DeviceSize;
 use crate::{IoMode, Job, PipelineBuilder};
 use source::Source;
