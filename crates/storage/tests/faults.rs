@@ -5,7 +5,6 @@
 
 mod common;
 
-
 use common::{assert_holds, cases, frame, layout, tempdir};
 use wgpipe_storage::{Error, SinkOptions, open_sink};
 
