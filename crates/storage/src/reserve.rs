@@ -100,12 +100,13 @@ impl Reserve {
     }
 
     /// Makes sure the disk holds `need` bytes past `end` (HDF5's end of file) plus the
-    /// finish reserve, before a frame that may add up to `need` bytes is handed to HDF5.
+    /// finish reserve, before HDF5 is given something (a frame, new streams) that may add up
+    /// to `need` bytes.
     ///
     /// Errors, with nothing written, if the disk is full or the file size limit would be
-    /// passed; the finish reserve of the previous frame is kept, so `finish` can still close
+    /// passed; the finish reserve of the previous call is kept, so `finish` can still close
     /// the file.
-    pub(crate) fn before_frame(&mut self, end: u64, need: u64) -> Result<()> {
+    pub(crate) fn before_write(&mut self, end: u64, need: u64) -> Result<()> {
         let extent = self.extent()?;
         let end = end.max(extent.size);
         let want = end.saturating_add(need).saturating_add(self.finish);
@@ -248,14 +249,14 @@ mod tests {
         std::fs::write(&path, vec![1u8; 10_000]).unwrap();
         let (need, finish) = (1 << 20, 64 << 10);
         let mut r = Reserve::open(&path, finish).unwrap();
-        r.before_frame(10_000, need).unwrap();
+        r.before_write(10_000, need).unwrap();
         assert_eq!(r.mode, Mode::Allocate, "{} has no fallocate", dir.path().display());
         assert!(allocated(&path) >= 10_000 + need + finish, "{} bytes allocated", allocated(&path));
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 10_000, "the size changed");
 
         OpenOptions::new().write(true).open(&path).unwrap().set_len(10_000).unwrap();
         assert!(allocated(&path) < 10_000 + need, "the truncate kept {} bytes", allocated(&path));
-        r.before_frame(10_000, need).unwrap();
+        r.before_write(10_000, need).unwrap();
         assert!(allocated(&path) >= 10_000 + need + finish, "not allocated again: {} bytes", allocated(&path));
 
         r.release().unwrap();
