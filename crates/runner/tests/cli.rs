@@ -399,3 +399,72 @@ fn output_and_stream_errors_name_their_key_before_any_device_opens() {
         &["c.toml line 3: output.path: output out cannot be replaced"],
     );
 }
+
+/// A tmpfs of `bytes` mounted on `dir` until dropped (needs root; CI runs as root).
+struct Tmpfs<'a>(&'a Path);
+
+impl<'a> Tmpfs<'a> {
+    fn mount(dir: &'a Path, bytes: u64) -> Self {
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "wgpipe-test"])
+            .arg(dir)
+            .output();
+        match out {
+            Ok(o) if o.status.success() => Tmpfs(dir),
+            Ok(o) => panic!(
+                "cannot mount a tmpfs on {}: {}; this test needs root (CI runs as root)",
+                dir.display(),
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+            Err(e) => panic!("cannot run mount ({e}): install util-linux and run the tests as root"),
+        }
+    }
+}
+
+impl Drop for Tmpfs<'_> {
+    fn drop(&mut self) {
+        if !Command::new("umount").arg(self.0).status().is_ok_and(|s| s.success()) {
+            let _ = Command::new("umount").arg("-l").arg(self.0).status();
+        }
+    }
+}
+
+/// The default run onto a 6 MiB disk: it fails saying the disk is full and naming the file,
+/// and the file holds every frame the error says was written (before the HDF5 sink reserved
+/// space ahead, h5py could read none of them).
+#[test]
+fn a_full_disk_fails_the_run_and_keeps_every_reported_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = dir.path().join("disk");
+    std::fs::create_dir(&disk).unwrap();
+    let _tmpfs = Tmpfs::mount(&disk, 6 << 20);
+    let path = disk.join("out.h5");
+    let out = wgpipe(
+        dir.path(),
+        &["run", "--set", "devices.select=[0]", "--set", &format!("output.path=\"{}\"", path.display())],
+    );
+    let err = stderr(&out);
+    assert!(!out.status.success(), "the run succeeded on a 6 MiB disk: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("disk full: no space left") && err.contains(&path.display().to_string()), "{err}");
+    let written: u64 = err
+        .split("run failed after writing ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no frame count in: {err}"));
+    assert!(written > 0, "{err}");
+    let o = open_output(&path).unwrap();
+    assert_eq!(o.streams()[0].frames, written, "{err}");
+    assert!(!o.complete() && !o.streams()[0].complete);
+    for i in 0..written {
+        assert_eq!(o.read_f32(0, 0, i).unwrap().len(), 256 * 256, "frame {i}");
+    }
+    drop(o);
+    let dump = Command::new("h5dump")
+        .arg("-H")
+        .arg(&path)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run h5dump ({e}): install it (Debian: apt-get install hdf5-tools)"));
+    assert!(dump.status.success(), "h5dump -H fails:\n{}", String::from_utf8_lossy(&dump.stderr));
+}

@@ -530,3 +530,45 @@ fn finish_gives_the_reserved_space_back() {
         length(&path)
     );
 }
+
+/// Adding streams to an output on a full disk (what `wgpipe run --resume` does) fails before
+/// it changes anything: the streams already there stay complete and readable.
+#[test]
+fn appending_on_a_full_disk_keeps_the_streams_already_there() {
+    let fs = Tmpfs::mount(8 << 20);
+    let first = {
+        let mut l = big_layout();
+        l.streams.iter_mut().for_each(|s| s.expected_frames = Some(4));
+        l
+    };
+    let path = fs.path().join("out.h5");
+    let mut sink = open_sink("hdf5", &SinkOptions::new(&path)).unwrap();
+    sink.begin(&first).unwrap();
+    for k in 0..8 {
+        sink.write(&nth(&first, k)).unwrap();
+    }
+    sink.finish().unwrap();
+
+    // Fill the disk.
+    let mut filler = std::fs::File::create(fs.path().join("filler")).unwrap();
+    while std::io::Write::write_all(&mut filler, &[7u8; 4096]).is_ok() {}
+    drop(filler);
+
+    let mut more = first.clone();
+    more.streams.iter_mut().for_each(|s| s.name.push_str("-more"));
+    let mut sink = open_sink("hdf5", &SinkOptions::new(&path).with_append(true)).unwrap();
+    let err = match sink.begin(&more) {
+        Err(e) => e.to_string(),
+        Ok(()) => {
+            let err = sink.write(&nth(&more, 0)).unwrap_err().to_string();
+            sink.finish().unwrap();
+            err
+        }
+    };
+    assert!(err.starts_with("disk full") && err.contains(&path.display().to_string()), "{err}");
+    let output = open_output(&path).unwrap();
+    let kept: Vec<&str> = output.streams().iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(kept, ["dev0", "dev-1.b"], "after: {err}");
+    assert_holds(&output, &first, &[4, 4], "the streams already there");
+    assert!(output.streams().iter().all(|s| s.complete), "after: {err}");
+}

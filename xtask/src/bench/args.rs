@@ -9,6 +9,7 @@ use wgpipe::storage::Compression;
 pub const USAGE: &str = "\
 usage: cargo xtask bench --sink null|raw|hdf5 [options]
        cargo xtask bench --micro
+       cargo xtask bench --reserve-cost [--out DIR] [--rows R --cols C --frames N --reps K]
 
   --sink KIND          null: pipeline vs compute-only overhead (plus the microbenchmarks);
                        raw/hdf5: non-blocking efficiency ratio (async wall / sync wall)
@@ -28,6 +29,8 @@ usage: cargo xtask bench --sink null|raw|hdf5 [options]
   --sweep              raw/hdf5: io_buffer x compute/I-O ratio table of efficiency ratios,
                        each row's theory from its own measured t_comp and t_io
   --micro              only the microbenchmarks (no GPU)
+  --reserve-cost       the HDF5 sink with its disk-space reservation on and off, alternating
+                       (no GPU; default 512x512, 256 frames, fsync in finish, --out DIR)
 
 Runs lavapipe with LP_NUM_THREADS=1 (re-executes itself to set it) so the writer has a core.";
 
@@ -48,6 +51,7 @@ pub struct Args {
     pub trace: Option<PathBuf>,
     pub sweep: bool,
     pub micro: bool,
+    pub reserve_cost: bool,
     pub help: bool,
 }
 
@@ -68,6 +72,7 @@ impl Default for Args {
             trace: None,
             sweep: false,
             micro: false,
+            reserve_cost: false,
             help: false,
         }
     }
@@ -112,6 +117,7 @@ pub fn parse(argv: &[String]) -> Result<Args> {
             "--trace" => a.trace = Some(PathBuf::from(value()?)),
             "--sweep" => a.sweep = true,
             "--micro" => a.micro = true,
+            "--reserve-cost" => a.reserve_cost = true,
             "--help" | "-h" => a.help = true,
             other => bail!("unknown argument {other:?}\n\n{USAGE}"),
         }
@@ -128,8 +134,11 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     if a.compression != Compression::None && a.sink.as_deref() != Some("hdf5") {
         bail!("--compression applies to --sink hdf5 only");
     }
-    if a.sink.is_none() && !a.micro && !a.help {
-        bail!("choose what to measure: --sink null|raw|hdf5 or --micro\n\n{USAGE}");
+    if a.reserve_cost && (a.sink.is_some() || a.micro) {
+        bail!("--reserve-cost is a benchmark of its own: run it without --sink and --micro");
+    }
+    if a.sink.is_none() && !a.micro && !a.reserve_cost && !a.help {
+        bail!("choose what to measure: --sink null|raw|hdf5, --micro or --reserve-cost\n\n{USAGE}");
     }
     Ok(a)
 }
@@ -158,6 +167,8 @@ mod tests {
         assert!(args("--sink null --rows").is_err());
         assert!(args("").is_err());
         assert!(args("--micro").is_ok());
+        assert!(args("--reserve-cost --out /dev/shm").is_ok_and(|a| a.reserve_cost));
+        assert!(args("--reserve-cost --sink hdf5").is_err());
         Ok(())
     }
 }

@@ -4,6 +4,7 @@
 //! - `--sink raw|hdf5`: calibration to compute ≈ write per frame, then the non-blocking
 //!   efficiency ratio async/sync ([`io`]), and with `--sweep` the [`sweep`] table.
 //! - `--micro`: only the microbenchmarks (no GPU).
+//! - `--reserve-cost`: the HDF5 sink with and without its disk-space reservation ([`reserve`]).
 //!
 //! Every comparison alternates its runs in one process, because absolute times on a shared
 //! machine drift more than the effects measured.
@@ -15,6 +16,7 @@ mod measure;
 mod micro;
 mod null;
 mod output;
+mod reserve;
 mod stats;
 mod sweep;
 
@@ -42,7 +44,9 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
         return Ok(code);
     }
     let mut report = Map::new();
-    if let Some(kind) = args.sink.clone() {
+    if args.reserve_cost {
+        run_reserve_cost(&args, &mut report)?;
+    } else if let Some(kind) = args.sink.clone() {
         run_sink(&args, &kind, &mut report)?;
     } else {
         report.insert("machine".to_owned(), machine::describe(&[], None));
@@ -57,6 +61,27 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
         println!("JSON report: {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--reserve-cost`: the HDF5 sink with and without its space reservation, in `--out`.
+fn run_reserve_cost(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
+    let parent = match &args.out {
+        Some(p) => p.clone(),
+        None => std::env::current_dir().context("finding the current directory")?,
+    };
+    let scratch = output::ScratchDir::new(&parent)?;
+    println!(
+        "writing to {} ({}), load average {}",
+        scratch.path().display(),
+        machine::filesystem_type(scratch.path()),
+        machine::load_average().map_or("unknown".to_owned(), |l| format!("{l:.2}"))
+    );
+    let (rows, cols, frames) = (args.rows.unwrap_or(512), args.cols.unwrap_or(512), args.frames.unwrap_or(256));
+    let r = reserve::run(scratch.path(), rows, cols, frames, args.reps)?;
+    println!("{}", r.table);
+    report.insert("reserve_cost".to_owned(), r.json);
+    report.insert("machine".to_owned(), machine::describe(&[], Some(scratch.path())));
+    Ok(())
 }
 
 /// The GPU benchmarks of one sink.

@@ -53,6 +53,27 @@ fn frame_bytes_bound(layout: &StreamLayout, options: &SinkOptions) -> u64 {
     data.saturating_add((STEPS_CHUNK * 8) as u64).saturating_add((fields + 1).saturating_mul(METADATA_PER_DATASET))
 }
 
+/// Bytes `begin` can add to the file after creating or opening it, at most: per stream a
+/// group and per field a dataset (object headers, 4 KiB is ample) and room for twice the
+/// attributes' bytes, plus a base for the root's attributes and the heaps.
+fn begin_bytes_bound(layout: &StreamLayout) -> u64 {
+    let attr_bytes = |a: &crate::schema::Attributes| -> u64 {
+        a.iter()
+            .map(|(k, v)| {
+                let value = match v {
+                    AttrValue::Text(t) => t.len() as u64,
+                    AttrValue::Int(_) | AttrValue::Float(_) => 8,
+                };
+                k.len() as u64 + value + 64
+            })
+            .sum()
+    };
+    let per_stream = |s: &crate::schema::StreamInfo| {
+        FINISH_PER_STREAM + 4096 * (layout.fields.len() as u64 + 1) + 2 * attr_bytes(&s.attributes)
+    };
+    FINISH_BASE + 2 * attr_bytes(&layout.attributes) + layout.streams.iter().map(per_stream).sum::<u64>()
+}
+
 /// Bytes `finish` can add to the file (see [`FINISH_PER_STREAM`]).
 fn finish_bytes_bound(layout: &StreamLayout) -> u64 {
     FINISH_BASE.saturating_add((layout.streams.len() as u64).saturating_mul(FINISH_PER_STREAM))
@@ -129,6 +150,17 @@ impl Hdf5Sink {
             .collect()
     }
 
+    /// Opens the space reservation (unless `reserve_space` is off) and reserves what `begin`
+    /// still writes into `file`.
+    fn reserve(&self, file: &File, layout: &StreamLayout) -> Result<Option<Reserve>> {
+        if !self.options.reserve_space {
+            return Ok(None);
+        }
+        let mut reserve = Reserve::open(self.path(), finish_bytes_bound(layout))?;
+        reserve.before_write(file.size(), begin_bytes_bound(layout))?;
+        Ok(Some(reserve))
+    }
+
     /// Creates the file (or, appending, opens it and drops the streams to rewrite), its
     /// groups, datasets and run attributes.
     fn create(&mut self, layout: &StreamLayout) -> Result<Open> {
@@ -154,12 +186,14 @@ impl Hdf5Sink {
         } else {
             None
         };
+        let reserve;
         let (file, first_index, others_complete) = match &existing {
             None => {
                 prepare(&path, self.options.overwrite, OutputKind::File)?;
                 let file = File::create_excl(&path).map_err(err("cannot create HDF5 file"))?;
                 self.created = true;
                 close_on_exec(&path)?;
+                reserve = self.reserve(&file, layout)?;
                 let root: &Location = &file;
                 for (k, v) in [
                     ("format", AttrValue::from(FORMAT)),
@@ -177,6 +211,8 @@ impl Hdf5Sink {
                 let file =
                     retry_while_locked(|| File::open_rw(&path)).map_err(err("cannot open HDF5 file for appending"))?;
                 close_on_exec(&path)?;
+                // Before anything changes: a full disk must not damage the streams already there.
+                reserve = self.reserve(&file, layout)?;
                 for name in &existing.replace {
                     file.unlink(name).map_err(err(&format!("cannot delete incomplete stream {name:?} of")))?;
                 }
@@ -247,8 +283,6 @@ impl Hdf5Sink {
             streams.push(StreamSets { group, fields, steps });
         }
         file.flush().map_err(err("cannot flush"))?;
-        let reserve =
-            if self.options.reserve_space { Some(Reserve::open(&path, finish_bytes_bound(layout))?) } else { None };
         let frame_bound = frame_bytes_bound(layout, &self.options);
         Ok(Open { file, reserve, frame_bound, validator, streams, scratch: Vec::new(), failed: false, others_complete })
     }
@@ -310,7 +344,7 @@ fn append(open: &mut Open, frame: &Frame, path: &Path) -> Result<()> {
     let sets = &open.streams[frame.stream];
     let name = &l.streams[frame.stream].name;
     if let Some(reserve) = open.reserve.as_mut() {
-        reserve.before_frame(open.file.size(), open.frame_bound)?;
+        reserve.before_write(open.file.size(), open.frame_bound)?;
     }
     for (i, (ds, spec)) in sets.fields.iter().zip(&l.fields).enumerate() {
         let bytes = open.validator.field(frame, i);
