@@ -25,11 +25,11 @@ pub struct ReserveResult {
 }
 
 /// Frames of varied bits (a cheap xorshift): nothing for a filesystem to deduplicate.
-fn frames(layout: &StreamLayout, count: u64) -> Vec<Frame> {
+fn frames(frame_bytes: usize, count: u64) -> Vec<Frame> {
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     (0..count)
         .map(|i| {
-            let data: Vec<u8> = (0..layout.frame_bytes() / 8)
+            let data: Vec<u8> = (0..frame_bytes / 8)
                 .flat_map(|_| {
                     x ^= x << 13;
                     x ^= x >> 7;
@@ -37,7 +37,7 @@ fn frames(layout: &StreamLayout, count: u64) -> Vec<Frame> {
                     x.to_le_bytes()
                 })
                 .collect();
-            Frame::new(layout, 0, i, i + 1, data)
+            Frame::new(0, i, i + 1, data)
         })
         .collect()
 }
@@ -60,8 +60,9 @@ fn timed_run(path: &Path, layout: &StreamLayout, frames: &[Frame], reserve: bool
 
 /// Runs the comparison in `dir`: `reps` pairs of runs of `count` frames of `rows` × `cols`.
 pub fn run(dir: &Path, rows: usize, cols: usize, count: u64, reps: usize) -> Result<ReserveResult> {
-    let layout = StreamLayout::new(vec!["v".into()], rows, cols, DType::F32).with_stream(StreamInfo::new("s0"));
-    let frames = frames(&layout, count);
+    let layout = StreamLayout::grid2d(["v"], rows, cols, DType::F32).with_stream(StreamInfo::new("s0"));
+    let frame_bytes = layout.frame_bytes()?;
+    let frames = frames(frame_bytes, count);
     let path = dir.join("reserve-cost.h5");
     let (mut on, mut off) = (Vec::new(), Vec::new());
     for rep in 0..reps {
@@ -70,7 +71,7 @@ pub fn run(dir: &Path, rows: usize, cols: usize, count: u64, reps: usize) -> Res
             if reserve { on.push(seconds) } else { off.push(seconds) }
         }
     }
-    let mb = (layout.frame_bytes() as u64 * count) as f64 / 1e6;
+    let mb = (frame_bytes as u64 * count) as f64 / 1e6;
     let rate = |xs: &[f64]| xs.iter().map(|s| mb / s).collect::<Vec<_>>();
     let ratio: Vec<f64> = on.iter().zip(&off).map(|(a, b)| a / b).collect();
     let per_frame_us: Vec<f64> = on.iter().zip(&off).map(|(a, b)| (a - b) * 1e6 / count as f64).collect();
@@ -78,7 +79,7 @@ pub fn run(dir: &Path, rows: usize, cols: usize, count: u64, reps: usize) -> Res
     let _ = writeln!(
         t,
         "HDF5 sink, reserve_space on vs off: {count} frames of {:.2} MB, fsync in finish, median [min–max] of {reps} pairs",
-        layout.frame_bytes() as f64 / 1e6
+        frame_bytes as f64 / 1e6
     );
     let _ = writeln!(t, "  reserve on:   {} MB/s", Summary::of(&rate(&on)).text(0));
     let _ = writeln!(t, "  reserve off:  {} MB/s", Summary::of(&rate(&off)).text(0));
