@@ -336,7 +336,10 @@ fn impossible_sizes_are_refused_within_a_second_naming_the_key_and_leave_no_outp
     fails_fast(&["grid.rows=20000", "grid.cols=20000"], &["--set grid.cols=20000: grid: grid 20000×20000", "bytes"]);
     fails_fast(
         &["grid.rows=16", "grid.cols=16", "output.chunk_frames=100000000"],
-        &["--set output.chunk_frames=100000000: output.chunk_frames: grid 16×16: one HDF5 chunk", "4294967295 bytes"],
+        &[
+            "--set output.chunk_frames=100000000: output.chunk_frames: field v (float32 [16, 16]): chunk_frames 100000000",
+            "4294967295 bytes per chunk: use chunk_frames 4194303 or less",
+        ],
     );
     fails_fast(&["io.io_buffer=100000000"], &["--set io.io_buffer=100000000: io.io_buffer:", "host memory"]);
     fails_fast(

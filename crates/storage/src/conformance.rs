@@ -439,8 +439,12 @@ fn unusable_layouts_are_refused(subject: &Subject<'_>, dir: &Path) -> Result<(),
         let path = dir.join(format!("out-{i}"));
         let mut sink = ctx("making the sink", (subject.make)(&path))?;
         match sink.begin(&layout) {
-            Err(Error::InvalidLayout(_)) => {}
-            other => return Err(format!("a layout with {what} gave {other:?}, not Error::InvalidLayout")),
+            Err(Error::InvalidLayout(_) | Error::InvalidName { .. }) => {}
+            other => {
+                return Err(format!(
+                    "a layout with {what} gave {other:?}, not Error::InvalidLayout or Error::InvalidName"
+                ));
+            }
         }
         ensure!(!path.exists(), "a layout with {what} was refused but {} was created", path.display());
     }
