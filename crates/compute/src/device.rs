@@ -39,8 +39,13 @@ impl std::fmt::Debug for GpuDevice {
 impl GpuDevice {
     /// Opens a device on `adapter` with every limit the adapter supports.
     pub(crate) fn open(adapter: &wgpu::Adapter, summary: AdapterSummary, label: String) -> Result<Self> {
-        let desc =
-            wgpu::DeviceDescriptor { label: Some(&label), required_limits: adapter.limits(), ..Default::default() };
+        // Immediate data carries each step's clock to field kernels; every native backend has it.
+        let desc = wgpu::DeviceDescriptor {
+            label: Some(&label),
+            required_limits: adapter.limits(),
+            required_features: adapter.features() & wgpu::Features::IMMEDIATES,
+            ..Default::default()
+        };
         let (device, queue) = pollster::block_on(adapter.request_device(&desc))
             .map_err(|e| Error::RequestDevice { adapter: label.clone(), message: e.to_string() })?;
         let faults = Arc::new(Mutex::new(Faults::default()));

@@ -59,13 +59,19 @@ pub enum Error {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// A grid shape is not a valid grid.
+    #[error("invalid grid shape {shape:?}: {message}")]
+    InvalidGrid {
+        /// The shape as given, slowest axis first.
+        shape: Vec<usize>,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
     /// The grid or state does not fit the device.
-    #[error("grid of {rows}×{cols}×{fields} fields does not fit device {device}: {message}")]
+    #[error("a {grid} grid with {fields} fields does not fit device {device}: {message}")]
     TooLarge {
-        /// Rows.
-        rows: usize,
-        /// Columns.
-        cols: usize,
+        /// The grid, e.g. `64×64×64`.
+        grid: String,
         /// Fields.
         fields: usize,
         /// Device label.

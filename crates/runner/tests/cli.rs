@@ -160,7 +160,7 @@ fn config_errors_name_key_and_line() {
 fn kernel_errors_name_the_wgsl_file_and_position() {
     let config = "[kernel]\nwgsl = \"k.wgsl\"\nfields = [\"u\"]\n[output]\nsink = \"null\"\n";
     fails(&[("c.toml", config)], &["run", "c.toml"], &["c.toml line 2", "kernel.wgsl", "k.wgsl"]);
-    let bad = "@compute @workgroup_size(8, 8)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    dst[0] = nope;\n}\n";
+    let bad = "@compute @workgroup_size(8, 8)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    u_out[0] = nope;\n}\n";
     fails(&[("c.toml", config), ("k.wgsl", bad)], &["run", "c.toml"], &["k.wgsl:3:", "nope"]);
     fails(&[("c.toml", "[kernel]\nname = \"brusselator\"\n")], &["run", "c.toml"], &["kernel.name", "gray-scott"]);
 }

@@ -54,7 +54,8 @@ fn runs_override_parameters_seed_and_noise() {
     assert_eq!((b.seed, b.noise, b.params.get("feed"), b.params.get("kill")), (9, 0.1, Some(&0.02), Some(&0.07)));
     let jobs = c.jobs(4, |_| false);
     assert_eq!(jobs.len(), 2, "a batch has one job per run, whatever the device count");
-    assert_eq!(jobs[1].kernel.params, vec![0.1, 0.05, 0.02, 0.07, 1.0]);
+    // In the order of the shader's struct Params: feed, kill, du, dv, dt.
+    assert_eq!(jobs[1].kernel.params, vec![0.02, 0.07, 0.1, 0.05, 1.0]);
     let single = Config::parse("c.toml", "", ".", &[]).unwrap();
     let names: Vec<String> = single.jobs(2, |_| false).into_iter().map(|j| j.name).collect();
     assert_eq!(names, ["stream0", "stream1"], "a single run has one stream per device");
