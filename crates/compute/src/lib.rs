@@ -9,8 +9,8 @@
 //! - [`Grid`]: the shape of a 1-, 2- or 3-D grid (`[nz, ny, nx]`, C order, x fastest).
 //! - [`KernelSpec`]: a WGSL step shader, its fields, parameters, rank and [`Boundary`]; it is
 //!   compiled after a prelude generated from them ([`KernelSpec::prelude`]).
-//!   [`gray_scott`] is the flagship model, with a plain-Rust twin ([`gray_scott::cpu_step`]);
-//!   [`cpu_twin`] has the prelude's helpers.
+//!   [`gray_scott`] (2-D) and [`gray_scott_3d`] (the ADIOS2 tutorial's model) are built in,
+//!   each with a plain-Rust twin; [`cpu_twin`] has the prelude's helpers.
 //! - [`FieldSim`]: a kernel's state on one device (a ping-pong buffer pair per field).
 //! - [`FrameProducer`]: steps + readback, with frame n+1 computing while frame n is copied out.
 //!
@@ -36,6 +36,7 @@ mod device;
 mod error;
 mod field_sim;
 pub mod gray_scott;
+pub mod gray_scott_3d;
 mod grid;
 mod kernel;
 pub mod noise;

@@ -25,6 +25,14 @@ pub const GRAY_SCOTT: Shipped = Shipped {
     fields: &["u", "v"],
 };
 
+/// The 3-D Gray-Scott step of the ADIOS2 tutorial (`gray_scott_3d` module).
+pub const GRAY_SCOTT_3D: Shipped = Shipped {
+    file: "shaders-wgsl/gray_scott_3d.wgsl",
+    source: include_str!("../../../shaders-wgsl/gray_scott_3d.wgsl"),
+    rank: 3,
+    fields: &["u", "v"],
+};
+
 /// Heat diffusion, the example of a user kernel (`configs/heat.toml`, `examples/custom_kernel.rs`).
 pub const HEAT: Shipped = Shipped {
     file: "shaders-wgsl/heat.wgsl",
@@ -34,4 +42,4 @@ pub const HEAT: Shipped = Shipped {
 };
 
 /// Every shipped shader.
-pub const ALL: [Shipped; 2] = [GRAY_SCOTT, HEAT];
+pub const ALL: [Shipped; 3] = [GRAY_SCOTT, GRAY_SCOTT_3D, HEAT];
