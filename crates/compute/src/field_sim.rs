@@ -45,12 +45,8 @@ impl std::fmt::Debug for FieldSim {
 /// Checks what the device must offer for `spec` on `grid`, before anything is allocated.
 fn check_fits(gpu: &GpuDevice, spec: &KernelSpec, grid: &Grid, workgroup_size: [u32; 3]) -> Result<[u32; 3]> {
     let fields = spec.fields.len();
-    let too_large = |message: String| Error::TooLarge {
-        grid: grid.to_string(),
-        fields,
-        device: gpu.label().to_owned(),
-        message,
-    };
+    let too_large =
+        |message: String| Error::TooLarge { grid: grid.to_string(), fields, device: gpu.label().to_owned(), message };
     let limits = gpu.device().limits();
     let storage_buffers = 2 * fields;
     let max_storage = limits.max_storage_buffers_per_shader_stage as usize;
@@ -137,8 +133,10 @@ impl FieldSim {
                 ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
                 count: None,
             };
-            let mut entries =
-                vec![entry(GRID_BINDING, wgpu::BufferBindingType::Uniform), entry(PARAMS_BINDING, wgpu::BufferBindingType::Uniform)];
+            let mut entries = vec![
+                entry(GRID_BINDING, wgpu::BufferBindingType::Uniform),
+                entry(PARAMS_BINDING, wgpu::BufferBindingType::Uniform),
+            ];
             for k in 0..fields as u32 {
                 let binding = FIRST_FIELD_BINDING + 2 * k;
                 entries.push(entry(binding, wgpu::BufferBindingType::Storage { read_only: true }));
@@ -193,7 +191,10 @@ impl FieldSim {
                 for (k, pair) in buffers.iter().enumerate() {
                     let binding = FIRST_FIELD_BINDING + 2 * k as u32;
                     entries.push(wgpu::BindGroupEntry { binding, resource: pair[read].as_entire_binding() });
-                    entries.push(wgpu::BindGroupEntry { binding: binding + 1, resource: pair[1 - read].as_entire_binding() });
+                    entries.push(wgpu::BindGroupEntry {
+                        binding: binding + 1,
+                        resource: pair[1 - read].as_entire_binding(),
+                    });
                 }
                 device.create_bind_group(&wgpu::BindGroupDescriptor {
                     label: Some("field-stencil"),

@@ -138,7 +138,14 @@ pub fn cpu_step(state: &[f32], next: &mut [f32], grid: &Grid, p: &GrayScott3dPar
 
 /// Runs steps `first_step .. first_step + steps` on the CPU from `state` and returns the
 /// final state.
-pub fn cpu_run(mut state: Vec<f32>, grid: &Grid, p: &GrayScott3dParams, seed: u64, first_step: u64, steps: u64) -> Vec<f32> {
+pub fn cpu_run(
+    mut state: Vec<f32>,
+    grid: &Grid,
+    p: &GrayScott3dParams,
+    seed: u64,
+    first_step: u64,
+    steps: u64,
+) -> Vec<f32> {
     let mut next = vec![0.0; state.len()];
     for step in first_step..first_step + steps {
         cpu_step(&state, &mut next, grid, p, seed, step);

@@ -39,15 +39,12 @@ impl Grid {
             .try_fold(1usize, |acc, n| acc.checked_mul(*n))
             .filter(|c| u32::try_from(*c).is_ok())
             .ok_or_else(|| {
-                let count = match shape.iter().try_fold(1u128, |acc, n| acc.checked_mul(*n as u128)) {
-                    Some(count) => count.to_string(),
-                    None => "more than 2^128".to_owned(),
-                };
-                invalid(format!(
-                    "{count} cells exceed the {} a kernel can index with u32; use a smaller grid",
-                    u32::MAX
-                ))
-            })?;
+            let count = match shape.iter().try_fold(1u128, |acc, n| acc.checked_mul(*n as u128)) {
+                Some(count) => count.to_string(),
+                None => "more than 2^128".to_owned(),
+            };
+            invalid(format!("{count} cells exceed the {} a kernel can index with u32; use a smaller grid", u32::MAX))
+        })?;
         let mut dims = [1; 3];
         dims[3 - rank..].copy_from_slice(shape);
         Ok(Grid { dims, rank, cells })

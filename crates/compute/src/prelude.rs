@@ -101,13 +101,9 @@ pub fn check_field_name(name: &str) -> Result<(), String> {
     if starts_with_letter && chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Ok(());
     }
-    let suggestion: String =
-        name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect::<String>();
-    let suggestion = if suggestion.starts_with(|c: char| c.is_ascii_alphabetic()) {
-        suggestion
-    } else {
-        format!("f{suggestion}")
-    };
+    let suggestion: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect::<String>();
+    let suggestion =
+        if suggestion.starts_with(|c: char| c.is_ascii_alphabetic()) { suggestion } else { format!("f{suggestion}") };
     Err(format!(
         "field name {name:?} is not a valid WGSL identifier: the prelude names its bindings \
          {name}_in and {name}_out; use ASCII letters, digits and _, starting with a letter \
@@ -146,7 +142,10 @@ fn write_generated(out: &mut String, rank: usize, boundary: Boundary, fields: &[
     writeln!(out)?;
     writeln!(out, "// ---- generated for a {rank}-D grid, {boundary} boundary, fields {}", fields.join(", "))?;
     writeln!(out)?;
-    writeln!(out, "// Workgroup shape wgpipe chose for {rank}-D grids: @workgroup_size(WORKGROUP_X, WORKGROUP_Y, WORKGROUP_Z).")?;
+    writeln!(
+        out,
+        "// Workgroup shape wgpipe chose for {rank}-D grids: @workgroup_size(WORKGROUP_X, WORKGROUP_Y, WORKGROUP_Z)."
+    )?;
     writeln!(out, "const WORKGROUP_X: u32 = {wx}u;")?;
     writeln!(out, "const WORKGROUP_Y: u32 = {wy}u;")?;
     writeln!(out, "const WORKGROUP_Z: u32 = {wz}u;")?;

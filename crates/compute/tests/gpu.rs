@@ -5,8 +5,8 @@ mod common;
 
 use common::{gpu, max_abs_diff};
 use wgpipe_compute::{
-    Boundary, DeviceSelector, Error, FieldSim, FrameProducer, GpuDevice, Grid, KernelSpec, ReadbackConfig,
-    WgslSource, cpu_twin, gray_scott, list_adapters, open_devices,
+    Boundary, DeviceSelector, Error, FieldSim, FrameProducer, GpuDevice, Grid, KernelSpec, ReadbackConfig, WgslSource,
+    cpu_twin, gray_scott, list_adapters, open_devices,
 };
 
 fn grid(rows: usize, cols: usize) -> Grid {
@@ -142,7 +142,12 @@ fn custom_wgsl_kernel_from_a_file_runs_with_either_boundary() {
     }
     // Heat from the corner crosses to the opposite corner only on the torus.
     let far = rows * cols - 1;
-    assert!(finals[0][far] > 1.0 && finals[1][far] < 1e-3, "periodic {} vs zero-flux {}", finals[0][far], finals[1][far]);
+    assert!(
+        finals[0][far] > 1.0 && finals[1][far] < 1e-3,
+        "periodic {} vs zero-flux {}",
+        finals[0][far],
+        finals[1][far]
+    );
 }
 
 #[test]

@@ -89,9 +89,10 @@ fn the_clock_and_the_noise_hash_are_bitwise_the_twins() {
                     h_out[c.i] = f32(clock.step_hi);\n\
                 }\n";
     let seed = (1u64 << 40) + 3;
-    let spec = KernelSpec::new("clock", WgslSource::new("clock.wgsl", code), vec!["r".into(), "s".into(), "h".into()], vec![])
-        .with_rank(3)
-        .with_seed(seed);
+    let spec =
+        KernelSpec::new("clock", WgslSource::new("clock.wgsl", code), vec!["r".into(), "s".into(), "h".into()], vec![])
+            .with_rank(3)
+            .with_seed(seed);
     let start = (1u64 << 32) + 5;
     let mut sim = FieldSim::new(&gpu, &spec, &grid, &vec![0.0; 3 * grid.cells()]).unwrap().starting_at_step(start);
     assert_eq!(sim.steps(), start);
@@ -100,9 +101,9 @@ fn the_clock_and_the_noise_hash_are_bitwise_the_twins() {
     let out = sim.read_state().unwrap();
     let cells = grid.cells();
     let last = start + 2; // the third step was step `start + 2`
-    for i in 0..cells {
+    for (i, gpu) in out[..cells].iter().enumerate() {
         let twin = cpu_twin::uniform_noise(seed, i as u32, last);
-        assert_eq!(out[i].to_bits(), twin.to_bits(), "noise at cell {i}: GPU {} vs twin {twin}", out[i]);
+        assert_eq!(gpu.to_bits(), twin.to_bits(), "noise at cell {i}: GPU {gpu} vs twin {twin}");
     }
     // Small values, exact in f32: (2^32 + 7) is step 7, step_hi 1.
     assert!(out[cells..2 * cells].iter().all(|s| *s == (last as u32) as f32), "clock.step");

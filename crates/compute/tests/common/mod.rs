@@ -35,9 +35,8 @@ or point WGPIPE_PYTHON at a Python that has it";
 /// else `python3` on PATH, else `/usr/bin/python3`. Panics with what to install otherwise:
 /// the independent numpy checks are part of the suite, never skipped.
 pub fn python_with_numpy() -> PathBuf {
-    let works = |python: &PathBuf| {
-        Command::new(python).args(["-c", "import numpy"]).output().is_ok_and(|o| o.status.success())
-    };
+    let works =
+        |python: &PathBuf| Command::new(python).args(["-c", "import numpy"]).output().is_ok_and(|o| o.status.success());
     if let Some(chosen) = std::env::var_os("WGPIPE_PYTHON") {
         let chosen = PathBuf::from(chosen);
         assert!(works(&chosen), "WGPIPE_PYTHON={} cannot import numpy: {PYTHON_HINT}", chosen.display());
