@@ -1,8 +1,9 @@
 //! A user kernel: heat diffusion from a WGSL file, with its own initial state, into raw files.
 //!
-//! The WGSL (`shaders-wgsl/heat.wgsl`) contains only the step: wgpipe's prelude provides the
-//! bindings (`grid`, `src`, `dst`) and helpers (`at`, `laplacian9`); the kernel declares its
-//! own `Params` at binding 3, filled from the `params` list in declaration order.
+//! The WGSL (`shaders-wgsl/heat.wgsl`) contains only the step: wgpipe's prelude, generated from
+//! the field names, provides the bindings (`grid`, `u_in`, `u_out`) and helpers (`cell`,
+//! `laplacian9_u`); the kernel declares its own `Params` at binding 1, filled from the `params`
+//! list in declaration order.
 //!
 //! `cargo run --release -p wgpipe --example custom_kernel -- [OUT_DIR]`
 

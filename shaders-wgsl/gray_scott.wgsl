@@ -1,30 +1,29 @@
-// Gray-Scott reaction-diffusion, one explicit Euler step. Fields: 0 = u, 1 = v.
+// Gray-Scott reaction-diffusion on a 2-D grid, one explicit Euler step. Fields u, v.
 //   u' = u + dt * (Du * L(u) - u v^2 + F (1 - u))
 //   v' = v + dt * (Dv * L(v) + u v^2 - (F + k) v)
+// L is the prelude's 9-point Laplacian. Twin: wgpipe_compute::gray_scott::cpu_step.
 
 struct Params {
-    du: f32,
-    dv: f32,
     feed: f32,
     kill: f32,
+    du: f32,
+    dv: f32,
     dt: f32,
 }
 
-@group(0) @binding(3) var<uniform> params: Params;
+@group(0) @binding(1) var<uniform> params: Params;
 
-@compute @workgroup_size(16, 16)
+@compute @workgroup_size(WORKGROUP_X, WORKGROUP_Y, WORKGROUP_Z)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
-    if (id.x >= grid.cols || id.y >= grid.rows) {
+    if (!in_grid(id)) {
         return;
     }
-    let r = i32(id.y);
-    let c = i32(id.x);
-    let i = id.y * grid.cols + id.x;
-    let u = src[i];
-    let v = src[grid.cells + i];
-    let lu = laplacian9(0u, r, c);
-    let lv = laplacian9(1u, r, c);
+    let c = cell(id);
+    let u = u_in[c.i];
+    let v = v_in[c.i];
+    let lu = laplacian9_u(c);
+    let lv = laplacian9_v(c);
     let uvv = u * v * v;
-    dst[i] = u + params.dt * (params.du * lu - uvv + params.feed * (1.0 - u));
-    dst[grid.cells + i] = v + params.dt * (params.dv * lv + uvv - (params.feed + params.kill) * v);
+    u_out[c.i] = u + params.dt * (params.du * lu - uvv + params.feed * (1.0 - u));
+    v_out[c.i] = v + params.dt * (params.dv * lv + uvv - (params.feed + params.kill) * v);
 }

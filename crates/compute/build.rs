@@ -1,8 +1,15 @@
-//! Validates every shader in `shaders-wgsl/` with naga, so an invalid shader fails the build
-//! with `file:line:column: message` instead of failing at run time.
+//! Validates every shader in `shaders-wgsl/` with naga, each after the prelude it is compiled
+//! with (for every boundary rule), so an invalid shader fails the build with
+//! `file:line:column: message` instead of failing at run time.
 
+#[path = "src/prelude.rs"]
+#[allow(dead_code, reason = "build.rs uses only `generate`; the library uses the rest")]
+mod prelude;
+#[path = "src/shipped.rs"]
+#[allow(dead_code, reason = "build.rs reads the list only")]
+mod shipped;
 #[path = "src/wgsl_check.rs"]
-#[expect(dead_code, reason = "build.rs uses only `check`; the library uses the rest")]
+#[allow(dead_code, reason = "build.rs uses only `check`; the library uses the rest")]
 mod wgsl_check;
 
 use std::path::Path;
@@ -11,7 +18,9 @@ fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shaders-wgsl");
     println!("cargo:rerun-if-changed={}", dir.display());
     println!("cargo:rerun-if-changed={}", dir.join("shared").display());
-    println!("cargo:rerun-if-changed=src/wgsl_check.rs");
+    for file in ["src/prelude.rs", "src/shipped.rs", "src/wgsl_check.rs"] {
+        println!("cargo:rerun-if-changed={file}");
+    }
     let mut failures = Vec::new();
     let entries = match std::fs::read_dir(&dir) {
         Ok(entries) => entries,
@@ -29,13 +38,20 @@ fn main() {
     for path in files {
         println!("cargo:rerun-if-changed={}", path.display());
         let name = format!("shaders-wgsl/{}", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
-        match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                if let Err(e) = wgsl_check::check(&name, &text) {
-                    failures.push(e.to_string());
-                }
+        let Some(shader) = shipped::ALL.iter().find(|s| s.file == name) else {
+            failures.push(format!(
+                "{name} is not listed in crates/compute/src/shipped.rs: add it with its rank and fields, \
+                 so that it is validated with its prelude"
+            ));
+            continue;
+        };
+        for boundary in prelude::Boundary::ALL {
+            let checked = prelude::generate(shader.rank, boundary, shader.fields)
+                .map_err(|e| format!("{name}: {e}"))
+                .and_then(|p| wgsl_check::check(&name, &p, shader.source).map_err(|e| e.to_string()));
+            if let Err(e) = checked {
+                failures.push(format!("{e} (with the {boundary} prelude)"));
             }
-            Err(e) => failures.push(format!("{name}: cannot read: {e}")),
         }
     }
     if !failures.is_empty() {

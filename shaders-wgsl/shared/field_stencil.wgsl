@@ -1,46 +1,43 @@
-// Field-stencil prelude, prepended by wgpipe to every kernel before compilation.
-//
-// A kernel sees every field of the previous state in `src` and writes the next state to `dst`
-// (ping-pong buffers swapped by the host after each step). Field f occupies
-// `src[f * grid.cells .. (f + 1) * grid.cells]`, row-major. A kernel with parameters declares
-// its own `struct Params` and `@group(0) @binding(3) var<uniform> params: Params;`.
+// Field-stencil prelude, the part every kernel shares. wgpipe generates the rest per kernel
+// from its rank, boundary rule and field names (workgroup shape, `Cell`, one binding pair and
+// one Laplacian per field) and compiles both before the kernel: `KernelSpec::prelude` shows
+// the whole text.
 
+// Grid size: nx along x (the fastest axis), ny, nz; 1 along axes the grid lacks.
+// cells = nx * ny * nz, the length of every field.
 struct Grid {
-    rows: u32,
-    cols: u32,
+    nx: u32,
+    ny: u32,
+    nz: u32,
     cells: u32,
-    fields: u32,
 }
 
 @group(0) @binding(0) var<uniform> grid: Grid;
-@group(0) @binding(1) var<storage, read> src: array<f32>;
-@group(0) @binding(2) var<storage, read_write> dst: array<f32>;
 
-// Index of (r, c) wrapped onto the periodic grid; offsets of at most one grid size either way.
-fn cell_index(r: i32, c: i32) -> u32 {
-    let rows = i32(grid.rows);
-    let cols = i32(grid.cols);
-    let rr = (r + rows) % rows;
-    let cc = (c + cols) % cols;
-    return u32(rr * cols + cc);
+// Set by the host before every step (immediate data, so steps in one pass each see their own).
+struct Clock {
+    // Steps done before this one: low and high 32 bits.
+    step: u32,
+    step_hi: u32,
+    // This step's key of `uniform_noise`, derived from the kernel's seed and the step.
+    noise_key: u32,
 }
 
-// Value of field `f` at (r, c) on the periodic grid.
-fn at(f: u32, r: i32, c: i32) -> f32 {
-    return src[f * grid.cells + cell_index(r, c)];
+var<immediate> clock: Clock;
+
+// PCG output permutation of a u32 (a bijection): integer arithmetic only, so every device and
+// the CPU twin compute the same bits.
+fn pcg_hash(x: u32) -> u32 {
+    let s = x * 747796405u + 2891336453u;
+    let w = ((s >> ((s >> 28u) + 4u)) ^ s) * 277803737u;
+    return (w >> 22u) ^ w;
 }
 
-// 9-point Laplacian: sum over the 8 neighbours of w * (neighbour - centre), w = 0.5 on the
-// four edge neighbours and 0.25 on the diagonals. The CPU twins sum in this same order.
-fn laplacian9(f: u32, r: i32, c: i32) -> f32 {
-    let x = at(f, r, c);
-    var s = 0.5 * (at(f, r - 1, c) - x);
-    s = s + 0.5 * (at(f, r + 1, c) - x);
-    s = s + 0.5 * (at(f, r, c - 1) - x);
-    s = s + 0.5 * (at(f, r, c + 1) - x);
-    s = s + 0.25 * (at(f, r - 1, c - 1) - x);
-    s = s + 0.25 * (at(f, r - 1, c + 1) - x);
-    s = s + 0.25 * (at(f, r + 1, c - 1) - x);
-    s = s + 0.25 * (at(f, r + 1, c + 1) - x);
-    return s;
+// Uniform noise in [-1, 1) for the cell with global linear index `i` at this step: a hash of
+// (seed, i, step), so a run is reproducible, a resumed run draws what an uninterrupted one
+// would, and the noise does not depend on how the grid is split into dispatches or domains.
+// 24 bits of the hash scaled by 2^-23: exact in f32 on every device.
+fn uniform_noise(i: u32) -> f32 {
+    let h = pcg_hash(pcg_hash(i) ^ clock.noise_key);
+    return f32(h >> 8u) * 1.1920928955078125e-7 - 1.0;
 }

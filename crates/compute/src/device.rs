@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::adapters::AdapterSummary;
 use crate::error::{Error, Result};
+use crate::grid::Grid;
 use crate::limits::GridFootprint;
 
 /// How long a blocking wait for the GPU may last before it is called a hang.
@@ -40,8 +41,13 @@ impl std::fmt::Debug for GpuDevice {
 impl GpuDevice {
     /// Opens a device on `adapter` with every limit the adapter supports.
     pub(crate) fn open(adapter: &wgpu::Adapter, summary: AdapterSummary, label: String) -> Result<Self> {
-        let desc =
-            wgpu::DeviceDescriptor { label: Some(&label), required_limits: adapter.limits(), ..Default::default() };
+        // Immediate data carries each step's clock to field kernels; every native backend has it.
+        let desc = wgpu::DeviceDescriptor {
+            label: Some(&label),
+            required_limits: adapter.limits(),
+            required_features: adapter.features() & wgpu::Features::IMMEDIATES,
+            ..Default::default()
+        };
         let (device, queue) = pollster::block_on(adapter.request_device(&desc))
             .map_err(|e| Error::RequestDevice { adapter: label.clone(), message: e.to_string() })?;
         let faults = Arc::new(Mutex::new(Faults::default()));
@@ -78,18 +84,17 @@ impl GpuDevice {
         &self.label
     }
 
-    /// Sizes a kernel of `fields` fields (workgroup size `workgroup_size`) on a `rows × cols`
-    /// grid, reading back `read_fields` fields per frame, and errors with
-    /// [`Error::TooLarge`] unless it fits this device's limits. Allocates nothing.
+    /// Sizes a kernel of `fields` fields (workgroup size `workgroup_size`) on `grid`, reading
+    /// back `read_fields` fields per frame, and errors with [`Error::TooLarge`] unless it fits
+    /// this device's limits. Allocates nothing.
     pub fn check_grid(
         &self,
-        rows: usize,
-        cols: usize,
+        grid: &Grid,
         fields: usize,
         read_fields: usize,
         workgroup_size: [u32; 3],
     ) -> Result<GridFootprint> {
-        let footprint = GridFootprint::new(rows, cols, fields, read_fields, workgroup_size)?;
+        let footprint = GridFootprint::new(grid, fields, read_fields, workgroup_size)?;
         footprint.check(&self.device.limits(), &self.label)?;
         Ok(footprint)
     }

@@ -59,13 +59,19 @@ pub enum Error {
         /// What is wrong and how to fix it.
         message: String,
     },
-    /// The grid or state does not fit the device (or any device: sizes the kernels cannot index).
-    #[error("grid {rows}×{cols} with {fields} fields does not fit {device}: {message}")]
+    /// A grid shape is not a valid grid.
+    #[error("invalid grid {shape:?}: {message}")]
+    InvalidGrid {
+        /// The shape as given, slowest axis first.
+        shape: Vec<usize>,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// The grid or state does not fit the device (or any device: sizes that overflow).
+    #[error("a {grid} grid with {fields} fields does not fit {device}: {message}")]
     TooLarge {
-        /// Rows.
-        rows: usize,
-        /// Columns.
-        cols: usize,
+        /// The grid, e.g. `64×64×64`.
+        grid: String,
         /// Fields.
         fields: usize,
         /// `device <label>`, or `any device` for a limit of the kernels themselves.

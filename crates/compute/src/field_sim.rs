@@ -1,25 +1,33 @@
-//! The GPU state of a field-stencil kernel: ping-pong field buffers and the compiled step.
+//! The GPU state of a field-stencil kernel: a ping-pong pair of buffers per field, and the
+//! compiled step.
 
 use wgpu::util::DeviceExt;
 
 use crate::device::GpuDevice;
 use crate::error::{Error, Result};
+use crate::grid::Grid;
 use crate::kernel::KernelSpec;
 use crate::limits::F32_BYTES as F32;
+use crate::noise::noise_key;
+use crate::prelude::{CLOCK_BYTES, FIRST_FIELD_BINDING, GRID_BINDING, PARAMS_BINDING};
 
-/// A kernel running on one device: every field lives in two buffers that swap roles each
-/// step (read `src`, write `dst`), so a step never reads what it is writing.
+/// A kernel running on one device. Every field lives in its own two buffers that swap roles
+/// each step (read `NAME_in`, write `NAME_out`), so a step never reads what it is writing and a
+/// field is limited by the device's per-buffer limits, not the whole state.
 pub struct FieldSim {
     gpu: GpuDevice,
     spec: KernelSpec,
-    rows: usize,
-    cols: usize,
+    grid: Grid,
     pipeline: wgpu::ComputePipeline,
-    buffers: [wgpu::Buffer; 2],
+    /// Per field: the buffer read at even steps, then the one read at odd steps.
+    buffers: Vec<[wgpu::Buffer; 2]>,
     bind_groups: [wgpu::BindGroup; 2],
-    workgroup_size: [u32; 2],
-    workgroups: [u32; 2],
-    steps: u64,
+    workgroup_size: [u32; 3],
+    workgroups: [u32; 3],
+    /// The step the initial state stands for (0 unless resumed).
+    first_step: u64,
+    /// Steps encoded since the initial state; its parity says which buffer is current.
+    done: u64,
 }
 
 impl std::fmt::Debug for FieldSim {
@@ -27,35 +35,58 @@ impl std::fmt::Debug for FieldSim {
         f.debug_struct("FieldSim")
             .field("kernel", &self.spec.name)
             .field("device", &self.gpu.label())
-            .field("rows", &self.rows)
-            .field("cols", &self.cols)
-            .field("steps", &self.steps)
+            .field("grid", &self.grid.shape())
+            .field("steps", &self.steps())
             .finish()
     }
 }
 
+/// Errors unless `gpu` can pass the step clock as immediate data, the one feature field
+/// kernels need beyond WebGPU's defaults. Sizes are [`GpuDevice::check_grid`]'s.
+fn check_immediates(gpu: &GpuDevice) -> Result<()> {
+    let limits = gpu.device().limits();
+    if !gpu.device().features().contains(wgpu::Features::IMMEDIATES) || limits.max_immediate_size < CLOCK_BYTES {
+        return Err(Error::Gpu {
+            device: gpu.label().to_owned(),
+            message: format!(
+                "field kernels receive their step clock as {CLOCK_BYTES} bytes of immediate data (push \
+                 constants), which this device does not offer; choose another adapter (`wgpipe devices`)"
+            ),
+        });
+    }
+    Ok(())
+}
+
 impl FieldSim {
-    /// Compiles `spec` on `gpu` and uploads `initial` (every field, field after field,
-    /// row-major, `fields × rows × cols` values).
-    pub fn new(gpu: &GpuDevice, spec: &KernelSpec, rows: usize, cols: usize, initial: &[f32]) -> Result<Self> {
-        let checked = spec.check()?;
+    /// Compiles `spec` on `gpu` for `grid` and uploads `initial`: every field, field after
+    /// field, each in C order (`fields × cells` values). The state is at step 0.
+    pub fn new(gpu: &GpuDevice, spec: &KernelSpec, grid: &Grid, initial: &[f32]) -> Result<Self> {
         let invalid = |message: String| Error::InvalidKernel { kernel: spec.name.clone(), message };
-        if rows == 0 || cols == 0 {
-            return Err(invalid(format!("the grid must have at least one row and column, got {rows}×{cols}")));
+        if grid.rank() != spec.rank {
+            return Err(invalid(format!(
+                "it is written for {}-D grids and the grid {grid} is {}-D: give a grid of rank {} or a kernel \
+                 for rank {}",
+                spec.rank,
+                grid.rank(),
+                spec.rank,
+                grid.rank()
+            )));
         }
+        let checked = spec.check()?;
         let fields = spec.fields.len();
-        let footprint = gpu.check_grid(rows, cols, fields, fields, checked.workgroup_size)?;
+        let footprint = gpu.check_grid(grid, fields, fields, checked.workgroup_size)?;
+        check_immediates(gpu)?;
+        let cells = grid.cells();
         if initial.len() as u64 != footprint.cells * fields as u64 {
             return Err(invalid(format!(
-                "initial state holds {} values, expected {fields} fields × {rows} × {cols} = {}",
+                "initial state holds {} values, expected {fields} fields × {grid} = {}",
                 initial.len(),
                 footprint.cells * fields as u64
             )));
         }
-        // All fit u32: check_grid bounds cells by i32::MAX and the dispatch by the device's
-        // per-dimension limit.
-        let workgroups = footprint.workgroups.map(|w| w as u32);
-        let grid = [rows as u32, cols as u32, footprint.cells as u32, fields as u32];
+        let workgroups = footprint.dispatch();
+        // Grid::new keeps the cell count and every axis within u32.
+        let dims = [grid.nx(), grid.ny(), grid.nz(), cells].map(|n| u32::try_from(n).unwrap_or(u32::MAX));
         let mut params: Vec<f32> = spec.params.clone();
         params.resize(params.len().div_ceil(4).max(1) * 4, 0.0);
 
@@ -64,34 +95,29 @@ impl FieldSim {
                 label: Some(&spec.name),
                 source: wgpu::ShaderSource::Wgsl(checked.source.as_str().into()),
             });
-            let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
+            let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
                 binding,
                 visibility: wgpu::ShaderStages::COMPUTE,
-                ty: wgpu::BindingType::Buffer {
-                    ty: wgpu::BufferBindingType::Storage { read_only },
-                    has_dynamic_offset: false,
-                    min_binding_size: None,
-                },
+                ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
                 count: None,
             };
-            let uniform = |binding| wgpu::BindGroupLayoutEntry {
-                binding,
-                visibility: wgpu::ShaderStages::COMPUTE,
-                ty: wgpu::BindingType::Buffer {
-                    ty: wgpu::BufferBindingType::Uniform,
-                    has_dynamic_offset: false,
-                    min_binding_size: None,
-                },
-                count: None,
-            };
+            let mut entries = vec![
+                entry(GRID_BINDING, wgpu::BufferBindingType::Uniform),
+                entry(PARAMS_BINDING, wgpu::BufferBindingType::Uniform),
+            ];
+            for k in 0..fields as u32 {
+                let binding = FIRST_FIELD_BINDING + 2 * k;
+                entries.push(entry(binding, wgpu::BufferBindingType::Storage { read_only: true }));
+                entries.push(entry(binding + 1, wgpu::BufferBindingType::Storage { read_only: false }));
+            }
             let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                 label: Some("field-stencil"),
-                entries: &[uniform(0), storage(1, true), storage(2, false), uniform(3)],
+                entries: &entries,
             });
             let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
                 label: Some("field-stencil"),
                 bind_group_layouts: &[Some(&layout)],
-                immediate_size: 0,
+                immediate_size: CLOCK_BYTES,
             });
             let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(&spec.name),
@@ -101,51 +127,72 @@ impl FieldSim {
                 compilation_options: Default::default(),
                 cache: None,
             });
-            let grid_buf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("grid"),
-                contents: bytemuck::cast_slice(&grid),
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
-            let params_buf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("params"),
-                contents: bytemuck::cast_slice(&params),
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
-            let field_buf = |label| {
+            let uniform = |label, contents: &[u8]| {
                 device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                     label: Some(label),
-                    contents: bytemuck::cast_slice(initial),
-                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                    contents,
+                    usage: wgpu::BufferUsages::UNIFORM,
                 })
             };
-            let buffers = [field_buf("fields-a"), field_buf("fields-b")];
-            let bind = |src: &wgpu::Buffer, dst: &wgpu::Buffer| {
+            let grid_buf = uniform("grid", bytemuck::cast_slice(&dims));
+            let params_buf = uniform("params", bytemuck::cast_slice(&params));
+            let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+            let buffers: Vec<[wgpu::Buffer; 2]> = spec
+                .fields
+                .iter()
+                .zip(initial.chunks_exact(cells))
+                .map(|(name, values)| {
+                    [0, 1].map(|side| {
+                        device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                            label: Some(&format!("field {name} ({})", ["a", "b"][side])),
+                            contents: bytemuck::cast_slice(values),
+                            usage,
+                        })
+                    })
+                })
+                .collect();
+            let bind = |read: usize| {
+                let mut entries = vec![
+                    wgpu::BindGroupEntry { binding: GRID_BINDING, resource: grid_buf.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: PARAMS_BINDING, resource: params_buf.as_entire_binding() },
+                ];
+                for (k, pair) in buffers.iter().enumerate() {
+                    let binding = FIRST_FIELD_BINDING + 2 * k as u32;
+                    entries.push(wgpu::BindGroupEntry { binding, resource: pair[read].as_entire_binding() });
+                    entries.push(wgpu::BindGroupEntry {
+                        binding: binding + 1,
+                        resource: pair[1 - read].as_entire_binding(),
+                    });
+                }
                 device.create_bind_group(&wgpu::BindGroupDescriptor {
                     label: Some("field-stencil"),
                     layout: &layout,
-                    entries: &[
-                        wgpu::BindGroupEntry { binding: 0, resource: grid_buf.as_entire_binding() },
-                        wgpu::BindGroupEntry { binding: 1, resource: src.as_entire_binding() },
-                        wgpu::BindGroupEntry { binding: 2, resource: dst.as_entire_binding() },
-                        wgpu::BindGroupEntry { binding: 3, resource: params_buf.as_entire_binding() },
-                    ],
+                    entries: &entries,
                 })
             };
-            let bind_groups = [bind(&buffers[0], &buffers[1]), bind(&buffers[1], &buffers[0])];
+            let bind_groups = [bind(0), bind(1)];
             (pipeline, buffers, bind_groups)
         })
         .map(|(pipeline, buffers, bind_groups)| FieldSim {
             gpu: gpu.clone(),
             spec: spec.clone(),
-            rows,
-            cols,
+            grid: *grid,
             pipeline,
             buffers,
             bind_groups,
-            workgroup_size: [checked.workgroup_size[0], checked.workgroup_size[1]],
+            workgroup_size: checked.workgroup_size,
             workgroups,
-            steps: 0,
+            first_step: 0,
+            done: 0,
         })
+    }
+
+    /// The same simulation with its current state taken as the state after `step` steps: what
+    /// a resumed run does with a stored state, so that step-dependent terms (the noise) and
+    /// the steps reported with frames continue where the interrupted run left off.
+    pub fn starting_at_step(mut self, step: u64) -> Self {
+        self.first_step = step.saturating_sub(self.done);
+        self
     }
 
     /// The device this state lives on.
@@ -158,46 +205,50 @@ impl FieldSim {
         &self.spec
     }
 
-    /// Grid rows.
-    pub fn rows(&self) -> usize {
-        self.rows
+    /// The grid.
+    pub fn grid(&self) -> &Grid {
+        &self.grid
     }
 
-    /// Grid columns.
-    pub fn cols(&self) -> usize {
-        self.cols
-    }
-
-    /// Steps encoded so far.
+    /// Steps done (or encoded) so far, counting from step 0 (see [`FieldSim::starting_at_step`]).
     pub fn steps(&self) -> u64 {
-        self.steps
+        self.first_step + self.done
     }
 
-    /// The kernel's workgroup size `[x, y]`.
-    pub fn workgroup_size(&self) -> [u32; 2] {
+    /// Index of the buffer of each pair that holds the current state.
+    fn current_side(&self) -> usize {
+        (self.done % 2) as usize
+    }
+
+    /// The kernel's workgroup size `[x, y, z]`.
+    pub fn workgroup_size(&self) -> [u32; 3] {
         self.workgroup_size
     }
 
     /// Bytes of one field.
     pub fn field_bytes(&self) -> u64 {
-        (self.rows * self.cols) as u64 * F32
+        self.grid.cells() as u64 * F32
     }
 
-    /// Records `n` steps into one compute pass of `encoder`.
+    /// Records `n` steps into one compute pass of `encoder`, each with its own step clock.
     pub fn encode_steps(&mut self, encoder: &mut wgpu::CommandEncoder, n: u32) {
         let mut pass =
             encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("steps"), timestamp_writes: None });
         pass.set_pipeline(&self.pipeline);
+        let [x, y, z] = self.workgroups;
         for _ in 0..n {
-            pass.set_bind_group(0, &self.bind_groups[(self.steps % 2) as usize], &[]);
-            pass.dispatch_workgroups(self.workgroups[0], self.workgroups[1], 1);
-            self.steps += 1;
+            let step = self.steps();
+            let clock = [step as u32, (step >> 32) as u32, noise_key(self.spec.seed, step)];
+            pass.set_bind_group(0, &self.bind_groups[self.current_side()], &[]);
+            pass.set_immediates(0, bytemuck::cast_slice(&clock));
+            pass.dispatch_workgroups(x, y, z);
+            self.done += 1;
         }
     }
 
-    /// The buffer holding the state after the steps encoded so far.
-    pub fn current(&self) -> &wgpu::Buffer {
-        &self.buffers[(self.steps % 2) as usize]
+    /// The buffer holding field `field` (by index) after the steps encoded so far.
+    pub fn current(&self, field: usize) -> Option<&wgpu::Buffer> {
+        self.buffers.get(field).map(|pair| &pair[self.current_side()])
     }
 
     /// Runs `n` steps and waits for them; for tests and tools, not for streaming.
@@ -208,9 +259,10 @@ impl FieldSim {
         self.gpu.wait(submission)
     }
 
-    /// Copies the whole current state (every field) back to the host, blocking.
+    /// Copies the whole current state (every field, field after field) back to the host, blocking.
     pub fn read_state(&self) -> Result<Vec<f32>> {
-        let size = self.current().size();
+        let field_bytes = self.field_bytes();
+        let size = field_bytes * self.buffers.len() as u64;
         let staging = self.gpu.scoped("allocating a readback buffer", |device| {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("read-state"),
@@ -220,7 +272,10 @@ impl FieldSim {
             })
         })?;
         let mut encoder = self.gpu.device().create_command_encoder(&Default::default());
-        encoder.copy_buffer_to_buffer(self.current(), 0, &staging, 0, size);
+        for (k, pair) in self.buffers.iter().enumerate() {
+            let current = &pair[self.current_side()];
+            encoder.copy_buffer_to_buffer(current, 0, &staging, k as u64 * field_bytes, field_bytes);
+        }
         let (tx, rx) = std::sync::mpsc::channel();
         encoder.map_buffer_on_submit(&staging, wgpu::MapMode::Read, .., move |r| {
             let _ = tx.send(r);

@@ -4,6 +4,7 @@ use std::io::Read;
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::prelude::{self, Boundary};
 use crate::wgsl_check::{self, CheckedWgsl};
 
 /// The largest WGSL file [`WgslSource::from_file`] reads (1 MiB: shaders are kilobytes).
@@ -51,30 +52,58 @@ impl WgslSource {
     }
 }
 
-/// A field-stencil kernel: named f32 fields on a rows × cols grid, advanced one step per
-/// dispatch of the WGSL entry point `main`.
+/// A field-stencil kernel: named f32 fields on a grid of rank 1, 2 or 3, advanced one step per
+/// dispatch of the WGSL entry point `main`, one invocation per cell.
 ///
-/// The WGSL is compiled after the prelude `shaders-wgsl/shared/field_stencil.wgsl`, which
-/// binds `grid` (rows, cols, cells, fields), the previous state `src` and the next state `dst`
-/// (each holding every field, field after field), and offers `at`, `cell_index` and
-/// `laplacian9` on the periodic grid. A kernel with parameters declares its own
-/// `struct Params` bound at `@group(0) @binding(3)`; [`KernelSpec::params`] fills it.
+/// The WGSL is compiled after a prelude generated from [`KernelSpec::rank`],
+/// [`KernelSpec::boundary`] and [`KernelSpec::fields`] ([`KernelSpec::prelude`] shows it): it
+/// binds `grid` (nx, ny, nz, cells), each field as `NAME_in` (this step, read-only) and
+/// `NAME_out` (next step), and offers `in_grid(id)`, `cell(id)` (the cell and its neighbours'
+/// indices), `neighbour(c, ..)`, the rank's Laplacian per field (`laplacian3_NAME`,
+/// `laplacian9_NAME`, `laplacian7_NAME`), `uniform_noise(i)` and the step `clock`. A kernel
+/// with parameters declares its own `struct Params` bound at `@group(0) @binding(1)`;
+/// [`KernelSpec::params`] fills it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelSpec {
     /// Kernel name for messages and metadata.
     pub name: String,
     /// The step shader.
     pub wgsl: WgslSource,
-    /// Field names, in the order the shader lays them out in `src`/`dst`.
+    /// Field names, in binding order; each must be a WGSL identifier (letters, digits, `_`).
     pub fields: Vec<String>,
     /// Values of the `Params` uniform, in declaration order (f32 members only).
     pub params: Vec<f32>,
+    /// Rank of the grids the kernel is written for: 1, 2 (the default) or 3.
+    pub rank: usize,
+    /// What the stencil sees beyond the grid's faces (default periodic).
+    pub boundary: Boundary,
+    /// Seed of the prelude's `uniform_noise` (default 0).
+    pub seed: u64,
 }
 
 impl KernelSpec {
-    /// A kernel from its parts.
+    /// A 2-D, periodic kernel from its parts; see [`KernelSpec::with_rank`] and
+    /// [`KernelSpec::with_boundary`] for others.
     pub fn new(name: impl Into<String>, wgsl: WgslSource, fields: Vec<String>, params: Vec<f32>) -> Self {
-        KernelSpec { name: name.into(), wgsl, fields, params }
+        KernelSpec { name: name.into(), wgsl, fields, params, rank: 2, boundary: Boundary::Periodic, seed: 0 }
+    }
+
+    /// The same kernel for grids of `rank` (1, 2 or 3).
+    pub fn with_rank(mut self, rank: usize) -> Self {
+        self.rank = rank;
+        self
+    }
+
+    /// The same kernel with another boundary rule.
+    pub fn with_boundary(mut self, boundary: Boundary) -> Self {
+        self.boundary = boundary;
+        self
+    }
+
+    /// The same kernel with another noise seed.
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
     }
 
     /// Index of a field by name.
@@ -95,23 +124,27 @@ impl KernelSpec {
             .collect()
     }
 
-    /// Validates the WGSL with naga and checks that fields and workgroup size make sense.
+    /// The prelude this kernel is compiled with; errors when rank or field names are invalid.
+    pub fn prelude(&self) -> Result<String> {
+        prelude::generate(self.rank, self.boundary, &self.fields)
+            .map_err(|message| Error::InvalidKernel { kernel: self.name.clone(), message })
+    }
+
+    /// Validates the WGSL with naga after its prelude, and checks that the workgroup shape
+    /// does not extend along axes the kernel's grids lack.
     pub fn check(&self) -> Result<CheckedWgsl> {
-        let invalid = |message: String| Error::InvalidKernel { kernel: self.name.clone(), message };
-        if self.fields.is_empty() {
-            return Err(invalid("it declares no fields: list at least one".to_owned()));
-        }
-        for (i, f) in self.fields.iter().enumerate() {
-            if f.is_empty() || self.fields[..i].contains(f) {
-                return Err(invalid(format!("field names must be unique and non-empty, got {:?}", self.fields)));
-            }
-        }
-        let checked = wgsl_check::check(&self.wgsl.name, &self.wgsl.code)?;
-        if checked.workgroup_size[2] != 1 {
-            return Err(invalid(format!(
-                "{}: `main` has workgroup size {:?}; field-stencil kernels are 2-D, use @workgroup_size(X, Y)",
-                self.wgsl.name, checked.workgroup_size
-            )));
+        let prelude = self.prelude()?;
+        let checked = wgsl_check::check(&self.wgsl.name, &prelude, &self.wgsl.code)?;
+        let size = checked.workgroup_size;
+        if size[self.rank..].iter().any(|n| *n != 1) {
+            return Err(Error::InvalidKernel {
+                kernel: self.name.clone(),
+                message: format!(
+                    "{}: `main` has workgroup size {size:?}, which spans axes a {}-D grid lacks (their \
+                     invocations would all idle): use @workgroup_size(WORKGROUP_X, WORKGROUP_Y, WORKGROUP_Z)",
+                    self.wgsl.name, self.rank
+                ),
+            });
         }
         Ok(checked)
     }

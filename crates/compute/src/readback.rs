@@ -105,9 +105,8 @@ impl FrameProducer {
                 sim.spec().fields
             )));
         }
-        let [wx, wy] = sim.workgroup_size();
         let footprint =
-            sim.gpu().check_grid(sim.rows(), sim.cols(), sim.spec().fields.len(), config.fields.len(), [wx, wy, 1])?;
+            sim.gpu().check_grid(sim.grid(), sim.spec().fields.len(), config.fields.len(), sim.workgroup_size())?;
         let size = footprint.frame_bytes;
         let staging = sim.gpu().scoped("allocating staging buffers", |device| {
             (0..config.staging_buffers)
@@ -156,13 +155,10 @@ impl FrameProducer {
             self.sim.encode_steps(&mut encoder, self.config.steps_per_frame);
             let field_bytes = self.sim.field_bytes();
             for (k, f) in self.config.fields.iter().enumerate() {
-                encoder.copy_buffer_to_buffer(
-                    self.sim.current(),
-                    *f as u64 * field_bytes,
-                    &self.staging[slot],
-                    k as u64 * field_bytes,
-                    field_bytes,
-                );
+                // FrameProducer::new checked every index against the kernel's fields.
+                if let Some(current) = self.sim.current(*f) {
+                    encoder.copy_buffer_to_buffer(current, 0, &self.staging[slot], k as u64 * field_bytes, field_bytes);
+                }
             }
             let (tx, mapped) = mpsc::channel();
             encoder.map_buffer_on_submit(&self.staging[slot], wgpu::MapMode::Read, .., move |r| {

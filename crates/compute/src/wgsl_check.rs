@@ -1,4 +1,4 @@
-//! Composing a kernel's WGSL with the field-stencil prelude, and validating it with naga.
+//! Composing a kernel's WGSL with its generated prelude, and validating it with naga.
 //!
 //! This file depends on nothing but `std` and `naga` because `build.rs` includes it too:
 //! the shaders in `shaders-wgsl/` are validated at build time by the very code that
@@ -6,11 +6,8 @@
 
 use std::fmt;
 
-/// The prelude every field-stencil kernel is compiled with (bindings, indexing, Laplacian).
-pub const PRELUDE: &str = include_str!("../../../shaders-wgsl/shared/field_stencil.wgsl");
-
-/// Where the prelude's text comes from, for error messages.
-pub const PRELUDE_PATH: &str = "shaders-wgsl/shared/field_stencil.wgsl";
+/// How errors name the prelude, which is generated rather than read from a file.
+pub const PRELUDE_NAME: &str = "wgpipe's generated prelude (print it with KernelSpec::prelude)";
 
 /// A WGSL problem located in the file the user knows (their kernel, or the prelude).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,15 +43,15 @@ pub struct CheckedWgsl {
 }
 
 /// Lines taken by the prelude (and the newline joining it to the kernel).
-fn prelude_lines() -> u32 {
-    u32::try_from(PRELUDE.lines().count()).unwrap_or(u32::MAX)
+fn prelude_lines(prelude: &str) -> u32 {
+    u32::try_from(prelude.lines().count()).unwrap_or(u32::MAX)
 }
 
 /// Prelude + kernel, with the kernel starting on a fresh line.
-pub fn compose(kernel: &str) -> String {
-    let mut s = String::with_capacity(PRELUDE.len() + kernel.len() + 1);
-    s.push_str(PRELUDE);
-    if !PRELUDE.ends_with('\n') {
+pub fn compose(prelude: &str, kernel: &str) -> String {
+    let mut s = String::with_capacity(prelude.len() + kernel.len() + 1);
+    s.push_str(prelude);
+    if !prelude.ends_with('\n') {
         s.push('\n');
     }
     s.push_str(kernel);
@@ -62,26 +59,26 @@ pub fn compose(kernel: &str) -> String {
 }
 
 /// Maps a location in the composed text back to the kernel file or the prelude.
-fn locate(file: &str, loc: Option<naga::SourceLocation>, message: String) -> WgslError {
+fn locate(file: &str, prelude: &str, loc: Option<naga::SourceLocation>, message: String) -> WgslError {
     let Some(loc) = loc else {
         return WgslError { file: file.to_owned(), line: None, column: None, message };
     };
-    let pl = prelude_lines();
+    let pl = prelude_lines(prelude);
     let (file, line) = if loc.line_number > pl {
         (file.to_owned(), loc.line_number - pl)
     } else {
-        (PRELUDE_PATH.to_owned(), loc.line_number)
+        (PRELUDE_NAME.to_owned(), loc.line_number)
     };
     WgslError { file, line: Some(line), column: Some(loc.line_position), message }
 }
 
-/// Parses and validates `kernel` (composed with the prelude); `file` names it in errors.
+/// Parses and validates `kernel` composed with `prelude`; `file` names the kernel in errors.
 ///
 /// The kernel must have exactly one compute entry point called `main`.
-pub fn check(file: &str, kernel: &str) -> Result<CheckedWgsl, WgslError> {
-    let source = compose(kernel);
-    let module =
-        naga::front::wgsl::parse_str(&source).map_err(|e| locate(file, e.location(&source), e.message().to_owned()))?;
+pub fn check(file: &str, prelude: &str, kernel: &str) -> Result<CheckedWgsl, WgslError> {
+    let source = compose(prelude, kernel);
+    let module = naga::front::wgsl::parse_str(&source)
+        .map_err(|e| locate(file, prelude, e.location(&source), e.message().to_owned()))?;
     let mut validator =
         naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::all());
     validator.validate(&module).map_err(|e| {
@@ -92,7 +89,7 @@ pub fn check(file: &str, kernel: &str) -> Result<CheckedWgsl, WgslError> {
             message.push_str(&inner.to_string());
             source_err = inner.source();
         }
-        locate(file, e.location(&source), message)
+        locate(file, prelude, e.location(&source), message)
     })?;
     let entry =
         module.entry_points.iter().find(|ep| ep.name == "main" && ep.stage == naga::ShaderStage::Compute).ok_or_else(
@@ -100,10 +97,28 @@ pub fn check(file: &str, kernel: &str) -> Result<CheckedWgsl, WgslError> {
                 file: file.to_owned(),
                 line: None,
                 column: None,
-                message: "no compute entry point named `main`: declare `@compute @workgroup_size(X, Y) fn main(...)`"
+                message: "no compute entry point named `main`: declare \
+                          `@compute @workgroup_size(WORKGROUP_X, WORKGROUP_Y, WORKGROUP_Z) fn main(...)`"
                     .to_owned(),
             },
         )?;
     let workgroup_size = entry.workgroup_size;
     Ok(CheckedWgsl { source, module, workgroup_size })
+}
+
+impl CheckedWgsl {
+    /// Member names of the kernel's `struct Params`, in declaration order (the order of
+    /// `KernelSpec::params`); empty when it declares none.
+    pub fn params_members(&self) -> Vec<String> {
+        self.module
+            .types
+            .iter()
+            .find_map(|(_, ty)| match (&ty.name, &ty.inner) {
+                (Some(name), naga::TypeInner::Struct { members, .. }) if name == "Params" => {
+                    Some(members.iter().map(|m| m.name.clone().unwrap_or_default()).collect())
+                }
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
 }

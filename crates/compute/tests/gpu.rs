@@ -1,22 +1,16 @@
 //! GPU tests: they run on whatever adapter wgpu finds (lavapipe in CI).
 #![expect(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
+mod common;
+
+use common::{gpu, max_abs_diff};
 use wgpipe_compute::{
-    DeviceSelector, Error, FieldSim, FrameProducer, GpuDevice, KernelSpec, ReadbackConfig, WgslSource, cpu_twin,
-    gray_scott, list_adapters, open_devices,
+    Boundary, DeviceSelector, Error, FieldSim, FrameProducer, GpuDevice, Grid, KernelSpec, ReadbackConfig, WgslSource,
+    cpu_twin, gray_scott, list_adapters, open_devices,
 };
 
-/// The first adapter wgpu lists, whatever its backend (lavapipe in CI; the only one under
-/// `WGPU_BACKEND=vulkan`).
-fn gpu() -> GpuDevice {
-    open_devices(&DeviceSelector::Indices(vec![0]), 1)
-        .expect("tests need a GPU adapter; without a GPU: apt-get install mesa-vulkan-drivers libvulkan1")
-        .remove(0)
-}
-
-fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+fn grid(rows: usize, cols: usize) -> Grid {
+    Grid::new(&[rows, cols]).unwrap()
 }
 
 /// 512 steps on the GPU and on the CPU twin agree. The bound: both compute in f32 with the
@@ -31,7 +25,7 @@ fn gray_scott_matches_cpu_twin_over_512_steps() {
     let params = gray_scott::GrayScottParams::default();
     // Noise makes every cell evolve, so the periodic wrap at the edges is exercised too.
     let init = gray_scott::initial_state(rows, cols, 42, 0.05);
-    let mut sim = FieldSim::new(&gpu, &params.kernel(), rows, cols, &init).unwrap();
+    let mut sim = FieldSim::new(&gpu, &params.kernel(), &grid(rows, cols), &init).unwrap();
     sim.run_steps(512).unwrap();
     let on_gpu = sim.read_state().unwrap();
     let on_cpu = gray_scott::cpu_run(init.clone(), rows, cols, &params, 512);
@@ -47,7 +41,7 @@ fn other_parameters_reach_the_shader() {
     let (rows, cols) = (20, 30);
     let params = gray_scott::GrayScottParams { du: 0.16, dv: 0.08, feed: 0.035, kill: 0.065, dt: 0.5 };
     let init = gray_scott::initial_state(rows, cols, 0, 0.0);
-    let mut sim = FieldSim::new(&gpu, &params.kernel(), rows, cols, &init).unwrap();
+    let mut sim = FieldSim::new(&gpu, &params.kernel(), &grid(rows, cols), &init).unwrap();
     sim.run_steps(64).unwrap();
     let diff = max_abs_diff(&sim.read_state().unwrap(), &gray_scott::cpu_run(init, rows, cols, &params, 64));
     assert!(diff <= 1e-4, "GPU and CPU twin differ by {diff}");
@@ -57,7 +51,7 @@ fn frames_with_ring(gpu: &GpuDevice, ring: usize, work_ahead: bool) -> Vec<(u64,
     let (rows, cols) = (32, 24);
     let params = gray_scott::GrayScottParams::default();
     let init = gray_scott::initial_state(rows, cols, 3, 0.02);
-    let sim = FieldSim::new(gpu, &params.kernel(), rows, cols, &init).unwrap();
+    let sim = FieldSim::new(gpu, &params.kernel(), &grid(rows, cols), &init).unwrap();
     let config =
         ReadbackConfig { steps_per_frame: 7, frames: 6, staging_buffers: ring, fields: vec![1, 0], work_ahead };
     let mut producer = FrameProducer::new(sim, config).unwrap();
@@ -96,7 +90,7 @@ fn readback_rings_of_1_2_3_give_identical_frames() {
 fn wrong_buffer_size_and_bad_config_are_errors() {
     let gpu = gpu();
     let params = gray_scott::GrayScottParams::default();
-    let sim = || FieldSim::new(&gpu, &params.kernel(), 8, 8, &gray_scott::initial_state(8, 8, 0, 0.0)).unwrap();
+    let sim = || FieldSim::new(&gpu, &params.kernel(), &grid(8, 8), &gray_scott::initial_state(8, 8, 0, 0.0)).unwrap();
     let config =
         ReadbackConfig { steps_per_frame: 1, frames: 1, staging_buffers: 2, fields: vec![1], work_ahead: true };
     let mut p = FrameProducer::new(sim(), config.clone()).unwrap();
@@ -109,56 +103,92 @@ fn wrong_buffer_size_and_bad_config_are_errors() {
     ] {
         assert!(matches!(FrameProducer::new(sim(), bad), Err(Error::InvalidKernel { .. })));
     }
-    let err = FieldSim::new(&gpu, &params.kernel(), 8, 8, &[0.0; 5]).unwrap_err();
-    assert!(err.to_string().contains("expected 2 fields × 8 × 8 = 128"), "{err}");
+    let err = FieldSim::new(&gpu, &params.kernel(), &grid(8, 8), &[0.0; 5]).unwrap_err();
+    assert!(err.to_string().contains("expected 2 fields × 8×8 = 128"), "{err}");
+    let err = FieldSim::new(&gpu, &params.kernel(), &Grid::new(&[2, 4, 8]).unwrap(), &[0.0; 128]).unwrap_err();
+    assert!(err.to_string().contains("written for 2-D grids and the grid 2×4×8 is 3-D"), "{err}");
 }
 
-/// A user kernel from a file: heat diffusion, checked against its own CPU twin.
+/// A user kernel from a file: heat diffusion, checked against its own CPU twin, with each
+/// boundary rule: periodic keeps the heat on the torus, zero-flux keeps it inside the box.
 #[test]
-fn custom_wgsl_kernel_from_a_file_runs() {
+fn custom_wgsl_kernel_from_a_file_runs_with_either_boundary() {
     let gpu = gpu();
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shaders-wgsl/heat.wgsl");
-    let spec = KernelSpec::new("heat", WgslSource::from_file(path).unwrap(), vec!["u".into()], vec![0.1]);
-    let (rows, cols) = (13, 17); // not multiples of the 8×8 workgroup
+    let (rows, cols) = (13, 17); // not multiples of the 16×16 workgroup
+    let g = grid(rows, cols);
     let mut init = vec![0.0f32; rows * cols];
     init[6 * cols + 8] = 100.0;
-    init[0] = 50.0; // at the corner, to exercise the periodic wrap
-    let mut sim = FieldSim::new(&gpu, &spec, rows, cols, &init).unwrap();
-    sim.run_steps(20).unwrap();
-    let mut cpu = init.clone();
-    for _ in 0..20 {
-        let prev = cpu.clone();
-        for r in 0..rows {
-            for c in 0..cols {
-                cpu[r * cols + c] = prev[r * cols + c] + 0.1 * cpu_twin::laplacian9(&prev, rows, cols, r, c);
+    init[0] = 50.0; // at the corner, to exercise the boundary
+    let mut finals = Vec::new();
+    for boundary in Boundary::ALL {
+        let spec = KernelSpec::new("heat", WgslSource::from_file(path).unwrap(), vec!["u".into()], vec![0.1])
+            .with_boundary(boundary);
+        let mut sim = FieldSim::new(&gpu, &spec, &g, &init).unwrap();
+        sim.run_steps(20).unwrap();
+        let mut cpu = init.clone();
+        for _ in 0..20 {
+            let prev = cpu.clone();
+            for c in cpu_twin::Cell::all(&g, boundary) {
+                cpu[c.i] = prev[c.i] + 0.1 * cpu_twin::laplacian9(&prev, &c);
             }
         }
+        let gpu_state = sim.read_state().unwrap();
+        let diff = max_abs_diff(&gpu_state, &cpu);
+        assert!(diff <= 1e-3, "{boundary}: GPU and CPU twin differ by {diff}");
+        let total: f32 = gpu_state.iter().sum();
+        assert!((total - 150.0).abs() < 1e-2, "{boundary}: heat is conserved, got {total}");
+        finals.push(gpu_state);
     }
-    let gpu_state = sim.read_state().unwrap();
-    assert!(max_abs_diff(&gpu_state, &cpu) <= 1e-3, "diff {}", max_abs_diff(&gpu_state, &cpu));
-    let total: f32 = gpu_state.iter().sum();
-    assert!((total - 150.0).abs() < 1e-2, "heat is conserved, got {total}");
+    // Heat from the corner crosses to the opposite corner only on the torus.
+    let far = rows * cols - 1;
+    assert!(
+        finals[0][far] > 1.0 && finals[1][far] < 1e-3,
+        "periodic {} vs zero-flux {}",
+        finals[0][far],
+        finals[1][far]
+    );
 }
 
 #[test]
 fn invalid_wgsl_reports_file_line_and_column() {
     let gpu = gpu();
+    let g = grid(8, 8);
     let code = "@compute @workgroup_size(8, 8)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    let x = undefined_thing;\n}\n";
     let spec = KernelSpec::new("broken", WgslSource::new("my/step.wgsl", code), vec!["u".into()], vec![]);
-    let err = FieldSim::new(&gpu, &spec, 8, 8, &[0.0; 64]).unwrap_err();
+    let err = FieldSim::new(&gpu, &spec, &g, &[0.0; 64]).unwrap_err();
     let Error::Wgsl(w) = &err else { panic!("expected a WGSL error, got {err}") };
     assert_eq!((w.file.as_str(), w.line, w.column), ("my/step.wgsl", Some(3), Some(13)), "{err}");
     assert!(err.to_string().starts_with("invalid WGSL: my/step.wgsl:3:13: "), "{err}");
 
-    // Valid syntax that fails validation: writing to the read-only `src`.
-    let code = "@compute @workgroup_size(8, 8)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    src[0] = 1.0;\n}\n";
+    // Valid syntax that fails validation: writing to the read-only `u_in`.
+    let code = "@compute @workgroup_size(8, 8)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    u_in[0] = 1.0;\n}\n";
     let spec = KernelSpec::new("ro", WgslSource::new("ro.wgsl", code), vec!["u".into()], vec![]);
-    let err = FieldSim::new(&gpu, &spec, 8, 8, &[0.0; 64]).unwrap_err();
+    let err = FieldSim::new(&gpu, &spec, &g, &[0.0; 64]).unwrap_err();
     assert!(matches!(&err, Error::Wgsl(w) if w.file == "ro.wgsl" && w.line == Some(3)), "{err}");
 
+    // A 3-D helper in a kernel compiled for 2-D grids: the prelude has no such function.
+    let code = "@compute @workgroup_size(8, 8)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    u_out[0] = laplacian7_u(cell(id));\n}\n";
+    let spec = KernelSpec::new("rank", WgslSource::new("r.wgsl", code), vec!["u".into()], vec![]);
+    let err = FieldSim::new(&gpu, &spec, &g, &[0.0; 64]).unwrap_err();
+    assert!(matches!(&err, Error::Wgsl(w) if w.file == "r.wgsl" && w.line == Some(3)), "{err}");
+    assert!(err.to_string().contains("laplacian7_u"), "{err}");
+
     let spec = KernelSpec::new("nomain", WgslSource::new("n.wgsl", "fn helper() {}\n"), vec!["u".into()], vec![]);
-    let err = FieldSim::new(&gpu, &spec, 8, 8, &[0.0; 64]).unwrap_err();
+    let err = FieldSim::new(&gpu, &spec, &g, &[0.0; 64]).unwrap_err();
     assert!(err.to_string().contains("no compute entry point named `main`"), "{err}");
+
+    // Field names become WGSL identifiers, so they must be ones.
+    let spec = KernelSpec::new("names", WgslSource::new("n.wgsl", "fn helper() {}\n"), vec!["my-u".into()], vec![]);
+    let err = FieldSim::new(&gpu, &spec, &g, &[0.0; 64]).unwrap_err();
+    assert!(matches!(err, Error::InvalidKernel { .. }), "{err}");
+    assert!(err.to_string().contains("\"my-u\" is not a valid WGSL identifier"), "{err}");
+
+    // A workgroup spanning z on a 2-D grid would leave most invocations idle.
+    let code = "@compute @workgroup_size(4, 4, 4)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n}\n";
+    let spec = KernelSpec::new("wg", WgslSource::new("wg.wgsl", code), vec!["u".into()], vec![]);
+    let err = FieldSim::new(&gpu, &spec, &g, &[0.0; 64]).unwrap_err();
+    assert!(err.to_string().contains("[4, 4, 4], which spans axes a 2-D grid lacks"), "{err}");
 
     let err = WgslSource::from_file("/nonexistent/step.wgsl").unwrap_err();
     assert!(err.to_string().contains("/nonexistent/step.wgsl"), "{err}");
@@ -169,9 +199,9 @@ fn invalid_wgsl_reports_file_line_and_column() {
 #[test]
 fn wgpu_validation_errors_become_errors() {
     let gpu = gpu();
-    let code = "@group(0) @binding(7) var<storage, read> extra: array<f32>;\n@compute @workgroup_size(8, 8)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    dst[0] = extra[0];\n}\n";
+    let code = "@group(0) @binding(7) var<storage, read> extra: array<f32>;\n@compute @workgroup_size(8, 8)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    u_out[0] = extra[0];\n}\n";
     let spec = KernelSpec::new("extra", WgslSource::new("extra.wgsl", code), vec!["u".into()], vec![]);
-    let err = FieldSim::new(&gpu, &spec, 8, 8, &[0.0; 64]).unwrap_err();
+    let err = FieldSim::new(&gpu, &spec, &grid(8, 8), &[0.0; 64]).unwrap_err();
     assert!(matches!(err, Error::Gpu { .. }), "{err}");
     assert!(err.to_string().contains(gpu.label()), "the error names the device: {err}");
 }
@@ -220,7 +250,7 @@ fn every_adapter_agrees_with_the_cpu_twin() {
     let init = gray_scott::initial_state(rows, cols, 9, 0.05);
     let cpu = gray_scott::cpu_run(init.clone(), rows, cols, &params, 100);
     for gpu in &devices {
-        let mut sim = FieldSim::new(gpu, &params.kernel(), rows, cols, &init).unwrap();
+        let mut sim = FieldSim::new(gpu, &params.kernel(), &grid(rows, cols), &init).unwrap();
         sim.run_steps(100).unwrap();
         let diff = max_abs_diff(&sim.read_state().unwrap(), &cpu);
         assert!(diff <= 1e-4, "{} differs from the CPU twin by {diff}", gpu.label());
@@ -234,11 +264,11 @@ fn device_loss_becomes_an_error() {
     let gpu = gpu();
     let params = gray_scott::GrayScottParams::default();
     let init = gray_scott::initial_state(16, 16, 0, 0.0);
-    let mut sim = FieldSim::new(&gpu, &params.kernel(), 16, 16, &init).unwrap();
+    let mut sim = FieldSim::new(&gpu, &params.kernel(), &grid(16, 16), &init).unwrap();
     let config =
         ReadbackConfig { steps_per_frame: 2, frames: 50, staging_buffers: 2, fields: vec![1], work_ahead: true };
     let mut producer =
-        FrameProducer::new(FieldSim::new(&gpu, &params.kernel(), 16, 16, &init).unwrap(), config).unwrap();
+        FrameProducer::new(FieldSim::new(&gpu, &params.kernel(), &grid(16, 16), &init).unwrap(), config).unwrap();
     let mut buf = vec![0u8; producer.frame_bytes()];
     assert!(producer.next_into(&mut buf).unwrap().is_some());
     gpu.device().destroy();

@@ -228,16 +228,15 @@ impl PipelineBuilder {
     }
 }
 
-/// The attributes recorded with a Gray-Scott stream.
+/// The attributes recorded with a Gray-Scott stream: kernel name, parameters, seed and noise.
 pub fn gray_scott_attributes(params: &gray_scott::GrayScottParams, seed: u64, noise: f32) -> Attributes {
-    Attributes::from([
-        ("kernel".to_owned(), AttrValue::from("gray-scott")),
-        ("feed".to_owned(), AttrValue::from(params.feed)),
-        ("kill".to_owned(), AttrValue::from(params.kill)),
-        ("du".to_owned(), AttrValue::from(params.du)),
-        ("dv".to_owned(), AttrValue::from(params.dv)),
-        ("dt".to_owned(), AttrValue::from(params.dt)),
+    let mut attributes = Attributes::from([
+        ("kernel".to_owned(), AttrValue::from(gray_scott::NAME)),
         ("seed".to_owned(), AttrValue::from(seed)),
         ("noise".to_owned(), AttrValue::from(noise)),
-    ])
+    ]);
+    for (name, value) in params.named() {
+        attributes.insert(name.to_owned(), AttrValue::from(value));
+    }
+    attributes
 }

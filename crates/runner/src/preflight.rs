@@ -2,7 +2,7 @@
 //! stream names (before any device opens), then fields, counts and sizes once the jobs are
 //! known. The config module runs the same checks before it opens a device.
 
-use wgpipe_compute::KernelSpec;
+use wgpipe_compute::{Grid, KernelSpec};
 use wgpipe_storage::{DType, Sink, StreamInfo, StreamLayout, check_stream_name};
 
 use crate::builder::PipelineBuilder;
@@ -84,8 +84,7 @@ pub(crate) fn preflight(
     layout.attributes.insert("io_mode".to_owned(), b.mode.name().into());
 
     let shape = RunShape {
-        rows: b.rows,
-        cols: b.cols,
+        grid: Grid::new(&[b.rows, b.cols])?,
         state_fields: kernel_fields.len(),
         frame_fields: fields.len(),
         staging_buffers: b.staging_buffers,

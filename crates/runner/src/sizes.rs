@@ -16,7 +16,7 @@
 //! calls it before any device opens (device limits unknown then), so the command line
 //! refuses most impossible runs before touching a GPU.
 
-use wgpipe_compute::{GpuDevice, GridFootprint, wgpu};
+use wgpipe_compute::{GpuDevice, Grid, GridFootprint, wgpu};
 use wgpipe_storage::{Sink, StreamLayout};
 
 use crate::error::{Error, Result};
@@ -25,8 +25,7 @@ use crate::writer::Envelope;
 /// The sizes a run is made of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RunShape {
-    pub rows: usize,
-    pub cols: usize,
+    pub grid: Grid,
     /// Fields of the kernels' state.
     pub state_fields: usize,
     /// Fields of each frame.
@@ -153,7 +152,7 @@ pub(crate) fn available_memory() -> Option<u64> {
 /// Errors unless `need` fits in `available` bytes of host memory (no check when unknown).
 pub(crate) fn check_host(shape: &RunShape, devices: usize, need: &HostMemory, available: Option<u64>) -> Result<()> {
     let Some(available) = available else { return Ok(()) };
-    let grid = format!("grid {}×{}", shape.rows, shape.cols);
+    let grid = format!("grid {}", shape.grid);
     let total = need.total();
     if total.is_some_and(|t| t <= available) {
         return Ok(());
@@ -200,10 +199,9 @@ pub(crate) fn check_host(shape: &RunShape, devices: usize, need: &HostMemory, av
 /// Checks `shape` on `devices` for `sink` and its `layout`, in this order: what the kernels can
 /// index, each opened device's limits, the sink's limits (and names), host memory.
 pub(crate) fn check(shape: &RunShape, devices: &[DeviceSize], sink: &dyn Sink, layout: &StreamLayout) -> Result<()> {
-    let (rows, cols, fields) = (shape.rows, shape.cols, shape.state_fields);
     let mut footprint = None;
     for &wg in &shape.workgroup_sizes {
-        let f = GridFootprint::new(rows, cols, fields, shape.frame_fields, wg)?;
+        let f = GridFootprint::new(&shape.grid, shape.state_fields, shape.frame_fields, wg)?;
         for d in devices {
             if let Some(limits) = &d.limits {
                 f.check(limits, &d.label)?;
@@ -218,8 +216,9 @@ pub(crate) fn check(shape: &RunShape, devices: &[DeviceSize], sink: &dyn Sink, l
     let need = HostMemory::of(shape, devices, &footprint).ok_or_else(|| Error::TooLarge {
         key: "io.io_buffer",
         message: format!(
-            "grid {rows}×{cols}: the host memory the run needs overflows 64-bit arithmetic: lower io_buffer \
-             and staging_buffers"
+            "grid {}: the host memory the run needs overflows 64-bit arithmetic: lower io_buffer \
+             and staging_buffers",
+            shape.grid
         ),
     })?;
     check_host(shape, devices.len(), &need, available_memory())
@@ -231,8 +230,7 @@ mod tests {
 
     fn shape(io_buffer: usize) -> RunShape {
         RunShape {
-            rows: 1000,
-            cols: 1000,
+            grid: Grid::new(&[1000, 1000]).unwrap_or_else(|e| panic!("{e}")),
             state_fields: 2,
             frame_fields: 1,
             staging_buffers: 2,
@@ -242,7 +240,7 @@ mod tests {
     }
 
     fn need(shape: &RunShape, devices: &[DeviceSize]) -> HostMemory {
-        let f = GridFootprint::new(shape.rows, shape.cols, shape.state_fields, shape.frame_fields, [16, 16, 1]);
+        let f = GridFootprint::new(&shape.grid, shape.state_fields, shape.frame_fields, [16, 16, 1]);
         HostMemory::of(shape, devices, &f.unwrap_or_else(|e| panic!("{e}"))).unwrap_or_default()
     }
 

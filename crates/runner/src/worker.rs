@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
-use wgpipe_compute::{FieldSim, FrameProducer, GpuDevice, ReadbackConfig};
+use wgpipe_compute::{FieldSim, FrameProducer, GpuDevice, Grid, ReadbackConfig};
 use wgpipe_storage::Frame;
 
 use crate::job::Job;
@@ -94,8 +94,9 @@ impl DeviceWorker<'_> {
         let name = job.name.clone();
         let fail = |e: wgpipe_compute::Error| Stop::Device(format!("stream {name}: {e}"));
         let indices = job.kernel.field_indices(&ctx.fields).map_err(fail)?;
+        let grid = Grid::new(&[ctx.rows, ctx.cols]).map_err(fail)?;
         let init = (job.init)(ctx.rows, ctx.cols);
-        let sim = FieldSim::new(gpu, &job.kernel, ctx.rows, ctx.cols, &init).map_err(fail)?;
+        let sim = FieldSim::new(gpu, &job.kernel, &grid, &init).map_err(fail)?;
         drop(init);
         let config = ReadbackConfig { fields: indices, ..ctx.readback.clone() };
         let mut producer = FrameProducer::new(sim, config).map_err(fail)?;

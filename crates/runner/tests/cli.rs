@@ -152,7 +152,7 @@ fn config_errors_name_key_and_line() {
 fn kernel_errors_name_the_wgsl_file_and_position() {
     let config = "[kernel]\nwgsl = \"k.wgsl\"\nfields = [\"u\"]\n[output]\nsink = \"null\"\n";
     fails(&[("c.toml", config)], &["run", "c.toml"], &["c.toml line 2", "kernel.wgsl", "k.wgsl"]);
-    let bad = "@compute @workgroup_size(8, 8)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    dst[0] = nope;\n}\n";
+    let bad = "@compute @workgroup_size(8, 8)\nfn main(@builtin(global_invocation_id) id: vec3<u32>) {\n    u_out[0] = nope;\n}\n";
     fails(
         &[("c.toml", config), ("k.wgsl", bad)],
         &["run", "c.toml"],
@@ -330,10 +330,10 @@ fn fails_fast(sets: &[&str], expect: &[&str]) {
 fn impossible_sizes_are_refused_within_a_second_naming_the_key_and_leave_no_output() {
     fails_fast(
         &["grid.rows=100000", "grid.cols=100000"],
-        &["--set grid.cols=100000: grid: grid 100000×100000", "10000000000 cells", "use a grid of at most"],
+        &["--set grid.cols=100000: grid: invalid grid [100000, 100000]", "10000000000 cells", "use a grid of at most"],
     );
     // Beyond what a device holds (lavapipe: 128 MiB per storage buffer) or the host has.
-    fails_fast(&["grid.rows=20000", "grid.cols=20000"], &["--set grid.cols=20000: grid: grid 20000×20000", "bytes"]);
+    fails_fast(&["grid.rows=20000", "grid.cols=20000"], &["--set grid.cols=20000: grid: a 20000×20000 grid", "bytes"]);
     fails_fast(
         &["grid.rows=16", "grid.cols=16", "output.chunk_frames=100000000"],
         &[

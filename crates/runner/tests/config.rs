@@ -55,7 +55,8 @@ fn runs_override_parameters_seed_and_noise() {
     assert_eq!((b.seed, b.noise, b.params.get("feed"), b.params.get("kill")), (9, 0.1, Some(&0.02), Some(&0.07)));
     let jobs = c.jobs(4, |_| false);
     assert_eq!(jobs.len(), 2, "a batch has one job per run, whatever the device count");
-    assert_eq!(jobs[1].kernel.params, vec![0.1, 0.05, 0.02, 0.07, 1.0]);
+    // In the order of the shader's struct Params: feed, kill, du, dv, dt.
+    assert_eq!(jobs[1].kernel.params, vec![0.02, 0.07, 0.1, 0.05, 1.0]);
     let single = Config::parse("c.toml", "", ".", &[]).unwrap();
     let names: Vec<String> = single.jobs(2, |_| false).into_iter().map(|j| j.name).collect();
     assert_eq!(names, ["stream0", "stream1"], "a single run has one stream per device");
@@ -142,7 +143,7 @@ fn stream_names_are_checked_by_the_sinks_rule_before_any_device_opens() {
 #[test]
 fn impossible_sizes_are_config_errors_at_the_key_to_change() {
     let e = err("[grid]\nrows = 100000\ncols = 100000\n");
-    assert!(e.starts_with("c.toml line 1: grid: grid 100000×100000 with 2 fields does not fit any device"), "{e}");
+    assert!(e.starts_with("c.toml line 1: grid: invalid grid [100000, 100000]: 10000000000 cells exceed"), "{e}");
     let set = |sets: &[&str]| {
         let sets: Vec<String> = sets.iter().map(|s| (*s).to_owned()).collect();
         Config::parse("c.toml", "", ".", &sets).err().map(|e| e.to_string()).unwrap_or_default()

@@ -38,10 +38,11 @@ fn a_grid_no_device_can_index_is_refused() {
     let path = dir.path().join("out.h5");
     let e = refused(hdf5_run(&path, 100_000, 100_000), &path);
     let m = e.to_string();
-    assert!(matches!(e, Error::Compute(wgpipe::compute::Error::TooLarge { .. })), "{m}");
-    assert!(m.starts_with("grid 100000×100000 with 2 fields does not fit any device: 10000000000 cells"), "{m}");
+    assert!(matches!(e, Error::Compute(wgpipe::compute::Error::InvalidGrid { .. })), "{m}");
+    assert!(m.starts_with("invalid grid [100000, 100000]: 10000000000 cells exceed the 4294967295"), "{m}");
+    assert!(m.contains("use a grid of at most 4294967295 cells"), "{m}");
     let e = refused(hdf5_run(&path, 1 << 40, 1 << 40), &path).to_string();
-    assert!(e.contains("overflows 64-bit arithmetic"), "{e}");
+    assert!(e.contains(": 1208925819614629174706176 cells exceed"), "{e}");
 }
 
 #[test]
@@ -51,13 +52,13 @@ fn a_state_above_the_devices_buffer_limit_is_refused_naming_the_limit() {
     let gpus = lavapipe(1);
     let limits = gpus[0].device().limits();
     let limit = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
-    // Gray-Scott holds 2 fields of 4 bytes: one cell more than the limit allows.
-    let side = (limit / 8 + 1).isqrt() as usize + 1;
+    // Each field of 4-byte cells has its own buffer: one cell more than the limit allows.
+    let side = (limit / 4 + 1).isqrt() as usize + 1;
     let builder = hdf5_run(&path, side, side).gpus(gpus);
     let e = refused(builder, &path).to_string();
-    let state = (side * side * 8) as u64;
-    assert!(e.starts_with(&format!("grid {side}×{side} with 2 fields does not fit device 0 ")), "{e}");
-    assert!(e.contains(&format!("needs {state} bytes")) && e.contains(&format!("of {limit} bytes")), "{e}");
+    let field = (side * side * 4) as u64;
+    assert!(e.starts_with(&format!("a {side}×{side} grid with 2 fields does not fit device 0 ")), "{e}");
+    assert!(e.contains(&format!("needs {field} bytes")) && e.contains(&format!("of {limit} bytes")), "{e}");
     assert!(e.contains("use a grid of at most"), "{e}");
 }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use wgpipe::compute::gray_scott::{self, GrayScottParams};
-use wgpipe::compute::{FieldSim, FrameProducer, GpuDevice, ReadbackConfig};
+use wgpipe::compute::{FieldSim, FrameProducer, GpuDevice, Grid, ReadbackConfig};
 use wgpipe::storage::{Compression, DType, Frame, Sink, SinkOptions, StreamInfo, StreamLayout, open_sink};
 use wgpipe::{IoMode, Pipeline, RunReport};
 
@@ -34,6 +34,11 @@ impl Workload {
         self.rows * self.cols * 4 * self.fields.len()
     }
 
+    /// The grid the kernel runs on.
+    pub fn grid(&self) -> Result<Grid> {
+        Grid::new(&[self.rows, self.cols]).context("choosing the grid")
+    }
+
     /// Cells × steps of one run at `spf` steps per frame, over all devices.
     pub fn cell_steps(&self, spf: u32) -> f64 {
         (self.rows * self.cols) as f64 * f64::from(spf) * self.frames as f64 * self.gpus.len() as f64
@@ -56,7 +61,7 @@ pub fn compute_only(w: &Workload, spf: u32) -> Result<f64> {
                 let (kernel, indices) = (&kernel, &indices);
                 scope.spawn(move || -> Result<u64> {
                     let init = gray_scott::initial_state(w.rows, w.cols, SEED + d as u64, NOISE);
-                    let sim = FieldSim::new(gpu, kernel, w.rows, w.cols, &init)
+                    let sim = FieldSim::new(gpu, kernel, &w.grid()?, &init)
                         .with_context(|| format!("setting up the simulation on {}", gpu.label()))?;
                     drop(init);
                     let config = ReadbackConfig {
@@ -143,7 +148,7 @@ pub fn capture_frames(w: &Workload, spf: u32) -> Result<Vec<Vec<u8>>> {
     let kernel = GrayScottParams::default().kernel();
     let indices = kernel.field_indices(&w.fields).context("choosing the fields to read back")?;
     let init = gray_scott::initial_state(w.rows, w.cols, SEED, NOISE);
-    let sim = FieldSim::new(gpu, &kernel, w.rows, w.cols, &init).context("setting up the simulation")?;
+    let sim = FieldSim::new(gpu, &kernel, &w.grid()?, &init).context("setting up the simulation")?;
     let config = ReadbackConfig {
         steps_per_frame: spf,
         frames: w.frames,

@@ -12,9 +12,7 @@ use super::model::KernelSection;
 use super::source::Source;
 
 /// Name of the built-in kernel.
-pub const GRAY_SCOTT: &str = "gray-scott";
-/// Parameter names of the built-in Gray-Scott kernel.
-pub const GRAY_SCOTT_PARAMS: &[&str] = &["feed", "kill", "du", "dv", "dt"];
+pub const GRAY_SCOTT: &str = gray_scott::NAME;
 
 /// A kernel ready to be instantiated with one run's parameters.
 #[derive(Debug, Clone)]
@@ -28,20 +26,6 @@ pub enum ResolvedKernel {
         /// Members of `struct Params`, in declaration order.
         params: Vec<String>,
     },
-}
-
-/// Member names of the struct called `Params` in a validated module, in declaration order.
-fn params_members(module: &naga::Module) -> Vec<String> {
-    module
-        .types
-        .iter()
-        .find_map(|(_, ty)| match (&ty.name, &ty.inner) {
-            (Some(name), naga::TypeInner::Struct { members, .. }) if name == "Params" => {
-                Some(members.iter().map(|m| m.name.clone().unwrap_or_default()).collect())
-            }
-            _ => None,
-        })
-        .unwrap_or_default()
 }
 
 impl ResolvedKernel {
@@ -85,13 +69,13 @@ impl ResolvedKernel {
             .unwrap_or_else(|| "custom".to_owned());
         let spec = KernelSpec::new(name, code, fields, Vec::new());
         let checked = spec.check().map_err(kernel_err)?;
-        Ok(ResolvedKernel::Custom { params: params_members(&checked.module), spec })
+        Ok(ResolvedKernel::Custom { params: checked.params_members(), spec })
     }
 
     /// Valid parameter names.
     pub fn param_names(&self) -> Vec<String> {
         match self {
-            ResolvedKernel::GrayScott => GRAY_SCOTT_PARAMS.iter().map(|s| (*s).to_owned()).collect(),
+            ResolvedKernel::GrayScott => GrayScottParams::names().into_iter().map(str::to_owned).collect(),
             ResolvedKernel::Custom { params, .. } => params.clone(),
         }
     }
@@ -146,19 +130,13 @@ impl ResolvedKernel {
         Ok(())
     }
 
-    /// Gray-Scott parameters: the defaults overridden by `params`.
+    /// Gray-Scott parameters: the defaults overridden by `params`, whose names
+    /// [`ResolvedKernel::check_params`] has checked.
     fn gray_scott_params(params: &BTreeMap<String, f64>) -> GrayScottParams {
         let mut p = GrayScottParams::default();
         for (k, v) in params {
-            let v = *v as f32;
-            match k.as_str() {
-                "feed" => p.feed = v,
-                "kill" => p.kill = v,
-                "du" => p.du = v,
-                "dv" => p.dv = v,
-                "dt" => p.dt = v,
-                _ => {}
-            }
+            // Unknown names were refused with their line when the config was checked.
+            let _ = p.set(k, *v as f32);
         }
         p
     }

@@ -27,7 +27,7 @@ use wgpipe_storage::{SinkOptions, check_output, open_sink};
 
 pub use batch::{MAX_RUNS, RunSpec};
 pub use error::{ConfigError, Origin, Result};
-pub use kernel::{GRAY_SCOTT, GRAY_SCOTT_PARAMS, ResolvedKernel};
+pub use kernel::{GRAY_SCOTT, ResolvedKernel};
 pub use model::{
     ConfigFile, DevicesSection, GridSection, IoSection, KernelSection, Mode, OutputSection, RunEntry, RunKernel,
     RunOverrides, RunSection, Select,

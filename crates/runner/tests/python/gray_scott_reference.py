@@ -8,6 +8,11 @@ every stream recomputes the model with numpy from the stream's attributes (feed,
 dv, dt, seed, noise) and compares every stored frame of v with the recomputed state after the
 stored step. With RAW_DIR, also checks that the raw output of the same run holds the same bytes
 (read with numpy.fromfile, as the README says). Exits non-zero with a message on any mismatch.
+
+This script deliberately repeats the model's facts (initial square, seeded noise, Laplacian
+weights, update formula) from its definition instead of sharing wgpipe's code: it is the
+independent check of the Rust side, where each of those facts lives once
+(wgpipe_compute::gray_scott).
 """
 import json
 import os

@@ -1,0 +1,379 @@
+//! The field-stencil prelude: WGSL generated per kernel from its rank, boundary rule and field
+//! names, and compiled before the kernel's own text.
+//!
+//! Every field lives in its own pair of storage buffers, so a field is limited by the device's
+//! buffer limits rather than the whole state. WGSL cannot index across bindings, so each field
+//! gets named bindings (`NAME_in`, read-only, and `NAME_out`, read-write) and its own
+//! Laplacian helper, written here from the field names.
+//!
+//! Neighbour indices are computed once per cell into a `Cell` shared by every field, wrapped
+//! with `select` (periodic) or clamped (zero-flux): no integer `%` per neighbour, which costs
+//! far more than the stencil's arithmetic on CPU drivers such as lavapipe.
+//!
+//! This file depends on nothing but `std` because `build.rs` includes it too, to validate the
+//! shipped shaders with the very prelude they are compiled with at run time.
+
+use std::fmt::{self, Write as _};
+
+/// The part of the prelude every kernel shares: the grid uniform, the step clock, the noise hash.
+pub const SHARED: &str = include_str!("../../../shaders-wgsl/shared/field_stencil.wgsl");
+
+/// Binding of the `grid` uniform.
+pub const GRID_BINDING: u32 = 0;
+/// Binding where a kernel declares its `params` uniform (`struct Params`).
+pub const PARAMS_BINDING: u32 = 1;
+/// Binding of the first field's `NAME_in`; field k has `2 + 2k` (in) and `3 + 2k` (out).
+pub const FIRST_FIELD_BINDING: u32 = 2;
+/// Bytes of the `Clock` immediate data: step (low, high) and the noise key, three u32.
+pub const CLOCK_BYTES: u32 = 12;
+
+/// Grid ranks the prelude supports.
+pub const RANKS: std::ops::RangeInclusive<usize> = 1..=3;
+
+/// How a stencil treats the cells beyond the grid's faces; one choice per kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Boundary {
+    /// The grid wraps around: the neighbour past the last cell is the first (the default).
+    #[default]
+    Periodic,
+    /// No flux through the faces: the neighbour past a face is the face cell itself, so the
+    /// gradient across the face is zero (a Neumann condition) and diffusion conserves the total.
+    ZeroFlux,
+}
+
+impl Boundary {
+    /// Every boundary rule, in the order messages list them.
+    pub const ALL: [Boundary; 2] = [Boundary::Periodic, Boundary::ZeroFlux];
+
+    /// The name configs and messages use: `periodic`, `zero-flux`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Boundary::Periodic => "periodic",
+            Boundary::ZeroFlux => "zero-flux",
+        }
+    }
+}
+
+impl fmt::Display for Boundary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A boundary name that is not one of [`Boundary::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownBoundary(pub String);
+
+impl fmt::Display for UnknownBoundary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown boundary {:?}: use \"periodic\" (the default) or \"zero-flux\"", self.0)
+    }
+}
+
+impl std::error::Error for UnknownBoundary {}
+
+impl std::str::FromStr for Boundary {
+    type Err = UnknownBoundary;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Boundary::ALL.into_iter().find(|b| b.name() == s).ok_or_else(|| UnknownBoundary(s.to_owned()))
+    }
+}
+
+/// The workgroup shape the prelude offers as `WORKGROUP_X/Y/Z` for a grid of `rank`.
+///
+/// 256 invocations, spread over the axes the grid has so that none idles on a missing axis.
+/// 3-D uses an 8×8×4 brick: on lavapipe it was the fastest of 8×8×4, 4×4×4, 16×16×1, 16×4×4
+/// and 32×8×1 for the 3-D Gray-Scott at 64³ (by about 10 %, a noisy machine). A kernel may
+/// declare its own shape instead.
+pub fn workgroup_size(rank: usize) -> [u32; 3] {
+    match rank {
+        1 => [256, 1, 1],
+        2 => [16, 16, 1],
+        _ => [8, 8, 4],
+    }
+}
+
+/// Checks that `name` can name a field: a WGSL identifier of ASCII letters, digits and `_`,
+/// starting with a letter, so that `NAME_in`, `NAME_out` and `laplacian9_NAME` are valid too.
+pub fn check_field_name(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    let starts_with_letter = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
+    if starts_with_letter && chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Ok(());
+    }
+    let suggestion: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect::<String>();
+    let suggestion =
+        if suggestion.starts_with(|c: char| c.is_ascii_alphabetic()) { suggestion } else { format!("f{suggestion}") };
+    Err(format!(
+        "field name {name:?} is not a valid WGSL identifier: the prelude names its bindings \
+         {name}_in and {name}_out; use ASCII letters, digits and _, starting with a letter \
+         (e.g. {suggestion:?})"
+    ))
+}
+
+/// The prelude for a kernel on a grid of `rank` with `boundary` and `fields` (in binding order).
+///
+/// Errors name the problem: a rank outside 1–3, no field, a repeated field, a field name
+/// that is not a WGSL identifier.
+pub fn generate<S: AsRef<str>>(rank: usize, boundary: Boundary, fields: &[S]) -> Result<String, String> {
+    if !RANKS.contains(&rank) {
+        return Err(format!("grids have rank 1, 2 or 3 ([nx], [ny, nx] or [nz, ny, nx]), got rank {rank}"));
+    }
+    if fields.is_empty() {
+        return Err("it declares no fields: list at least one".to_owned());
+    }
+    for (k, f) in fields.iter().enumerate() {
+        let f = f.as_ref();
+        check_field_name(f)?;
+        if fields[..k].iter().any(|g| g.as_ref() == f) {
+            return Err(format!("field {f:?} is listed twice: field names must be unique"));
+        }
+    }
+    let mut out = String::with_capacity(SHARED.len() + 4096);
+    out.push_str(SHARED);
+    let names: Vec<&str> = fields.iter().map(AsRef::as_ref).collect();
+    // Writing into a String cannot fail.
+    let _ = write_generated(&mut out, rank, boundary, &names);
+    Ok(out)
+}
+
+fn write_generated(out: &mut String, rank: usize, boundary: Boundary, fields: &[&str]) -> fmt::Result {
+    let [wx, wy, wz] = workgroup_size(rank);
+    writeln!(out)?;
+    writeln!(out, "// ---- generated for a {rank}-D grid, {boundary} boundary, fields {}", fields.join(", "))?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "// Workgroup shape wgpipe chose for {rank}-D grids: @workgroup_size(WORKGROUP_X, WORKGROUP_Y, WORKGROUP_Z)."
+    )?;
+    writeln!(out, "const WORKGROUP_X: u32 = {wx}u;")?;
+    writeln!(out, "const WORKGROUP_Y: u32 = {wy}u;")?;
+    writeln!(out, "const WORKGROUP_Z: u32 = {wz}u;")?;
+    writeln!(out)?;
+    write_cell(out, rank)?;
+    write_boundary(out, boundary)?;
+    write_cell_fn(out, rank)?;
+    write_neighbour(out, rank)?;
+    for (k, name) in fields.iter().enumerate() {
+        let binding = FIRST_FIELD_BINDING + 2 * k as u32;
+        writeln!(out)?;
+        writeln!(out, "// Field {name}: this step's values (read-only) and the next step's (write).")?;
+        writeln!(out, "@group(0) @binding({binding}) var<storage, read> {name}_in: array<f32>;")?;
+        writeln!(out, "@group(0) @binding({}) var<storage, read_write> {name}_out: array<f32>;", binding + 1)?;
+        write_laplacian(out, rank, name)?;
+    }
+    Ok(())
+}
+
+/// The `Cell` struct: coordinates, linear index, and the neighbours' index offsets per axis.
+fn write_cell(out: &mut String, rank: usize) -> fmt::Result {
+    writeln!(out, "// The cell an invocation updates, with its neighbours' positions worked out once (boundary")?;
+    writeln!(out, "// rule applied) and shared by every field. The neighbour at (z + dz, y + dy, x + dx) has index")?;
+    writeln!(out, "// (plane offset) + (row offset) + (column), e.g. y - 1 at c.ym + c.x, x + 1 at c.y0 + c.xp.")?;
+    writeln!(out, "struct Cell {{")?;
+    writeln!(out, "    // Index of the cell in every field: (z * ny + y) * nx + x.")?;
+    writeln!(out, "    i: u32,")?;
+    writeln!(out, "    // Coordinates; x is also the offset of the cell's own column.")?;
+    writeln!(out, "    x: u32,")?;
+    if rank >= 2 {
+        writeln!(out, "    y: u32,")?;
+    }
+    if rank >= 3 {
+        writeln!(out, "    z: u32,")?;
+    }
+    writeln!(out, "    // Columns x - 1 and x + 1.")?;
+    writeln!(out, "    xm: u32,")?;
+    writeln!(out, "    xp: u32,")?;
+    if rank >= 2 {
+        writeln!(out, "    // Row offsets (multiples of nx) of rows y - 1, y and y + 1.")?;
+        writeln!(out, "    ym: u32,")?;
+        writeln!(out, "    y0: u32,")?;
+        writeln!(out, "    yp: u32,")?;
+    }
+    if rank >= 3 {
+        writeln!(out, "    // Plane offsets (multiples of nx * ny) of planes z - 1, z and z + 1.")?;
+        writeln!(out, "    zm: u32,")?;
+        writeln!(out, "    z0: u32,")?;
+        writeln!(out, "    zp: u32,")?;
+    }
+    writeln!(out, "}}")
+}
+
+/// `prev_index`/`next_index`: the coordinate before and after `p` on an axis of `n` cells.
+fn write_boundary(out: &mut String, boundary: Boundary) -> fmt::Result {
+    writeln!(out)?;
+    match boundary {
+        Boundary::Periodic => {
+            writeln!(out, "// Periodic boundary: coordinates wrap around (a select, no integer modulo).")?;
+            writeln!(out, "fn prev_index(p: u32, n: u32) -> u32 {{ return select(p - 1u, n - 1u, p == 0u); }}")?;
+            writeln!(out, "fn next_index(p: u32, n: u32) -> u32 {{ return select(p + 1u, 0u, p + 1u == n); }}")?;
+        }
+        Boundary::ZeroFlux => {
+            writeln!(out, "// Zero-flux boundary: the neighbour past a face is the face cell itself.")?;
+            writeln!(out, "fn prev_index(p: u32, n: u32) -> u32 {{ return select(p - 1u, p, p == 0u); }}")?;
+            writeln!(out, "fn next_index(p: u32, n: u32) -> u32 {{ return select(p + 1u, p, p + 1u == n); }}")?;
+        }
+    }
+    Ok(())
+}
+
+/// `in_grid(id)` and `cell(id)`.
+fn write_cell_fn(out: &mut String, rank: usize) -> fmt::Result {
+    writeln!(out)?;
+    writeln!(out, "// Whether invocation `id` has a cell (the dispatch rounds the grid up to whole workgroups).")?;
+    writeln!(out, "fn in_grid(id: vec3<u32>) -> bool {{")?;
+    writeln!(out, "    return id.x < grid.nx && id.y < grid.ny && id.z < grid.nz;")?;
+    writeln!(out, "}}")?;
+    writeln!(out)?;
+    writeln!(out, "// The cell of invocation `id` (x = id.x, y = id.y, z = id.z), with its neighbours.")?;
+    writeln!(out, "fn cell(id: vec3<u32>) -> Cell {{")?;
+    writeln!(out, "    var c: Cell;")?;
+    writeln!(out, "    c.x = id.x;")?;
+    writeln!(out, "    c.xm = prev_index(id.x, grid.nx);")?;
+    writeln!(out, "    c.xp = next_index(id.x, grid.nx);")?;
+    if rank >= 2 {
+        writeln!(out, "    c.y = id.y;")?;
+        writeln!(out, "    c.ym = prev_index(id.y, grid.ny) * grid.nx;")?;
+        writeln!(out, "    c.y0 = id.y * grid.nx;")?;
+        writeln!(out, "    c.yp = next_index(id.y, grid.ny) * grid.nx;")?;
+    }
+    if rank >= 3 {
+        writeln!(out, "    let plane = grid.nx * grid.ny;")?;
+        writeln!(out, "    c.z = id.z;")?;
+        writeln!(out, "    c.zm = prev_index(id.z, grid.nz) * plane;")?;
+        writeln!(out, "    c.z0 = id.z * plane;")?;
+        writeln!(out, "    c.zp = next_index(id.z, grid.nz) * plane;")?;
+    }
+    let index = match rank {
+        1 => "c.x",
+        2 => "c.y0 + c.x",
+        _ => "c.z0 + c.y0 + c.x",
+    };
+    writeln!(out, "    c.i = {index};")?;
+    writeln!(out, "    return c;")?;
+    writeln!(out, "}}")
+}
+
+/// `neighbour(c, [dz,] [dy,] dx)`: the index of any neighbour, offsets in {-1, 0, 1}.
+fn write_neighbour(out: &mut String, rank: usize) -> fmt::Result {
+    let (args, doc) = match rank {
+        1 => ("dx: i32", "(x + dx)"),
+        2 => ("dy: i32, dx: i32", "(y + dy, x + dx)"),
+        _ => ("dz: i32, dy: i32, dx: i32", "(z + dz, y + dy, x + dx)"),
+    };
+    writeln!(out)?;
+    writeln!(out, "// Index of the cell at {doc}, each offset -1, 0 or 1, boundary rule applied.")?;
+    writeln!(out, "fn neighbour(c: Cell, {args}) -> u32 {{")?;
+    writeln!(out, "    var i = select(select(c.x, c.xp, dx > 0), c.xm, dx < 0);")?;
+    if rank >= 2 {
+        writeln!(out, "    i = i + select(select(c.y0, c.yp, dy > 0), c.ym, dy < 0);")?;
+    }
+    if rank >= 3 {
+        writeln!(out, "    i = i + select(select(c.z0, c.zp, dz > 0), c.zm, dz < 0);")?;
+    }
+    writeln!(out, "    return i;")?;
+    writeln!(out, "}}")
+}
+
+/// The rank's Laplacian of one field, in the summation order the CPU twins follow.
+fn write_laplacian(out: &mut String, rank: usize, f: &str) -> fmt::Result {
+    let a = |index: &str| format!("{f}_in[{index}]");
+    match rank {
+        1 => {
+            writeln!(out, "// 3-point Laplacian of {f}: (left - centre) + (right - centre).")?;
+            writeln!(out, "fn laplacian3_{f}(c: Cell) -> f32 {{")?;
+            writeln!(out, "    let x = {};", a("c.i"))?;
+            writeln!(out, "    return ({} - x) + ({} - x);", a("c.xm"), a("c.xp"))?;
+        }
+        2 => {
+            writeln!(out, "// 9-point Laplacian of {f}: sum over the 8 neighbours of w * (neighbour - centre),")?;
+            writeln!(out, "// w = 0.5 on the edge neighbours and 0.25 on the diagonals.")?;
+            writeln!(out, "fn laplacian9_{f}(c: Cell) -> f32 {{")?;
+            writeln!(out, "    let x = {};", a("c.i"))?;
+            let terms = [
+                ("0.5", "c.ym + c.x"),
+                ("0.5", "c.yp + c.x"),
+                ("0.5", "c.y0 + c.xm"),
+                ("0.5", "c.y0 + c.xp"),
+                ("0.25", "c.ym + c.xm"),
+                ("0.25", "c.ym + c.xp"),
+                ("0.25", "c.yp + c.xm"),
+                ("0.25", "c.yp + c.xp"),
+            ];
+            for (k, (w, index)) in terms.iter().enumerate() {
+                let value = a(index);
+                if k == 0 {
+                    writeln!(out, "    var s = {w} * ({value} - x);")?;
+                } else {
+                    writeln!(out, "    s = s + {w} * ({value} - x);")?;
+                }
+            }
+            writeln!(out, "    return s;")?;
+        }
+        _ => {
+            writeln!(out, "// 7-point Laplacian of {f}: (sum of the 6 face neighbours - 6 * centre) / 6,")?;
+            writeln!(out, "// summed x - 1, x + 1, y - 1, y + 1, z - 1, z + 1.")?;
+            writeln!(out, "fn laplacian7_{f}(c: Cell) -> f32 {{")?;
+            writeln!(out, "    var s = {};", a("c.z0 + c.y0 + c.xm"))?;
+            writeln!(out, "    s = s + {};", a("c.z0 + c.y0 + c.xp"))?;
+            writeln!(out, "    s = s + {};", a("c.z0 + c.ym + c.x"))?;
+            writeln!(out, "    s = s + {};", a("c.z0 + c.yp + c.x"))?;
+            writeln!(out, "    s = s + {};", a("c.zm + c.y0 + c.x"))?;
+            writeln!(out, "    s = s + {};", a("c.zp + c.y0 + c.x"))?;
+            writeln!(out, "    return (s - 6.0 * {}) * (1.0 / 6.0);", a("c.i"))?;
+        }
+    }
+    writeln!(out, "}}")
+}
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_names_must_be_wgsl_identifiers() {
+        for good in ["u", "v2", "temperature_K", "A_b_1"] {
+            assert_eq!(check_field_name(good), Ok(()), "{good}");
+        }
+        for bad in ["", "2u", "_u", "my-field", "u v", "ü"] {
+            let e = check_field_name(bad).expect_err(bad);
+            assert!(e.contains("not a valid WGSL identifier") && e.contains(&format!("{bad:?}")), "{e}");
+        }
+        assert!(check_field_name("my-field").unwrap_err().contains("\"my_field\""));
+    }
+
+    #[test]
+    fn generation_refuses_bad_rank_and_fields() {
+        assert!(generate::<&str>(2, Boundary::Periodic, &[]).unwrap_err().contains("no fields"));
+        assert!(generate(4, Boundary::Periodic, &["u"]).unwrap_err().contains("rank 1, 2 or 3"));
+        assert!(generate(0, Boundary::Periodic, &["u"]).unwrap_err().contains("rank 0"));
+        assert!(generate(2, Boundary::Periodic, &["u", "u"]).unwrap_err().contains("listed twice"));
+        assert!(generate(2, Boundary::Periodic, &["u", "a.b"]).unwrap_err().contains("\"a.b\""));
+    }
+
+    #[test]
+    fn one_binding_pair_and_laplacian_per_field_without_modulo() {
+        let p = generate(3, Boundary::Periodic, &["u", "v"]).unwrap();
+        assert!(p.contains("@group(0) @binding(2) var<storage, read> u_in: array<f32>;"));
+        assert!(p.contains("@group(0) @binding(3) var<storage, read_write> u_out: array<f32>;"));
+        assert!(p.contains("@group(0) @binding(4) var<storage, read> v_in: array<f32>;"));
+        assert!(p.contains("@group(0) @binding(5) var<storage, read_write> v_out: array<f32>;"));
+        assert!(p.contains("fn laplacian7_u(c: Cell)") && p.contains("fn laplacian7_v(c: Cell)"));
+        assert!(!p.contains("laplacian9_"), "only the rank's Laplacian");
+        assert!(!p.contains('%'), "no integer modulo anywhere in the prelude");
+        assert!(generate(2, Boundary::ZeroFlux, &["h"]).unwrap().contains("fn laplacian9_h(c: Cell)"));
+        assert!(generate(1, Boundary::ZeroFlux, &["h"]).unwrap().contains("fn laplacian3_h(c: Cell)"));
+    }
+
+    #[test]
+    fn boundaries_parse_by_name() {
+        for b in Boundary::ALL {
+            assert_eq!(b.name().parse::<Boundary>(), Ok(b));
+        }
+        let e = "reflecting".parse::<Boundary>().unwrap_err().to_string();
+        assert!(e.contains("\"reflecting\"") && e.contains("periodic") && e.contains("zero-flux"), "{e}");
+        assert_eq!(Boundary::default(), Boundary::Periodic);
+    }
+}
