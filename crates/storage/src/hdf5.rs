@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::frame::Frame;
 use crate::layout::{AttrValue, StreamLayout};
 use crate::options::{Compression, SinkOptions};
-use crate::output::{OutputKind, prepare};
+use crate::output::{OutputKind, Staged};
 use crate::read::OutputFormat;
 use crate::reserve::{METADATA_MARGIN, Reserve, trim};
 use crate::sink::{Sink, SinkSummary};
@@ -129,10 +129,11 @@ impl Hdf5Sink {
         };
         let existing =
             if self.options.append { crate::append::check(&path, layout, OutputFormat::Hdf5)? } else { None };
+        let mut staged = None;
         let (file, first_index, others_complete) = match &existing {
             None => {
-                prepare(&path, self.options.overwrite, OutputKind::File)?;
-                let file = File::create_excl(&path).map_err(err("cannot create HDF5 file"))?;
+                let staging = staged.insert(Staged::prepare(&path, self.options.overwrite, OutputKind::File)?);
+                let file = File::create_excl(staging.staging()).map_err(err("cannot create HDF5 file"))?;
                 let root: &Location = &file;
                 for (k, v) in [
                     ("format", AttrValue::from(FORMAT)),
@@ -220,6 +221,9 @@ impl Hdf5Sink {
             streams.push(StreamSets { group, fields, steps });
         }
         file.flush().map_err(err("cannot flush"))?;
+        if let Some(staged) = staged {
+            staged.publish(self.options.fsync)?;
+        }
         let reserve = Reserve::open(&path)?;
         Ok(Open { file, reserve, validator, streams, scratch: Vec::new(), failed: false, others_complete })
     }
@@ -282,17 +286,9 @@ impl Sink for Hdf5Sink {
             return Err(Error::Usage("begin called twice"));
         }
         self.options.check()?;
-        match self.create(layout) {
-            Ok(open) => self.open = Some(open),
-            Err(e) => {
-                // A half-made new file is ours (create_excl): remove it. An appended-to file
-                // is not: leave it as it is.
-                if matches!(e, Error::Hdf5 { .. }) && !self.options.append && self.path().is_file() {
-                    let _ = std::fs::remove_file(self.path());
-                }
-                return Err(e);
-            }
-        }
+        // A half-made new file never reaches the path: `Staged` removes it. An appended-to
+        // file is left as it is.
+        self.open = Some(self.create(layout)?);
         self.summary.write_seconds += start.elapsed().as_secs_f64();
         Ok(())
     }
