@@ -47,10 +47,10 @@ const WAIT_LIMIT: Duration = Duration::from_secs(30);
 /// Not for HDF5 yet: `--resume` deletes the incomplete streams inside the existing file, and
 /// HDF5 then reuses the freed space and moves the end-of-file address down and up again; a
 /// kill during that leaves files HDF5 refuses to open ("truncated file": every stream lost)
-/// or loses frames the resumed run had reported written ("addr overflow"). Measured with
-/// the sink alone, killed at random while appending: about 1 % of kills. The README's
-/// "Reliability" section states it; remove this exception when the sink no longer edits a
-/// file in place to resume it.
+/// or loses frames the resumed run had reported written ("addr overflow"): 2 of 600 kills
+/// of the sink alone while appending (`crates/storage/examples/kill_stress.rs`; the table is
+/// in the README's "Reliability" section). Remove this exception when the sink no longer
+/// edits a file in place to resume it.
 fn kills_resumed_runs(sink: &str) -> bool {
     sink != "hdf5"
 }

@@ -111,8 +111,9 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
         let wall = at.elapsed().as_secs_f64();
         let after = sample::now(args.frames)?;
         let allowed = rss_allowance_kib(kind, args.frames - warmup);
-        let v = Verdict::of(&samples, before, after, warmup, args.frames)
-            .with_context(|| format!("{name}: too few samples to judge; run more --frames"))?;
+        let v = Verdict::of(&samples, before, after, warmup, args.frames).with_context(|| {
+            format!("{name}: no sample after the warm-up (the run was too short): use more --frames")
+        })?;
         let problems = v.problems(allowed);
         let _ = writeln!(
             table,
@@ -138,7 +139,7 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
          in memory); descriptors must not change"
     );
     if failures.is_empty() {
-        println!("soak passed: no sink grew in memory or descriptors after the warm-up");
+        println!("soak passed: after the warm-up no sink grew in memory beyond its allowance, nor in descriptors");
         Ok(ExitCode::SUCCESS)
     } else {
         eprintln!("soak FAILED:\n  {}", failures.join("\n  "));
@@ -182,13 +183,17 @@ struct Verdict {
 }
 
 impl Verdict {
-    /// Early: the samples of the tenth of the run right after `warmup` frames; late: those of
-    /// the last tenth. `None` when either holds no sample.
+    /// Early: the samples of the tenth of the run right after `warmup` frames (or the first
+    /// sample after it); late: those of the last tenth (or the last sample). `None` when no
+    /// sample was taken after the warm-up.
     fn of(samples: &[Sample], before: Sample, after: Sample, warmup: u64, frames: u64) -> Option<Verdict> {
         let tenth = (frames / 10).max(1);
         let window = |lo: u64, hi: u64| samples.iter().filter(move |s| s.frames >= lo && s.frames < hi);
-        let early: Vec<Sample> = window(warmup, warmup + tenth).copied().collect();
-        let late: Vec<Sample> = window(frames - tenth, u64::MAX).copied().collect();
+        let or_else =
+            |v: Vec<Sample>, one: Option<&Sample>| if v.is_empty() { one.copied().into_iter().collect() } else { v };
+        let after_warmup: Vec<Sample> = window(warmup, u64::MAX).copied().collect();
+        let early = or_else(window(warmup, warmup + tenth).copied().collect(), after_warmup.first());
+        let late = or_else(window(frames - tenth, u64::MAX).copied().collect(), after_warmup.last());
         let median = |v: &[Sample]| -> Option<u64> {
             let mut r: Vec<u64> = v.iter().map(|s| s.rss_kib).collect();
             r.sort_unstable();
@@ -198,7 +203,7 @@ impl Verdict {
             early_rss: median(&early)?,
             late_rss: median(&late)?,
             early_fds: early.first()?.fds,
-            max_fds: window(warmup, u64::MAX).map(|s| s.fds).max()?,
+            max_fds: after_warmup.iter().map(|s| s.fds).max()?,
             before_fds: before.fds,
             after_fds: after.fds,
         })
@@ -252,7 +257,10 @@ mod tests {
         assert!(p.contains("left 1 open"), "{p}");
 
         assert!(v.problems(8192).iter().all(|p| !p.contains("memory")), "within a larger allowance");
-        assert_eq!(Verdict::of(&flat[..5], s(0, 1, 1), s(1, 1, 1), 100, 1000), None, "no late samples");
+        assert_eq!(Verdict::of(&flat[..5], s(0, 1, 1), s(1, 1, 1), 100, 1000), None, "no sample after the warm-up");
+        let sparse = [s(0, 10, 3), s(150, 20, 3), s(500, 30, 4)];
+        let v = Verdict::of(&sparse, s(0, 1, 3), s(1000, 1, 3), 100, 1000).unwrap_or_else(|| unreachable!());
+        assert_eq!((v.early_rss, v.late_rss, v.early_fds, v.max_fds), (20, 30, 3, 4), "nearest samples stand in");
         assert_eq!(rss_allowance_kib("raw", 9000), RSS_TOLERANCE_KIB);
         assert_eq!(rss_allowance_kib("hdf5", 9000), RSS_TOLERANCE_KIB + 4500);
     }
