@@ -4,8 +4,11 @@
 //!
 //! - `bench`: pipeline overhead, non-blocking I/O efficiency, sweep and microbenchmarks
 //!   (`cargo xtask bench --help`).
+//! - `soak`: many frames through every sink, failing if memory or descriptors grow
+//!   (`cargo xtask soak --help`).
 
 mod bench;
+mod soak;
 
 use std::process::ExitCode;
 
@@ -13,11 +16,17 @@ fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let result = match args.next().as_deref() {
         Some("bench") => bench::main(args.collect()),
+        Some("soak") => soak::main(args.collect()),
         Some("help" | "--help" | "-h") | None => {
-            println!("usage: cargo xtask <task>\n\ntasks:\n  bench   measure the pipeline (cargo xtask bench --help)");
+            println!(
+                "usage: cargo xtask <task>\n\ntasks:\n  bench   measure the pipeline (cargo xtask bench --help)\n  \
+                 soak    check that long runs do not leak (cargo xtask soak --help)"
+            );
             return ExitCode::SUCCESS;
         }
-        Some(other) => Err(anyhow::anyhow!("unknown task {other:?}: try `cargo xtask bench --help`")),
+        Some(other) => {
+            Err(anyhow::anyhow!("unknown task {other:?}: try `cargo xtask bench --help` or `cargo xtask soak --help`"))
+        }
     };
     match result {
         Ok(code) => code,

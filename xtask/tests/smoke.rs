@@ -1,5 +1,6 @@
-//! Smoke test of `cargo xtask bench` at tiny sizes: the null and raw benches run end to end
-//! and their JSON holds the top-level ratios as finite positive numbers. Not a measurement.
+//! Smoke tests of `cargo xtask bench` and `cargo xtask soak` at tiny sizes: the null and raw
+//! benches run end to end and their JSON holds the top-level ratios as finite positive
+//! numbers; the soak runs every sink and removes what it wrote. Not measurements.
 #![expect(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
 use std::path::{Path, PathBuf};
@@ -75,5 +76,24 @@ fn sweep_rows_carry_their_measured_theory() {
         assert!(close(row["theory"]["median"].as_f64().unwrap(), c.max(w) / (c + w)), "{row}");
         assert_eq!(row["efficiency_ratio"].as_array().unwrap().len(), 5, "{row}");
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn soak_runs_every_sink_and_cleans_up() {
+    let dir = scratch("soak");
+    let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["soak", "--frames", "400", "--rows", "16", "--cols", "16", "--out"])
+        .arg(&dir)
+        .output()
+        .expect("running the xtask binary");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "soak failed:\n{stdout}\n{stderr}");
+    for sink in ["null ", "raw ", "hdf5 ", "hdf5+deflate "] {
+        assert!(stdout.lines().any(|l| l.starts_with(sink) && l.ends_with("ok")), "no {sink:?} row:\n{stdout}");
+    }
+    assert!(stdout.contains("soak passed"), "{stdout}");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "the soak removes what it wrote");
     std::fs::remove_dir_all(&dir).unwrap();
 }

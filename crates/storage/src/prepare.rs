@@ -1,5 +1,7 @@
-//! Preparing an output path: the checks every file-writing sink makes before creating anything.
+//! Preparing an output path: the checks every file-writing sink makes before creating anything,
+//! and [`Staged`], which makes a new output appear at its path only once it opens.
 
+use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -94,7 +96,101 @@ pub(crate) fn prepare(path: &Path, overwrite: bool, kind: OutputKind) -> Result<
     }
 }
 
+/// A new output built under a temporary name beside its path, `.NAME.wgpipe-creating`, and
+/// renamed to the path by [`Staged::publish`] once it opens (the HDF5 file's superblock,
+/// groups and datasets flushed; the raw directory's files and `run.json` written).
+///
+/// Why: creating an output takes many writes (HDF5 writes its superblock only when it first
+/// flushes), and a run killed among them (SIGKILL, OOM killer, power loss before the page
+/// cache is written) would leave a file at the path that no tool can open and that `--resume`
+/// refuses. With the rename, the path holds either nothing or an output that opens. What a
+/// kill can leave is the staging name, which the next creation of the same output removes;
+/// dropping a `Staged` that was not published (a failed creation) removes it too.
+///
+/// The rename replaces nothing that [`prepare`] did not allow: it checked the path and, with
+/// `overwrite`, removed the old output just before. (Two runs creating one output at the same
+/// time are not supported in any case; the HDF5 library refuses the second.)
+#[derive(Debug)]
+pub(crate) struct Staged {
+    staging: PathBuf,
+    path: PathBuf,
+    kind: OutputKind,
+    published: bool,
+}
+
+impl Staged {
+    /// Prepares `path` (see [`prepare`]) and clears the staging name of a killed creation.
+    pub(crate) fn prepare(path: &Path, overwrite: bool, kind: OutputKind) -> Result<Self> {
+        prepare(path, overwrite, kind)?;
+        let mut name = OsString::from(".");
+        name.push(path.file_name().unwrap_or(path.as_os_str()));
+        name.push(".wgpipe-creating");
+        let staging = parent_of(path).join(name);
+        prepare(&staging, true, kind)?;
+        Ok(Staged { staging, path: path.to_path_buf(), kind, published: false })
+    }
+
+    /// Where to build the output.
+    pub(crate) fn staging(&self) -> &Path {
+        &self.staging
+    }
+
+    /// Renames the built output to its path; with `fsync`, makes the rename durable.
+    pub(crate) fn publish(mut self, fsync: bool) -> Result<()> {
+        fs::rename(&self.staging, &self.path)
+            .map_err(|e| Error::io("cannot move the new output into place at", &self.path, e))?;
+        self.published = true;
+        if fsync { sync_dir(&parent_of(&self.path)) } else { Ok(()) }
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.published {
+            let _ = match self.kind {
+                OutputKind::File => fs::remove_file(&self.staging),
+                OutputKind::RawDir => fs::remove_dir_all(&self.staging),
+            };
+        }
+    }
+}
+
 /// Flushes a directory entry to disk, so a newly created or renamed file survives a crash.
 pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io("cannot sync directory", dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_staged_output_appears_at_its_path_only_when_published() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("out.h5");
+        let staged = Staged::prepare(&path, false, OutputKind::File)?;
+        let staging = staged.staging().to_path_buf();
+        assert_eq!(staging, dir.path().join(".out.h5.wgpipe-creating"));
+        fs::write(&staging, b"skeleton")?;
+        assert!(!path.exists(), "nothing at the path while the output is being created");
+        staged.publish(false)?;
+        assert_eq!(fs::read(&path)?, b"skeleton");
+        assert!(!staging.exists());
+        assert!(matches!(Staged::prepare(&path, false, OutputKind::File), Err(Error::OutputExists(_))));
+
+        // A creation that fails (dropped unpublished) leaves nothing; the leftover of a
+        // killed one is cleared by the next creation.
+        let raw = dir.path().join("raw");
+        let staged = Staged::prepare(&raw, false, OutputKind::RawDir)?;
+        let staging = staged.staging().to_path_buf();
+        fs::create_dir(&staging)?;
+        fs::write(staging.join("s.v.bin"), b"")?;
+        drop(staged);
+        assert!(!staging.exists() && !raw.exists());
+        fs::create_dir(&staging)?;
+        fs::write(staging.join("run.json.tmp"), b"")?;
+        let staged = Staged::prepare(&raw, false, OutputKind::RawDir)?;
+        assert!(!staged.staging().exists(), "the killed creation's leftover is gone");
+        Ok(())
+    }
 }

@@ -11,11 +11,11 @@
 
 mod args;
 mod io;
-mod machine;
+pub(crate) mod machine;
 mod measure;
 mod micro;
 mod null;
-mod output;
+pub(crate) mod output;
 mod reserve;
 mod stats;
 mod sweep;
@@ -69,7 +69,7 @@ fn run_reserve_cost(args: &Args, report: &mut Map<String, Value>) -> Result<()> 
         Some(p) => p.clone(),
         None => std::env::current_dir().context("finding the current directory")?,
     };
-    let scratch = output::ScratchDir::new(&parent)?;
+    let scratch = output::ScratchDir::new(&parent, "bench")?;
     println!(
         "writing to {} ({}), load average {}",
         scratch.path().display(),
@@ -132,7 +132,7 @@ fn run_sink(args: &Args, kind: &str, report: &mut Map<String, Value>) -> Result<
             Some(p) => p.clone(),
             None => std::env::current_dir().context("finding the current directory")?,
         };
-        let scratch = output::ScratchDir::new(&parent)?;
+        let scratch = output::ScratchDir::new(&parent, "bench")?;
         println!("writing to {} ({})", scratch.path().display(), machine::filesystem_type(scratch.path()));
         let b = io::IoBench::new(&w, kind, scratch.path(), args.compression)?;
         let cal = io::calibrate(&b, args.steps_per_frame)?;

@@ -19,18 +19,18 @@ pub fn write_trace(path: &Path, report: &RunReport) -> Result<()> {
         .with_context(|| format!("cannot write the trace {}", path.display()))
 }
 
-/// A directory of our own under `parent`, removed with everything in it when dropped, so
-/// an interrupted or failed benchmark leaves no gigabytes behind.
+/// A directory of our own under `parent` (`wgpipe-TASK-PID`), removed with everything in it
+/// when dropped, so an interrupted or failed benchmark or soak leaves no gigabytes behind.
 #[derive(Debug)]
 pub struct ScratchDir {
     path: PathBuf,
 }
 
 impl ScratchDir {
-    pub fn new(parent: &Path) -> Result<Self> {
-        let path = parent.join(format!("wgpipe-bench-{}", std::process::id()));
+    pub fn new(parent: &Path, task: &str) -> Result<Self> {
+        let path = parent.join(format!("wgpipe-{task}-{}", std::process::id()));
         std::fs::create_dir_all(&path)
-            .with_context(|| format!("cannot create the benchmark directory {}", path.display()))?;
+            .with_context(|| format!("cannot create the {task} directory {}", path.display()))?;
         Ok(ScratchDir { path })
     }
 

@@ -89,13 +89,12 @@ struct Extent {
 }
 
 impl Reserve {
-    /// Opens `path` (already created by HDF5) for reserving; `finish` is the room `finish`
-    /// needs after the last frame.
-    pub(crate) fn open(path: &Path, finish: u64) -> Result<Self> {
-        let file = OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map_err(|e| Error::io("cannot open for reserving space", path, e))?;
+    /// Opens the file at `at` (already created by HDF5: the output `path` itself, or its
+    /// staging name while it is new) for reserving; errors name `path`. `finish` is the room
+    /// `finish` needs after the last frame.
+    pub(crate) fn open(at: &Path, path: &Path, finish: u64) -> Result<Self> {
+        let file =
+            OpenOptions::new().write(true).open(at).map_err(|e| Error::io("cannot open for reserving space", at, e))?;
         Ok(Reserve { path: path.to_path_buf(), file, mode: Mode::Allocate, finish, reserved: 0 })
     }
 
@@ -248,7 +247,7 @@ mod tests {
         let path = dir.path().join("f");
         std::fs::write(&path, vec![1u8; 10_000]).unwrap();
         let (need, finish) = (1 << 20, 64 << 10);
-        let mut r = Reserve::open(&path, finish).unwrap();
+        let mut r = Reserve::open(&path, &path, finish).unwrap();
         r.before_write(10_000, need).unwrap();
         assert_eq!(r.mode, Mode::Allocate, "{} has no fallocate", dir.path().display());
         assert!(allocated(&path) >= 10_000 + need + finish, "{} bytes allocated", allocated(&path));

@@ -15,7 +15,7 @@ use super::reserve::Reserve;
 use crate::error::{Error, Result};
 use crate::frame::Frame;
 use crate::options::{Compression, SinkOptions};
-use crate::prepare::{OutputKind, prepare};
+use crate::prepare::{OutputKind, Staged};
 use crate::read::OutputFormat;
 use crate::schema::{AXIS_ORDER, AttrValue, FieldSpec, MAX_RANK, StreamLayout};
 use crate::sink::{Sink, SinkSummary};
@@ -119,14 +119,12 @@ pub struct Hdf5Sink {
     options: SinkOptions,
     open: Option<Open>,
     summary: SinkSummary,
-    /// `begin` created the file (so removes it if it then fails).
-    created: bool,
 }
 
 impl Hdf5Sink {
     /// An HDF5 sink writing the file `options.path` (created by `begin`).
     pub fn new(options: SinkOptions) -> Self {
-        Hdf5Sink { options, open: None, summary: SinkSummary::default(), created: false }
+        Hdf5Sink { options, open: None, summary: SinkSummary::default() }
     }
 
     fn path(&self) -> &Path {
@@ -151,12 +149,12 @@ impl Hdf5Sink {
     }
 
     /// Opens the space reservation (unless `reserve_space` is off) and reserves what `begin`
-    /// still writes into `file`.
-    fn reserve(&self, file: &File, layout: &StreamLayout) -> Result<Option<Reserve>> {
+    /// still writes into `file`, found at `at` (the path, or its staging name while new).
+    fn reserve(&self, file: &File, at: &Path, layout: &StreamLayout) -> Result<Option<Reserve>> {
         if !self.options.reserve_space {
             return Ok(None);
         }
-        let mut reserve = Reserve::open(self.path(), finish_bytes_bound(layout))?;
+        let mut reserve = Reserve::open(at, self.path(), finish_bytes_bound(layout))?;
         reserve.before_write(file.size(), begin_bytes_bound(layout))?;
         Ok(Some(reserve))
     }
@@ -187,13 +185,14 @@ impl Hdf5Sink {
             None
         };
         let reserve;
+        let mut staged = None;
         let (file, first_index, others_complete) = match &existing {
             None => {
-                prepare(&path, self.options.overwrite, OutputKind::File)?;
-                let file = File::create_excl(&path).map_err(err("cannot create HDF5 file"))?;
-                self.created = true;
-                close_on_exec(&path)?;
-                reserve = self.reserve(&file, layout)?;
+                let staging = staged.insert(Staged::prepare(&path, self.options.overwrite, OutputKind::File)?);
+                let at = staging.staging();
+                let file = File::create_excl(at).map_err(err("cannot create HDF5 file"))?;
+                close_on_exec(at)?;
+                reserve = self.reserve(&file, at, layout)?;
                 let root: &Location = &file;
                 for (k, v) in [
                     ("format", AttrValue::from(FORMAT)),
@@ -212,7 +211,7 @@ impl Hdf5Sink {
                     retry_while_locked(|| File::open_rw(&path)).map_err(err("cannot open HDF5 file for appending"))?;
                 close_on_exec(&path)?;
                 // Before anything changes: a full disk must not damage the streams already there.
-                reserve = self.reserve(&file, layout)?;
+                reserve = self.reserve(&file, &path, layout)?;
                 for name in &existing.replace {
                     file.unlink(name).map_err(err(&format!("cannot delete incomplete stream {name:?} of")))?;
                 }
@@ -283,6 +282,9 @@ impl Hdf5Sink {
             streams.push(StreamSets { group, fields, steps });
         }
         file.flush().map_err(err("cannot flush"))?;
+        if let Some(staged) = staged {
+            staged.publish(self.options.fsync)?;
+        }
         let frame_bound = frame_bytes_bound(layout, &self.options);
         Ok(Open { file, reserve, frame_bound, validator, streams, scratch: Vec::new(), failed: false, others_complete })
     }
@@ -383,17 +385,9 @@ impl Sink for Hdf5Sink {
             return Err(Error::Usage("begin called twice"));
         }
         self.options.check()?;
-        match self.create(layout) {
-            Ok(open) => self.open = Some(open),
-            Err(e) => {
-                // A half-made new file is ours (create_excl): remove it. An appended-to file
-                // is not: leave it as it is.
-                if self.created && self.path().is_file() {
-                    let _ = std::fs::remove_file(self.path());
-                }
-                return Err(e);
-            }
-        }
+        // A half-made new file never reaches the path: `Staged` removes it. An appended-to
+        // file is left as it is.
+        self.open = Some(self.create(layout)?);
         self.summary.write_seconds += start.elapsed().as_secs_f64();
         Ok(())
     }

@@ -13,7 +13,7 @@ use super::meta::{
 use crate::error::{Error, Result};
 use crate::frame::Frame;
 use crate::options::SinkOptions;
-use crate::prepare::{OutputKind, prepare, sync_dir};
+use crate::prepare::{OutputKind, Staged, sync_dir};
 use crate::read::OutputFormat;
 use crate::schema::{AXIS_ORDER, StreamLayout};
 use crate::sink::{Sink, SinkSummary};
@@ -32,9 +32,12 @@ struct Out {
 }
 
 impl Out {
-    fn create(path: PathBuf) -> Result<Self> {
-        let file = File::create(&path).map_err(|e| Error::io("cannot create", &path, e))?;
-        Ok(Out { path, file })
+    /// Creates the file `name` in `build` (the output directory, or its staging name while
+    /// the output is new), reported as `name` in `dir`.
+    fn create(build: &Path, dir: &Path, name: &str) -> Result<Self> {
+        let at = build.join(name);
+        let file = File::create(&at).map_err(|e| Error::io("cannot create", &at, e))?;
+        Ok(Out { path: dir.join(name), file })
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<()> {
@@ -125,8 +128,8 @@ impl RawSink {
         }
     }
 
-    /// Writes `run.json` and every `<stream>.<field>.json`.
-    fn write_meta(&self, open: &Open, complete: bool) -> Result<()> {
+    /// Writes `run.json` and every `<stream>.<field>.json` into `dir`.
+    fn write_meta(&self, dir: &Path, open: &Open, complete: bool) -> Result<()> {
         let run = self.run_meta(open, complete);
         for (si, s) in run.streams.iter().enumerate().skip(open.kept.len()) {
             for (fi, field) in run.fields.iter().enumerate() {
@@ -152,10 +155,10 @@ impl RawSink {
                     frames: s.frames,
                     complete: s.complete,
                 };
-                write_json(&self.dir().join(meta_file(&s.name, &field.name)), &meta, self.options.fsync)?;
+                write_json(&dir.join(meta_file(&s.name, &field.name)), &meta, self.options.fsync)?;
             }
         }
-        write_json(&self.dir().join(RUN_FILE), &run, self.options.fsync)
+        write_json(&dir.join(RUN_FILE), &run, self.options.fsync)
     }
 
     /// Creates the directory, the data files and the first metadata.
@@ -167,26 +170,34 @@ impl RawSink {
         } else {
             None
         };
-        let (kept, created) = match existing {
+        let (kept, created, staged) = match existing {
             None => {
-                prepare(self.dir(), self.options.overwrite, OutputKind::RawDir)?;
-                fs::create_dir(self.dir()).map_err(|e| Error::io("cannot create directory", self.dir(), e))?;
-                (Vec::new(), now_rfc3339())
+                let staged = Staged::prepare(self.dir(), self.options.overwrite, OutputKind::RawDir)?;
+                fs::create_dir(staged.staging())
+                    .map_err(|e| Error::io("cannot create directory", staged.staging(), e))?;
+                (Vec::new(), now_rfc3339(), Some(staged))
             }
-            Some(existing) => self.drop_streams(&existing.replace)?,
+            Some(existing) => {
+                let (kept, created) = self.drop_streams(&existing.replace)?;
+                (kept, created, None)
+            }
         };
+        let build = staged.as_ref().map_or(self.dir(), Staged::staging).to_path_buf();
         let mut streams = Vec::with_capacity(layout.streams.len());
         for s in &layout.streams {
             let fields = layout
                 .fields
                 .iter()
-                .map(|f| Out::create(self.dir().join(data_file(&s.name, &f.name))))
+                .map(|f| Out::create(&build, self.dir(), &data_file(&s.name, &f.name)))
                 .collect::<Result<Vec<_>>>()?;
-            let steps = Out::create(self.dir().join(steps_file(&s.name)))?;
+            let steps = Out::create(&build, self.dir(), &steps_file(&s.name))?;
             streams.push(StreamFiles { fields, steps });
         }
         let open = Open { validator, streams, created, kept, failed: false };
-        self.write_meta(&open, false)?;
+        self.write_meta(&build, &open, false)?;
+        if let Some(staged) = staged {
+            staged.publish(self.options.fsync)?;
+        }
         Ok(open)
     }
 }
@@ -194,10 +205,19 @@ impl RawSink {
 impl RawSink {
     /// Appending: deletes the files of the streams named in `replace` and returns the
     /// streams left in place with the directory's creation time.
+    ///
+    /// `run.json` stops listing those streams before their files go, so a run killed in
+    /// between leaves a directory that opens (the streams are simply missing, and the next
+    /// `--resume` adds them).
     fn drop_streams(&self, replace: &[String]) -> Result<(Vec<RunStream>, String)> {
-        let run = read_run(&self.dir().join(RUN_FILE))?;
+        let mut run = read_run(&self.dir().join(RUN_FILE))?;
         let (gone, kept): (Vec<RunStream>, Vec<RunStream>) =
-            run.streams.into_iter().partition(|s| replace.contains(&s.name));
+            std::mem::take(&mut run.streams).into_iter().partition(|s| replace.contains(&s.name));
+        if !gone.is_empty() {
+            run.streams = kept.clone();
+            run.complete = false;
+            write_json(&self.dir().join(RUN_FILE), &run, self.options.fsync)?;
+        }
         for s in &gone {
             let files = s.data_files.iter().cloned().chain([s.steps_file.clone()]);
             let metas = run.fields.iter().map(|f| meta_file(&s.name, &f.name));
@@ -240,28 +260,8 @@ impl Sink for RawSink {
             return Err(Error::Usage("begin called twice"));
         }
         self.options.check()?;
-        match self.create(layout) {
-            Ok(open) => self.open = Some(open),
-            Err(e) => {
-                // Leave nothing half-made behind, unless the directory was someone else's
-                // (or an output being appended to).
-                if !self.options.append
-                    && !matches!(
-                        e,
-                        Error::OutputExists(_)
-                            | Error::CannotReplace { .. }
-                            | Error::MissingParent(_)
-                            | Error::InvalidLayout(_)
-                            | Error::InvalidName { .. }
-                            | Error::InvalidOptions(_)
-                    )
-                    && self.dir().is_dir()
-                {
-                    let _ = fs::remove_dir_all(self.dir());
-                }
-                return Err(e);
-            }
-        }
+        // A half-made new directory never reaches the path: `Staged` removes it.
+        self.open = Some(self.create(layout)?);
         self.summary.write_seconds += start.elapsed().as_secs_f64();
         Ok(())
     }
@@ -320,7 +320,7 @@ impl Sink for RawSink {
                 }
             }
         }
-        let meta = self.write_meta(&open, !failed && first_err.is_none());
+        let meta = self.write_meta(self.dir(), &open, !failed && first_err.is_none());
         drop(open);
         if fsync {
             meta.and_then(|()| sync_dir(self.dir()))?;

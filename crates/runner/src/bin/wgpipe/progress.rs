@@ -1,15 +1,33 @@
 //! The progress reporter: a thread that samples `Progress::snapshot()` and draws indicatif
 //! bars (one per device and a total) on a terminal, or prints a plain line every 2 s
 //! otherwise (logs, CI), so the pipeline's threads never wait for the display.
+//! `--progress frames` instead prints a line each time the count of written frames changes,
+//! for scripts and tests that must know what is on disk.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use clap::ValueEnum;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use wgpipe::{Progress, ProgressSnapshot};
+
+/// How `wgpipe run` shows progress on stderr (`--progress`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum ProgressMode {
+    /// Bars on a terminal, else `plain`.
+    #[default]
+    Auto,
+    /// A line with counts and rates every 2 s.
+    Plain,
+    /// `written N/TOTAL frames` each time the count changes (sampled every millisecond): every
+    /// frame counted there was accepted by the sink (HDF5: written and flushed to the OS).
+    Frames,
+    /// Nothing until the summary.
+    None,
+}
 
 /// A running reporter; [`Reporter::finish`] stops it.
 pub struct Reporter {
@@ -29,16 +47,17 @@ pub struct Scale {
 }
 
 impl Reporter {
-    /// Starts reporting `progress` on stderr.
-    pub fn start(progress: Arc<Progress>, scale: Scale) -> Self {
+    /// Starts reporting `progress` on stderr the way `mode` says.
+    pub fn start(progress: Arc<Progress>, scale: Scale, mode: ProgressMode) -> Self {
         let (done, rx) = channel();
         let thread = std::thread::Builder::new()
             .name("wgpipe-progress".to_owned())
-            .spawn(move || {
-                if std::io::stderr().is_terminal() {
-                    bars(&progress, &scale, &rx);
-                } else {
-                    lines(&progress, &scale, &rx);
+            .spawn(move || match mode {
+                ProgressMode::Auto if std::io::stderr().is_terminal() => bars(&progress, &scale, &rx),
+                ProgressMode::Auto | ProgressMode::Plain => lines(&progress, &scale, &rx),
+                ProgressMode::Frames => written_frames(&progress, &rx),
+                ProgressMode::None => {
+                    let _ = rx.recv();
                 }
             })
             .ok();
@@ -155,5 +174,25 @@ fn lines(progress: &Progress, scale: &Scale, rx: &Receiver<()>) {
             scale.io_buffer
         );
         (prev, at) = (now, Instant::now());
+    }
+}
+
+/// One `written N/TOTAL frames` line per change of the written count, and a last one when
+/// the run ends. The counter moves only after the sink's `write` returned, so a line never
+/// claims a frame the output does not hold.
+fn written_frames(progress: &Progress, rx: &Receiver<()>) {
+    let mut shown = None;
+    loop {
+        let done = stopped(rx, Duration::from_millis(1));
+        let now = progress.snapshot();
+        if shown != Some(now.written) {
+            // One write per line, so a reader never sees half a line from a killed run.
+            let line = format!("written {}/{} frames\n", now.written, now.total_frames);
+            let _ = std::io::stderr().write_all(line.as_bytes());
+            shown = Some(now.written);
+        }
+        if done {
+            break;
+        }
     }
 }

@@ -11,7 +11,7 @@ use wgpipe::config::Config;
 use wgpipe::storage::open_sink;
 use wgpipe::{Error, RunReport, StopHandle};
 
-use crate::progress::{Reporter, Scale};
+use crate::progress::{ProgressMode, Reporter, Scale};
 use crate::resume::complete_streams;
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
@@ -28,6 +28,10 @@ pub struct RunArgs {
     /// Add to an existing output: skip the runs already complete in it, redo incomplete ones.
     #[arg(long)]
     resume: bool,
+    /// Progress on stderr: bars on a terminal (auto), a line every 2 s (plain), a line per
+    /// change of the frames written (frames), or none.
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    progress: ProgressMode,
 }
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -77,7 +81,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         on_ctrl_c.stop();
     })
     .context("cannot install the Ctrl-C handler")?;
-    let reporter = Reporter::start(Arc::clone(&pipeline.progress()), scale);
+    let reporter = Reporter::start(Arc::clone(&pipeline.progress()), scale, args.progress);
     let result = pipeline.run();
     reporter.finish();
     let shown =

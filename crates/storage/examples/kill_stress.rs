@@ -1,0 +1,223 @@
+//! Kills a process that writes frames through a sink, many times, and counts what the
+//! outputs look like afterwards: the measurement behind the README's "Reliability" table.
+//!
+//! ```text
+//! cargo run --release -p wgpipe-storage --example kill_stress -- DIR [KILLS] [SINK] [OPTIONS]
+//! ```
+//! SINK is `hdf5` (default) or `raw`; OPTIONS, comma-separated: `append` (each child resumes
+//! a copy of a file holding 40 frames of two incomplete streams, as `wgpipe run --resume`
+//! does), `deflate`, `chunk_frames=N`. Defaults: 300 kills, no options.
+//!
+//! Each child opens the sink, prints `begun`, then writes frames of two 32×32 streams, two
+//! fields each, as fast as the sink takes them, printing the count of frames per stream
+//! after each pair. The parent kills it with SIGKILL at a moment drawn from a fixed-seed
+//! sequence: every other kill while the sink begins (uniformly over twice the average time
+//! to `begun`), the others within 60 ms after `begun`, while frames are written. It then
+//! opens the output with `open_output`, reads every frame and sorts the kill into: no output
+//! yet, fine, the in-flight frame (never reported) unreadable or wrong, reported frames lost
+//! or wrong, or the output does not open. A child that is not killed is an error.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::channel;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use wgpipe_storage::{Compression, DType, Frame, SinkOptions, StreamInfo, StreamLayout, open_output, open_sink};
+
+/// Frames per stream the `append` base file holds.
+const BASE_FRAMES: u64 = 40;
+
+/// Two streams of two 32×32 fields, so many frames expected that none completes.
+fn layout() -> StreamLayout {
+    StreamLayout::grid2d(["u", "v"], 32, 32, DType::F32)
+        .with_stream(StreamInfo::new("a").with_expected_frames(1 << 30))
+        .with_stream(StreamInfo::new("b").with_expected_frames(1 << 30))
+}
+
+/// Element `i` of field `f` of frame `index` of `stream`: distinct for every frame.
+fn value(stream: usize, f: usize, index: u64, i: usize) -> f32 {
+    (stream * 1_000_000 + f * 100_000) as f32 + index as f32 + i as f32 * 1e-3
+}
+
+fn frame(stream: usize, index: u64) -> Frame {
+    let data = (0..2).flat_map(|f| (0..32 * 32).map(move |i| value(stream, f, index, i)));
+    Frame::new(stream, index, index + 1, data.flat_map(f32::to_le_bytes).collect())
+}
+
+/// Sink options from the OPTIONS argument.
+fn options(path: &Path, opts: &str) -> Result<SinkOptions> {
+    let mut o = SinkOptions::new(path);
+    for opt in opts.split(',').filter(|s| !s.is_empty()) {
+        o = match opt.split_once('=') {
+            None if opt == "append" => o.with_append(true),
+            None if opt == "deflate" => o.with_compression(Compression::Deflate(4)),
+            Some(("chunk_frames", n)) => o.with_chunk_frames(n.parse().context("chunk_frames=N")?),
+            _ => bail!("unknown option {opt:?}: use append, deflate, chunk_frames=N"),
+        };
+    }
+    Ok(o)
+}
+
+/// The child: writes frames until it is killed.
+fn child(sink_kind: &str, path: &Path, opts: &str) -> Result<()> {
+    let l = layout();
+    let mut sink = open_sink(sink_kind, &options(path, opts)?)?;
+    sink.begin(&l)?;
+    let mut out = std::io::stdout();
+    writeln!(out, "begun")?;
+    out.flush()?;
+    for i in 0.. {
+        for s in 0..2 {
+            sink.write(&frame(s, i))?;
+        }
+        writeln!(out, "{}", i + 1)?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// What one kill left.
+fn classify(path: &Path, reported: u64) -> &'static str {
+    if std::fs::symlink_metadata(path).is_err() {
+        return "no output yet";
+    }
+    let Ok(out) = open_output(path) else { return "output does not open" };
+    let mut verdict = "fine";
+    for (s, summary) in out.streams().iter().enumerate() {
+        if summary.frames < reported {
+            return "reported frames lost";
+        }
+        for i in 0..summary.frames {
+            for f in 0..2 {
+                let good = out
+                    .read_f32(s, f, i)
+                    .is_ok_and(|v| v.iter().enumerate().all(|(k, x)| x.to_bits() == value(s, f, i, k).to_bits()));
+                if !good && i < reported {
+                    return "reported frames lost";
+                }
+                if !good {
+                    verdict = "in-flight frame broken";
+                }
+            }
+        }
+    }
+    verdict
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, kind, path, opts] = args.as_slice()
+        && flag == "--child"
+    {
+        return child(kind, Path::new(path), opts);
+    }
+    let dir = PathBuf::from(args.first().context("usage: kill_stress DIR [KILLS] [SINK] [OPTIONS]")?);
+    let kills: usize = args.get(1).map_or(Ok(300), |k| k.parse()).context("KILLS must be a whole number")?;
+    let kind = args.get(2).map_or("hdf5", String::as_str);
+    let opts = args.get(3).map_or("", String::as_str);
+    let base = dir.join(format!("kill-stress-base-{}", std::process::id()));
+    if opts.split(',').any(|o| o == "append") {
+        let l = layout();
+        let without_append = opts.split(',').filter(|o| *o != "append").collect::<Vec<_>>().join(",");
+        let mut sink = open_sink(kind, &options(&base, &without_append)?)?;
+        sink.begin(&l)?;
+        for i in 0..BASE_FRAMES {
+            for s in 0..2 {
+                sink.write(&frame(s, i))?;
+            }
+        }
+        sink.finish()?;
+    }
+    let exe = std::env::current_exe().context("finding this executable")?;
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut rng = 0x5EED_u64;
+    let mut next = move || {
+        rng = rng.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (rng >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut begin_times = Vec::new();
+    for k in 0..kills {
+        let path = dir.join(format!("kill-stress-{}-{k}", std::process::id()));
+        if base.exists() {
+            copy_output(&base, &path)?;
+        }
+        let started = Instant::now();
+        let mut child = Command::new(&exe)
+            .args(["--child", kind])
+            .arg(&path)
+            .arg(opts)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting the writing child")?;
+        let stdout = child.stdout.take().context("the child's stdout")?;
+        let (tx, begun) = channel();
+        let lines = std::thread::spawn(move || {
+            let mut reported = 0u64;
+            for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+                match line.parse() {
+                    Ok(n) => reported = n,
+                    Err(_) => {
+                        let _ = tx.send(started.elapsed());
+                    }
+                }
+            }
+            reported
+        });
+        let average = begin_times.iter().sum::<Duration>() / begin_times.len().max(1) as u32;
+        let (phase, u) = (next(), next());
+        if k % 2 == 0 && !begin_times.is_empty() {
+            std::thread::sleep(average.mul_f64(2.0 * phase));
+        } else if let Ok(at) = begun.recv_timeout(Duration::from_secs(30)) {
+            begin_times.push(at);
+            std::thread::sleep(Duration::from_millis(60).mul_f64(u));
+        }
+        let _ = child.kill();
+        let status = child.wait()?;
+        let reported = lines.join().map_err(|_| anyhow::anyhow!("the reading thread panicked"))?;
+        if status.signal() != Some(9) {
+            bail!("the child ended before its kill: {status}");
+        }
+        *counts.entry(classify(&path, reported)).or_default() += 1;
+        remove_output(&path)?;
+    }
+    remove_output(&base)?;
+    println!("{kind} {opts:?}: {kills} kills");
+    for (what, n) in &counts {
+        println!("  {what:<24} {n}");
+    }
+    Ok(())
+}
+
+/// Copies a file or a raw directory.
+fn copy_output(from: &Path, to: &Path) -> Result<()> {
+    if from.is_dir() {
+        std::fs::create_dir(to)?;
+        for entry in std::fs::read_dir(from)? {
+            let entry = entry?;
+            std::fs::copy(entry.path(), to.join(entry.file_name()))?;
+        }
+    } else {
+        std::fs::copy(from, to)?;
+    }
+    Ok(())
+}
+
+/// Removes an output and what a kill during its creation left (the sink's staging name).
+fn remove_output(path: &Path) -> Result<()> {
+    if let Some(name) = path.file_name() {
+        let staging = path.with_file_name(format!(".{}.wgpipe-creating", name.to_string_lossy()));
+        let _ = std::fs::remove_file(&staging).or_else(|_| std::fs::remove_dir_all(&staging));
+    }
+    let removed = if path.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };
+    match removed {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {}", path.display()))
+        }
+        _ => Ok(()),
+    }
+}

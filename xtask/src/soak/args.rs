@@ -1,0 +1,95 @@
+//! The command line of `cargo xtask soak`, parsed by hand like `bench`'s.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+
+/// Usage text, printed by `--help`.
+pub const USAGE: &str = "\
+usage: cargo xtask soak [options]
+
+Streams many frames through each sink (null, raw, hdf5, hdf5 with deflate) at a small grid,
+samples the process's resident memory (VmRSS) and open descriptors while it runs, and fails
+if either grows after the warm-up by more than the tolerance printed with the table.
+
+  --frames N           frames per sink (default 10000; the first 10 % are the warm-up)
+  --rows R --cols C    grid (default 32x32)
+  --devices SEL        adapter: all, vulkan, gl, 0,1 or a name part (default 0)
+  --out DIR            where raw/hdf5 write (default: a temp dir under the current directory)";
+
+/// What the user asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Args {
+    pub frames: u64,
+    pub rows: usize,
+    pub cols: usize,
+    pub devices: String,
+    pub out: Option<PathBuf>,
+    pub help: bool,
+}
+
+impl Default for Args {
+    fn default() -> Self {
+        Args { frames: 10_000, rows: 32, cols: 32, devices: "0".to_owned(), out: None, help: false }
+    }
+}
+
+/// Parses `--flag value` and `--flag=value` forms.
+pub fn parse(argv: &[String]) -> Result<Args> {
+    let mut a = Args::default();
+    let mut it = argv.iter();
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = || -> Result<String> {
+            match inline.clone() {
+                Some(v) => Ok(v),
+                None => it.next().cloned().with_context(|| format!("{flag} needs a value")),
+            }
+        };
+        match flag {
+            "--frames" => a.frames = number(flag, &value()?)?,
+            "--rows" => a.rows = number(flag, &value()?)?,
+            "--cols" => a.cols = number(flag, &value()?)?,
+            "--devices" => a.devices = value()?,
+            "--out" => a.out = Some(PathBuf::from(value()?)),
+            "--help" | "-h" => a.help = true,
+            other => bail!("unknown argument {other:?}\n\n{USAGE}"),
+        }
+    }
+    if a.frames < 100 {
+        bail!("--frames {} is too few to tell growth from warm-up: use 100 or more", a.frames);
+    }
+    if a.rows == 0 || a.cols == 0 {
+        bail!("--rows and --cols must be at least 1");
+    }
+    Ok(a)
+}
+
+fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T> {
+    text.parse().ok().with_context(|| format!("{flag} expects a whole number, got {text:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Result<Args> {
+        parse(&s.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn parses_flags_and_rejects_nonsense() -> Result<()> {
+        assert_eq!(args("")?, Args::default());
+        let a = args("--frames 500 --rows=8 --cols 4 --out /dev/shm")?;
+        assert_eq!((a.frames, a.rows, a.cols), (500, 8, 4));
+        assert_eq!(a.out, Some(PathBuf::from("/dev/shm")));
+        assert!(args("--frames 99").is_err());
+        assert!(args("--frames x").is_err());
+        assert!(args("--rows 0").is_err());
+        assert!(args("--sink raw").is_err());
+        Ok(())
+    }
+}
