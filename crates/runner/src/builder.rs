@@ -48,6 +48,8 @@ pub struct PipelineBuilder {
     pub(crate) attributes: Attributes,
     pub(crate) stop: StopHandle,
     pub(crate) trace: bool,
+    /// `(index, count)`: run only the jobs `i` with `i % count == index` (see [`PipelineBuilder::shard`]).
+    pub(crate) shard: (usize, usize),
 }
 
 impl Default for PipelineBuilder {
@@ -67,6 +69,7 @@ impl Default for PipelineBuilder {
             attributes: Attributes::new(),
             stop: StopHandle::default(),
             trace: false,
+            shard: (0, 1),
         }
     }
 }
@@ -187,6 +190,16 @@ impl PipelineBuilder {
         self
     }
 
+    /// Runs only shard `index` of `count` of the jobs: job `i` (in the order given to
+    /// [`PipelineBuilder::jobs`]) runs here when `i % count == index`. The sink still receives
+    /// the layout of every job, so that `count` processes that each run one shard (MPI ranks)
+    /// can create the same shared output; stream ids stay those of the whole batch. Progress
+    /// and the report count this shard only. Default: `(0, 1)`, every job.
+    pub fn shard(mut self, index: usize, count: usize) -> Self {
+        self.shard = (index, count);
+        self
+    }
+
     /// Checks the configuration, validates the kernels and opens the devices.
     pub fn build(self) -> Result<Pipeline> {
         Pipeline::from_builder(self)
@@ -217,6 +230,10 @@ impl PipelineBuilder {
         }
         if self.staging_buffers == 0 {
             return invalid("staging_buffers must be at least 1");
+        }
+        let (index, count) = self.shard;
+        if index >= count {
+            return Err(Error::Invalid(format!("shard({index}, {count}): the index must be below the count")));
         }
         if self.sink.is_none() {
             return invalid("no sink: call .sink(..) with a sink, e.g. wgpipe::storage::NullSink::default()");

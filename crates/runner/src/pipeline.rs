@@ -34,6 +34,8 @@ pub struct Pipeline {
     progress: Arc<Progress>,
     stop: StopHandle,
     trace: bool,
+    /// See [`PipelineBuilder::shard`].
+    shard: (usize, usize),
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -97,13 +99,18 @@ impl Pipeline {
         // Sizes against the devices, the sink and the host, before anything is allocated.
         let devices: Vec<DeviceSize> = gpus.iter().map(DeviceSize::of).collect();
         let mut layout = preflight(&b, &jobs, workgroup_sizes, sink.as_ref(), &devices)?;
-        layout.attributes.insert(
-            "adapters".to_owned(),
-            gpus.iter().map(|g| g.label().to_owned()).collect::<Vec<_>>().join("; ").into(),
-        );
+        let (shard, shards) = b.shard;
+        // A shard's adapters are its own: the shards' sinks must write the same attributes.
+        if shards == 1 {
+            layout.attributes.insert(
+                "adapters".to_owned(),
+                gpus.iter().map(|g| g.label().to_owned()).collect::<Vec<_>>().join("; ").into(),
+            );
+        }
 
         // Cannot overflow: preflight checked it.
-        let total_frames = b.frames.saturating_mul(jobs.len() as u64);
+        let local_jobs = (0..jobs.len()).filter(|i| i % shards == shard).count();
+        let total_frames = b.frames.saturating_mul(local_jobs as u64);
         let readback = ReadbackConfig {
             steps_per_frame: b.steps_per_frame,
             frames: b.frames,
@@ -124,6 +131,7 @@ impl Pipeline {
             mode: b.mode,
             stop: b.stop,
             trace: b.trace,
+            shard: b.shard,
         })
     }
 
@@ -166,6 +174,7 @@ impl Pipeline {
             progress,
             stop,
             trace,
+            shard: (shard, shards),
         } = self;
         sink.begin(&layout)?;
         let start = Instant::now();
@@ -175,7 +184,7 @@ impl Pipeline {
         let writer = Arc::new(Mutex::new(FrameWriter { sink, pool: pool.clone(), progress: Arc::clone(&progress) }));
 
         let (job_tx, job_rx) = bounded(jobs.len());
-        for (stream, job) in jobs.into_iter().enumerate() {
+        for (stream, job) in jobs.into_iter().enumerate().filter(|(i, _)| i % shards == shard) {
             // Cannot fail: the channel holds every job and its receiver is alive.
             let _ = job_tx.send((stream, job));
         }

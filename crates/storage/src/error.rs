@@ -157,6 +157,15 @@ pub enum Error {
         /// Its element type.
         dtype: crate::frame::DType,
     },
+    /// Another MPI rank failed a step every rank takes together (feature `mpi`); that rank
+    /// reports its own error.
+    #[error("{action}: MPI rank(s) {ranks:?} failed (their error is reported by them)")]
+    OtherRank {
+        /// The step, with the file.
+        action: String,
+        /// The ranks that failed.
+        ranks: Vec<usize>,
+    },
     /// A stream, field or frame asked of a reader does not exist.
     #[error("{0} not found in the output: list what it holds with open_output")]
     NotFound(String),

@@ -60,6 +60,11 @@ pub use error::{Error, Result};
 pub use frame::{DType, Frame};
 #[cfg(feature = "hdf5")]
 pub use hdf5::Hdf5Sink;
+#[cfg(feature = "mpi")]
+pub use hdf5::MpiHdf5Sink;
+/// The MPI crate the `mpi` feature links, so that callers pass communicators of the same version.
+#[cfg(feature = "mpi")]
+pub use mpi;
 pub use null::NullSink;
 pub use open::{SINK_NAMES, check_output, open_output, open_sink};
 pub use options::{Compression, SinkOptions};

@@ -4,8 +4,12 @@
 
 mod cloexec;
 mod format;
+#[cfg(feature = "mpi")]
+mod mpi;
 pub(crate) mod read;
 mod reserve;
 mod sink;
 
+#[cfg(feature = "mpi")]
+pub use mpi::MpiHdf5Sink;
 pub use sink::Hdf5Sink;

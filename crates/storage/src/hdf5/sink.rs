@@ -23,7 +23,7 @@ use crate::time::now_rfc3339;
 use crate::validate::{STEPS_NAME, Validator};
 
 /// Steps per chunk of the `steps` dataset (8 KiB chunks: small, rarely rewritten).
-const STEPS_CHUNK: usize = 1024;
+pub(super) const STEPS_CHUNK: usize = 1024;
 /// Metadata one frame may add per dataset, at most: a split of the chunk index (a v1 B-tree
 /// of 8 KiB nodes or less, up to three of them when the root splits) and a new metadata
 /// aggregator block. A generous bound, used only to reserve disk space ahead.

@@ -4,6 +4,8 @@
 
 mod colormap;
 mod devices;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod progress;
 mod render;
 mod resume;
@@ -34,14 +36,31 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(args) => run::run(&args),
+        Command::Run(args) => run(&args),
         Command::Devices => devices::devices().map(|()| ExitCode::SUCCESS),
         Command::Render(args) => render::render(&args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
+        #[cfg(feature = "mpi")]
+        if e.is::<mpi::Reported>() {
+            return ExitCode::FAILURE;
+        }
         eprintln!("error: {}", message(&e));
         ExitCode::FAILURE
     })
+}
+
+/// `wgpipe run`: the serial run, or under `mpirun` with more than one rank (feature `mpi`)
+/// the batch shared over the ranks.
+fn run(args: &run::RunArgs) -> anyhow::Result<ExitCode> {
+    #[cfg(feature = "mpi")]
+    {
+        let world = mpi::World::init()?;
+        if world.size() > 1 {
+            return mpi::run(args, &world);
+        }
+    }
+    run::run(args)
 }
 
 /// The error and its causes joined by ": ", leaving out a cause whose text the message

@@ -15,26 +15,35 @@ use crate::progress::{ProgressMode, Reporter, Scale};
 use crate::resume::complete_streams;
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
-const INTERRUPTED: u8 = 130;
+pub const INTERRUPTED: u8 = 130;
 
 /// Arguments of `wgpipe run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Config file (TOML); without it, the built-in default run (configs/gray-scott.toml).
-    config: Option<PathBuf>,
+    pub config: Option<PathBuf>,
     /// Override a config key, e.g. --set grid.rows=128 (repeatable; checked like the file).
     #[arg(long = "set", value_name = "KEY=VALUE")]
-    sets: Vec<String>,
+    pub sets: Vec<String>,
     /// Add to an existing output: skip the runs already complete in it, redo incomplete ones.
     #[arg(long)]
-    resume: bool,
+    pub resume: bool,
     /// Progress on stderr: bars on a terminal (auto), a line every 2 s (plain), a line per
     /// change of the frames written (frames), or none.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
-    progress: ProgressMode,
+    pub progress: ProgressMode,
 }
 
-pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+/// What a run will do, checked as far as it can be without starting it.
+pub struct Plan {
+    pub config: Config,
+    pub gpus: Vec<wgpipe::compute::GpuDevice>,
+    pub jobs: Vec<wgpipe::Job>,
+}
+
+/// Loads and checks the config, the output path and the devices, and lists the jobs still to
+/// run; `None` when `--resume` finds every run complete.
+pub fn plan(args: &RunArgs) -> anyhow::Result<Option<Plan>> {
     // Everything that can be checked without a device is checked before one opens: the whole
     // config (sizes included), then the output path.
     let config = Config::load(args.config.as_deref(), &args.sets)?;
@@ -58,11 +67,19 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let jobs = config.jobs(gpus.len(), |name| done.contains(name));
     if jobs.is_empty() {
         eprintln!("nothing to do: every run is already complete in {}", path.display());
-        return Ok(ExitCode::SUCCESS);
+        return Ok(None);
     }
     if !done.is_empty() {
         eprintln!("resuming {}: {} runs complete, {} to run", path.display(), done.len(), jobs.len());
     }
+    Ok(Some(Plan { config, gpus, jobs }))
+}
+
+pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let Some(Plan { config, gpus, jobs }) = plan(args)? else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let path = config.output_path();
     let options = config.sink_options().clone().with_append(args.resume);
     let sink = open_sink(config.sink_name(), &options)
         .with_context(|| format!("{}: output.sink", config.origin("output.sink")))?;

@@ -1,0 +1,220 @@
+//! `mpirun -n R wgpipe run CONFIG` (cargo feature `mpi`): the jobs of a batch spread over
+//! the ranks, every stream in one HDF5 file shared through MPI-IO.
+//!
+//! Every rank loads the same config and expands the same job list; rank `r` runs jobs
+//! `i % R == r` on its own devices (which pull them from a queue as in a serial run). The
+//! sink ([`wgpipe::storage::MpiHdf5Sink`]) creates the whole file collectively and each rank
+//! writes its own streams. Before the first collective step every rank checks its own
+//! preparation and the ranks agree (a rank that failed is named and every rank stops, where
+//! going on would hang the others); a panic aborts the whole job.
+
+mod progress;
+mod report;
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, anyhow, bail};
+use wgpipe::storage::mpi::environment::Universe;
+use wgpipe::storage::mpi::topology::SimpleCommunicator;
+use wgpipe::storage::mpi::traits::{Communicator, CommunicatorCollectives, Root};
+use wgpipe::storage::mpi::{self as mpi_crate, Threading};
+use wgpipe::storage::{MpiHdf5Sink, Sink, open_sink};
+use wgpipe::{Error, StopHandle};
+
+use crate::run::{INTERRUPTED, Plan, RunArgs, plan};
+
+/// An error already reported on stderr by the rank that met it (or by rank 0): `main` exits
+/// with a failure without printing it again.
+#[derive(Debug)]
+pub struct Reported;
+
+impl std::fmt::Display for Reported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("failed on another MPI rank (reported there)")
+    }
+}
+
+impl std::error::Error for Reported {}
+
+/// MPI, initialised for threads that all call MPI (the writer thread does HDF5 + MPI-IO while
+/// the progress thread reduces counters); finalised when dropped.
+pub struct World {
+    _universe: Universe,
+    comm: SimpleCommunicator,
+}
+
+impl World {
+    /// Initialises MPI and installs a panic hook that aborts the whole job: a panicking rank
+    /// would otherwise leave the others waiting in a collective call forever.
+    pub fn init() -> anyhow::Result<Self> {
+        let (universe, granted) = mpi_crate::initialize_with_threading(Threading::Multiple)
+            .ok_or_else(|| anyhow!("MPI was initialised twice"))?;
+        if granted != Threading::Multiple {
+            bail!(
+                "this MPI library grants thread level {granted:?}, wgpipe needs Multiple \
+                 (its writer and progress threads call MPI): use an MPI built with thread support (MPICH is)"
+            );
+        }
+        let comm = universe.world();
+        let (rank, size) = (comm.rank(), comm.size());
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            previous(info);
+            eprintln!("error: MPI rank {rank} of {size} panicked: aborting the whole job");
+            SimpleCommunicator::world().abort(101);
+        }));
+        Ok(World { _universe: universe, comm })
+    }
+
+    /// Ranks in the job.
+    pub fn size(&self) -> usize {
+        self.comm.size().max(1) as usize
+    }
+
+    fn rank(&self) -> usize {
+        self.comm.rank().max(0) as usize
+    }
+
+    /// The ranks whose `ok` is false (collective).
+    fn failed(&self, ok: bool) -> Vec<usize> {
+        let mut all = vec![0u8; self.size()];
+        self.comm.all_gather_into(&u8::from(ok), &mut all[..]);
+        all.iter().enumerate().filter(|(_, ok)| **ok == 0).map(|(r, _)| r).collect()
+    }
+
+    /// Every rank learns whether every rank succeeded (collective). A rank that failed
+    /// returns its error naming itself; rank 0, if it did not fail, names the ranks that did;
+    /// the others return [`Reported`].
+    fn agree<T>(&self, step: &str, result: anyhow::Result<T>) -> anyhow::Result<T> {
+        let failed = self.failed(result.is_ok());
+        let (rank, size) = (self.rank(), self.size());
+        match result {
+            Err(e) => Err(e.context(format!("MPI rank {rank} of {size}, {step}"))),
+            Ok(_) if !failed.is_empty() && rank == 0 => {
+                Err(anyhow!("MPI rank(s) {failed:?} of {size} failed {step} (their error is above)"))
+            }
+            Ok(_) if !failed.is_empty() => Err(Reported.into()),
+            Ok(v) => Ok(v),
+        }
+    }
+}
+
+/// A fingerprint of what the sink will create, for checking that every rank agrees (ranks
+/// started with different configs or `--set` would create different files and hang).
+fn layout_hash(layout: &wgpipe::storage::StreamLayout) -> u64 {
+    let mut h = DefaultHasher::new();
+    format!("{layout:?}").hash(&mut h);
+    h.finish()
+}
+
+/// The sink every rank writes through: the shared HDF5 file, or nothing.
+fn shared_sink(plan: &Plan, world: &World, append: bool) -> anyhow::Result<Box<dyn Sink>> {
+    let config = &plan.config;
+    let options = config.sink_options().clone().with_append(append);
+    match config.sink_name() {
+        "hdf5" => Ok(Box::new(MpiHdf5Sink::new(options, world.comm.duplicate()))),
+        "null" => Ok(open_sink("null", &options)?),
+        other => bail!(
+            "{}: output.sink = {other:?} cannot be shared by MPI ranks: use hdf5 (one file for all ranks) or null",
+            config.origin("output.sink")
+        ),
+    }
+}
+
+/// `wgpipe run` on every rank of an MPI job of more than one rank.
+pub fn run(args: &RunArgs, world: &World) -> anyhow::Result<ExitCode> {
+    let (rank, size) = (world.rank(), world.size());
+    let planned = plan(args).and_then(|p| {
+        if let Some(p) = &p
+            && p.config.runs().is_empty()
+        {
+            bail!(
+                "{}: under mpirun the ranks share out the runs of a batch: give [[runs]] or a [sweep] \
+                 (a single run has nothing to share)",
+                p.config.source_name()
+            );
+        }
+        Ok(p)
+    });
+    let Some(plan) = world.agree("checking the config, the output and the devices", planned)? else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let stop = StopHandle::default();
+    let built = shared_sink(&plan, world, args.resume).and_then(|sink| {
+        let config = &plan.config;
+        let pipeline = config
+            .builder()
+            .gpus(plan.gpus)
+            .jobs(plan.jobs)
+            .shard(rank, size)
+            .sink(sink)
+            .stop_handle(stop.clone())
+            .attribute("mpi_ranks", size as u64)
+            .build()?;
+        Ok(pipeline)
+    });
+    let pipeline = world.agree("building the pipeline", built)?;
+    let mut hash = layout_hash(pipeline.layout());
+    let own = hash;
+    world.comm.process_at_rank(0).broadcast_into(&mut hash);
+    let same = if hash == own {
+        Ok(())
+    } else {
+        Err(anyhow!(
+            "its config makes a different output than rank 0's: start every rank with the same config and --set"
+        ))
+    };
+    world.agree("comparing the ranks' outputs", same)?;
+
+    let on_ctrl_c = stop.clone();
+    ctrlc::set_handler(move || on_ctrl_c.stop()).context("cannot install the Ctrl-C handler")?;
+    let reporter = progress::Reporter::start(world.comm.duplicate(), Arc::clone(&pipeline.progress()), args.progress);
+    let result = pipeline.run();
+    reporter.finish();
+
+    let config = &plan.config;
+    let shown = if config.sink_name() == "null" {
+        "null sink (nothing stored)".to_owned()
+    } else {
+        config.output_path().display().to_string()
+    };
+    let (outcome, summary) = match &result {
+        Ok(r) => (report::Outcome::Done, Some(r)),
+        Err(Error::Interrupted { report }) => (report::Outcome::Interrupted, Some(report.as_ref())),
+        Err(Error::Failed { report, .. }) => (report::Outcome::Failed(result_text(&result)), Some(report.as_ref())),
+        Err(_) => (report::Outcome::Failed(result_text(&result)), None),
+    };
+    let all = report::gather(&world.comm, &report::RankFigures::new(rank, summary, outcome));
+    if rank == 0 {
+        report::print(&all, &shown);
+    }
+    let failed: Vec<usize> = all.iter().filter(|f| f.failed()).map(|f| f.rank).collect();
+    if !failed.is_empty() {
+        if rank == 0 {
+            bail!(
+                "run of {} failed on MPI rank(s) {failed:?} of {size} (their errors are above)",
+                config.source_name()
+            );
+        }
+        return Err(Reported.into());
+    }
+    if all.iter().any(|f| f.interrupted()) {
+        if rank == 0 {
+            eprintln!(
+                "interrupted: {shown} was closed cleanly; a batch continues with `mpirun ... wgpipe run CONFIG --resume`"
+            );
+        }
+        return Ok(ExitCode::from(INTERRUPTED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The error text of a failed run.
+fn result_text<T>(result: &Result<T, Error>) -> String {
+    match result {
+        Ok(_) => String::new(),
+        Err(e) => e.to_string(),
+    }
+}
