@@ -180,15 +180,19 @@ fn a_rank_that_cannot_open_its_devices_ends_the_job_naming_it() {
 #[test]
 fn ranks_started_with_different_configs_are_refused_before_the_file_exists() {
     let dir = setup();
-    let out = mpirun(
-        dir.path(),
-        &["-n", "1", WGPIPE, "run", "sweep.toml", ":", "-n", "1", WGPIPE, "run", "sweep.toml", "--set", "run.frames=5"],
-    );
-    assert!(!out.status.success(), "{}", text(&out));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("MPI rank 1 of 2, comparing the ranks' outputs"), "{}", text(&out));
-    assert!(stderr.contains("different output than rank 0's"), "{}", text(&out));
-    assert!(!dir.path().join("out.h5").exists());
+    // Another frame count (another layout), then another output path (another file).
+    for set in ["run.frames=5", "output.path=other.h5"] {
+        let out = mpirun(
+            dir.path(),
+            &["-n", "1", WGPIPE, "run", "sweep.toml", ":", "-n", "1", WGPIPE, "run", "sweep.toml", "--set", set],
+        );
+        assert!(!out.status.success(), "{set}: {}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("MPI rank 1 of 2, comparing the ranks' outputs"), "{set}: {}", text(&out));
+        assert!(stderr.contains("different output than rank 0's"), "{set}: {}", text(&out));
+        assert!(stderr.contains("MPI rank(s) [1] of 2 failed"), "{set}: {}", text(&out));
+        assert!(!dir.path().join("out.h5").exists() && !dir.path().join("other.h5").exists(), "{set}");
+    }
 }
 
 #[test]

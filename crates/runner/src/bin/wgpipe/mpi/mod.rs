@@ -16,6 +16,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow, bail};
+use wgpipe::config::Config;
 use wgpipe::storage::mpi::environment::Universe;
 use wgpipe::storage::mpi::topology::SimpleCommunicator;
 use wgpipe::storage::mpi::traits::{Communicator, CommunicatorCollectives, Root};
@@ -101,11 +102,12 @@ impl World {
     }
 }
 
-/// A fingerprint of what the sink will create, for checking that every rank agrees (ranks
-/// started with different configs or `--set` would create different files and hang).
-fn layout_hash(layout: &wgpipe::storage::StreamLayout) -> u64 {
+/// A fingerprint of what the sink will create and where, for checking that every rank agrees
+/// (ranks started with different configs or `--set` would create different files, or the
+/// same file differently, and hang).
+fn output_fingerprint(config: &Config, layout: &wgpipe::storage::StreamLayout) -> u64 {
     let mut h = DefaultHasher::new();
-    format!("{layout:?}").hash(&mut h);
+    format!("{} {:?} {layout:?}", config.sink_name(), config.sink_options()).hash(&mut h);
     h.finish()
 }
 
@@ -156,7 +158,7 @@ pub fn run(args: &RunArgs, world: &World) -> anyhow::Result<ExitCode> {
         Ok(pipeline)
     });
     let pipeline = world.agree("building the pipeline", built)?;
-    let mut hash = layout_hash(pipeline.layout());
+    let mut hash = output_fingerprint(&plan.config, pipeline.layout());
     let own = hash;
     world.comm.process_at_rank(0).broadcast_into(&mut hash);
     let same = if hash == own {
