@@ -62,7 +62,7 @@ pub use frame::{DType, Frame};
 pub use hdf5::Hdf5Sink;
 pub use null::NullSink;
 pub use open::{SINK_NAMES, check_output, open_output, open_sink};
-pub use options::{Compression, SinkOptions};
+pub use options::{Compression, SinkOptions, default_compression_threads};
 pub use raw::RawSink;
 pub use read::{FieldData, Output, OutputFormat, StreamSummary};
 pub use schema::{AXIS_ORDER, AttrValue, Attributes, FieldSpec, MAX_RANK, StreamInfo, StreamLayout};

@@ -121,6 +121,17 @@ pub struct SinkOptions {
     /// leaves a file holding every frame written, never a damaged one (README,
     /// "Reliability"). On by default; turning it off only makes sense to measure its cost.
     pub reserve_space: bool,
+    /// HDF5 with deflate: threads that compress a frame's chunks at once (the writer's own
+    /// thread included), which then go to the file through HDF5's direct chunk write. 1
+    /// compresses on the writer thread alone. Default: [`default_compression_threads`].
+    /// Blosc compresses inside HDF5, on the writer thread, whatever this says.
+    pub compression_threads: usize,
+}
+
+/// The default of [`SinkOptions::compression_threads`]: the machine's cores, up to 4
+/// (beyond that HDF5's writes, which the library serialises, dominate a frame), and at least 1.
+pub fn default_compression_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
 }
 
 impl Default for SinkOptions {
@@ -133,6 +144,7 @@ impl Default for SinkOptions {
             fsync: false,
             append: false,
             reserve_space: true,
+            compression_threads: default_compression_threads(),
         }
     }
 }
@@ -179,10 +191,21 @@ impl SinkOptions {
         self
     }
 
+    /// Sets [`SinkOptions::compression_threads`].
+    pub fn with_compression_threads(mut self, threads: usize) -> Self {
+        self.compression_threads = threads;
+        self
+    }
+
     /// Errors on values no sink accepts.
     pub(crate) fn check(&self) -> Result<()> {
         if self.chunk_frames == 0 {
             return Err(Error::InvalidOptions("chunk_frames is 0: use 1 or more frames per chunk".into()));
+        }
+        if self.compression_threads == 0 {
+            return Err(Error::InvalidOptions(
+                "compression_threads is 0: use 1 (compress on the writer thread) or more".into(),
+            ));
         }
         let level = match self.compression {
             Compression::None => None,

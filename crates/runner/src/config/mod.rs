@@ -111,6 +111,9 @@ impl Config {
             .with_overwrite(file.output.overwrite)
             .with_compression(validate::compression(&file, &source)?)
             .with_chunk_frames(file.output.chunk_frames)
+            .with_compression_threads(
+                file.output.compression_threads.unwrap_or_else(wgpipe_storage::default_compression_threads),
+            )
             .with_fsync(file.output.fsync);
         let config = Config { file, kernel, runs, selector, sink_options, fields, source };
         // Sizes now, before any device opens: each selected adapter gives at least

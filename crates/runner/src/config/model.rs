@@ -225,6 +225,9 @@ pub struct OutputSection {
     pub compression: String,
     /// Frames per HDF5 chunk.
     pub chunk_frames: usize,
+    /// Threads compressing a frame's HDF5 chunks at once with deflate (default: the
+    /// machine's cores, up to 4; 1 compresses on the writer thread alone).
+    pub compression_threads: Option<usize>,
     /// fsync the output when the run ends.
     pub fsync: bool,
 }
@@ -238,6 +241,7 @@ impl Default for OutputSection {
             fields: None,
             compression: "none".to_owned(),
             chunk_frames: 1,
+            compression_threads: None,
             fsync: false,
         }
     }

@@ -31,6 +31,9 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
     }
     at_least_one("io.staging_buffers", file.io.staging_buffers as u64)?;
     at_least_one("output.chunk_frames", file.output.chunk_frames as u64)?;
+    if let Some(threads) = file.output.compression_threads {
+        at_least_one("output.compression_threads", threads as u64)?;
+    }
     if !(0.0..=1.0).contains(&file.run.noise) {
         return Err(src.invalid("run.noise", format!("{} is out of range: use a value from 0 to 1", file.run.noise)));
     }

@@ -3,6 +3,7 @@
 //! close-on-exec for the descriptors HDF5 opens.
 
 mod cloexec;
+mod direct;
 mod format;
 pub(crate) mod read;
 mod reserve;

@@ -7,6 +7,7 @@ use hdf5::{Dataset, Extent, File, Group, H5Type, Hyperslab, Location, SliceOrInd
 use ndarray::{ArrayView1, ArrayViewD, IxDyn};
 
 use super::cloexec::{close_on_exec, retry_while_locked};
+use super::direct::{ChunkPlan, DirectWriter, write_chunk};
 use super::format::{
     AXIS_ORDER_ATTR, DIMS_ATTR, FIELDS_ATTR, FORMAT, FRAME_DIM, chunk_shape, h5err, le_elements, set_attr, set_bool,
     set_strings, with_elem_type,
@@ -41,16 +42,27 @@ const FINISH_BASE: u64 = 64 << 10;
 /// metadata. The disk-full error can therefore come up to one chunk early.
 fn frame_bytes_bound(layout: &StreamLayout, options: &SinkOptions) -> u64 {
     let cf = options.chunk_frames.max(1) as u64;
-    let fields = layout.fields.len() as u64;
     let data = layout.fields.iter().fold(0u64, |sum, f| {
         let mut bytes = cf.saturating_mul(f.bytes().unwrap_or(usize::MAX) as u64);
         if options.compression != Compression::None {
             bytes = bytes.saturating_add(bytes / 64).saturating_add(4096);
         }
-        // One B-tree record per chunk of the frame; a generous bound of one per 64 KiB.
-        sum.saturating_add(bytes).saturating_add((bytes / (64 << 10)).saturating_mul(64))
+        sum.saturating_add(bytes)
     });
-    data.saturating_add((STEPS_CHUNK * 8) as u64).saturating_add((fields + 1).saturating_mul(METADATA_PER_DATASET))
+    data.saturating_add(frame_overhead_bound(layout, data))
+}
+
+/// What one frame adds besides its chunks' bytes (`data`), at most: one B-tree record per
+/// chunk (a generous bound of one per 64 KiB), a chunk of the `steps` dataset and index
+/// metadata. With direct chunk writes the chunks' sizes are known before anything is
+/// written, and this plus their sum is the frame's bound.
+fn frame_overhead_bound(layout: &StreamLayout, data: u64) -> u64 {
+    let fields = layout.fields.len() as u64;
+    (data / (64 << 10))
+        .saturating_add(layout.fields.len() as u64)
+        .saturating_mul(64)
+        .saturating_add((STEPS_CHUNK * 8) as u64)
+        .saturating_add((fields + 1).saturating_mul(METADATA_PER_DATASET))
 }
 
 /// Bytes `begin` can add to the file after creating or opening it, at most: per stream a
@@ -99,6 +111,9 @@ struct Open {
     streams: Vec<StreamSets>,
     /// Aligned copies of fields that are not aligned in their frame (or on a big-endian host).
     scratch: Vec<u64>,
+    /// Compressed datasets written with direct chunk writes (deflate on a little-endian
+    /// host), or `None` when HDF5 runs the filters itself.
+    direct: Option<DirectWriter>,
     /// A write failed: later writes are refused, `finish` keeps what was stored before.
     failed: bool,
     /// Appending: every stream already in the file and not rewritten is complete.
@@ -226,6 +241,11 @@ impl Hdf5Sink {
         }
         set_bool(root, "complete", false).map_err(err("cannot write attribute to"))?;
 
+        // Deflate is compressed by the sink and written with direct chunk writes (see
+        // `direct`); frames arrive as little-endian bytes, which HDF5's native types are
+        // only on a little-endian host.
+        let direct_candidate =
+            matches!(self.options.compression, Compression::Deflate(_)) && cfg!(target_endian = "little");
         let mut streams = Vec::with_capacity(layout.streams.len());
         for (si, s) in layout.streams.iter().enumerate() {
             let group = file.create_group(&s.name).map_err(err(&format!("cannot create group {:?} in", s.name)))?;
@@ -258,7 +278,7 @@ impl Hdf5Sink {
                     #[cfg(not(feature = "blosc"))]
                     Compression::BloscLz4(_) | Compression::BloscZstd(_) => b,
                 };
-                if self.options.compression != Compression::None {
+                if self.options.compression != Compression::None && !direct_candidate {
                     // A filtered chunk should stay in the cache until all its frames are in:
                     // room for two rows of the chunks one frame touches. Odd and over ten
                     // times the chunks held, so consecutive chunks never share a slot.
@@ -286,7 +306,30 @@ impl Hdf5Sink {
             staged.publish(self.options.fsync)?;
         }
         let frame_bound = frame_bytes_bound(layout, &self.options);
-        Ok(Open { file, reserve, frame_bound, validator, streams, scratch: Vec::new(), failed: false, others_complete })
+        let direct = match streams.first() {
+            Some(first) if direct_candidate => {
+                let plans: Option<Vec<ChunkPlan>> = first
+                    .fields
+                    .iter()
+                    .zip(&layout.fields)
+                    .zip(&chunks)
+                    .map(|((ds, spec), chunk)| ChunkPlan::new(spec, chunk, &ds.filters()))
+                    .collect();
+                plans.map(|p| DirectWriter::new(&p, streams.len(), self.options.compression_threads))
+            }
+            _ => None,
+        };
+        Ok(Open {
+            file,
+            reserve,
+            frame_bound,
+            validator,
+            streams,
+            scratch: Vec::new(),
+            direct,
+            failed: false,
+            others_complete,
+        })
     }
 }
 
@@ -339,8 +382,45 @@ fn write_field<T: H5Type + bytemuck::Pod>(
     ds.write_slice(view, Hyperslab::from(slab))
 }
 
+/// Appends one frame to its stream's datasets through direct chunk writes: compresses its
+/// chunks (in parallel), reserves their exact size, grows the datasets, writes the chunks,
+/// then the step, and flushes the file (index and extent after the chunks they reference).
+fn append_direct(open: &mut Open, frame: &Frame, path: &Path) -> Result<()> {
+    let Open { file, reserve, validator, streams, direct, .. } = open;
+    let Some(direct) = direct.as_mut() else { return Err(Error::Usage("direct chunk write without a plan")) };
+    let l = validator.layout();
+    let n = validator.frames()[frame.stream] as usize;
+    let sets = &streams[frame.stream];
+    let name = &l.streams[frame.stream].name;
+    let fields: Vec<&[u8]> = (0..l.fields.len()).map(|i| validator.field(frame, i)).collect();
+    let writes = direct
+        .prepare(frame.stream, n as u64, &fields)
+        .map_err(|e| h5err(format!("cannot compress frame {n} of {name} for"), path, e))?;
+    if let Some(reserve) = reserve.as_mut() {
+        let data = writes.iter().map(|w| w.bytes.len() as u64).sum::<u64>();
+        reserve.before_write(file.size(), data.saturating_add(frame_overhead_bound(l, data)))?;
+    }
+    for (ds, spec) in sets.fields.iter().zip(&l.fields) {
+        let (grown, rank) = with_frames(n + 1, &spec.shape);
+        ds.resize(&grown[..rank])
+            .map_err(|e| h5err(format!("cannot grow {name}/{} to {} frames in", spec.name, n + 1), path, e))?;
+    }
+    for w in &writes {
+        let spec = &l.fields[w.field];
+        write_chunk(&sets.fields[w.field], &w.offset, w.filter_mask, w.bytes)
+            .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
+    }
+    let ctx = || format!("cannot write step of frame {n} of {name} to");
+    sets.steps.resize(n + 1).map_err(|e| h5err(ctx(), path, e))?;
+    sets.steps.write_slice(ArrayView1::from(&[frame.step][..]), n..n + 1).map_err(|e| h5err(ctx(), path, e))?;
+    file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), path, e))
+}
+
 /// Appends one frame to its stream's datasets and flushes the file.
 fn append(open: &mut Open, frame: &Frame, path: &Path) -> Result<()> {
+    if open.direct.is_some() {
+        return append_direct(open, frame, path);
+    }
     let l = open.validator.layout();
     let n = open.validator.frames()[frame.stream] as usize;
     let sets = &open.streams[frame.stream];

@@ -1,0 +1,398 @@
+//! Compressed frames through HDF5's direct chunk write: the sink shuffles and deflates the
+//! chunks itself, on several threads, and hands HDF5 the finished bytes
+//! (`H5Dwrite_chunk`, HDF5 ≥ 1.10.3).
+//!
+//! Why: HDF5 runs a dataset's filters on the thread that calls it, one chunk after another,
+//! under the library's global lock, so `deflate:6` kept one core busy and the run waited on
+//! it. Here a frame's chunks (every chunk of every field) are compressed in parallel, and
+//! only the writes go through HDF5. The dataset keeps its filter pipeline (shuffle, then
+//! deflate), and the bytes written are what that pipeline makes (HDF5's byte shuffle, then a
+//! zlib stream), so any HDF5 reader decompresses them with the standard filters.
+//!
+//! Where the threads live: a scoped pool inside [`DirectWriter::write`], one per frame. The
+//! sink's promise is that a frame is stored when `write` returns, so work cannot run on
+//! after it returns, and a pipeline across frames would have to break that promise or wait
+//! for the same thing; the work of one frame (fields × chunks per field, 2 chunks of 4 MiB
+//! for the Gray-Scott default) is what can run at once. Spawning scoped threads costs tens
+//! of microseconds a frame, against milliseconds of compression for any frame worth
+//! compressing. A frame of one field that fits in one chunk gets no parallelism.
+//!
+//! Ordering under a kill: the chunk bytes go to the file (`pwrite`, in the page cache) inside
+//! `H5Dwrite_chunk`, before the flush that writes the index and the extent that reference
+//! them. With one frame per chunk (the default), no chunk is ever written twice, so a
+//! reported frame's bytes are never moved. With `chunk_frames` > 1 a chunk that is not yet
+//! full is written *unfiltered* (every bit of the chunk's filter mask set, which every
+//! reader honours) at its full size, so each later frame rewrites it in place at the same
+//! address with the earlier frames' bytes unchanged, and only the full chunk is compressed
+//! once. HDF5 moves the chunk then (the compressed size differs) and may place it over the
+//! space it has just freed before the flush updates the index: a kill in that window can
+//! lose that chunk's frames (measured in the README's reliability table). A chunk that is
+//! not full at `finish` stays unfiltered.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use hdf5::Dataset;
+use hdf5::filters::Filter;
+
+use crate::schema::FieldSpec;
+
+/// How a dataset's chunks are laid over one frame of its field.
+#[derive(Debug, Clone)]
+pub(crate) struct ChunkPlan {
+    /// Frames per chunk.
+    chunk_frames: usize,
+    /// Bytes of one element.
+    elem: usize,
+    /// Bytes of one frame's part of a chunk (the chunk shape without its frame axis).
+    part_bytes: usize,
+    /// Per chunk of a frame: its element offset along every field axis, and the bytes of the
+    /// frame it covers (contiguous: see [`ChunkPlan::new`]).
+    parts: Vec<(Vec<u64>, std::ops::Range<usize>)>,
+    /// Zlib level of the dataset's deflate filter.
+    level: u8,
+    /// Whether the pipeline shuffles bytes before deflate.
+    shuffle: bool,
+    /// Filter mask that skips every filter of the pipeline.
+    unfiltered: u32,
+}
+
+impl ChunkPlan {
+    /// The plan for `spec` stored in chunks of shape `chunk` (`[chunk_frames, *part]`, as
+    /// made by `format::chunk_shape`), or `None` when the dataset's filter pipeline is not
+    /// one this module reproduces (anything but deflate, optionally after shuffle).
+    ///
+    /// `chunk_shape` cuts a frame only along its leading axes (`[1, …, 1, k, full, …]`), so
+    /// every part is one contiguous range of the frame's bytes; an edge part is shorter and
+    /// its chunk is padded with zeros, which no reader sees.
+    pub(crate) fn new(spec: &FieldSpec, chunk: &[usize], filters: &[Filter]) -> Option<ChunkPlan> {
+        let (shuffle, level) = match filters {
+            [Filter::Deflate(l)] => (false, *l),
+            [Filter::Shuffle, Filter::Deflate(l)] => (true, *l),
+            _ => return None,
+        };
+        let elem = spec.dtype.size();
+        let part = &chunk[1..];
+        let shape = &spec.shape;
+        let grid: Vec<usize> = shape.iter().zip(part).map(|(&d, &p)| d.div_ceil(p)).collect();
+        // Byte strides of the frame, row-major.
+        let mut strides = vec![elem; shape.len()];
+        for a in (0..shape.len().saturating_sub(1)).rev() {
+            strides[a] = strides[a + 1] * shape[a + 1];
+        }
+        let count: usize = grid.iter().product();
+        let mut parts = Vec::with_capacity(count);
+        for c in 0..count {
+            let mut rest = c;
+            let mut index = vec![0usize; shape.len()];
+            for a in (0..shape.len()).rev() {
+                index[a] = rest % grid[a];
+                rest /= grid[a];
+            }
+            let offset: Vec<usize> = index.iter().zip(part).map(|(&i, &p)| i * p).collect();
+            let start: usize = offset.iter().zip(&strides).map(|(&o, &s)| o * s).sum();
+            let clipped: usize =
+                offset.iter().zip(part).zip(shape).map(|((&o, &p), &d)| p.min(d - o)).product::<usize>() * elem;
+            parts.push((offset.iter().map(|&o| o as u64).collect(), start..start + clipped));
+        }
+        let part_bytes = part.iter().product::<usize>() * elem;
+        let unfiltered = (1u32 << filters.len()) - 1;
+        Some(ChunkPlan { chunk_frames: chunk[0], elem, part_bytes, parts, level, shuffle, unfiltered })
+    }
+
+    /// Bytes of one whole chunk.
+    fn chunk_bytes(&self) -> usize {
+        self.part_bytes * self.chunk_frames
+    }
+}
+
+/// HDF5's byte shuffle (filter 2) of `src`, elements of `elem` bytes, into `dst`: byte `j`
+/// of every element first, for `j` in `0..elem`; trailing bytes that make no whole element
+/// stay at the end, as HDF5 leaves them.
+pub(crate) fn shuffle(src: &[u8], elem: usize, dst: &mut Vec<u8>) {
+    dst.clear();
+    dst.resize(src.len(), 0);
+    let n = src.len() / elem;
+    if elem <= 1 || n <= 1 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    for (j, plane) in dst[..n * elem].chunks_exact_mut(n).enumerate() {
+        for (d, s) in plane.iter_mut().zip(src[j..].iter().step_by(elem)) {
+            *d = *s;
+        }
+    }
+    dst[n * elem..].copy_from_slice(&src[n * elem..]);
+}
+
+/// A zlib stream of `src` at `level` (what HDF5's deflate filter, `compress2`, makes),
+/// into `dst`.
+pub(crate) fn deflate(src: &[u8], level: u8, z: &mut flate2::Compress, dst: &mut Vec<u8>) -> Result<(), String> {
+    z.reset();
+    dst.clear();
+    // zlib's compressBound: the stream never needs more.
+    dst.reserve(src.len() + (src.len() >> 12) + (src.len() >> 14) + (src.len() >> 25) + 64);
+    match z.compress_vec(src, dst, flate2::FlushCompress::Finish) {
+        Ok(flate2::Status::StreamEnd) => Ok(()),
+        Ok(status) => Err(format!("deflate (level {level}) stopped early ({status:?}) on a chunk of {} bytes", src.len())),
+        Err(e) => Err(format!("deflate (level {level}) failed on a chunk of {} bytes: {e}", src.len())),
+    }
+}
+
+/// One chunk to compress: its bytes (borrowed from the frame, or assembled) and where the
+/// result goes.
+struct Job<'a> {
+    input: &'a [u8],
+    elem: usize,
+    level: u8,
+    shuffle: bool,
+    out: &'a mut Vec<u8>,
+}
+
+/// Per-thread buffers: a compressor per level and a shuffle buffer.
+struct Worker {
+    z: Vec<(u8, flate2::Compress)>,
+    shuffled: Vec<u8>,
+}
+
+impl Worker {
+    fn new() -> Self {
+        Worker { z: Vec::new(), shuffled: Vec::new() }
+    }
+
+    fn run(&mut self, job: &mut Job<'_>) -> Result<(), String> {
+        let z = match self.z.iter().position(|(l, _)| *l == job.level) {
+            Some(i) => &mut self.z[i].1,
+            None => {
+                self.z.push((job.level, flate2::Compress::new(flate2::Compression::new(u32::from(job.level)), true)));
+                let last = self.z.len() - 1;
+                &mut self.z[last].1
+            }
+        };
+        if job.shuffle && job.elem > 1 {
+            shuffle(job.input, job.elem, &mut self.shuffled);
+            deflate(&self.shuffled, job.level, z, job.out)
+        } else {
+            deflate(job.input, job.level, z, job.out)
+        }
+    }
+}
+
+/// Compresses `jobs` on up to `threads` threads (the calling one included).
+fn compress_all(jobs: &mut [Job<'_>], workers: &mut [Worker]) -> Result<(), String> {
+    let threads = workers.len().min(jobs.len()).max(1);
+    if threads == 1 {
+        let w = &mut workers[0];
+        return jobs.iter_mut().try_for_each(|j| w.run(j));
+    }
+    let next = AtomicUsize::new(0);
+    let slots: Vec<Mutex<&mut Job<'_>>> = jobs.iter_mut().map(Mutex::new).collect();
+    let first_error = Mutex::new(None);
+    let work = |w: &mut Worker| {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(slot) = slots.get(i) else { break };
+            let mut job = slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Err(e) = w.run(&mut job) {
+                first_error.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert(e);
+            }
+        }
+    };
+    let (mine, others) = workers[..threads].split_at_mut(1);
+    std::thread::scope(|s| {
+        for w in others.iter_mut() {
+            s.spawn(|| work(w));
+        }
+        work(&mut mine[0]);
+    });
+    first_error.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner).map_or(Ok(()), Err)
+}
+
+/// What one field of one stream holds between frames.
+#[derive(Debug)]
+struct FieldState {
+    plan: ChunkPlan,
+    /// `chunk_frames` > 1: the chunks of the current chunk row, one after another, each
+    /// `plan.chunk_bytes()` long (frame slot `k` of chunk `c` at
+    /// `c * chunk_bytes + k * part_bytes`). Empty when `chunk_frames` is 1.
+    row: Vec<u8>,
+    /// One-frame chunks: a part padded to the chunk's size (edge chunks only).
+    padded: Vec<Vec<u8>>,
+    /// Compressed chunks of the current frame, one per part.
+    out: Vec<Vec<u8>>,
+}
+
+/// A chunk to hand to HDF5: dataset (stream, field), chunk offset, filter mask, bytes.
+pub(crate) struct ChunkWrite<'a> {
+    pub(crate) field: usize,
+    pub(crate) offset: Vec<u64>,
+    pub(crate) filter_mask: u32,
+    pub(crate) bytes: &'a [u8],
+}
+
+/// Compresses the chunks of every frame of a file's compressed datasets, in parallel.
+pub(crate) struct DirectWriter {
+    /// Per stream, per field.
+    fields: Vec<Vec<FieldState>>,
+    workers: Vec<Worker>,
+}
+
+impl std::fmt::Debug for DirectWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirectWriter").field("fields", &self.fields).field("threads", &self.workers.len()).finish()
+    }
+}
+
+impl DirectWriter {
+    /// A writer for `streams` streams with the fields' `plans`, compressing on `threads`
+    /// threads (at least one: the caller's).
+    pub(crate) fn new(plans: &[ChunkPlan], streams: usize, threads: usize) -> Self {
+        let fields = (0..streams)
+            .map(|_| {
+                plans
+                    .iter()
+                    .map(|plan| FieldState {
+                        row: if plan.chunk_frames > 1 { vec![0; plan.chunk_bytes() * plan.parts.len()] } else { Vec::new() },
+                        padded: vec![Vec::new(); plan.parts.len()],
+                        out: vec![Vec::new(); plan.parts.len()],
+                        plan: plan.clone(),
+                    })
+                    .collect()
+            })
+            .collect();
+        DirectWriter { fields, workers: (0..threads.max(1)).map(|_| Worker::new()).collect() }
+    }
+
+    /// Prepares frame `n` of `stream` (its fields' bytes from `field_bytes`): compresses
+    /// the chunks it completes, in parallel, and returns every chunk write it needs, in field
+    /// order. Nothing is written yet, so the caller can reserve the bytes first.
+    pub(crate) fn prepare(
+        &mut self,
+        stream: usize,
+        n: u64,
+        field_bytes: &[&[u8]],
+    ) -> Result<Vec<ChunkWrite<'_>>, String> {
+        let states = &mut self.fields[stream];
+        // Fill the chunk rows (and padded edge chunks) first, then compress.
+        for (st, bytes) in states.iter_mut().zip(field_bytes) {
+            let plan = &st.plan;
+            let cf = plan.chunk_frames;
+            let slot = (n % cf as u64) as usize;
+            for (c, (_, range)) in plan.parts.iter().enumerate() {
+                let src = &bytes[range.clone()];
+                if cf > 1 {
+                    let at = c * plan.chunk_bytes() + slot * plan.part_bytes;
+                    st.row[at..at + src.len()].copy_from_slice(src);
+                    st.row[at + src.len()..at + plan.part_bytes].fill(0);
+                } else if src.len() < plan.part_bytes {
+                    let p = &mut st.padded[c];
+                    p.clear();
+                    p.extend_from_slice(src);
+                    p.resize(plan.part_bytes, 0);
+                }
+            }
+        }
+        let mut jobs = Vec::new();
+        for (st, &bytes) in states.iter_mut().zip(field_bytes) {
+            let plan = &st.plan;
+            let cf = plan.chunk_frames;
+            if cf > 1 && (n % cf as u64) as usize != cf - 1 {
+                continue;
+            }
+            for (c, ((_, range), out)) in plan.parts.iter().zip(st.out.iter_mut()).enumerate() {
+                let input: &[u8] = if cf > 1 {
+                    &st.row[c * plan.chunk_bytes()..(c + 1) * plan.chunk_bytes()]
+                } else if range.len() < plan.part_bytes {
+                    &st.padded[c]
+                } else {
+                    &bytes[range.clone()]
+                };
+                jobs.push(Job { input, elem: plan.elem, level: plan.level, shuffle: plan.shuffle, out });
+            }
+        }
+        compress_all(&mut jobs, &mut self.workers)?;
+        drop(jobs);
+        let mut writes = Vec::new();
+        for (i, st) in self.fields[stream].iter().enumerate() {
+            let plan = &st.plan;
+            let cf = plan.chunk_frames as u64;
+            let full = cf == 1 || n % cf == cf - 1;
+            for (c, (offset, _)) in plan.parts.iter().enumerate() {
+                let chunk_offset: Vec<u64> = std::iter::once(n - n % cf).chain(offset.iter().copied()).collect();
+                let (filter_mask, bytes): (u32, &[u8]) = if full {
+                    (0, &st.out[c])
+                } else {
+                    (plan.unfiltered, &st.row[c * plan.chunk_bytes()..(c + 1) * plan.chunk_bytes()])
+                };
+                writes.push(ChunkWrite { field: i, offset: chunk_offset, filter_mask, bytes });
+            }
+        }
+        Ok(writes)
+    }
+}
+
+/// Writes one chunk's stored bytes into `ds` at element offset `offset` (one entry per
+/// dataset axis, a multiple of the chunk shape), with `filter_mask` telling readers which of
+/// the pipeline's filters were skipped. The chunk must lie within the dataset's extent.
+#[expect(unsafe_code, reason = "hdf5-metno 0.15 has no safe wrapper of H5Dwrite_chunk")]
+pub(crate) fn write_chunk(ds: &Dataset, offset: &[u64], filter_mask: u32, bytes: &[u8]) -> hdf5::Result<()> {
+    if offset.len() != ds.ndim() {
+        return Err(format!("chunk offset {offset:?} has {} axes, the dataset {}", offset.len(), ds.ndim()).into());
+    }
+    let offset: Vec<hdf5_sys::h5::hsize_t> = offset.to_vec();
+    hdf5::sync::sync(|| {
+        // SAFETY: `ds` is an open dataset (borrowed for the call), `offset` holds one entry
+        // per dataset axis as H5Dwrite_chunk reads, and `bytes` is valid for `bytes.len()`
+        // bytes, which the library only reads; the HDF5 lock is held (`sync`).
+        let status = unsafe {
+            hdf5_sys::h5d::H5Dwrite_chunk(
+                ds.id(),
+                hdf5_sys::h5p::H5P_DEFAULT,
+                filter_mask,
+                offset.as_ptr(),
+                bytes.len(),
+                bytes.as_ptr().cast(),
+            )
+        };
+        hdf5::h5check(status).map(drop)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::DType;
+
+    #[test]
+    fn shuffle_groups_byte_planes_and_keeps_the_tail() {
+        let src: Vec<u8> = (0..10).collect();
+        let mut dst = Vec::new();
+        shuffle(&src, 4, &mut dst);
+        assert_eq!(dst, [0, 4, 1, 5, 2, 6, 3, 7, 8, 9]);
+        shuffle(&src, 1, &mut dst);
+        assert_eq!(dst, src);
+    }
+
+    #[test]
+    fn parts_are_contiguous_and_cover_the_frame() {
+        let spec = FieldSpec::new("u", DType::F32, vec![1001, 2048]);
+        let chunk = crate::hdf5::format::chunk_shape(&spec.shape, 4, 3).unwrap_or_default();
+        let plan = ChunkPlan::new(&spec, &chunk, &[Filter::Shuffle, Filter::Deflate(6)]);
+        let plan = plan.as_ref().map(|p| (p.parts.clone(), p.part_bytes, p.chunk_frames));
+        let Some((parts, part_bytes, cf)) = plan else { panic!("deflate pipeline refused") };
+        // 1001 rows of 8 KiB: two parts of 501 rows, the second one row short (padded).
+        assert_eq!(cf, 3);
+        assert_eq!(parts.len(), 2);
+        assert_eq!(part_bytes, 501 * 2048 * 4);
+        assert_eq!(parts[1].1.len(), 500 * 2048 * 4);
+        let mut end = 0;
+        for (offset, range) in &parts {
+            assert_eq!(range.start, end);
+            assert_eq!(range.start, offset[0] as usize * 2048 * 4);
+            assert!(range.len() <= part_bytes);
+            end = range.end;
+        }
+        assert_eq!(end, 1001 * 2048 * 4);
+        assert!(ChunkPlan::new(&spec, &chunk, &[Filter::Shuffle]).is_none());
+    }
+}
