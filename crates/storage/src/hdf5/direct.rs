@@ -4,18 +4,21 @@
 //!
 //! Why: HDF5 runs a dataset's filters on the thread that calls it, one chunk after another,
 //! under the library's global lock, so `deflate:6` kept one core busy and the run waited on
-//! it. Here a frame's chunks (every chunk of every field) are compressed in parallel, and
-//! only the writes go through HDF5. The dataset keeps its filter pipeline (shuffle, then
-//! deflate), and the bytes written are what that pipeline makes (HDF5's byte shuffle, then a
-//! zlib stream), so any HDF5 reader decompresses them with the standard filters.
+//! it. Here a frame's chunks are shuffled, then deflated in pieces of [`PIECE`] bytes, in
+//! parallel, and only the writes go through HDF5. The dataset keeps its filter pipeline
+//! (shuffle, then deflate), and the bytes written are what that pipeline stores: HDF5's byte
+//! shuffle, then one zlib stream made of independently compressed pieces (each primed with
+//! the 32 KiB before it, as pigz does), which `inflate` reads like any other, so every HDF5
+//! reader decompresses it with the standard filters. The pieces depend on the data's size
+//! only, so the file is the same whatever the number of threads.
 //!
-//! Where the threads live: a scoped pool inside [`DirectWriter::write`], one per frame. The
-//! sink's promise is that a frame is stored when `write` returns, so work cannot run on
-//! after it returns, and a pipeline across frames would have to break that promise or wait
-//! for the same thing; the work of one frame (fields × chunks per field, 2 chunks of 4 MiB
-//! for the Gray-Scott default) is what can run at once. Spawning scoped threads costs tens
-//! of microseconds a frame, against milliseconds of compression for any frame worth
-//! compressing. A frame of one field that fits in one chunk gets no parallelism.
+//! Where the threads live: a scoped pool inside [`DirectWriter::prepare`], started for each
+//! frame. The sink's promise is that a frame is stored when `write` returns, so no work may
+//! run on after it returns, and a pipeline across frames would have to break that promise
+//! or wait for the same thing; splitting a chunk into pieces gives every frame of 512 KiB or
+//! more enough parallel work (a 1 MiB frame, one chunk, is four pieces). Starting scoped
+//! threads costs tens of microseconds a frame, against tens of milliseconds of `deflate:6`
+//! per MiB; smaller frames are compressed on the writer thread alone.
 //!
 //! Ordering under a kill: the chunk bytes go to the file (`pwrite`, in the page cache) inside
 //! `H5Dwrite_chunk`, before the flush that writes the index and the extent that reference
@@ -125,62 +128,104 @@ pub(crate) fn shuffle(src: &[u8], elem: usize, dst: &mut Vec<u8>) {
     dst[n * elem..].copy_from_slice(&src[n * elem..]);
 }
 
-/// A zlib stream of `src` at `level` (what HDF5's deflate filter, `compress2`, makes),
-/// into `dst`.
-pub(crate) fn deflate(src: &[u8], level: u8, z: &mut flate2::Compress, dst: &mut Vec<u8>) -> Result<(), String> {
-    z.reset();
-    dst.clear();
-    // zlib's compressBound: the stream never needs more.
-    dst.reserve(src.len() + (src.len() >> 12) + (src.len() >> 14) + (src.len() >> 25) + 64);
-    match z.compress_vec(src, dst, flate2::FlushCompress::Finish) {
-        Ok(flate2::Status::StreamEnd) => Ok(()),
-        Ok(status) => Err(format!("deflate (level {level}) stopped early ({status:?}) on a chunk of {} bytes", src.len())),
-        Err(e) => Err(format!("deflate (level {level}) failed on a chunk of {} bytes: {e}", src.len())),
-    }
-}
+/// Bytes of uncompressed input per deflate piece: the unit of parallel work. Fixed (not a
+/// function of the thread count), so the stored bytes are the same whatever the number of
+/// threads; 256 KiB makes a 1 MiB chunk four pieces, and costs about 5 bytes per piece.
+pub(crate) const PIECE: usize = 256 << 10;
+/// Deflate's window: each piece is primed with this much of the input before it.
+const WINDOW: usize = 32 << 10;
 
-/// One chunk to compress: its bytes (borrowed from the frame, or assembled) and where the
-/// result goes.
-struct Job<'a> {
-    input: &'a [u8],
-    elem: usize,
+/// One piece of a chunk's zlib stream: raw deflate of `input[range]`, primed with the 32 KiB
+/// before it and ended with a sync flush (the last piece: the final block), and the Adler-32
+/// of those bytes. Concatenated behind a zlib header, with the combined Adler-32 after
+/// them, the pieces make one ordinary zlib stream (the pigz construction), which HDF5's
+/// deflate filter (`inflate`) reads like any other.
+fn deflate_piece(
+    input: &[u8],
+    range: std::ops::Range<usize>,
     level: u8,
-    shuffle: bool,
-    out: &'a mut Vec<u8>,
+    z: &mut flate2::Compress,
+    out: &mut Vec<u8>,
+) -> Result<u32, String> {
+    let last = range.end == input.len();
+    let src = &input[range.clone()];
+    z.reset();
+    if range.start > 0 {
+        z.set_dictionary(&input[range.start.saturating_sub(WINDOW)..range.start])
+            .map_err(|e| format!("deflate (level {level}): cannot prime a piece: {e}"))?;
+    }
+    out.clear();
+    // zlib's deflateBound for a raw stream, plus the sync flush's empty block.
+    out.reserve(src.len() + (src.len() >> 12) + (src.len() >> 14) + (src.len() >> 25) + 32);
+    let flush = if last { flate2::FlushCompress::Finish } else { flate2::FlushCompress::Sync };
+    let status = z
+        .compress_vec(src, out, flush)
+        .map_err(|e| format!("deflate (level {level}) failed on {} bytes: {e}", src.len()))?;
+    let done = if last { status == flate2::Status::StreamEnd } else { z.total_in() == src.len() as u64 };
+    if !done {
+        return Err(format!("deflate (level {level}) stopped early ({status:?}) on {} bytes", src.len()));
+    }
+    Ok(zlib_rs::adler32::adler32(1, src))
 }
 
-/// Per-thread buffers: a compressor per level and a shuffle buffer.
+/// The zlib header zlib's `compress2` writes for `level` (deflate, 32 KiB window, no preset
+/// dictionary, the level class in FLEVEL).
+fn zlib_header(level: u8) -> [u8; 2] {
+    let flevel: u16 = match level {
+        0 | 1 => 0,
+        2..=5 => 1,
+        6 => 2,
+        _ => 3,
+    };
+    let mut h: u16 = (0x78 << 8) | (flevel << 6);
+    h += 31 - h % 31;
+    h.to_be_bytes()
+}
+
+/// Work of one frame, run on the pool: first shuffle each chunk that needs it, then deflate
+/// every piece of every chunk.
+enum Job<'a> {
+    Shuffle { input: &'a [u8], elem: usize, out: &'a mut Vec<u8> },
+    Piece { input: &'a [u8], range: std::ops::Range<usize>, level: u8, out: &'a mut Vec<u8>, adler: &'a mut u32 },
+}
+
+/// Per-thread state: a raw-deflate compressor per level.
 struct Worker {
     z: Vec<(u8, flate2::Compress)>,
-    shuffled: Vec<u8>,
 }
 
 impl Worker {
     fn new() -> Self {
-        Worker { z: Vec::new(), shuffled: Vec::new() }
+        Worker { z: Vec::new() }
     }
 
     fn run(&mut self, job: &mut Job<'_>) -> Result<(), String> {
-        let z = match self.z.iter().position(|(l, _)| *l == job.level) {
-            Some(i) => &mut self.z[i].1,
-            None => {
-                self.z.push((job.level, flate2::Compress::new(flate2::Compression::new(u32::from(job.level)), true)));
-                let last = self.z.len() - 1;
-                &mut self.z[last].1
+        match job {
+            Job::Shuffle { input, elem, out } => {
+                shuffle(input, *elem, out);
+                Ok(())
             }
-        };
-        if job.shuffle && job.elem > 1 {
-            shuffle(job.input, job.elem, &mut self.shuffled);
-            deflate(&self.shuffled, job.level, z, job.out)
-        } else {
-            deflate(job.input, job.level, z, job.out)
+            Job::Piece { input, range, level, out, adler } => {
+                let z = match self.z.iter().position(|(l, _)| l == level) {
+                    Some(i) => &mut self.z[i].1,
+                    None => {
+                        let z = flate2::Compress::new(flate2::Compression::new(u32::from(*level)), false);
+                        self.z.push((*level, z));
+                        let last = self.z.len() - 1;
+                        &mut self.z[last].1
+                    }
+                };
+                **adler = deflate_piece(input, range.clone(), *level, z, out)?;
+                Ok(())
+            }
         }
     }
 }
 
-/// Compresses `jobs` on up to `threads` threads (the calling one included).
-fn compress_all(jobs: &mut [Job<'_>], workers: &mut [Worker]) -> Result<(), String> {
-    let threads = workers.len().min(jobs.len()).max(1);
+/// Runs `jobs` on up to `workers.len()` threads (the calling one included); inline when
+/// there is less than two pieces' worth of work, where starting threads costs more.
+fn run_all(jobs: &mut [Job<'_>], workers: &mut [Worker], bytes: usize) -> Result<(), String> {
+    let threads = if bytes < 2 * PIECE { 1 } else { workers.len().min(jobs.len()).max(1) };
     if threads == 1 {
         let w = &mut workers[0];
         return jobs.iter_mut().try_for_each(|j| w.run(j));
@@ -208,6 +253,59 @@ fn compress_all(jobs: &mut [Job<'_>], workers: &mut [Worker]) -> Result<(), Stri
     first_error.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner).map_or(Ok(()), Err)
 }
 
+/// Buffers of one chunk being compressed.
+#[derive(Debug, Default, Clone)]
+struct ChunkBufs {
+    /// The shuffled chunk (unused without shuffle).
+    shuffled: Vec<u8>,
+    /// Deflated pieces and their Adler-32.
+    pieces: Vec<(Vec<u8>, u32)>,
+    /// The finished zlib stream.
+    out: Vec<u8>,
+}
+
+/// Compresses the chunks `inputs` (each with its plan's shuffle and level) into their
+/// `bufs[i].out`, on the pool.
+fn compress_chunks(inputs: &[(&[u8], &ChunkPlan)], bufs: &mut [&mut ChunkBufs], workers: &mut [Worker]) -> Result<(), String> {
+    let bytes: usize = inputs.iter().map(|(i, _)| i.len()).sum();
+    let mut shuffles: Vec<Job<'_>> = Vec::new();
+    for ((input, plan), b) in inputs.iter().zip(bufs.iter_mut()) {
+        if plan.shuffle && plan.elem > 1 {
+            shuffles.push(Job::Shuffle { input, elem: plan.elem, out: &mut b.shuffled });
+        }
+    }
+    run_all(&mut shuffles, workers, bytes)?;
+    drop(shuffles);
+    let mut pieces: Vec<Job<'_>> = Vec::new();
+    for ((input, plan), b) in inputs.iter().zip(bufs.iter_mut()) {
+        let ChunkBufs { shuffled, pieces: outs, .. } = &mut **b;
+        let src: &[u8] = if plan.shuffle && plan.elem > 1 { shuffled } else { input };
+        let count = src.len().div_ceil(PIECE).max(1);
+        outs.resize_with(count, Default::default);
+        for (k, (out, adler)) in outs.iter_mut().enumerate() {
+            let range = k * PIECE..((k + 1) * PIECE).min(src.len());
+            pieces.push(Job::Piece { input: src, range, level: plan.level, out, adler });
+        }
+    }
+    run_all(&mut pieces, workers, bytes)?;
+    drop(pieces);
+    for ((input, plan), b) in inputs.iter().zip(bufs.iter_mut()) {
+        let ChunkBufs { pieces, out, .. } = &mut **b;
+        out.clear();
+        out.extend_from_slice(&zlib_header(plan.level));
+        let mut adler = 1u32;
+        let mut at = 0usize;
+        for (piece, a) in pieces.iter() {
+            out.extend_from_slice(piece);
+            let len = (input.len() - at).min(PIECE);
+            adler = zlib_rs::adler32::adler32_combine(adler, *a, len as u64);
+            at += len;
+        }
+        out.extend_from_slice(&adler.to_be_bytes());
+    }
+    Ok(())
+}
+
 /// What one field of one stream holds between frames.
 #[derive(Debug)]
 struct FieldState {
@@ -218,8 +316,8 @@ struct FieldState {
     row: Vec<u8>,
     /// One-frame chunks: a part padded to the chunk's size (edge chunks only).
     padded: Vec<Vec<u8>>,
-    /// Compressed chunks of the current frame, one per part.
-    out: Vec<Vec<u8>>,
+    /// Compression buffers, one per part (chunk of a frame).
+    bufs: Vec<ChunkBufs>,
 }
 
 /// A chunk to hand to HDF5: dataset (stream, field), chunk offset, filter mask, bytes.
@@ -254,7 +352,7 @@ impl DirectWriter {
                     .map(|plan| FieldState {
                         row: if plan.chunk_frames > 1 { vec![0; plan.chunk_bytes() * plan.parts.len()] } else { Vec::new() },
                         padded: vec![Vec::new(); plan.parts.len()],
-                        out: vec![Vec::new(); plan.parts.len()],
+                        bufs: vec![ChunkBufs::default(); plan.parts.len()],
                         plan: plan.clone(),
                     })
                     .collect()
@@ -292,26 +390,28 @@ impl DirectWriter {
                 }
             }
         }
-        let mut jobs = Vec::new();
+        let mut inputs: Vec<(&[u8], &ChunkPlan)> = Vec::new();
+        let mut bufs: Vec<&mut ChunkBufs> = Vec::new();
         for (st, &bytes) in states.iter_mut().zip(field_bytes) {
-            let plan = &st.plan;
+            let FieldState { plan, row, padded, bufs: field_bufs } = st;
             let cf = plan.chunk_frames;
             if cf > 1 && (n % cf as u64) as usize != cf - 1 {
                 continue;
             }
-            for (c, ((_, range), out)) in plan.parts.iter().zip(st.out.iter_mut()).enumerate() {
+            for (c, ((_, range), b)) in plan.parts.iter().zip(field_bufs.iter_mut()).enumerate() {
                 let input: &[u8] = if cf > 1 {
-                    &st.row[c * plan.chunk_bytes()..(c + 1) * plan.chunk_bytes()]
+                    &row[c * plan.chunk_bytes()..(c + 1) * plan.chunk_bytes()]
                 } else if range.len() < plan.part_bytes {
-                    &st.padded[c]
+                    &padded[c]
                 } else {
                     &bytes[range.clone()]
                 };
-                jobs.push(Job { input, elem: plan.elem, level: plan.level, shuffle: plan.shuffle, out });
+                inputs.push((input, plan));
+                bufs.push(b);
             }
         }
-        compress_all(&mut jobs, &mut self.workers)?;
-        drop(jobs);
+        compress_chunks(&inputs, &mut bufs, &mut self.workers)?;
+        drop((inputs, bufs));
         let mut writes = Vec::new();
         for (i, st) in self.fields[stream].iter().enumerate() {
             let plan = &st.plan;
@@ -320,7 +420,7 @@ impl DirectWriter {
             for (c, (offset, _)) in plan.parts.iter().enumerate() {
                 let chunk_offset: Vec<u64> = std::iter::once(n - n % cf).chain(offset.iter().copied()).collect();
                 let (filter_mask, bytes): (u32, &[u8]) = if full {
-                    (0, &st.out[c])
+                    (0, &st.bufs[c].out)
                 } else {
                     (plan.unfiltered, &st.row[c * plan.chunk_bytes()..(c + 1) * plan.chunk_bytes()])
                 };
@@ -371,6 +471,33 @@ mod tests {
         assert_eq!(dst, [0, 4, 1, 5, 2, 6, 3, 7, 8, 9]);
         shuffle(&src, 1, &mut dst);
         assert_eq!(dst, src);
+    }
+
+    /// The pieced zlib stream of several pieces inflates to the input (zlib checks the
+    /// Adler-32), and does not depend on the number of threads.
+    #[test]
+    fn pieced_zlib_streams_inflate_to_the_input_whatever_the_threads() {
+        let spec = FieldSpec::new("u", DType::F32, vec![700, 300]);
+        let plan = ChunkPlan::new(&spec, &[1, 700, 300], &[Filter::Shuffle, Filter::Deflate(6)]);
+        let Some(plan) = plan else { panic!("deflate pipeline refused") };
+        let input: Vec<u8> = (0..700 * 300u32).flat_map(|i| ((i % 977) as f32 * 0.5).to_le_bytes()).collect();
+        assert!(input.len() > 3 * PIECE);
+        let mut streams = Vec::new();
+        for threads in [1, 3] {
+            let mut workers: Vec<Worker> = (0..threads).map(|_| Worker::new()).collect();
+            let mut b = ChunkBufs::default();
+            compress_chunks(&[(&input, &plan)], &mut [&mut b], &mut workers).unwrap_or_else(|e| panic!("{e}"));
+            assert!(b.pieces.len() >= 4);
+            streams.push(b.out);
+        }
+        assert_eq!(streams[0], streams[1]);
+        let mut inflated = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::ZlibDecoder::new(&streams[0][..]), &mut inflated)
+            .unwrap_or_else(|e| panic!("inflate: {e}"));
+        let mut shuffled = Vec::new();
+        shuffle(&input, 4, &mut shuffled);
+        assert!(inflated == shuffled, "inflated stream differs from the shuffled input");
+        assert!(streams[0].len() < input.len() / 2, "{} bytes", streams[0].len());
     }
 
     #[test]
