@@ -23,6 +23,11 @@ usage: cargo xtask bench --sink null|raw|hdf5 [options]
                        included (default 5; every figure is median [min–max] of K)
   --compression C      hdf5 only: none (default), deflate or deflate:LEVEL; compressing
                        is CPU work the writer thread can overlap with compute
+  --compression-threads N  hdf5 with deflate: threads compressing each frame
+                       (default: the machine's cores, up to 4)
+  --compare-threads A,B  hdf5 with deflate: instead of the efficiency ratio, writer
+                       throughput (MB/s, write-only runs) and the I/O-bound async run's
+                       wall time with A and with B compression threads, alternating
   --out DIR            where raw/hdf5 write (default: a temp dir under the current directory)
   --json FILE          write every figure, the parameters and the machine as JSON
   --trace FILE         Chrome trace (Perfetto) of one async run
@@ -46,6 +51,8 @@ pub struct Args {
     pub devices: String,
     pub reps: usize,
     pub compression: Compression,
+    pub compression_threads: usize,
+    pub compare_threads: Option<(usize, usize)>,
     pub out: Option<PathBuf>,
     pub json: Option<PathBuf>,
     pub trace: Option<PathBuf>,
@@ -67,6 +74,8 @@ impl Default for Args {
             devices: "0".to_owned(),
             reps: 5,
             compression: Compression::None,
+            compression_threads: wgpipe::storage::default_compression_threads(),
+            compare_threads: None,
             out: None,
             json: None,
             trace: None,
@@ -112,6 +121,12 @@ pub fn parse(argv: &[String]) -> Result<Args> {
                 let v = value()?;
                 a.compression = v.parse().with_context(|| format!("reading --compression {v:?}"))?;
             }
+            "--compression-threads" => a.compression_threads = number(flag, &value()?)?,
+            "--compare-threads" => {
+                let v = value()?;
+                let (x, y) = v.split_once(',').with_context(|| format!("--compare-threads {v:?}: use A,B (e.g. 1,2)"))?;
+                a.compare_threads = Some((number(flag, x)?, number(flag, y)?));
+            }
             "--out" => a.out = Some(PathBuf::from(value()?)),
             "--json" => a.json = Some(PathBuf::from(value()?)),
             "--trace" => a.trace = Some(PathBuf::from(value()?)),
@@ -133,6 +148,12 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     }
     if a.compression != Compression::None && a.sink.as_deref() != Some("hdf5") {
         bail!("--compression applies to --sink hdf5 only");
+    }
+    if a.compression_threads == 0 || a.compare_threads.is_some_and(|(x, y)| x == 0 || y == 0) {
+        bail!("--compression-threads and --compare-threads need 1 thread or more");
+    }
+    if a.compare_threads.is_some() && !matches!(a.compression, Compression::Deflate(_)) {
+        bail!("--compare-threads compares deflate compression: add --sink hdf5 --compression deflate:LEVEL");
     }
     if a.reserve_cost && (a.sink.is_some() || a.micro) {
         bail!("--reserve-cost is a benchmark of its own: run it without --sink and --micro");
@@ -169,6 +190,11 @@ mod tests {
         assert!(args("--micro").is_ok());
         assert!(args("--reserve-cost --out /dev/shm").is_ok_and(|a| a.reserve_cost));
         assert!(args("--reserve-cost --sink hdf5").is_err());
+        let a = args("--sink hdf5 --compression deflate:6 --compare-threads 1,2 --compression-threads 3")?;
+        assert_eq!((a.compare_threads, a.compression_threads), (Some((1, 2)), 3));
+        assert!(args("--sink hdf5 --compare-threads 1,2").is_err());
+        assert!(args("--sink hdf5 --compression deflate --compare-threads 2").is_err());
+        assert!(args("--sink hdf5 --compression deflate --compression-threads 0").is_err());
         Ok(())
     }
 }

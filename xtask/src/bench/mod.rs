@@ -4,6 +4,8 @@
 //! - `--sink raw|hdf5`: calibration to compute ≈ write per frame, then the non-blocking
 //!   efficiency ratio async/sync ([`io`]), and with `--sweep` the [`sweep`] table.
 //! - `--micro`: only the microbenchmarks (no GPU).
+//! - `--sink hdf5 --compression deflate --compare-threads A,B`: compression threads A vs B
+//!   ([`threads`]).
 //! - `--reserve-cost`: the HDF5 sink with and without its disk-space reservation ([`reserve`]).
 //!
 //! Every comparison alternates its runs in one process, because absolute times on a shared
@@ -19,6 +21,7 @@ pub(crate) mod output;
 mod reserve;
 mod stats;
 mod sweep;
+mod threads;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -134,7 +137,18 @@ fn run_sink(args: &Args, kind: &str, report: &mut Map<String, Value>) -> Result<
         };
         let scratch = output::ScratchDir::new(&parent, "bench")?;
         println!("writing to {} ({})", scratch.path().display(), machine::filesystem_type(scratch.path()));
-        let b = io::IoBench::new(&w, kind, scratch.path(), args.compression)?;
+        let b = io::IoBench::new(&w, kind, scratch.path(), args.compression, args.compression_threads)?;
+        params["compression_threads"] = json!(args.compression_threads);
+        if let Some(pair) = args.compare_threads {
+            let spf = args.steps_per_frame.unwrap_or(1);
+            params["steps_per_frame"] = json!(spf);
+            let r = threads::run(&b, pair, spf, args.io_buffer, args.reps)?;
+            println!("{}", r.table);
+            report.insert("compression_threads".to_owned(), r.json);
+            report.insert("machine".to_owned(), machine::describe(&w.gpus, Some(scratch.path())));
+            report.insert("parameters".to_owned(), params);
+            return Ok(());
+        }
         let cal = io::calibrate(&b, args.steps_per_frame)?;
         println!(
             "calibration: write {:.2} ms/frame (fsync included), compute {:.3} ms/step + {:.3} ms/frame -> {} steps/frame{}",

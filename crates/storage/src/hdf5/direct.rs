@@ -20,17 +20,18 @@
 //! threads costs tens of microseconds a frame, against tens of milliseconds of `deflate:6`
 //! per MiB; smaller frames are compressed on the writer thread alone.
 //!
-//! Ordering under a kill: the chunk bytes go to the file (`pwrite`, in the page cache) inside
-//! `H5Dwrite_chunk`, before the flush that writes the index and the extent that reference
-//! them. With one frame per chunk (the default), no chunk is ever written twice, so a
-//! reported frame's bytes are never moved. With `chunk_frames` > 1 a chunk that is not yet
-//! full is written *unfiltered* (every bit of the chunk's filter mask set, which every
-//! reader honours) at its full size, so each later frame rewrites it in place at the same
-//! address with the earlier frames' bytes unchanged, and only the full chunk is compressed
-//! once. HDF5 moves the chunk then (the compressed size differs) and may place it over the
-//! space it has just freed before the flush updates the index: a kill in that window can
-//! lose that chunk's frames (measured in the README's reliability table). A chunk that is
-//! not full at `finish` stays unfiltered.
+//! Ordering under a kill: the chunk bytes go to the file (`pwrite`, into the page cache)
+//! inside `H5Dwrite_chunk`, before the flush that writes the index and the extent that
+//! reference them, and each chunk is written once, at an address never used before:
+//! direct writes serve one frame per chunk only (`chunk_frames` = 1, the default), so no
+//! chunk is ever rewritten or moved, and a new file is created with HDF5's `AGGR` file-space
+//! strategy, which never hands out space freed since the last flush (HDF5 frees and reuses
+//! space when it relocates index nodes; with its default strategy a chunk could land on an
+//! index node that the file on disk still points to until the flush). With `chunk_frames`
+//! > 1, HDF5 runs the filters itself (on the writer thread): a chunk of several frames is
+//! rewritten, compressed, at every frame, and would have to be moved while frames already
+//! reported live in it.
+//!
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,8 +44,6 @@ use crate::schema::FieldSpec;
 /// How a dataset's chunks are laid over one frame of its field.
 #[derive(Debug, Clone)]
 pub(crate) struct ChunkPlan {
-    /// Frames per chunk.
-    chunk_frames: usize,
     /// Bytes of one element.
     elem: usize,
     /// Bytes of one frame's part of a chunk (the chunk shape without its frame axis).
@@ -56,14 +55,13 @@ pub(crate) struct ChunkPlan {
     level: u8,
     /// Whether the pipeline shuffles bytes before deflate.
     shuffle: bool,
-    /// Filter mask that skips every filter of the pipeline.
-    unfiltered: u32,
 }
 
 impl ChunkPlan {
-    /// The plan for `spec` stored in chunks of shape `chunk` (`[chunk_frames, *part]`, as
-    /// made by `format::chunk_shape`), or `None` when the dataset's filter pipeline is not
-    /// one this module reproduces (anything but deflate, optionally after shuffle).
+    /// The plan for `spec` stored in chunks of shape `chunk` (`[1, *part]`, as made by
+    /// `format::chunk_shape`), or `None` when the chunks hold several frames or the
+    /// dataset's filter pipeline is not one this module reproduces (anything but deflate,
+    /// optionally after shuffle).
     ///
     /// `chunk_shape` cuts a frame only along its leading axes (`[1, …, 1, k, full, …]`), so
     /// every part is one contiguous range of the frame's bytes; an edge part is shorter and
@@ -74,6 +72,9 @@ impl ChunkPlan {
             [Filter::Shuffle, Filter::Deflate(l)] => (true, *l),
             _ => return None,
         };
+        if chunk.first() != Some(&1) {
+            return None;
+        }
         let elem = spec.dtype.size();
         let part = &chunk[1..];
         let shape = &spec.shape;
@@ -99,13 +100,7 @@ impl ChunkPlan {
             parts.push((offset.iter().map(|&o| o as u64).collect(), start..start + clipped));
         }
         let part_bytes = part.iter().product::<usize>() * elem;
-        let unfiltered = (1u32 << filters.len()) - 1;
-        Some(ChunkPlan { chunk_frames: chunk[0], elem, part_bytes, parts, level, shuffle, unfiltered })
-    }
-
-    /// Bytes of one whole chunk.
-    fn chunk_bytes(&self) -> usize {
-        self.part_bytes * self.chunk_frames
+        Some(ChunkPlan { elem, part_bytes, parts, level, shuffle })
     }
 }
 
@@ -310,21 +305,16 @@ fn compress_chunks(inputs: &[(&[u8], &ChunkPlan)], bufs: &mut [&mut ChunkBufs], 
 #[derive(Debug)]
 struct FieldState {
     plan: ChunkPlan,
-    /// `chunk_frames` > 1: the chunks of the current chunk row, one after another, each
-    /// `plan.chunk_bytes()` long (frame slot `k` of chunk `c` at
-    /// `c * chunk_bytes + k * part_bytes`). Empty when `chunk_frames` is 1.
-    row: Vec<u8>,
-    /// One-frame chunks: a part padded to the chunk's size (edge chunks only).
+    /// Edge chunks: the part padded to the chunk's size.
     padded: Vec<Vec<u8>>,
     /// Compression buffers, one per part (chunk of a frame).
     bufs: Vec<ChunkBufs>,
 }
 
-/// A chunk to hand to HDF5: dataset (stream, field), chunk offset, filter mask, bytes.
+/// A chunk to hand to HDF5: field (of the frame's stream), chunk offset, stored bytes.
 pub(crate) struct ChunkWrite<'a> {
     pub(crate) field: usize,
     pub(crate) offset: Vec<u64>,
-    pub(crate) filter_mask: u32,
     pub(crate) bytes: &'a [u8],
 }
 
@@ -350,7 +340,6 @@ impl DirectWriter {
                 plans
                     .iter()
                     .map(|plan| FieldState {
-                        row: if plan.chunk_frames > 1 { vec![0; plan.chunk_bytes() * plan.parts.len()] } else { Vec::new() },
                         padded: vec![Vec::new(); plan.parts.len()],
                         bufs: vec![ChunkBufs::default(); plan.parts.len()],
                         plan: plan.clone(),
@@ -371,40 +360,19 @@ impl DirectWriter {
         field_bytes: &[&[u8]],
     ) -> Result<Vec<ChunkWrite<'_>>, String> {
         let states = &mut self.fields[stream];
-        // Fill the chunk rows (and padded edge chunks) first, then compress.
-        for (st, bytes) in states.iter_mut().zip(field_bytes) {
-            let plan = &st.plan;
-            let cf = plan.chunk_frames;
-            let slot = (n % cf as u64) as usize;
-            for (c, (_, range)) in plan.parts.iter().enumerate() {
-                let src = &bytes[range.clone()];
-                if cf > 1 {
-                    let at = c * plan.chunk_bytes() + slot * plan.part_bytes;
-                    st.row[at..at + src.len()].copy_from_slice(src);
-                    st.row[at + src.len()..at + plan.part_bytes].fill(0);
-                } else if src.len() < plan.part_bytes {
-                    let p = &mut st.padded[c];
-                    p.clear();
-                    p.extend_from_slice(src);
-                    p.resize(plan.part_bytes, 0);
-                }
-            }
-        }
         let mut inputs: Vec<(&[u8], &ChunkPlan)> = Vec::new();
         let mut bufs: Vec<&mut ChunkBufs> = Vec::new();
         for (st, &bytes) in states.iter_mut().zip(field_bytes) {
-            let FieldState { plan, row, padded, bufs: field_bufs } = st;
-            let cf = plan.chunk_frames;
-            if cf > 1 && (n % cf as u64) as usize != cf - 1 {
-                continue;
-            }
-            for (c, ((_, range), b)) in plan.parts.iter().zip(field_bufs.iter_mut()).enumerate() {
-                let input: &[u8] = if cf > 1 {
-                    &row[c * plan.chunk_bytes()..(c + 1) * plan.chunk_bytes()]
-                } else if range.len() < plan.part_bytes {
-                    &padded[c]
+            let FieldState { plan, padded, bufs: field_bufs } = st;
+            for ((_, range), (pad, b)) in plan.parts.iter().zip(padded.iter_mut().zip(field_bufs.iter_mut())) {
+                let src = bytes.get(range.clone()).ok_or_else(|| format!("frame too short for chunk {range:?}"))?;
+                let input: &[u8] = if src.len() < plan.part_bytes {
+                    pad.clear();
+                    pad.extend_from_slice(src);
+                    pad.resize(plan.part_bytes, 0);
+                    pad
                 } else {
-                    &bytes[range.clone()]
+                    src
                 };
                 inputs.push((input, plan));
                 bufs.push(b);
@@ -414,28 +382,20 @@ impl DirectWriter {
         drop((inputs, bufs));
         let mut writes = Vec::new();
         for (i, st) in self.fields[stream].iter().enumerate() {
-            let plan = &st.plan;
-            let cf = plan.chunk_frames as u64;
-            let full = cf == 1 || n % cf == cf - 1;
-            for (c, (offset, _)) in plan.parts.iter().enumerate() {
-                let chunk_offset: Vec<u64> = std::iter::once(n - n % cf).chain(offset.iter().copied()).collect();
-                let (filter_mask, bytes): (u32, &[u8]) = if full {
-                    (0, &st.bufs[c].out)
-                } else {
-                    (plan.unfiltered, &st.row[c * plan.chunk_bytes()..(c + 1) * plan.chunk_bytes()])
-                };
-                writes.push(ChunkWrite { field: i, offset: chunk_offset, filter_mask, bytes });
+            for ((offset, _), b) in st.plan.parts.iter().zip(&st.bufs) {
+                let offset = std::iter::once(n).chain(offset.iter().copied()).collect();
+                writes.push(ChunkWrite { field: i, offset, bytes: &b.out });
             }
         }
         Ok(writes)
     }
 }
 
-/// Writes one chunk's stored bytes into `ds` at element offset `offset` (one entry per
-/// dataset axis, a multiple of the chunk shape), with `filter_mask` telling readers which of
-/// the pipeline's filters were skipped. The chunk must lie within the dataset's extent.
+/// Writes one chunk's stored bytes, made by the dataset's whole filter pipeline (filter
+/// mask 0), into `ds` at element offset `offset` (one entry per dataset axis, a multiple of
+/// the chunk shape). The chunk must lie within the dataset's extent.
 #[expect(unsafe_code, reason = "hdf5-metno 0.15 has no safe wrapper of H5Dwrite_chunk")]
-pub(crate) fn write_chunk(ds: &Dataset, offset: &[u64], filter_mask: u32, bytes: &[u8]) -> hdf5::Result<()> {
+pub(crate) fn write_chunk(ds: &Dataset, offset: &[u64], bytes: &[u8]) -> hdf5::Result<()> {
     if offset.len() != ds.ndim() {
         return Err(format!("chunk offset {offset:?} has {} axes, the dataset {}", offset.len(), ds.ndim()).into());
     }
@@ -448,7 +408,7 @@ pub(crate) fn write_chunk(ds: &Dataset, offset: &[u64], filter_mask: u32, bytes:
             hdf5_sys::h5d::H5Dwrite_chunk(
                 ds.id(),
                 hdf5_sys::h5p::H5P_DEFAULT,
-                filter_mask,
+                0,
                 offset.as_ptr(),
                 bytes.len(),
                 bytes.as_ptr().cast(),
@@ -503,12 +463,11 @@ mod tests {
     #[test]
     fn parts_are_contiguous_and_cover_the_frame() {
         let spec = FieldSpec::new("u", DType::F32, vec![1001, 2048]);
-        let chunk = crate::hdf5::format::chunk_shape(&spec.shape, 4, 3).unwrap_or_default();
+        let chunk = crate::hdf5::format::chunk_shape(&spec.shape, 4, 1).unwrap_or_default();
         let plan = ChunkPlan::new(&spec, &chunk, &[Filter::Shuffle, Filter::Deflate(6)]);
-        let plan = plan.as_ref().map(|p| (p.parts.clone(), p.part_bytes, p.chunk_frames));
-        let Some((parts, part_bytes, cf)) = plan else { panic!("deflate pipeline refused") };
+        let plan = plan.as_ref().map(|p| (p.parts.clone(), p.part_bytes));
+        let Some((parts, part_bytes)) = plan else { panic!("deflate pipeline refused") };
         // 1001 rows of 8 KiB: two parts of 501 rows, the second one row short (padded).
-        assert_eq!(cf, 3);
         assert_eq!(parts.len(), 2);
         assert_eq!(part_bytes, 501 * 2048 * 4);
         assert_eq!(parts[1].1.len(), 500 * 2048 * 4);
@@ -521,5 +480,7 @@ mod tests {
         }
         assert_eq!(end, 1001 * 2048 * 4);
         assert!(ChunkPlan::new(&spec, &chunk, &[Filter::Shuffle]).is_none());
+        let three = crate::hdf5::format::chunk_shape(&spec.shape, 4, 3).unwrap_or_default();
+        assert!(ChunkPlan::new(&spec, &three, &[Filter::Deflate(6)]).is_none(), "several frames per chunk");
     }
 }

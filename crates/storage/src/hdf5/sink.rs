@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use hdf5::file::FileSpaceStrategy;
 use hdf5::{Dataset, Extent, File, Group, H5Type, Hyperslab, Location, SliceOrIndex};
 use ndarray::{ArrayView1, ArrayViewD, IxDyn};
 
@@ -199,13 +200,27 @@ impl Hdf5Sink {
         } else {
             None
         };
+        // Deflate with one frame per chunk is compressed by the sink and written with direct
+        // chunk writes (see `direct`); frames arrive as little-endian bytes, which HDF5's
+        // native types are only on a little-endian host.
+        let direct_candidate = matches!(self.options.compression, Compression::Deflate(_))
+            && self.options.chunk_frames == 1
+            && cfg!(target_endian = "little");
         let reserve;
         let mut staged = None;
         let (file, first_index, others_complete) = match &existing {
             None => {
                 let staging = staged.insert(Staged::prepare(&path, self.options.overwrite, OutputKind::File)?);
                 let at = staging.staging();
-                let file = File::create_excl(at).map_err(err("cannot create HDF5 file"))?;
+                // Direct writes: no reuse of space freed since the last flush (see `direct`).
+                let file = if direct_candidate {
+                    File::with_options()
+                        .with_fcpl(|p| p.file_space_strategy(FileSpaceStrategy::PageAggregation))
+                        .create_excl(at)
+                } else {
+                    File::create_excl(at)
+                }
+                .map_err(err("cannot create HDF5 file"))?;
                 close_on_exec(at)?;
                 reserve = self.reserve(&file, at, layout)?;
                 let root: &Location = &file;
@@ -241,11 +256,6 @@ impl Hdf5Sink {
         }
         set_bool(root, "complete", false).map_err(err("cannot write attribute to"))?;
 
-        // Deflate is compressed by the sink and written with direct chunk writes (see
-        // `direct`); frames arrive as little-endian bytes, which HDF5's native types are
-        // only on a little-endian host.
-        let direct_candidate =
-            matches!(self.options.compression, Compression::Deflate(_)) && cfg!(target_endian = "little");
         let mut streams = Vec::with_capacity(layout.streams.len());
         for (si, s) in layout.streams.iter().enumerate() {
             let group = file.create_group(&s.name).map_err(err(&format!("cannot create group {:?} in", s.name)))?;
@@ -407,7 +417,7 @@ fn append_direct(open: &mut Open, frame: &Frame, path: &Path) -> Result<()> {
     }
     for w in &writes {
         let spec = &l.fields[w.field];
-        write_chunk(&sets.fields[w.field], &w.offset, w.filter_mask, w.bytes)
+        write_chunk(&sets.fields[w.field], &w.offset, w.bytes)
             .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
     }
     let ctx = || format!("cannot write step of frame {n} of {name} to");
