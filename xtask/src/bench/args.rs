@@ -10,6 +10,7 @@ pub const USAGE: &str = "\
 usage: cargo xtask bench --sink null|raw|hdf5 [options]
        cargo xtask bench --micro
        cargo xtask bench --reserve-cost [--out DIR] [--rows R --cols C --frames N --reps K]
+       cargo xtask bench --sink raw --against posix [--out DIR] [--rows R --cols C --frames N]
 
   --sink KIND          null: pipeline vs compute-only overhead (plus the microbenchmarks);
                        raw/hdf5: non-blocking efficiency ratio (async wall / sync wall)
@@ -28,6 +29,8 @@ usage: cargo xtask bench --sink null|raw|hdf5 [options]
   --compare-threads A,B  hdf5 with deflate: instead of the efficiency ratio, writer
                        throughput (MB/s, write-only runs) and the I/O-bound async run's
                        wall time with A and with B compression threads, alternating
+  --against posix      with --sink raw: the raw sink vs a plain write loop of the same
+                       frames, alternating (no GPU; default 1024x1024, 128 frames, fsync)
   --out DIR            where raw/hdf5 write (default: a temp dir under the current directory)
   --json FILE          write every figure, the parameters and the machine as JSON
   --trace FILE         Chrome trace (Perfetto) of one async run
@@ -53,6 +56,7 @@ pub struct Args {
     pub compression: Compression,
     pub compression_threads: usize,
     pub compare_threads: Option<(usize, usize)>,
+    pub against_posix: bool,
     pub out: Option<PathBuf>,
     pub json: Option<PathBuf>,
     pub trace: Option<PathBuf>,
@@ -76,6 +80,7 @@ impl Default for Args {
             compression: Compression::None,
             compression_threads: wgpipe::storage::default_compression_threads(),
             compare_threads: None,
+            against_posix: false,
             out: None,
             json: None,
             trace: None,
@@ -124,8 +129,16 @@ pub fn parse(argv: &[String]) -> Result<Args> {
             "--compression-threads" => a.compression_threads = number(flag, &value()?)?,
             "--compare-threads" => {
                 let v = value()?;
-                let (x, y) = v.split_once(',').with_context(|| format!("--compare-threads {v:?}: use A,B (e.g. 1,2)"))?;
+                let (x, y) =
+                    v.split_once(',').with_context(|| format!("--compare-threads {v:?}: use A,B (e.g. 1,2)"))?;
                 a.compare_threads = Some((number(flag, x)?, number(flag, y)?));
+            }
+            "--against" => {
+                let v = value()?;
+                if v != "posix" {
+                    bail!("--against {v:?} is unknown: use --against posix");
+                }
+                a.against_posix = true;
             }
             "--out" => a.out = Some(PathBuf::from(value()?)),
             "--json" => a.json = Some(PathBuf::from(value()?)),
@@ -152,8 +165,14 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     if a.compression_threads == 0 || a.compare_threads.is_some_and(|(x, y)| x == 0 || y == 0) {
         bail!("--compression-threads and --compare-threads need 1 thread or more");
     }
+    if a.compare_threads.is_some_and(|(x, y)| x == y) {
+        bail!("--compare-threads A,B compares two different thread counts");
+    }
     if a.compare_threads.is_some() && !matches!(a.compression, Compression::Deflate(_)) {
         bail!("--compare-threads compares deflate compression: add --sink hdf5 --compression deflate:LEVEL");
+    }
+    if a.against_posix && a.sink.as_deref() != Some("raw") {
+        bail!("--against posix compares the raw sink: use it with --sink raw");
     }
     if a.reserve_cost && (a.sink.is_some() || a.micro) {
         bail!("--reserve-cost is a benchmark of its own: run it without --sink and --micro");
@@ -193,6 +212,9 @@ mod tests {
         let a = args("--sink hdf5 --compression deflate:6 --compare-threads 1,2 --compression-threads 3")?;
         assert_eq!((a.compare_threads, a.compression_threads), (Some((1, 2)), 3));
         assert!(args("--sink hdf5 --compare-threads 1,2").is_err());
+        assert!(args("--sink raw --against posix").is_ok_and(|a| a.against_posix));
+        assert!(args("--sink hdf5 --against posix").is_err());
+        assert!(args("--sink raw --against dd").is_err());
         assert!(args("--sink hdf5 --compression deflate --compare-threads 2").is_err());
         assert!(args("--sink hdf5 --compression deflate --compression-threads 0").is_err());
         Ok(())

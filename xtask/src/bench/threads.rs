@@ -27,7 +27,7 @@ pub struct ThreadsResult {
 pub fn run(b: &IoBench<'_>, threads: (usize, usize), spf: u32, io_buffer: usize, reps: usize) -> Result<ThreadsResult> {
     let (ta, tb) = threads;
     let mb = (b.w.frame_bytes() as u64 * b.w.frames) as f64 / 1e6;
-    let order = |rep: usize| if rep % 2 == 0 { [ta, tb] } else { [tb, ta] };
+    let order = |rep: usize| if rep.is_multiple_of(2) { [ta, tb] } else { [tb, ta] };
     let (mut wa, mut wb) = (Vec::new(), Vec::new());
     for rep in 0..reps {
         for t in order(rep) {

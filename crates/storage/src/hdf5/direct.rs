@@ -27,8 +27,8 @@
 //! chunk is ever rewritten or moved, and a new file is created with HDF5's `AGGR` file-space
 //! strategy, which never hands out space freed since the last flush (HDF5 frees and reuses
 //! space when it relocates index nodes; with its default strategy a chunk could land on an
-//! index node that the file on disk still points to until the flush). With `chunk_frames`
-//! > 1, HDF5 runs the filters itself (on the writer thread): a chunk of several frames is
+//! index node that the file on disk still points to until the flush). With several frames
+//! per chunk HDF5 runs the filters itself (on the writer thread): such a chunk is
 //! rewritten, compressed, at every frame, and would have to be moved while frames already
 //! reported live in it.
 //!
@@ -261,7 +261,11 @@ struct ChunkBufs {
 
 /// Compresses the chunks `inputs` (each with its plan's shuffle and level) into their
 /// `bufs[i].out`, on the pool.
-fn compress_chunks(inputs: &[(&[u8], &ChunkPlan)], bufs: &mut [&mut ChunkBufs], workers: &mut [Worker]) -> Result<(), String> {
+fn compress_chunks(
+    inputs: &[(&[u8], &ChunkPlan)],
+    bufs: &mut [&mut ChunkBufs],
+    workers: &mut [Worker],
+) -> Result<(), String> {
     let bytes: usize = inputs.iter().map(|(i, _)| i.len()).sum();
     let mut shuffles: Vec<Job<'_>> = Vec::new();
     for ((input, plan), b) in inputs.iter().zip(bufs.iter_mut()) {

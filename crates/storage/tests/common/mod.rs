@@ -192,10 +192,7 @@ pub fn python() -> PathBuf {
     candidates
         .iter()
         .find(|p| {
-            std::process::Command::new(p)
-                .args(["-c", "import h5py, numpy"])
-                .output()
-                .is_ok_and(|o| o.status.success())
+            std::process::Command::new(p).args(["-c", "import h5py, numpy"]).output().is_ok_and(|o| o.status.success())
         })
         .cloned()
         .unwrap_or_else(|| {
