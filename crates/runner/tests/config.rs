@@ -197,3 +197,15 @@ fn files_that_are_not_regular_files_are_refused_not_read_forever() {
     let e = err("[kernel]\nwgsl = \"/dev/zero\"\nfields = [\"u\"]\n");
     assert!(e.starts_with("c.toml line 2: kernel.wgsl: cannot read WGSL file /dev/zero: not a regular file"), "{e}");
 }
+
+#[test]
+fn compression_threads_default_to_the_cores_and_zero_is_refused_at_its_key() {
+    let parse = |text: &str| Config::parse("c.toml", text, ".", &[]).unwrap();
+    let default = parse("").sink_options().compression_threads;
+    assert_eq!(default, wgpipe::storage::default_compression_threads());
+    assert!((1..=4).contains(&default), "{default}");
+    let c = parse("[output]\ncompression = \"deflate:6\"\ncompression_threads = 3\n");
+    assert_eq!(c.sink_options().compression_threads, 3);
+    let e = err("[output]\ncompression_threads = 0\n");
+    assert!(e.starts_with("c.toml line 2: output.compression_threads"), "{e}");
+}
