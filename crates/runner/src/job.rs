@@ -1,11 +1,11 @@
 //! Jobs: the unit of work a device pulls from the queue. Each job is one output stream.
 
-use wgpipe_compute::KernelSpec;
+use wgpipe_compute::{Grid, KernelSpec};
 use wgpipe_storage::{AttrValue, Attributes};
 
-/// Builds a job's initial state for a `rows × cols` grid: every field of the kernel, field
-/// after field, row-major. Called on the device thread that runs the job.
-pub type InitFn = Box<dyn FnOnce(usize, usize) -> Vec<f32> + Send>;
+/// Builds a job's initial state for the run's grid: every field of the kernel, field after
+/// field, each in C order (last axis fastest). Called on the device thread that runs the job.
+pub type InitFn = Box<dyn FnOnce(&Grid) -> Vec<f32> + Send>;
 
 /// One simulation run, written as one stream of the output.
 pub struct Job {
@@ -30,7 +30,7 @@ impl Job {
     pub fn new(
         name: impl Into<String>,
         kernel: KernelSpec,
-        init: impl FnOnce(usize, usize) -> Vec<f32> + Send + 'static,
+        init: impl FnOnce(&Grid) -> Vec<f32> + Send + 'static,
     ) -> Self {
         Job { name: name.into(), kernel, init: Box::new(init), attributes: Attributes::new() }
     }

@@ -39,7 +39,7 @@ mod trace;
 mod worker;
 mod writer;
 
-pub use builder::{MAX_DEVICE_COPIES, PerStreamInit, PipelineBuilder, gray_scott_attributes};
+pub use builder::{MAX_DEVICE_COPIES, PerStreamInit, PipelineBuilder, gray_scott_3d_attributes, gray_scott_attributes};
 pub use error::{Error, Failure, Result};
 pub use job::{InitFn, Job};
 pub use pipeline::Pipeline;

@@ -3,7 +3,7 @@
 //! known. The config module runs the same checks before it opens a device.
 
 use wgpipe_compute::{Grid, KernelSpec};
-use wgpipe_storage::{DType, Sink, StreamInfo, StreamLayout, check_stream_name};
+use wgpipe_storage::{DType, FieldSpec, Sink, StreamInfo, StreamLayout, check_stream_name};
 
 use crate::builder::PipelineBuilder;
 use crate::error::{Error, Result};
@@ -24,6 +24,24 @@ pub(crate) fn kernel_workgroup_sizes<'a>(kernels: impl IntoIterator<Item = &'a K
     sizes.sort_unstable();
     sizes.dedup();
     Ok(sizes)
+}
+
+/// The grid of `shape`, checked against the rank every kernel is written for, before any
+/// device opens.
+pub(crate) fn check_grid<'a>(shape: &[usize], kernels: impl IntoIterator<Item = &'a KernelSpec>) -> Result<Grid> {
+    let grid = Grid::new(shape)?;
+    if let Some(k) = kernels.into_iter().find(|k| k.rank != grid.rank()) {
+        return Err(Error::Invalid(format!(
+            "kernel {} is written for {}-D grids and the grid {grid} is {}-D: give a grid of rank {} \
+             (grid.shape with {} sizes)",
+            k.name,
+            k.rank,
+            grid.rank(),
+            k.rank,
+            k.rank
+        )));
+    }
+    Ok(grid)
 }
 
 /// Errors on an empty job list, a stream name no sink can store (storage's naming rule) or
@@ -48,6 +66,7 @@ pub(crate) fn check_job_names(jobs: &[Job]) -> Result<()> {
 /// Returns the layout the sink will be given (without the adapters' names).
 pub(crate) fn preflight(
     b: &PipelineBuilder,
+    grid: &Grid,
     jobs: &[Job],
     workgroup_sizes: Vec<[u32; 3]>,
     sink: &dyn Sink,
@@ -70,7 +89,8 @@ pub(crate) fn preflight(
         });
     }
 
-    let mut layout = StreamLayout::grid2d(fields.iter().cloned(), b.rows, b.cols, DType::F32);
+    let mut layout =
+        StreamLayout::new(fields.iter().map(|f| FieldSpec::new(f.clone(), DType::F32, grid.shape())).collect());
     for job in jobs {
         let mut info = StreamInfo::new(job.name.clone()).with_expected_frames(b.frames);
         info.attributes = job.attributes.clone();
@@ -84,7 +104,7 @@ pub(crate) fn preflight(
     layout.attributes.insert("io_mode".to_owned(), b.mode.name().into());
 
     let shape = RunShape {
-        grid: Grid::new(&[b.rows, b.cols])?,
+        grid: *grid,
         state_fields: kernel_fields.len(),
         frame_fields: fields.len(),
         staging_buffers: b.staging_buffers,

@@ -30,8 +30,7 @@ pub(crate) struct WorkerContext {
     pub pool: BufferPool,
     pub progress: Arc<Progress>,
     pub state: Arc<RunState>,
-    pub rows: usize,
-    pub cols: usize,
+    pub grid: Grid,
     pub readback: ReadbackConfig,
     pub fields: Vec<String>,
 }
@@ -94,9 +93,8 @@ impl DeviceWorker<'_> {
         let name = job.name.clone();
         let fail = |e: wgpipe_compute::Error| Stop::Device(format!("stream {name}: {e}"));
         let indices = job.kernel.field_indices(&ctx.fields).map_err(fail)?;
-        let grid = Grid::new(&[ctx.rows, ctx.cols]).map_err(fail)?;
-        let init = (job.init)(ctx.rows, ctx.cols);
-        let sim = FieldSim::new(gpu, &job.kernel, &grid, &init).map_err(fail)?;
+        let init = (job.init)(&ctx.grid);
+        let sim = FieldSim::new(gpu, &job.kernel, &ctx.grid, &init).map_err(fail)?;
         drop(init);
         let config = ReadbackConfig { fields: indices, ..ctx.readback.clone() };
         let mut producer = FrameProducer::new(sim, config).map_err(fail)?;

@@ -122,7 +122,7 @@ fn config_errors_name_key_and_line() {
     fails(
         &[("c.toml", "[grid]\nrows = 8\nrowz = 8\n")],
         &["run", "c.toml"],
-        &["c.toml line 3", "grid.rowz", "`rows` or `cols`"],
+        &["c.toml line 3", "grid.rowz", "expected one of `shape`, `rows`, `cols`"],
     );
     fails(
         &[("c.toml", "[run]\nframes = \"many\"\n")],

@@ -44,32 +44,35 @@ pub struct ConfigFile {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KernelSection {
-    /// `"gray-scott"` (built in), or the name of a custom kernel given by `wgsl`.
+    /// `"gray-scott"` (built in, 2-D), `"gray-scott-3d"` (built in, 3-D), or the name of a
+    /// custom kernel given by `wgsl`.
     pub name: Option<String>,
     /// Path of a custom step shader (relative to the config file's directory).
     pub wgsl: Option<PathBuf>,
     /// Field names of a custom kernel, in the shader's layout order.
     pub fields: Option<Vec<String>>,
+    /// What the stencil sees beyond the grid's faces: `"periodic"` (default) or `"zero-flux"`.
+    pub boundary: Option<String>,
     /// Parameters by name: for a custom kernel, the members of its `struct Params`.
     #[serde(default)]
     pub params: BTreeMap<String, f64>,
 }
 
-/// `[grid]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// `[grid]`: `shape = [nz, ny, nx]` (any rank from 1 to 3, C order), or the 2-D spelling
+/// `rows`/`cols`; not both. Without any, 256 × 256.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GridSection {
-    /// Rows of every field.
-    pub rows: usize,
-    /// Columns of every field.
-    pub cols: usize,
+    /// The shape, slowest axis first: `[nx]`, `[ny, nx]` or `[nz, ny, nx]`.
+    pub shape: Option<Vec<usize>>,
+    /// Rows of a 2-D grid (`shape = [rows, cols]`).
+    pub rows: Option<usize>,
+    /// Columns of a 2-D grid.
+    pub cols: Option<usize>,
 }
 
-impl Default for GridSection {
-    fn default() -> Self {
-        GridSection { rows: 256, cols: 256 }
-    }
-}
+/// The grid edge of the default 2-D grid.
+pub const DEFAULT_GRID_EDGE: usize = 256;
 
 /// `[run]`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]

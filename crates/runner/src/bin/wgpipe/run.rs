@@ -68,8 +68,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("{}: output.sink", config.origin("output.sink")))?;
     let scale = Scale {
         labels: gpus.iter().map(|g| g.label().to_owned()).collect(),
-        cell_steps_per_frame: config.file.grid.rows as f64
-            * config.file.grid.cols as f64
+        cell_steps_per_frame: config.grid_shape().iter().map(|n| *n as f64).product::<f64>()
             * f64::from(config.file.run.steps_per_frame),
         io_buffer: config.file.io.io_buffer,
     };
