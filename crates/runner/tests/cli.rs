@@ -117,6 +117,55 @@ fn render_writes_pngs_of_the_grid_size() {
     assert!(stderr(&out).contains("frame 3 does not exist"), "{}", stderr(&out));
 }
 
+/// Decodes a PNG: width, height, RGB bytes.
+fn decode_png(p: &Path) -> (u32, u32, Vec<u8>) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(p).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    (info.width, info.height, buf[..info.buffer_size()].to_vec())
+}
+
+/// A 3-D field of u16 (not f32) written through the HDF5 sink: the default is the middle z
+/// plane, `--slice` picks any plane of any axis with the other axes in order, `--max` the
+/// largest value along an axis.
+#[test]
+fn render_shows_3d_fields_of_any_dtype_as_slices_and_projections() {
+    use wgpipe::storage::{DType, FieldSpec, Frame, Hdf5Sink, Sink, SinkOptions, StreamInfo, StreamLayout};
+    let dir = tempfile::tempdir().unwrap();
+    let (nz, ny, nx) = (5usize, 3usize, 4usize);
+    let layout =
+        StreamLayout::new(vec![FieldSpec::new("d", DType::U16, [nz, ny, nx])]).with_stream(StreamInfo::new("s"));
+    // Value (z, y, x) = 100 z + 10 y + x: the largest along z is the last plane.
+    let values: Vec<u16> =
+        (0..nz * ny * nx).map(|i| (100 * (i / (ny * nx)) + 10 * (i / nx % ny) + i % nx) as u16).collect();
+    let mut sink = Hdf5Sink::new(SinkOptions::new(dir.path().join("d.h5")));
+    sink.begin(&layout).unwrap();
+    sink.write(&Frame::new(0, 0, 1, values.iter().flat_map(|v| v.to_le_bytes()).collect())).unwrap();
+    sink.finish().unwrap();
+
+    let render = |name: &str, extra: &[&str]| {
+        let mut args = vec!["render", "d.h5", "--frame", "0", "--range", "0,500", "-o", name];
+        args.extend_from_slice(extra);
+        let out = wgpipe(dir.path(), &args);
+        assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
+        decode_png(&dir.path().join(name))
+    };
+    let middle = render("mid.png", &[]);
+    assert_eq!((middle.0, middle.1), (nx as u32, ny as u32), "a z plane is ny × nx");
+    assert_eq!(middle, render("z2.png", &["--slice", "z=2"]), "the default is the middle of z");
+    assert_ne!(middle, render("z0.png", &["--slice", "z=0"]));
+    assert_eq!(render("max.png", &["--max", "z"]), render("z4.png", &["--slice", "z=4"]));
+    let y = render("y1.png", &["--slice", "y=1"]);
+    assert_eq!((y.0, y.1), (nx as u32, nz as u32), "a y plane is nz × nx");
+    let x = render("x3.png", &["--slice", "x=3"]);
+    assert_eq!((x.0, x.1), (ny as u32, nz as u32), "an x plane is nz × ny");
+    assert_eq!(render("maxx.png", &["--max", "x"]), x);
+    let out = wgpipe(dir.path(), &["render", "d.h5", "--frame", "0", "--slice", "z=5", "-o", "bad.png"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("--slice z=5 is outside the field: z runs from 0 to 4"), "{}", stderr(&out));
+}
+
 #[test]
 fn config_errors_name_key_and_line() {
     fails(
