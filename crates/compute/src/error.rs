@@ -79,6 +79,14 @@ pub enum Error {
         /// The sizes, the limit exceeded and what to change.
         message: String,
     },
+    /// An application's [`crate::FrameSource`] failed to record a frame.
+    #[error("frame source {source_name}: {message}")]
+    Source {
+        /// The source's name.
+        source_name: String,
+        /// Its error.
+        message: String,
+    },
     /// wgpu reported a validation or out-of-memory error.
     #[error("GPU error on device {device}: {message}")]
     Gpu {

@@ -54,7 +54,7 @@ pub use grid::Grid;
 pub use kernel::{KernelSpec, MAX_WGSL_BYTES, WgslSource};
 pub use limits::GridFootprint;
 pub use prelude::{Boundary, UnknownBoundary, workgroup_size};
-pub use readback::{FrameInfo, FrameProducer, ReadbackConfig};
+pub use readback::{FrameInfo, FrameProducer, FrameSource, ReadbackConfig};
 pub use wgsl_check::{CheckedWgsl, PRELUDE_NAME, WgslError};
 
 /// Re-export of the wgpu version this crate is built on, for users who pass wgpu types.

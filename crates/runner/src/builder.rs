@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use wgpipe_compute::{DeviceSelector, GpuDevice, Grid, KernelSpec, gray_scott, gray_scott_3d};
-use wgpipe_storage::{AttrValue, Attributes, Sink};
+use wgpipe_storage::{AttrValue, Attributes, FieldSpec, Sink};
 
 use crate::error::{Error, Result};
 use crate::job::Job;
@@ -43,6 +43,8 @@ pub struct PipelineBuilder {
     pub(crate) io_buffer: usize,
     pub(crate) mode: IoMode,
     pub(crate) fields: Option<Vec<String>>,
+    /// The fields of frames from frame sources.
+    pub(crate) frame_layout: Option<Vec<FieldSpec>>,
     pub(crate) work: Option<Work>,
     pub(crate) sink: Option<Box<dyn Sink>>,
     pub(crate) attributes: Attributes,
@@ -61,6 +63,7 @@ impl Default for PipelineBuilder {
             io_buffer: 2,
             mode: IoMode::Async,
             fields: None,
+            frame_layout: None,
             work: None,
             sink: None,
             attributes: Attributes::new(),
@@ -176,6 +179,14 @@ impl PipelineBuilder {
         if self.fields.is_none() {
             self.fields = Some(gray_scott_3d::FIELDS.iter().map(|f| (*f).to_owned()).collect());
         }
+        self
+    }
+
+    /// The fields every frame of [`Job::from_source`] jobs holds, in order: name, element
+    /// type and shape of each (what the sink stores; the source copies them into its staging
+    /// buffer one after the other, each in C order).
+    pub fn frame_layout(mut self, fields: Vec<FieldSpec>) -> Self {
+        self.frame_layout = Some(fields);
         self
     }
 

@@ -41,13 +41,14 @@ mod writer;
 
 pub use builder::{MAX_DEVICE_COPIES, PerStreamInit, PipelineBuilder, gray_scott_3d_attributes, gray_scott_attributes};
 pub use error::{Error, Failure, Result};
-pub use job::{InitFn, Job};
+pub use job::{BoxError, InitFn, Job, Producer, SourceFn};
 pub use pipeline::Pipeline;
 pub use pool::BufferPool;
 pub use progress::{DeviceProgress, Progress, ProgressSnapshot};
 pub use report::{DeviceReport, IoMode, RunReport, WriterReport};
 pub use run_state::StopHandle;
 pub use trace::{Span, SpanKind, chrome_trace};
+pub use wgpipe_compute::FrameSource;
 
 /// The GPU half: adapters, devices, kernels, readback (crate `wgpipe-compute`).
 pub use wgpipe_compute as compute;

@@ -26,8 +26,8 @@ pub struct Pipeline {
     jobs: Vec<Job>,
     sink: Box<dyn Sink>,
     layout: StreamLayout,
-    /// The simulated grid (every field of `layout` has its shape).
-    grid: Grid,
+    /// The kernels' grid (every field of `layout` has its shape); `None` for frame sources.
+    grid: Option<Grid>,
     readback: ReadbackConfig,
     io_buffer: usize,
     mode: IoMode,
@@ -69,11 +69,14 @@ impl Pipeline {
         // Validate kernels and names before touching any device or file: a WGSL error or a
         // bad stream name costs nothing.
         let (workgroup_sizes, grid) = match &work {
-            Work::PerDevice { kernel, .. } => (kernel_workgroup_sizes([kernel])?, check_grid(&b.shape, [kernel])?),
+            Work::PerDevice { kernel, .. } => {
+                (kernel_workgroup_sizes([kernel])?, Some(check_grid(&b.shape, [kernel])?))
+            }
             Work::Jobs(jobs) => {
                 check_job_names(jobs)?;
-                let kernels = || jobs.iter().map(|j| &j.kernel);
-                (kernel_workgroup_sizes(kernels())?, check_grid(&b.shape, kernels())?)
+                let kernels = || jobs.iter().filter_map(Job::kernel);
+                let grid = if kernels().next().is_some() { Some(check_grid(&b.shape, kernels())?) } else { None };
+                (kernel_workgroup_sizes(kernels())?, grid)
             }
         };
         let gpus = match b.devices {
@@ -99,7 +102,7 @@ impl Pipeline {
         };
         // Sizes against the devices, the sink and the host, before anything is allocated.
         let devices: Vec<DeviceSize> = gpus.iter().map(DeviceSize::of).collect();
-        let mut layout = preflight(&b, &grid, &jobs, workgroup_sizes, sink.as_ref(), &devices)?;
+        let mut layout = preflight(&b, grid.as_ref(), &jobs, workgroup_sizes, sink.as_ref(), &devices)?;
         layout.attributes.insert(
             "adapters".to_owned(),
             gpus.iter().map(|g| g.label().to_owned()).collect::<Vec<_>>().join("; ").into(),
@@ -235,7 +238,8 @@ impl Pipeline {
         }
         report.finish_seconds = finishing.elapsed().as_secs_f64();
         report.wall_seconds = start.elapsed().as_secs_f64();
-        let cells = grid.cells() as u64;
+        // Cell-steps mean something for field kernels only.
+        let cells = grid.map_or(0, |g| g.cells() as u64);
         report.cell_steps =
             report.devices.iter().map(|d| d.frames).sum::<u64>() * u64::from(readback.steps_per_frame) * cells;
         if report.sink.frames == 0 {

@@ -40,7 +40,7 @@ fn the_sweep_is_a_cartesian_product_and_heat_is_a_custom_kernel() {
     assert_eq!(state.iter().filter(|v| **v == 1.0).count(), 4, "the centred square is 1");
     let state = heat.kernel.initial_state(&Grid::new(&[10, 10, 10]).unwrap(), 0, 0.0);
     assert_eq!(state.iter().filter(|v| **v == 1.0).count(), 8, "the centred box is 1");
-    assert_eq!(heat.jobs(1, |_| false)[0].kernel.params, vec![0.2]);
+    assert_eq!(heat.jobs(1, |_| false)[0].kernel().unwrap().params, vec![0.2]);
 }
 
 #[test]
@@ -58,7 +58,7 @@ fn runs_override_parameters_seed_and_noise() {
     let jobs = c.jobs(4, |_| false);
     assert_eq!(jobs.len(), 2, "a batch has one job per run, whatever the device count");
     // In the order of the shader's struct Params: feed, kill, du, dv, dt.
-    assert_eq!(jobs[1].kernel.params, vec![0.02, 0.07, 0.1, 0.05, 1.0]);
+    assert_eq!(jobs[1].kernel().unwrap().params, vec![0.02, 0.07, 0.1, 0.05, 1.0]);
     let single = Config::parse("c.toml", "", ".", &[]).unwrap();
     let names: Vec<String> = single.jobs(2, |_| false).into_iter().map(|j| j.name).collect();
     assert_eq!(names, ["stream0", "stream1"], "a single run has one stream per device");
@@ -211,7 +211,7 @@ fn grid_shape_is_one_spelling_for_every_rank_and_rows_cols_stay_the_2d_one() {
     assert_eq!(c.grid_shape(), [8, 9, 10]);
     assert_eq!(c.output_fields(), ["u", "v"], "the 3-D model stores u and v, as the tutorial does");
     let job = &c.jobs(1, |_| false)[0];
-    assert_eq!((job.kernel.rank, job.kernel.name.as_str()), (3, "gray-scott-3d"));
+    assert_eq!((job.kernel().unwrap().rank, job.kernel().unwrap().name.as_str()), (3, "gray-scott-3d"));
 
     let e = err("[grid]\nshape = [30, 40]\nrows = 30\n");
     assert!(e.starts_with("c.toml line 3: grid.rows: grid.shape is given too"), "{e}");
@@ -249,6 +249,6 @@ fn a_custom_kernel_takes_the_grids_rank_and_the_boundary() {
                 [grid]\nshape = [6, 7, 8]\n[output]\nsink = \"null\"\n";
     let c = Config::parse("c.toml", text, dir.path(), &[]).unwrap();
     let job = &c.jobs(1, |_| false)[0];
-    assert_eq!(job.kernel.rank, 3);
-    assert_eq!(job.kernel.boundary, wgpipe::compute::Boundary::ZeroFlux);
+    assert_eq!(job.kernel().unwrap().rank, 3);
+    assert_eq!(job.kernel().unwrap().boundary, wgpipe::compute::Boundary::ZeroFlux);
 }

@@ -152,12 +152,12 @@ impl Config {
         let sink = open_sink(self.sink_name(), &self.sink_options)
             .map_err(|e| self.source.invalid("output.sink", e.to_string()))?;
         let jobs = self.jobs(devices.len(), |_| false);
-        let sizes = kernel_workgroup_sizes(jobs.iter().map(|j| &j.kernel)).map_err(|e| self.locate(e))?;
-        let grid = check_grid(&self.shape, jobs.iter().map(|j| &j.kernel)).map_err(|e| match e {
+        let sizes = kernel_workgroup_sizes(jobs.iter().filter_map(Job::kernel)).map_err(|e| self.locate(e))?;
+        let grid = check_grid(&self.shape, jobs.iter().filter_map(Job::kernel)).map_err(|e| match e {
             crate::Error::Invalid(m) => self.source.invalid(self.grid_key(), m),
             e => self.locate(e),
         })?;
-        preflight(&self.builder(), &grid, &jobs, sizes, sink.as_ref(), devices).map_err(|e| self.locate(e))?;
+        preflight(&self.builder(), Some(&grid), &jobs, sizes, sink.as_ref(), devices).map_err(|e| self.locate(e))?;
         Ok(())
     }
 
