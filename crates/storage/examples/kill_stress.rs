@@ -85,7 +85,15 @@ fn classify(path: &Path, reported: u64) -> &'static str {
     if std::fs::symlink_metadata(path).is_err() {
         return "no output yet";
     }
-    let Ok(out) = open_output(path) else { return "output does not open" };
+    let out = match open_output(path) {
+        Ok(out) => out,
+        Err(e) => {
+            if std::env::var_os("KILL_STRESS_VERBOSE").is_some() {
+                eprintln!("does not open: {e}");
+            }
+            return "output does not open";
+        }
+    };
     let mut verdict = "fine";
     for (s, summary) in out.streams().iter().enumerate() {
         if summary.frames < reported {
