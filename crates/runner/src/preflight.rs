@@ -2,7 +2,7 @@
 //! stream names (before any device opens), then fields, counts and sizes once the jobs are
 //! known. The config module runs the same checks before it opens a device.
 
-use wgpipe_compute::{Grid, KernelSpec};
+use wgpipe_compute::{Grid, KernelSpec, gray_scott};
 use wgpipe_storage::{DType, Sink, StreamInfo, StreamLayout, check_stream_name};
 
 use crate::builder::PipelineBuilder;
@@ -71,6 +71,14 @@ pub(crate) fn preflight(
     }
 
     let mut layout = StreamLayout::grid2d(fields.iter().cloned(), b.rows, b.cols, DType::F32);
+    if jobs[0].kernel.name == gray_scott::NAME {
+        for f in &mut layout.fields {
+            if let Some((_, long_name, units)) = gray_scott::FIELD_DESCRIPTIONS.iter().find(|d| d.0 == f.name) {
+                f.long_name = Some((*long_name).to_owned());
+                f.units = Some((*units).to_owned());
+            }
+        }
+    }
     for job in jobs {
         let mut info = StreamInfo::new(job.name.clone()).with_expected_frames(b.frames);
         info.attributes = job.attributes.clone();

@@ -62,14 +62,15 @@ fn begin_bytes_bound(layout: &StreamLayout) -> u64 {
             .map(|(k, v)| {
                 let value = match v {
                     AttrValue::Text(t) => t.len() as u64,
-                    AttrValue::Int(_) | AttrValue::Float(_) => 8,
+                    AttrValue::Int(_) | AttrValue::Float(_) | AttrValue::Float32(_) => 8,
                 };
                 k.len() as u64 + value + 64
             })
             .sum()
     };
+    let netcdf = super::netcdf::stream_bytes_bound(layout);
     let per_stream = |s: &crate::schema::StreamInfo| {
-        FINISH_PER_STREAM + 4096 * (layout.fields.len() as u64 + 1) + 2 * attr_bytes(&s.attributes)
+        FINISH_PER_STREAM + 4096 * (layout.fields.len() as u64 + 1) + 2 * attr_bytes(&s.attributes) + netcdf
     };
     FINISH_BASE + 2 * attr_bytes(&layout.attributes) + layout.streams.iter().map(per_stream).sum::<u64>()
 }
@@ -184,13 +185,16 @@ impl Hdf5Sink {
         } else {
             None
         };
+        if self.options.xdmf && existing.is_none() {
+            super::xdmf::check_free(&path, self.options.overwrite)?;
+        }
         let reserve;
         let mut staged = None;
         let (file, first_index, others_complete) = match &existing {
             None => {
                 let staging = staged.insert(Staged::prepare(&path, self.options.overwrite, OutputKind::File)?);
                 let at = staging.staging();
-                let file = File::create_excl(at).map_err(err("cannot create HDF5 file"))?;
+                let file = super::swmr::create_file(at, self.options.swmr).map_err(err("cannot create HDF5 file"))?;
                 close_on_exec(at)?;
                 reserve = self.reserve(&file, at, layout)?;
                 let root: &Location = &file;
@@ -226,6 +230,7 @@ impl Hdf5Sink {
         }
         set_bool(root, "complete", false).map_err(err("cannot write attribute to"))?;
 
+        let dims = super::netcdf::Dimensions::of(layout);
         let mut streams = Vec::with_capacity(layout.streams.len());
         for (si, s) in layout.streams.iter().enumerate() {
             let group = file.create_group(&s.name).map_err(err(&format!("cannot create group {:?} in", s.name)))?;
@@ -279,13 +284,23 @@ impl Hdf5Sink {
                 .shape(0..)
                 .create(STEPS_NAME)
                 .map_err(err(&format!("cannot create dataset {}/steps in", s.name)))?;
+            super::netcdf::describe_stream(&group, layout, &dims, &fields, &steps)
+                .map_err(err(&format!("cannot write the netCDF-4 dimensions of stream {:?} to", s.name)))?;
             streams.push(StreamSets { group, fields, steps });
         }
         file.flush().map_err(err("cannot flush"))?;
+        let mut frame_bound = frame_bytes_bound(layout, &self.options);
+        if self.options.swmr {
+            super::swmr::start(&file).map_err(err("cannot start single-writer/multiple-reader mode on"))?;
+            if reserve.is_some() {
+                let rows: Vec<usize> = layout.fields.iter().zip(&chunks).map(|(f, c)| chunk_row(f, c).0).collect();
+                let index = super::swmr::index_bytes_bound(layout, &rows, self.options.chunk_frames)?;
+                frame_bound = frame_bound.saturating_add(index);
+            }
+        }
         if let Some(staged) = staged {
             staged.publish(self.options.fsync)?;
         }
-        let frame_bound = frame_bytes_bound(layout, &self.options);
         Ok(Open { file, reserve, frame_bound, validator, streams, scratch: Vec::new(), failed: false, others_complete })
     }
 }
@@ -421,22 +436,38 @@ impl Sink for Hdf5Sink {
         // the last frame's flush left it (`complete` is false since `begin`).
         let reserved = open.reserve.as_mut().map_or(Ok(()), |r| r.before_finish(open.file.size()));
         let failed = write_failed || reserved.is_err();
-        let l = open.validator.layout();
+        let Open { file, streams, reserve, validator, others_complete, .. } = open;
+        let l = validator.layout();
+        let mut groups: Vec<Group> = streams.into_iter().map(|s| s.group).collect();
+        let mut file = Some(file);
+        let mut reopen_failed = None;
+        if self.options.swmr
+            && reserved.is_ok()
+            && let Some(swmr_file) = file.take()
+        {
+            // A SWMR writer cannot write attributes: close and reopen without SWMR.
+            match super::swmr::leave(swmr_file, std::mem::take(&mut groups), &path) {
+                Ok((f, g)) => (file, groups) = (Some(f), g),
+                Err(e) => reopen_failed = Some(e),
+            }
+        }
         let finished = (|| -> hdf5::Result<()> {
-            if reserved.is_err() {
+            let Some(file) = file.as_ref().filter(|_| reserved.is_ok()) else {
                 return Ok(());
-            }
-            for ((sets, info), &n) in open.streams.iter().zip(&l.streams).zip(open.validator.frames()) {
-                set_attr(&sets.group, "frames", &AttrValue::from(n))?;
+            };
+            for ((group, info), &n) in groups.iter().zip(&l.streams).zip(validator.frames()) {
+                set_attr(group, "frames", &AttrValue::from(n))?;
                 let complete = !failed && info.expected_frames.is_none_or(|e| e == n);
-                set_bool(&sets.group, "complete", complete)?;
+                set_bool(group, "complete", complete)?;
             }
-            set_bool(&open.file, "complete", !failed && open.others_complete)?;
-            open.file.flush()
+            set_bool(file, "complete", !failed && others_complete)?;
+            file.flush()
         })();
-        let Open { file, streams, reserve, .. } = open;
-        drop(streams);
-        let closed = file.close();
+        drop(groups);
+        let closed = match file {
+            Some(f) => f.close(),
+            None => Err(reopen_failed.unwrap_or_else(|| "the file was not reopened".into())),
+        };
         let released = reserve.map_or(Ok(()), Reserve::release);
         if !write_failed {
             reserved?;
@@ -445,6 +476,13 @@ impl Sink for Hdf5Sink {
             finished.map_err(|e| h5err("cannot finish", &path, e))?;
             closed.map_err(|e| h5err("cannot close", &path, e))?;
             released?;
+        }
+        if self.options.xdmf {
+            // Also after a failure, for the frames written; then the failure is the error.
+            let sidecar = super::xdmf::write_sidecar(&path);
+            if !failed {
+                sidecar?;
+            }
         }
         if self.options.fsync {
             std::fs::File::open(&path).and_then(|f| f.sync_all()).map_err(|e| Error::io("cannot sync", &path, e))?;

@@ -19,7 +19,7 @@ pub fn complete_streams(config: &Config) -> anyhow::Result<BTreeSet<String>> {
     let out = open_output(&path).with_context(|| format!("cannot resume {}", path.display()))?;
     let grid = &config.file.grid;
     let writes = StreamLayout::grid2d(config.output_fields(), grid.rows, grid.cols, DType::F32).fields;
-    if out.fields() != writes.as_slice() {
+    if out.fields().len() != writes.len() || out.fields().iter().zip(&writes).any(|(a, b)| !a.same_data(b)) {
         let list = |fields: &[FieldSpec]| {
             fields.iter().map(|f| format!("{} {}", f.name, f.describe())).collect::<Vec<_>>().join(", ")
         };
