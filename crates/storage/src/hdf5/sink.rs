@@ -438,7 +438,10 @@ impl Sink for Hdf5Sink {
         let failed = write_failed || reserved.is_err();
         let Open { file, streams, reserve, validator, others_complete, .. } = open;
         let l = validator.layout();
-        let mut groups: Vec<Group> = streams.into_iter().map(|s| s.group).collect();
+        // The datasets stay open while the attributes are written, as they were for every
+        // frame (closing them first changes what HDF5 writes when, and when the disk fills).
+        let mut groups: Vec<Group> = streams.iter().map(|s| s.group.clone()).collect();
+        let mut streams = Some(streams);
         let mut file = Some(file);
         let mut reopen_failed = None;
         if self.options.swmr
@@ -446,6 +449,7 @@ impl Sink for Hdf5Sink {
             && let Some(swmr_file) = file.take()
         {
             // A SWMR writer cannot write attributes: close and reopen without SWMR.
+            drop(streams.take());
             match super::swmr::leave(swmr_file, std::mem::take(&mut groups), &path) {
                 Ok((f, g)) => (file, groups) = (Some(f), g),
                 Err(e) => reopen_failed = Some(e),
@@ -464,6 +468,7 @@ impl Sink for Hdf5Sink {
             file.flush()
         })();
         drop(groups);
+        drop(streams);
         let closed = match file {
             Some(f) => f.close(),
             None => Err(reopen_failed.unwrap_or_else(|| "the file was not reopened".into())),
