@@ -17,14 +17,15 @@ use wgpipe::Pipeline;
 use wgpipe::compute::gray_scott::GrayScottParams;
 use wgpipe::storage::{DType, FieldSpec, Frame, Hdf5Sink, Sink, SinkOptions, StreamInfo, StreamLayout};
 
-/// Prints, as JSON, what xarray sees in group `stream0` of each file given, and what h5py
-/// reads of the parameter `du` of the first file.
+/// Prints, as JSON, what xarray sees in group `stream0` of each file given but the last,
+/// in the group the last argument names of the file before it, and what h5py reads of the
+/// parameter `du` of the first file.
 const XARRAY_CHECK: &str = r#"
 import json, sys
 import h5py, numpy, xarray
 out = {}
-for path in sys.argv[1:]:
-    ds = xarray.open_dataset(path, engine="h5netcdf", group="stream0")
+for path in sys.argv[1:-1]:
+    ds = xarray.open_dataset(path, engine="h5netcdf", group=sys.argv[-1] if path == sys.argv[-2] else "stream0")
     out[path] = {
         "vars": {k: {"dims": list(v.dims), "attrs": {a: str(x) for a, x in v.attrs.items()}}
                  for k, v in ds.data_vars.items()},
@@ -40,11 +41,12 @@ print(json.dumps(out))
 "#;
 
 /// A 3-D output written through the sink directly: field `c` of shape [4, 3, 5] (z, y, x),
-/// frames at steps 7 and 14, element (z, y, x) of frame i = i * 100 + z * 15 + y * 5 + x.
-fn write_3d(path: &Path) {
+/// stream `stream` (added to the file when `append`), frames at steps 7 and 14, element
+/// (z, y, x) of frame i = i * 100 + z * 15 + y * 5 + x.
+fn write_3d(path: &Path, stream: &str, append: bool) {
     let field = FieldSpec::new("c", DType::F32, [4, 3, 5]).with_units("mol/L").with_long_name("concentration");
-    let layout = StreamLayout::new(vec![field]).with_stream(StreamInfo::new("stream0").with_expected_frames(2));
-    let mut sink = Hdf5Sink::new(SinkOptions::new(path));
+    let layout = StreamLayout::new(vec![field]).with_stream(StreamInfo::new(stream).with_expected_frames(2));
+    let mut sink = Hdf5Sink::new(SinkOptions::new(path).with_append(append));
     sink.begin(&layout).unwrap();
     for (i, step) in [7u64, 14].into_iter().enumerate() {
         let values: Vec<f32> = (0..60).map(|e| (i * 100 + e) as f32).collect();
@@ -59,7 +61,12 @@ fn ncdump(path: &Path) -> String {
         panic!("cannot run ncdump ({e}): this test checks that netCDF-C reads the file; install it with: sudo apt-get install netcdf-bin")
     });
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "ncdump -h {} failed:\n{text}{}", path.display(), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "ncdump -h {} failed:\n{text}{}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
     text
 }
 
@@ -79,9 +86,12 @@ fn xarray_and_ncdump_see_dimensions_steps_units_and_parameters() {
         .run()
         .unwrap();
     assert_eq!(report.written_frames(), 3);
-    write_3d(&h3);
+    write_3d(&h3, "stream0", false);
+    // A stream appended later (what --resume does) gets its dimensions too.
+    write_3d(&h3, "stream1", true);
 
-    let out = Command::new(&python).arg("-c").arg(XARRAY_CHECK).arg(&h2).arg(&h3).output().unwrap();
+    // The last argument names the group read from the last file.
+    let out = Command::new(&python).arg("-c").arg(XARRAY_CHECK).arg(&h2).arg(&h3).arg("stream1").output().unwrap();
     assert!(out.status.success(), "xarray/h5py failed:\n{}", String::from_utf8_lossy(&out.stderr));
     let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
     let (s2, s3) = (&seen[h2.to_str().unwrap()], &seen[h3.to_str().unwrap()]);
@@ -104,7 +114,8 @@ fn xarray_and_ncdump_see_dimensions_steps_units_and_parameters() {
     assert_eq!(seen["du"], serde_json::json!({"dtype": "float32", "text": "0.1", "is_0.1f": true}));
 
     let header = ncdump(&h2);
-    for line in ["group: stream0 {", "time = UNLIMITED ; // (3 currently)", "y = 12 ;", "x = 10 ;", "float u(time, y, x) ;"]
+    for line in
+        ["group: stream0 {", "time = UNLIMITED ; // (3 currently)", "y = 12 ;", "x = 10 ;", "float u(time, y, x) ;"]
     {
         assert!(header.contains(line), "ncdump -h lacks {line:?}:\n{header}");
     }

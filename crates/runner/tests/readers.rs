@@ -135,11 +135,9 @@ fn paraview_loads_the_xdmf_sidecar_of_2d_and_3d_outputs() {
 
     // 3-D, two element types: the sink directly.
     let path = dir.path().join("c.h5");
-    let layout = StreamLayout::new(vec![
-        FieldSpec::new("c", DType::F32, [4, 3, 5]),
-        FieldSpec::new("n", DType::U16, [4, 3, 5]),
-    ])
-    .with_stream(StreamInfo::new("s").with_expected_frames(2));
+    let layout =
+        StreamLayout::new(vec![FieldSpec::new("c", DType::F32, [4, 3, 5]), FieldSpec::new("n", DType::U16, [4, 3, 5])])
+            .with_stream(StreamInfo::new("s").with_expected_frames(2));
     let mut sink = Hdf5Sink::new(SinkOptions::new(&path).with_xdmf(true));
     sink.begin(&layout).unwrap();
     for i in 0..2u64 {

@@ -49,7 +49,10 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
         if on && file.output.sink != "hdf5" {
             return Err(src.invalid(
                 key,
-                format!("only the hdf5 sink has it, and output.sink is {:?}: set output.sink = \"hdf5\" or remove {key}", file.output.sink),
+                format!(
+                    "only the hdf5 sink has it, and output.sink is {:?}: set output.sink = \"hdf5\" or remove {key}",
+                    file.output.sink
+                ),
             ));
         }
     }

@@ -181,7 +181,9 @@ fn attach_scale(ds: &Dataset, scale: &Dataset, axis: usize) -> hdf5::Result<()> 
     let (did, sid) = (ds.id(), scale.id());
     let status = hdf5::sync::sync(|| ffi::attach_scale(did, sid, idx));
     if status < 0 {
-        return Err(format!("H5DSattach_scale failed attaching {} to axis {axis} of {}", scale.name(), ds.name()).into());
+        return Err(
+            format!("H5DSattach_scale failed attaching {} to axis {axis} of {}", scale.name(), ds.name()).into()
+        );
     }
     Ok(())
 }

@@ -85,7 +85,8 @@ pub(crate) fn document(h5_name: &str, fields: &[FieldSpec], streams: &[StreamFra
     let mut x = String::from("<?xml version=\"1.0\" ?>\n<Xdmf Version=\"2.0\">\n  <Domain>\n");
     for s in streams {
         for (shape, group) in &shapes {
-            let name = if shapes.len() == 1 { s.name.to_owned() } else { format!("{} {}", s.name, join(shape.clone())) };
+            let name =
+                if shapes.len() == 1 { s.name.to_owned() } else { format!("{} {}", s.name, join(shape.clone())) };
             let rank = shape.len();
             let dims = join(shape.clone());
             let _ = writeln!(x, "    <Grid Name=\"{name}\" GridType=\"Collection\" CollectionType=\"Temporal\">");
@@ -111,8 +112,12 @@ pub(crate) fn document(h5_name: &str, fields: &[FieldSpec], streams: &[StreamFra
                     let stride = join(std::iter::repeat_n(1, on_disk));
                     let count = join(std::iter::once(1).chain(f.shape.iter().copied()));
                     let all = join(std::iter::once(s.steps.len()).chain(f.shape.iter().copied()));
-                    let _ = writeln!(x, "        <Attribute Name=\"{}\" AttributeType=\"Scalar\" Center=\"Node\">", f.name);
-                    let _ = writeln!(x, "          <DataItem ItemType=\"HyperSlab\" Dimensions=\"{dims}\" Type=\"HyperSlab\">");
+                    let _ =
+                        writeln!(x, "        <Attribute Name=\"{}\" AttributeType=\"Scalar\" Center=\"Node\">", f.name);
+                    let _ = writeln!(
+                        x,
+                        "          <DataItem ItemType=\"HyperSlab\" Dimensions=\"{dims}\" Type=\"HyperSlab\">"
+                    );
                     let _ = writeln!(
                         x,
                         "            <DataItem Dimensions=\"3 {on_disk}\" NumberType=\"UInt\" Format=\"XML\">{start} {stride} \
@@ -160,7 +165,9 @@ mod tests {
         assert!(x.contains("<Time Value=\"14\"/>"), "{x}");
         assert!(x.contains("TopologyType=\"3DCoRectMesh\" Dimensions=\"4 3 5\""), "{x}");
         assert!(x.contains(">1 0 0 0 1 1 1 1 1 4 3 5</DataItem>"), "{x}");
-        assert!(x.contains("Dimensions=\"2 4 3 5\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">a&amp;b.h5:/s0/c<"));
+        assert!(
+            x.contains("Dimensions=\"2 4 3 5\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">a&amp;b.h5:/s0/c<")
+        );
         assert!(!x.contains("/s0/h<"), "float16 has no XDMF type: {x}");
     }
 }
