@@ -156,8 +156,33 @@ fn paraview_loads_the_xdmf_sidecar_of_2d_and_3d_outputs() {
     assert_eq!(frame["arrays"]["n"], serde_json::json!(n), "{frame}");
 }
 
+#[test]
+fn the_xdmf_sidecar_of_an_unfinished_stream_lists_the_frames_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("part.h5");
+    let layout = StreamLayout::new(vec![FieldSpec::new("v", DType::F32, [3, 2])])
+        .with_stream(StreamInfo::new("s").with_expected_frames(5));
+    let mut sink = Hdf5Sink::new(SinkOptions::new(&path).with_xdmf(true));
+    sink.begin(&layout).unwrap();
+    for i in 0..2 {
+        sink.write(&Frame::new(0, i, 7 * (i + 1), vec![0; 24])).unwrap();
+    }
+    sink.finish().unwrap();
+    let xdmf = std::fs::read_to_string(dir.path().join("part.xdmf")).unwrap();
+    assert_eq!(xdmf.matches("<Time Value=").count(), 2, "{xdmf}");
+    assert!(xdmf.contains("<Time Value=\"14\"/>") && xdmf.contains("Dimensions=\"2 3 2\""), "{xdmf}");
+    assert!(!open_output(&path).unwrap().streams()[0].complete);
+    // An existing sidecar of a new output is refused like the output itself.
+    std::fs::remove_file(&path).unwrap();
+    let mut again = Hdf5Sink::new(SinkOptions::new(&path).with_xdmf(true));
+    let e = again.begin(&layout).unwrap_err().to_string();
+    assert!(e.contains("part.xdmf") && e.contains("already exists"), "{e}");
+    assert!(!path.exists(), "a refused begin created {}", path.display());
+}
+
 /// Opens the file in SWMR read mode, prints the frame count of `s/v`, waits for a line on
-/// stdin, refreshes, prints the count, the steps and the last frame's first value.
+/// stdin, refreshes, prints the count, the steps and the last frame's first value; then,
+/// after another line, the count again (the writer has finished meanwhile).
 const SWMR_READER: &str = r#"
 import sys, h5py
 f = h5py.File(sys.argv[1], "r", swmr=True)
@@ -168,6 +193,9 @@ sys.stdin.readline()
 v.refresh(); steps.refresh()
 n = v.shape[0]
 print(n, [int(s) for s in steps[:n]], float(v[n - 1, 0, 0]), flush=True)
+sys.stdin.readline()
+v.refresh()
+print(v.shape[0], flush=True)
 f.close()
 "#;
 
@@ -197,13 +225,19 @@ fn an_h5py_reader_follows_frames_while_the_sink_writes() {
     for i in 1..4 {
         sink.write(&frame(i)).unwrap();
     }
-    writeln!(reader.stdin.take().unwrap()).unwrap();
+    let mut stdin = reader.stdin.take().unwrap();
+    writeln!(stdin).unwrap();
     assert_eq!(next(), "4 [0, 3, 6, 9] 3.0", "the reader does not follow the frames written since");
-    let status = reader.wait_with_output().unwrap();
-    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
 
+    // The run ends while the reader still has the file open: finish reopens it (without
+    // SWMR) for its attributes all the same.
     sink.write(&frame(4)).unwrap();
     sink.finish().unwrap();
+    writeln!(stdin).unwrap();
+    assert_eq!(next(), "5", "the reader does not see the last frame");
+    drop(stdin);
+    let status = reader.wait_with_output().unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
     let out = open_output(&path).unwrap();
     assert!(out.complete() && out.streams()[0].frames == 5, "{:?}", out.streams());
 }

@@ -291,7 +291,8 @@ impl Hdf5Sink {
         file.flush().map_err(err("cannot flush"))?;
         let mut frame_bound = frame_bytes_bound(layout, &self.options);
         if self.options.swmr {
-            super::swmr::start(&file).map_err(err("cannot start single-writer/multiple-reader mode on"))?;
+            super::swmr::start(&file, streams.iter().map(|s| &s.group))
+                .map_err(err("cannot start single-writer/multiple-reader mode on"))?;
             if reserve.is_some() {
                 let rows: Vec<usize> = layout.fields.iter().zip(&chunks).map(|(f, c)| chunk_row(f, c).0).collect();
                 let index = super::swmr::index_bytes_bound(layout, &rows, self.options.chunk_frames)?;
@@ -438,41 +439,32 @@ impl Sink for Hdf5Sink {
         let failed = write_failed || reserved.is_err();
         let Open { file, streams, reserve, validator, others_complete, .. } = open;
         let l = validator.layout();
-        // The datasets stay open while the attributes are written, as they were for every
-        // frame (closing them first changes what HDF5 writes when, and when the disk fills).
-        let mut groups: Vec<Group> = streams.iter().map(|s| s.group.clone()).collect();
-        let mut streams = Some(streams);
-        let mut file = Some(file);
-        let mut reopen_failed = None;
-        if self.options.swmr
-            && reserved.is_ok()
-            && let Some(swmr_file) = file.take()
-        {
-            // A SWMR writer cannot write attributes: close and reopen without SWMR.
-            drop(streams.take());
-            match super::swmr::leave(swmr_file, std::mem::take(&mut groups), &path) {
-                Ok((f, g)) => (file, groups) = (Some(f), g),
-                Err(e) => reopen_failed = Some(e),
-            }
-        }
+        // SWMR: attributes may not be created any more, only the ones made before SWMR
+        // started overwritten in place (see `swmr`).
+        let swmr = self.options.swmr;
         let finished = (|| -> hdf5::Result<()> {
-            let Some(file) = file.as_ref().filter(|_| reserved.is_ok()) else {
+            if reserved.is_err() {
                 return Ok(());
-            };
-            for ((group, info), &n) in groups.iter().zip(&l.streams).zip(validator.frames()) {
-                set_attr(group, "frames", &AttrValue::from(n))?;
-                let complete = !failed && info.expected_frames.is_none_or(|e| e == n);
-                set_bool(group, "complete", complete)?;
             }
-            set_bool(file, "complete", !failed && others_complete)?;
+            for ((sets, info), &n) in streams.iter().zip(&l.streams).zip(validator.frames()) {
+                let complete = !failed && info.expected_frames.is_none_or(|e| e == n);
+                if swmr {
+                    super::swmr::overwrite(&sets.group, n, complete)?;
+                } else {
+                    set_attr(&sets.group, "frames", &AttrValue::from(n))?;
+                    set_bool(&sets.group, "complete", complete)?;
+                }
+            }
+            let complete = !failed && others_complete;
+            if swmr {
+                super::swmr::overwrite_complete(&file, complete)?
+            } else {
+                set_bool(&file, "complete", complete)?
+            }
             file.flush()
         })();
-        drop(groups);
         drop(streams);
-        let closed = match file {
-            Some(f) => f.close(),
-            None => Err(reopen_failed.unwrap_or_else(|| "the file was not reopened".into())),
-        };
+        let closed = file.close();
         let released = reserve.map_or(Ok(()), Reserve::release);
         if !write_failed {
             reserved?;

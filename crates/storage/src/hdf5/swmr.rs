@@ -3,12 +3,13 @@
 //! dataset).
 //!
 //! HDF5 1.10's SWMR needs the 1.10 file format ("libver latest") and allows, once
-//! `H5Fstart_swmr_write` is called, only appending to existing datasets: no new objects and no
-//! attribute writes. So the sink creates the file in that format, creates every group,
-//! dataset, dimension scale and attribute first, then starts SWMR; each frame's flush makes
-//! it visible to readers. `finish` cannot write its `frames`/`complete` attributes in SWMR
-//! mode: it closes the file and reopens it normally for them ([`reopen`]); a reader that
-//! still has it open keeps reading.
+//! `H5Fstart_swmr_write` is called, no new objects and no new attributes. So the sink creates
+//! the file in that format, creates every group, dataset, dimension scale and attribute first
+//! (`frames` too, at 0), then starts SWMR; each frame's flush makes it visible to readers.
+//! `finish` overwrites `frames` and `complete` in place (same type and size, so the object
+//! headers keep their layout). It cannot close the file and reopen it normally instead: a
+//! SWMR reader holds a shared lock on it, and the writer's exclusive reopen fails while one
+//! is reading.
 //!
 //! Disk-space reservation: in the 1.10 format a chunked dataset with one unlimited axis
 //! indexes its chunks with an *extensible array*, whose data blocks double in size and are
@@ -20,10 +21,16 @@
 
 use std::path::Path;
 
-use hdf5::{File, Group};
+use hdf5::{File, Group, Location};
+
+use super::format::set_attr;
 
 use crate::error::{Error, Result};
-use crate::schema::StreamLayout;
+use crate::schema::{AttrValue, StreamLayout};
+
+/// The attributes `finish` writes: created before SWMR starts, overwritten in place after.
+const FRAMES: &str = "frames";
+const COMPLETE: &str = "complete";
 
 /// Bytes one element of an extensible array chunk index takes, at most: the chunk's address,
 /// and for a filtered chunk its size and filter mask.
@@ -37,8 +44,25 @@ pub(crate) fn create_file(at: &Path, swmr: bool) -> hdf5::Result<File> {
 }
 
 /// Enters SWMR write mode; call once every object and attribute of the file exists.
-pub(crate) fn start(file: &File) -> hdf5::Result<()> {
+/// Creates the `frames` attribute of every stream group first (0), so that `finish` can
+/// overwrite it ([`overwrite`]).
+pub(crate) fn start<'a>(file: &File, groups: impl IntoIterator<Item = &'a Group>) -> hdf5::Result<()> {
+    for g in groups {
+        set_attr(g, FRAMES, &AttrValue::Int(0))?;
+    }
     file.start_swmr()
+}
+
+/// Writes a stream's final `frames` and `complete` into the attributes made before SWMR
+/// started: same type and size, written in place (no new object, no new attribute).
+pub(crate) fn overwrite(group: &Group, frames: u64, complete: bool) -> hdf5::Result<()> {
+    group.attr(FRAMES)?.write_scalar(&i64::try_from(frames).unwrap_or(i64::MAX))?;
+    overwrite_complete(group, complete)
+}
+
+/// Writes `complete` into the attribute made before SWMR started.
+pub(crate) fn overwrite_complete(loc: &Location, complete: bool) -> hdf5::Result<()> {
+    loc.attr(COMPLETE)?.write_scalar(&complete)
 }
 
 /// Bytes one frame can add to the chunk indexes of a SWMR file beyond what the default
@@ -61,17 +85,4 @@ pub(crate) fn index_bytes_bound(layout: &StreamLayout, chunks_per_frame: &[usize
     let per_dataset = |chunks: u64| INDEX_BASE_BYTES.saturating_add(chunks.saturating_mul(2 * INDEX_ELEMENT_BYTES));
     let fields = chunks_per_frame.iter().map(|&c| per_dataset(chunk_rows.saturating_mul(c as u64)));
     Ok(fields.fold(per_dataset(most), u64::saturating_add))
-}
-
-/// Closes a SWMR file and opens it again for writing, without SWMR, so that `finish` can
-/// write attributes; `groups` (closed first, as every handle on the file must be) are
-/// returned open again in the new file.
-pub(crate) fn leave(file: File, groups: Vec<Group>, path: &Path) -> hdf5::Result<(File, Vec<Group>)> {
-    let names: Vec<String> = groups.iter().map(|g| g.name()).collect();
-    drop(groups);
-    file.close()?;
-    let file = super::cloexec::retry_while_locked(|| File::open_rw(path))?;
-    super::cloexec::close_on_exec(path).map_err(|e| e.to_string())?;
-    let groups = names.iter().map(|n| file.group(n)).collect::<hdf5::Result<_>>()?;
-    Ok((file, groups))
 }
