@@ -167,6 +167,13 @@ impl Hdf5Sink {
         self.check_layout(layout)?;
         let validator = Validator::new(layout)?;
         let chunks = self.chunk_shapes(layout)?;
+        // What a SWMR file's chunk index adds per frame, known (or refused) before any file exists.
+        let swmr_index = if self.options.swmr && self.options.reserve_space {
+            let rows: Vec<usize> = layout.fields.iter().zip(&chunks).map(|(f, c)| chunk_row(f, c).0).collect();
+            super::swmr::index_bytes_bound(layout, &rows, self.options.chunk_frames)?
+        } else {
+            0
+        };
         if let Compression::Deflate(_) = self.options.compression
             && !hdf5::filters::deflate_available()
         {
@@ -293,11 +300,7 @@ impl Hdf5Sink {
         if self.options.swmr {
             super::swmr::start(&file, streams.iter().map(|s| &s.group))
                 .map_err(err("cannot start single-writer/multiple-reader mode on"))?;
-            if reserve.is_some() {
-                let rows: Vec<usize> = layout.fields.iter().zip(&chunks).map(|(f, c)| chunk_row(f, c).0).collect();
-                let index = super::swmr::index_bytes_bound(layout, &rows, self.options.chunk_frames)?;
-                frame_bound = frame_bound.saturating_add(index);
-            }
+            frame_bound = frame_bound.saturating_add(swmr_index);
         }
         if let Some(staged) = staged {
             staged.publish(self.options.fsync)?;
