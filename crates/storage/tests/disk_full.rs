@@ -382,9 +382,8 @@ fn a_full_disk_at_any_point_keeps_every_reported_frame_readable() {
 }
 
 /// SWMR files use the HDF5 1.10 format (other object headers, an extensible-array chunk
-/// index): a full disk at sizes spread over many frames still stops the sink between frames,
-/// with every reported frame readable by h5py and h5dump. (At 200 frames the index's blocks
-/// are small; this does not isolate the term the reservation adds for its larger blocks.)
+/// index, paged): a full disk at sizes spread over many frames still stops the sink between
+/// frames, with every reported frame readable by h5py and h5dump.
 #[test]
 fn a_full_disk_stops_a_swmr_file_between_frames() {
     let sinks = Sinks { label: "hdf5 swmr", kind: "hdf5", compression: Compression::None, chunk_frames: 1, swmr: true };

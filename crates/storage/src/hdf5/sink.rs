@@ -167,13 +167,6 @@ impl Hdf5Sink {
         self.check_layout(layout)?;
         let validator = Validator::new(layout)?;
         let chunks = self.chunk_shapes(layout)?;
-        // What a SWMR file's chunk index adds per frame, known (or refused) before any file exists.
-        let swmr_index = if self.options.swmr && self.options.reserve_space {
-            let rows: Vec<usize> = layout.fields.iter().zip(&chunks).map(|(f, c)| chunk_row(f, c).0).collect();
-            super::swmr::index_bytes_bound(layout, &rows, self.options.chunk_frames)?
-        } else {
-            0
-        };
         if let Compression::Deflate(_) = self.options.compression
             && !hdf5::filters::deflate_available()
         {
@@ -296,15 +289,14 @@ impl Hdf5Sink {
             streams.push(StreamSets { group, fields, steps });
         }
         file.flush().map_err(err("cannot flush"))?;
-        let mut frame_bound = frame_bytes_bound(layout, &self.options);
         if self.options.swmr {
             super::swmr::start(&file, streams.iter().map(|s| &s.group))
                 .map_err(err("cannot start single-writer/multiple-reader mode on"))?;
-            frame_bound = frame_bound.saturating_add(swmr_index);
         }
         if let Some(staged) = staged {
             staged.publish(self.options.fsync)?;
         }
+        let frame_bound = frame_bytes_bound(layout, &self.options);
         Ok(Open { file, reserve, frame_bound, validator, streams, scratch: Vec::new(), failed: false, others_complete })
     }
 }
