@@ -2,7 +2,7 @@
 //! stream names (before any device opens), then fields, counts and sizes once the jobs are
 //! known. The config module runs the same checks before it opens a device.
 
-use wgpipe_compute::{Grid, KernelSpec};
+use wgpipe_compute::{Grid, KernelSpec, gray_scott, gray_scott_3d};
 use wgpipe_storage::{DType, FieldSpec, Sink, StreamInfo, StreamLayout, check_stream_name};
 
 use crate::builder::PipelineBuilder;
@@ -91,8 +91,18 @@ pub(crate) fn preflight(
             }
             let fields = b.fields.clone().unwrap_or_else(|| kernel_fields.clone());
             first.field_indices(&fields)?;
-            let specs = fields.iter().map(|f| FieldSpec::new(f.clone(), DType::F32, grid.shape())).collect();
-            (StreamLayout::new(specs), kernel_fields.len())
+            let mut layout =
+                StreamLayout::new(fields.iter().map(|f| FieldSpec::new(f.clone(), DType::F32, grid.shape())).collect());
+            // The Gray-Scott models' fields have a long name and units, for netCDF readers.
+            if [gray_scott::NAME, gray_scott_3d::NAME].contains(&first.name.as_str()) {
+                for f in &mut layout.fields {
+                    if let Some((_, long_name, units)) = gray_scott::FIELD_DESCRIPTIONS.iter().find(|d| d.0 == f.name) {
+                        f.long_name = Some((*long_name).to_owned());
+                        f.units = Some((*units).to_owned());
+                    }
+                }
+            }
+            (layout, kernel_fields.len())
         }
         (None, _) => {
             if b.fields.is_some() {

@@ -72,7 +72,8 @@ fn run_with_overrides_writes_an_hdf5_file_with_every_frame() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("overlap:") && stdout.contains("output: tiny.h5"), "{stdout}");
     let o = open_output(dir.path().join("tiny.h5")).unwrap();
-    assert_eq!(o.fields(), [wgpipe::storage::FieldSpec::new("v", wgpipe::storage::DType::F32, [16, 12])]);
+    let v = wgpipe::storage::FieldSpec::new("v", wgpipe::storage::DType::F32, [16, 12]);
+    assert_eq!(o.fields(), [v.with_units("1").with_long_name("inhibitor v")]);
     assert_eq!(o.streams().len(), 1);
     assert_eq!(o.streams()[0].frames, 3);
     assert!(o.complete() && o.streams()[0].complete);
@@ -246,7 +247,7 @@ fn batch_runs_are_streams_with_their_parameters() {
     assert_eq!(names, ["feed0.02_kill0.05", "feed0.02_kill0.06", "feed0.03_kill0.05", "feed0.03_kill0.06"]);
     let s = &o.streams()[3];
     assert_eq!(s.frames, 2);
-    assert_eq!(s.attributes.get("kill"), Some(&wgpipe::storage::AttrValue::Float(f64::from(0.06f32))));
+    assert_eq!(s.attributes.get("kill"), Some(&wgpipe::storage::AttrValue::Float32(0.06)));
 }
 
 #[test]

@@ -219,8 +219,10 @@ impl ResolvedKernel {
                     ("seed".to_owned(), AttrValue::from(seed)),
                     ("noise".to_owned(), AttrValue::from(noise)),
                 ]);
+                // Stored as the f32 the kernel's `Params` uniform holds (as `spec` converts them),
+                // so the file records the value that ran, with its type.
                 for (k, v) in params {
-                    a.insert(k.clone(), AttrValue::from(*v));
+                    a.insert(k.clone(), AttrValue::from(*v as f32));
                 }
                 a
             }

@@ -124,7 +124,9 @@ impl Config {
             .with_overwrite(file.output.overwrite)
             .with_compression(validate::compression(&file, &source)?)
             .with_chunk_frames(file.output.chunk_frames)
-            .with_fsync(file.output.fsync);
+            .with_fsync(file.output.fsync)
+            .with_xdmf(file.output.xdmf)
+            .with_swmr(file.output.swmr);
         let config = Config { file, kernel, runs, selector, sink_options, fields, shape, source };
         // Sizes now, before any device opens: each selected adapter gives at least
         // `devices.count` devices, whose limits are checked once they are open.

@@ -230,6 +230,10 @@ pub struct OutputSection {
     pub chunk_frames: usize,
     /// fsync the output when the run ends.
     pub fsync: bool,
+    /// Write an XDMF sidecar (`OUT.xdmf`) for ParaView and VisIt (hdf5 only).
+    pub xdmf: bool,
+    /// Single-writer/multiple-reader mode: readers follow frames during the run (hdf5 only).
+    pub swmr: bool,
 }
 
 impl Default for OutputSection {
@@ -242,6 +246,8 @@ impl Default for OutputSection {
             compression: "none".to_owned(),
             chunk_frames: 1,
             fsync: false,
+            xdmf: false,
+            swmr: false,
         }
     }
 }

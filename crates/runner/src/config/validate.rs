@@ -44,6 +44,17 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
         return Err(src.invalid("output.path", "the path is empty: give a file (hdf5) or directory (raw)"));
     }
     compression(file, src)?;
+    for (key, on) in [("output.xdmf", file.output.xdmf), ("output.swmr", file.output.swmr)] {
+        if on && file.output.sink != "hdf5" {
+            return Err(src.invalid(
+                key,
+                format!(
+                    "only the hdf5 sink has it, and output.sink is {:?}: set output.sink = \"hdf5\" or remove {key}",
+                    file.output.sink
+                ),
+            ));
+        }
+    }
     if let Some(fields) = &file.output.fields
         && fields.is_empty()
     {

@@ -4,8 +4,11 @@
 
 mod cloexec;
 mod format;
+mod netcdf;
 pub(crate) mod read;
 mod reserve;
 mod sink;
+mod swmr;
+mod xdmf;
 
 pub use sink::Hdf5Sink;

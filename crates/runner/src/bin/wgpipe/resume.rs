@@ -20,7 +20,7 @@ pub fn complete_streams(config: &Config) -> anyhow::Result<BTreeSet<String>> {
     let shape = config.grid_shape();
     let writes: Vec<FieldSpec> =
         config.output_fields().iter().map(|f| FieldSpec::new(f.clone(), DType::F32, shape)).collect();
-    if out.fields() != writes.as_slice() {
+    if out.fields().len() != writes.len() || out.fields().iter().zip(&writes).any(|(a, b)| !a.same_data(b)) {
         let list = |fields: &[FieldSpec]| {
             fields.iter().map(|f| format!("{} {}", f.name, f.describe())).collect::<Vec<_>>().join(", ")
         };

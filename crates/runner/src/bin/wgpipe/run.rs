@@ -47,6 +47,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             path.display()
         );
     }
+    if args.resume && config.file.output.swmr {
+        bail!(
+            "{}: output.swmr: --resume cannot use single-writer/multiple-reader mode (a file enters it only when \
+             it is created): resume with --set output.swmr=false",
+            config.origin("output.swmr")
+        );
+    }
     config.check_output(args.resume)?;
     let done = if args.resume { complete_streams(&config)? } else { Default::default() };
 
