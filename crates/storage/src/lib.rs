@@ -21,8 +21,9 @@
 //! // Per frame: a 2 x 3 float32 field `u` and a 4-bin uint32 histogram `h`.
 //! let layout = StreamLayout::new(vec![FieldSpec::new("u", DType::F32, [2, 3]), FieldSpec::new("h", DType::U32, [4])])
 //!     .with_stream(StreamInfo::new("run0").with_expected_frames(1));
-//! let dir = std::env::temp_dir().join(format!("wgpipe-storage-doc-{}", std::process::id()));
-//! let mut sink = open_sink("raw", &SinkOptions::new(&dir).with_overwrite(true))?;
+//! let tmp = tempfile::tempdir()?;
+//! let dir = tmp.path().join("out");
+//! let mut sink = open_sink("raw", &SinkOptions::new(&dir))?;
 //! sink.begin(&layout)?;
 //! let u = [0.5f32, 1.0, 1.5, 2.0, 2.5, 3.0].iter().flat_map(|x| x.to_le_bytes());
 //! let h = [7u32, 0, 1, 2].iter().flat_map(|x| x.to_le_bytes());
@@ -33,8 +34,7 @@
 //! assert_eq!(out.read_f32(0, 0, 0)?, [0.5, 1.0, 1.5, 2.0, 2.5, 3.0]);
 //! assert_eq!(out.read_field(0, 1, 0)?.to_f64(), [7.0, 0.0, 1.0, 2.0]);
 //! assert_eq!(out.steps(0)?, [100]);
-//! # std::fs::remove_dir_all(&dir).ok();
-//! # Ok::<(), wgpipe_storage::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod append;
