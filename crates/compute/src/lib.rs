@@ -5,15 +5,6 @@
 //! ring of staging buffers. It knows nothing of storage: frames come out as bytes in buffers
 //! the caller owns.
 //!
-//! - [`list_adapters`] / [`open_devices`]: discovery and selection ([`DeviceSelector`]).
-//! - [`Grid`]: the shape of a 1-, 2- or 3-D grid (`[nz, ny, nx]`, C order, x fastest).
-//! - [`KernelSpec`]: a WGSL step shader, its fields, parameters, rank and [`Boundary`]; it is
-//!   compiled after a prelude generated from them ([`KernelSpec::prelude`]).
-//!   [`gray_scott`] (2-D) and [`gray_scott_3d`] (the ADIOS2 tutorial's model) are built in,
-//!   each with a plain-Rust twin; [`cpu_twin`] has the prelude's helpers.
-//! - [`FieldSim`]: a kernel's state on one device (a ping-pong buffer pair per field).
-//! - [`FrameProducer`]: steps + readback, with frame n+1 computing while frame n is copied out.
-//!
 //! ```
 //! use wgpipe_compute::{gray_scott, open_devices, DeviceSelector, FieldSim, FrameProducer, Grid, ReadbackConfig};
 //!
@@ -34,6 +25,16 @@
 //! assert_eq!(buf.len(), 32 * 32 * 4); // one f32 field of 32 × 32 cells
 //! # Ok::<(), wgpipe_compute::Error>(())
 //! ```
+//!
+//! - [`list_adapters`] / [`open_devices`]: discovery and selection ([`DeviceSelector`]; the
+//!   default takes each physical adapter once, hardware first: [`default_picks`]).
+//! - [`Grid`]: the shape of a 1-, 2- or 3-D grid (`[nz, ny, nx]`, C order, x fastest).
+//! - [`KernelSpec`]: a WGSL step shader, its fields, parameters, rank and [`Boundary`]; it is
+//!   compiled after a prelude generated from them ([`KernelSpec::prelude`]).
+//!   [`gray_scott`] (2-D) and [`gray_scott_3d`] (the ADIOS2 tutorial's model) are built in,
+//!   each with a plain-Rust twin; [`cpu_twin`] has the prelude's helpers.
+//! - [`FieldSim`]: a kernel's state on one device (a ping-pong buffer pair per field).
+//! - [`FrameProducer`]: steps + readback, with frame n+1 computing while frame n is copied out.
 
 mod adapters;
 pub mod cpu_twin;

@@ -2,19 +2,6 @@
 //!
 //! The storage half of wgpipe: it knows frames, stream layouts and files, and nothing of GPUs.
 //!
-//! A frame is a set of named arrays: the [`StreamLayout`] declares each field once, with its
-//! element type ([`DType`]: `u8 u16 u32 i32 f16 f32 f64`) and shape of rank 1 to 3, and every
-//! [`Frame`] carries the fields' bytes back to back in that order (C order, last axis
-//! fastest, little-endian). Sinks store each field as `[frames, *shape]`.
-//!
-//! A [`Sink`] is driven in push mode: [`Sink::begin`] once with the layout, then
-//! [`Sink::write`] for every frame (in production order within each stream; streams may
-//! interleave), then [`Sink::finish`], which flushes, closes and returns a [`SinkSummary`].
-//! Three sinks ship with the crate, chosen by name with [`open_sink`]: `null` (counts and
-//! checksums), `raw` (little-endian files readable by `numpy.fromfile`) and `hdf5` (one
-//! self-describing file; cargo feature `hdf5`, on by default). [`open_output`] reads what
-//! `raw` and `hdf5` stored back, and [`conformance`] is the suite every sink passes.
-//!
 //! ```
 //! use wgpipe_storage::{DType, FieldSpec, Frame, SinkOptions, StreamInfo, StreamLayout, open_output, open_sink};
 //!
@@ -36,6 +23,19 @@
 //! assert_eq!(out.steps(0)?, [100]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! A frame is a set of named arrays: the [`StreamLayout`] declares each field once, with its
+//! element type ([`DType`]: `u8 u16 u32 i32 f16 f32 f64`) and shape of rank 1 to 3, and every
+//! [`Frame`] carries the fields' bytes back to back in that order (C order, last axis
+//! fastest, little-endian). Sinks store each field as `[frames, *shape]`.
+//!
+//! A [`Sink`] is driven in push mode: [`Sink::begin`] once with the layout, then
+//! [`Sink::write`] for every frame (in production order within each stream; streams may
+//! interleave), then [`Sink::finish`], which flushes, closes and returns a [`SinkSummary`].
+//! Three sinks ship with the crate, chosen by name with [`open_sink`]: `null` (counts and
+//! checksums), `raw` (little-endian files readable by `numpy.fromfile`) and `hdf5` (one
+//! self-describing file; cargo feature `hdf5`, on by default). [`open_output`] reads what
+//! `raw` and `hdf5` stored back, and [`conformance`] is the suite every sink passes.
 
 mod append;
 mod checksum;
