@@ -50,8 +50,8 @@ pub enum DeviceSelector {
 }
 
 impl DeviceSelector {
-    /// Parses `"all"`, `"all-backends"`, a backend name (`vulkan`, `gl`, `metal`, `dx12`), a comma-separated list
-    /// of indices (`"0,1"`), or else a name substring.
+    /// Parses `"all"`, `"all-backends"`, a backend name (`vulkan`, `gl`, `metal`, `dx12`), a
+    /// comma-separated list of indices (`"0,1"`), or else a name substring.
     pub fn parse(text: &str) -> Result<Self> {
         let t = text.trim();
         if t.is_empty() {
@@ -205,8 +205,8 @@ pub fn open_devices(selector: &DeviceSelector, count: usize) -> Result<Vec<GpuDe
 }
 
 /// Opens one device, turning a panic inside wgpu or its driver into an error that names the
-/// adapter. Some drivers panic rather than fail (wgpu's GL backend on EGL with `BadAccess` when
-/// one GL adapter is opened twice); a user's choice of adapters must not abort the process.
+/// adapter. wgpu's backends panic rather than return an error on some driver failures (its GL
+/// backend unwraps every EGL call); a user's choice of adapters must not abort the process.
 fn open_guarded(adapter: &wgpu::Adapter, summary: &AdapterSummary, label: String) -> Result<GpuDevice> {
     let opened =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| GpuDevice::open(adapter, summary.clone(), label)));
