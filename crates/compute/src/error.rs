@@ -29,7 +29,7 @@ pub enum Error {
     },
     /// A device selection string or value is malformed.
     #[error(
-        "invalid device selection {0:?}: use \"all\", a backend (vulkan, gl, metal, dx12), a name substring, or a list of indices"
+        "invalid device selection {0:?}: use \"all\", \"all-backends\", a backend (vulkan, gl, metal, dx12), a name substring, or a list of indices"
     )]
     InvalidSelector(String),
     /// The adapter refused to open a device.

@@ -13,13 +13,13 @@
 //! use wgpipe::{Pipeline, compute::gray_scott::GrayScottParams, storage::NullSink};
 //!
 //! let report = Pipeline::builder()
-//!     .grid(64, 64)
-//!     .frames(4)
-//!     .steps_per_frame(16)
+//!     .grid(32, 32)
+//!     .frames(3)
+//!     .steps_per_frame(8)
 //!     .gray_scott(GrayScottParams::default(), 0, 0.0)
 //!     .sink(NullSink::default())
 //!     .run()?;
-//! assert_eq!(report.written_frames(), 4 * report.devices.len() as u64);
+//! assert_eq!(report.written_frames(), 3 * report.devices.len() as u64);
 //! println!("{report}");
 //! # Ok::<(), wgpipe::Error>(())
 //! ```

@@ -80,12 +80,54 @@ fn run_with_overrides_writes_an_hdf5_file_with_every_frame() {
     assert_eq!(o.steps(0).unwrap(), vec![2, 4, 6]);
 }
 
+/// `--progress json`: every progress line on stderr is one JSON object; the first is at the
+/// start (nothing written, no ETA), the last says `done` with every frame written, and the
+/// per-device counts add up.
+#[test]
+fn progress_json_prints_one_parsable_object_per_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = wgpipe(
+        dir.path(),
+        &tiny_args(&["--set", "devices.count=2", "--set", "output.sink=null", "--progress", "json"]),
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let lines: Vec<serde_json::Value> = err
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert!(lines.len() >= 2, "{err}");
+    let (first, last) = (&lines[0], &lines[lines.len() - 1]);
+    assert_eq!((first["written"].as_u64(), first["expected"].as_u64()), (Some(0), Some(6)), "{first}");
+    assert!(first["eta_s"].is_null() && first["done"] == false, "{first}");
+    assert_eq!((last["written"].as_u64(), last["computed"].as_u64()), (Some(6), Some(6)), "{last}");
+    assert_eq!(last["done"], true, "{last}");
+    assert_eq!(last["eta_s"].as_f64(), Some(0.0), "{last}");
+    assert_eq!(last["queue"].as_u64(), Some(0), "{last}");
+    let devices = last["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 2, "{last}");
+    assert_eq!(devices.iter().map(|d| d["written"].as_u64().unwrap()).sum::<u64>(), 6, "{last}");
+    assert!(devices.iter().all(|d| d["label"].as_str().is_some_and(|l| !l.is_empty())), "{last}");
+    for key in ["frames_per_s", "mb_per_s", "cell_steps_per_s", "elapsed_s"] {
+        assert!(lines.iter().all(|l| l[key].as_f64().is_some_and(|x| x >= 0.0)), "{key}: {err}");
+    }
+    assert_eq!(lines.iter().filter(|l| l["done"] == true).count(), 1, "{err}");
+}
+
 #[test]
 fn devices_lists_at_least_one_adapter() {
     let out = wgpipe(Path::new("."), &["devices"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.lines().any(|l| l.trim_start().starts_with("0 ")), "{stdout}");
+    assert!(stdout.lines().any(|l| l.trim_start_matches(['*', ' ']).starts_with("0 ")), "{stdout}");
+    // Every adapter line carries the default's verdict; at least one adapter is taken.
+    let rows: Vec<&str> =
+        stdout.lines().skip(1).filter(|l| l.trim_start_matches(['*', ' ']).starts_with(char::is_numeric)).collect();
+    assert!(!rows.is_empty(), "{stdout}");
+    let verdicts = ["hardware adapter", "no hardware adapter exists", "same adapter as", "a hardware adapter exists"];
+    assert!(rows.iter().all(|l| verdicts.iter().any(|v| l.contains(v))), "{stdout}");
+    assert!(rows.iter().any(|l| l.starts_with('*')), "no adapter marked as the default's: {stdout}");
 }
 
 #[test]

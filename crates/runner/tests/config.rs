@@ -109,7 +109,8 @@ fn devices_select_takes_an_index_a_list_or_text_and_says_what_it_accepts() {
     assert_eq!(select("[0, 2]").unwrap(), DeviceSelector::Indices(vec![0, 2]));
     assert_eq!(select("\"0,1\"").unwrap(), DeviceSelector::Indices(vec![0, 1]));
     assert_eq!(select("\"vulkan\"").unwrap(), DeviceSelector::Backend(wgpipe::compute::wgpu::Backend::Vulkan));
-    let accepted = "expected \"all\", a backend (\"vulkan\", \"gl\", \"metal\", \"dx12\"), a name substring, an adapter index such as 0, or a list of indices such as [0, 1]";
+    assert_eq!(select("\"all-backends\"").unwrap(), DeviceSelector::AllBackends);
+    let accepted = "expected \"all\" (each physical adapter once), \"all-backends\", a backend (\"vulkan\", \"gl\", \"metal\", \"dx12\"), a name substring, an adapter index such as 0, or a list of indices such as [0, 1]";
     for (value, what) in [
         ("true", "invalid type: boolean `true`"),
         ("-1", "invalid value: integer `-1`"),

@@ -39,7 +39,7 @@ use crate::{IoMode, Job, PipelineBuilder};
 use source::Source;
 
 /// The built-in default run: the text of `configs/gray-scott.toml`.
-pub const DEFAULT_CONFIG: &str = include_str!("../../../../configs/gray-scott.toml");
+pub const DEFAULT_CONFIG: &str = include_str!("../../configs/gray-scott.toml");
 /// The name the built-in default is reported under.
 pub const DEFAULT_CONFIG_NAME: &str = "configs/gray-scott.toml (built-in default)";
 

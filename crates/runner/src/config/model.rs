@@ -106,7 +106,7 @@ pub enum Select {
 }
 
 /// What `devices.select` accepts, as error messages list it.
-pub(crate) const SELECT_ACCEPTS: &str = "\"all\", a backend (\"vulkan\", \"gl\", \"metal\", \"dx12\"), a name \
+pub(crate) const SELECT_ACCEPTS: &str = "\"all\" (each physical adapter once), \"all-backends\", a backend (\"vulkan\", \"gl\", \"metal\", \"dx12\"), a name \
      substring, an adapter index such as 0, or a list of indices such as [0, 1]";
 
 /// An adapter index: a whole number from 0.

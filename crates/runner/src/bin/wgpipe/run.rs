@@ -29,7 +29,7 @@ pub struct RunArgs {
     #[arg(long)]
     resume: bool,
     /// Progress on stderr: bars on a terminal (auto), a line every 2 s (plain), a line per
-    /// change of the frames written (frames), or none.
+    /// change of the frames written (frames), a JSON object per line every second (json), or none.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     progress: ProgressMode,
 }
