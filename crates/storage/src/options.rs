@@ -121,6 +121,15 @@ pub struct SinkOptions {
     /// leaves a file holding every frame written, never a damaged one (README,
     /// "Reliability"). On by default; turning it off only makes sense to measure its cost.
     pub reserve_space: bool,
+    /// HDF5 only: write an XDMF sidecar (`OUT.xdmf` beside `OUT.h5`) when the sink finishes,
+    /// describing every stream as a time series on a uniform grid, so that ParaView and
+    /// VisIt open the run with no code (README, "Reading the output").
+    pub xdmf: bool,
+    /// HDF5 only: open the file in single-writer/multiple-reader mode once its streams are
+    /// created, so that readers (h5py `File(path, "r", swmr=True)`) can follow frames while
+    /// the run goes. Writes the HDF5 1.10 file format (older HDF5 libraries cannot read it);
+    /// cannot append to an existing file.
+    pub swmr: bool,
     /// HDF5 with deflate: threads that compress a frame's chunks at once (the writer's own
     /// thread included), which then go to the file through HDF5's direct chunk write. 1
     /// compresses on the writer thread alone. Default: [`default_compression_threads`].
@@ -145,6 +154,8 @@ impl Default for SinkOptions {
             append: false,
             reserve_space: true,
             compression_threads: default_compression_threads(),
+            xdmf: false,
+            swmr: false,
         }
     }
 }
@@ -197,8 +208,27 @@ impl SinkOptions {
         self
     }
 
+    /// Sets [`SinkOptions::xdmf`].
+    pub fn with_xdmf(mut self, xdmf: bool) -> Self {
+        self.xdmf = xdmf;
+        self
+    }
+
+    /// Sets [`SinkOptions::swmr`].
+    pub fn with_swmr(mut self, swmr: bool) -> Self {
+        self.swmr = swmr;
+        self
+    }
+
     /// Errors on values no sink accepts.
     pub(crate) fn check(&self) -> Result<()> {
+        if self.swmr && self.append {
+            return Err(Error::InvalidOptions(
+                "swmr cannot append to an existing output (resume): a file only enters \
+                 single-writer/multiple-reader mode when it is created; run without swmr to resume"
+                    .into(),
+            ));
+        }
         if self.chunk_frames == 0 {
             return Err(Error::InvalidOptions("chunk_frames is 0: use 1 or more frames per chunk".into()));
         }

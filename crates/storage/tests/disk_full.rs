@@ -49,6 +49,8 @@ struct Sinks {
     kind: &'static str,
     compression: Compression,
     chunk_frames: usize,
+    /// Single-writer/multiple-reader mode (the HDF5 1.10 format and its chunk index).
+    swmr: bool,
 }
 
 impl Sinks {
@@ -57,6 +59,7 @@ impl Sinks {
             .with_compression(self.compression)
             .with_chunk_frames(self.chunk_frames)
             .with_reserve_space(reserve)
+            .with_swmr(self.swmr)
     }
 
     fn is_hdf5(&self) -> bool {
@@ -76,13 +79,14 @@ impl Sinks {
 }
 
 const SINKS: [Sinks; 4] = [
-    Sinks { label: "raw", kind: "raw", compression: Compression::None, chunk_frames: 1 },
-    Sinks { label: "hdf5", kind: "hdf5", compression: Compression::None, chunk_frames: 1 },
+    Sinks { label: "raw", kind: "raw", compression: Compression::None, chunk_frames: 1, swmr: false },
+    Sinks { label: "hdf5", kind: "hdf5", compression: Compression::None, chunk_frames: 1, swmr: false },
     Sinks {
         label: "hdf5 deflate:4, 3 frames per chunk",
         kind: "hdf5",
         compression: Compression::Deflate(4),
         chunk_frames: 3,
+        swmr: false,
     },
     // One frame per chunk: compressed by the sink, written with direct chunk writes.
     Sinks {
@@ -90,6 +94,7 @@ const SINKS: [Sinks; 4] = [
         kind: "hdf5",
         compression: Compression::Deflate(4),
         chunk_frames: 1,
+        swmr: false,
     },
 ];
 
@@ -381,6 +386,26 @@ fn a_full_disk_at_any_point_keeps_every_reported_frame_readable() {
             }
             eprintln!("{label}: stored {:?} of {frames} frames", outcome.stored);
         }
+    }
+}
+
+/// SWMR files use the HDF5 1.10 format (other object headers, an extensible-array chunk
+/// index, paged): a full disk at sizes spread over many frames still stops the sink between
+/// frames, with every reported frame readable by h5py and h5dump.
+#[test]
+fn a_full_disk_stops_a_swmr_file_between_frames() {
+    let sinks = Sinks { label: "hdf5 swmr", kind: "hdf5", compression: Compression::None, chunk_frames: 1, swmr: true };
+    let mut layout = big_layout();
+    for s in &mut layout.streams {
+        s.expected_frames = Some(200);
+    }
+    for bytes in (0..6).map(|i| (1 << 20) + i * (300 << 10) + 3 * PAGE) {
+        let label = format!("{} on a {bytes}-byte tmpfs", sinks.label);
+        let fs = Tmpfs::mount(bytes);
+        let path = fs.path().join("out");
+        let outcome = write_until_failure(&sinks, &layout, &path, 400, true);
+        check_failed_output(&sinks, &layout, &path, &outcome, &["disk full"], &label);
+        eprintln!("{label}: stored {:?} frames", outcome.stored);
     }
 }
 

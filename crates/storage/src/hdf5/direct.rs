@@ -24,10 +24,11 @@
 //! inside `H5Dwrite_chunk`, before the flush that writes the index and the extent that
 //! reference them, and each chunk is written once, at an address never used before:
 //! direct writes serve one frame per chunk only (`chunk_frames` = 1, the default), so no
-//! chunk is ever rewritten or moved, and a new file is created with HDF5's `AGGR` file-space
-//! strategy, which never hands out space freed since the last flush (HDF5 frees and reuses
-//! space when it relocates index nodes; with its default strategy a chunk could land on an
-//! index node that the file on disk still points to until the flush). With several frames
+//! chunk is ever rewritten or moved, and every file is created without HDF5's free-space
+//! manager (file-space strategy `None`, `swmr::create_file`), so freed space is never handed
+//! out again (HDF5 frees and reuses space when it relocates index nodes; with its default
+//! strategy a chunk could land on an index node that the file on disk still points to until
+//! the flush). With several frames
 //! per chunk HDF5 runs the filters itself (on the writer thread): such a chunk is
 //! rewritten, compressed, at every frame, and would have to be moved while frames already
 //! reported live in it.

@@ -5,8 +5,11 @@
 mod cloexec;
 mod direct;
 mod format;
+mod netcdf;
 pub(crate) mod read;
 mod reserve;
 mod sink;
+mod swmr;
+mod xdmf;
 
 pub use sink::Hdf5Sink;
