@@ -145,7 +145,6 @@ fn deflate_piece(
 ) -> Result<u32, String> {
     let last = range.end == input.len();
     let src = &input[range.clone()];
-    z.reset();
     if range.start > 0 {
         z.set_dictionary(&input[range.start.saturating_sub(WINDOW)..range.start])
             .map_err(|e| format!("deflate (level {level}): cannot prime a piece: {e}"))?;
@@ -185,16 +184,19 @@ enum Job<'a> {
     Piece { input: &'a [u8], range: std::ops::Range<usize>, level: u8, out: &'a mut Vec<u8>, adler: &'a mut u32 },
 }
 
-/// Per-thread state: a raw-deflate compressor per level.
-struct Worker {
-    z: Vec<(u8, flate2::Compress)>,
-}
+/// Per-thread state (none kept across jobs: see [`Worker::run`]).
+struct Worker;
 
 impl Worker {
     fn new() -> Self {
-        Worker { z: Vec::new() }
+        Worker
     }
 
+    /// A fresh compressor for every piece: a reused one (`reset` + a preset dictionary) made
+    /// output that depended on which pieces the same thread had compressed before, so the
+    /// stored bytes changed with the thread count and from run to run (valid streams all,
+    /// but not the reproducible chunks this module promises); a new one costs an allocation
+    /// per 256 KiB piece.
     fn run(&mut self, job: &mut Job<'_>) -> Result<(), String> {
         match job {
             Job::Shuffle { input, elem, out } => {
@@ -202,16 +204,8 @@ impl Worker {
                 Ok(())
             }
             Job::Piece { input, range, level, out, adler } => {
-                let z = match self.z.iter().position(|(l, _)| l == level) {
-                    Some(i) => &mut self.z[i].1,
-                    None => {
-                        let z = flate2::Compress::new(flate2::Compression::new(u32::from(*level)), false);
-                        self.z.push((*level, z));
-                        let last = self.z.len() - 1;
-                        &mut self.z[last].1
-                    }
-                };
-                **adler = deflate_piece(input, range.clone(), *level, z, out)?;
+                let mut z = flate2::Compress::new(flate2::Compression::new(u32::from(*level)), false);
+                **adler = deflate_piece(input, range.clone(), *level, &mut z, out)?;
                 Ok(())
             }
         }
