@@ -23,7 +23,8 @@ fn main() -> anyhow::Result<()> {
         .frames(20)
         .steps_per_frame(25)
         // A hot spot per stream, placed differently on each device.
-        .kernel(kernel, move |stream, rows, cols| {
+        .kernel(kernel, move |stream, grid| {
+            let (rows, cols) = (grid.ny(), grid.nx());
             let mut u = vec![0.0f32; rows * cols];
             let (r, c) = (rows / 4 + stream * rows / 3 % rows, cols / 2);
             u[r * cols + c] = 1000.0;

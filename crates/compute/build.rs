@@ -15,7 +15,7 @@ mod wgsl_check;
 use std::path::Path;
 
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shaders-wgsl");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders-wgsl");
     println!("cargo:rerun-if-changed={}", dir.display());
     println!("cargo:rerun-if-changed={}", dir.join("shared").display());
     for file in ["src/prelude.rs", "src/shipped.rs", "src/wgsl_check.rs"] {

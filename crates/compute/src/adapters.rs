@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::default_pick::default_picks;
 use crate::device::GpuDevice;
 use crate::error::{Error, Result};
 
@@ -18,6 +19,10 @@ pub struct AdapterSummary {
     pub device_type: wgpu::DeviceType,
     /// Driver name and version info.
     pub driver: String,
+    /// PCI vendor id (GL derives it from the vendor string; 0 when unknown).
+    pub vendor: u32,
+    /// PCI device id (0 when the backend does not know it, as on GL).
+    pub device: u32,
 }
 
 impl fmt::Display for AdapterSummary {
@@ -29,8 +34,13 @@ impl fmt::Display for AdapterSummary {
 /// Which adapters to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DeviceSelector {
-    /// Every adapter wgpu sees.
+    /// The default (`"all"`): each physical adapter once, hardware preferred ([`default_picks`]):
+    /// a GPU seen through Vulkan and GL is opened once, through Vulkan; CPU adapters (lavapipe,
+    /// llvmpipe) only when no hardware adapter exists.
     All,
+    /// Every adapter on every backend (`"all-backends"`): one GPU seen through two backends is
+    /// opened twice, and CPU adapters join GPUs. For cross-backend tests.
+    AllBackends,
     /// Adapters by their [`AdapterSummary::index`].
     Indices(Vec<usize>),
     /// Every adapter of one backend.
@@ -40,8 +50,8 @@ pub enum DeviceSelector {
 }
 
 impl DeviceSelector {
-    /// Parses `"all"`, a backend name (`vulkan`, `gl`, `metal`, `dx12`), a comma-separated list
-    /// of indices (`"0,1"`), or else a name substring.
+    /// Parses `"all"`, `"all-backends"`, a backend name (`vulkan`, `gl`, `metal`, `dx12`), a
+    /// comma-separated list of indices (`"0,1"`), or else a name substring.
     pub fn parse(text: &str) -> Result<Self> {
         let t = text.trim();
         if t.is_empty() {
@@ -50,6 +60,7 @@ impl DeviceSelector {
         let lower = t.to_ascii_lowercase();
         let backend = match lower.as_str() {
             "all" => return Ok(DeviceSelector::All),
+            "all-backends" => return Ok(DeviceSelector::AllBackends),
             "vulkan" | "vk" => Some(wgpu::Backend::Vulkan),
             "gl" | "gles" | "opengl" => Some(wgpu::Backend::Gl),
             "metal" => Some(wgpu::Backend::Metal),
@@ -69,9 +80,19 @@ impl DeviceSelector {
         Ok(DeviceSelector::Name(t.to_owned()))
     }
 
+    /// The adapters of `all` (as [`list_adapters`] returns them) that this selection opens.
+    pub fn choose<'a>(&self, all: &'a [AdapterSummary]) -> Vec<&'a AdapterSummary> {
+        match self {
+            DeviceSelector::All => {
+                all.iter().zip(default_picks(all)).filter(|(_, p)| p.is_picked()).map(|(a, _)| a).collect()
+            }
+            _ => all.iter().filter(|a| self.matches(a)).collect(),
+        }
+    }
+
     fn matches(&self, a: &AdapterSummary) -> bool {
         match self {
-            DeviceSelector::All => true,
+            DeviceSelector::All | DeviceSelector::AllBackends => true,
             DeviceSelector::Indices(ix) => ix.contains(&a.index),
             DeviceSelector::Backend(b) => a.backend == *b,
             DeviceSelector::Name(n) => a.name.to_lowercase().contains(&n.to_lowercase()),
@@ -83,6 +104,7 @@ impl fmt::Display for DeviceSelector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DeviceSelector::All => write!(f, "\"all\""),
+            DeviceSelector::AllBackends => write!(f, "\"all-backends\""),
             DeviceSelector::Indices(ix) => write!(f, "indices {ix:?}"),
             DeviceSelector::Backend(b) => write!(f, "backend {b:?}"),
             DeviceSelector::Name(n) => write!(f, "name {n:?}"),
@@ -103,7 +125,15 @@ fn summary(index: usize, adapter: &wgpu::Adapter) -> AdapterSummary {
         (true, false) => info.driver_info.clone(),
         (false, false) => format!("{} {}", info.driver, info.driver_info),
     };
-    AdapterSummary { index, name: info.name, backend: info.backend, device_type: info.device_type, driver }
+    AdapterSummary {
+        index,
+        name: info.name,
+        backend: info.backend,
+        device_type: info.device_type,
+        driver,
+        vendor: info.vendor,
+        device: info.device,
+    }
 }
 
 /// Adapters in a stable order (backend, then name) so indices mean the same thing each run.
@@ -130,7 +160,8 @@ pub fn open_devices(selector: &DeviceSelector, count: usize) -> Result<Vec<GpuDe
     if all.is_empty() {
         return Err(Error::NoAdapter);
     }
-    let chosen: Vec<AdapterSummary> = all.iter().filter(|(s, _)| selector.matches(s)).map(|(s, _)| s.clone()).collect();
+    let summaries: Vec<AdapterSummary> = all.iter().map(|(s, _)| s.clone()).collect();
+    let chosen: Vec<AdapterSummary> = selector.choose(&summaries).into_iter().cloned().collect();
     if let DeviceSelector::Indices(ix) = selector
         && let Some(bad) = ix.iter().find(|i| **i >= all.len())
     {
@@ -152,7 +183,11 @@ pub fn open_devices(selector: &DeviceSelector, count: usize) -> Result<Vec<GpuDe
             let adapter = if copy == 0 {
                 all.iter().find(|(s, _)| s.index == summary.index).map(|(_, a)| a.clone())
             } else {
-                enumerate(&instance).into_iter().find(|(s, _)| s == summary).map(|(_, a)| a)
+                // On GL every adapter handle of one instance shares that instance's EGL context,
+                // which only one thread may hold: two devices on it race (EGL `BadAccess`). A
+                // fresh instance gives the copy a context of its own.
+                let source = if summary.backend == wgpu::Backend::Gl { self::instance() } else { instance.clone() };
+                enumerate(&source).into_iter().find(|(s, _)| s == summary).map(|(_, a)| a)
             };
             let adapter = adapter.ok_or_else(|| Error::RequestDevice {
                 adapter: summary.name.clone(),
@@ -163,8 +198,30 @@ pub fn open_devices(selector: &DeviceSelector, count: usize) -> Result<Vec<GpuDe
             } else {
                 format!("{} {} ({:?})", summary.index, summary.name, summary.backend)
             };
-            devices.push(GpuDevice::open(&adapter, summary.clone(), label)?);
+            devices.push(open_guarded(&adapter, summary, label)?);
         }
     }
     Ok(devices)
+}
+
+/// Opens one device, turning a panic inside wgpu or its driver into an error that names the
+/// adapter. wgpu's backends panic rather than return an error on some driver failures (its GL
+/// backend unwraps every EGL call); a user's choice of adapters must not abort the process.
+fn open_guarded(adapter: &wgpu::Adapter, summary: &AdapterSummary, label: String) -> Result<GpuDevice> {
+    let opened =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| GpuDevice::open(adapter, summary.clone(), label)));
+    opened.unwrap_or_else(|panic| {
+        let reason = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("no message");
+        Err(Error::RequestDevice {
+            adapter: format!("{summary}"),
+            message: format!(
+                "the driver panicked while opening it ({reason}); choose other adapters with devices.select \
+                 (`wgpipe devices` lists them) or open this one once (devices.count = 1)"
+            ),
+        })
+    })
 }

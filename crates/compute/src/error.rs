@@ -29,7 +29,7 @@ pub enum Error {
     },
     /// A device selection string or value is malformed.
     #[error(
-        "invalid device selection {0:?}: use \"all\", a backend (vulkan, gl, metal, dx12), a name substring, or a list of indices"
+        "invalid device selection {0:?}: use \"all\", \"all-backends\", a backend (vulkan, gl, metal, dx12), a name substring, or a list of indices"
     )]
     InvalidSelector(String),
     /// The adapter refused to open a device.
@@ -77,6 +77,14 @@ pub enum Error {
         /// `device <label>`, or `any device` for a limit of the kernels themselves.
         device: String,
         /// The sizes, the limit exceeded and what to change.
+        message: String,
+    },
+    /// An application's [`crate::FrameSource`] failed to record a frame.
+    #[error("frame source {source_name}: {message}")]
+    Source {
+        /// The source's name.
+        source_name: String,
+        /// Its error.
         message: String,
     },
     /// wgpu reported a validation or out-of-memory error.

@@ -5,7 +5,29 @@
 //! ring of staging buffers. It knows nothing of storage: frames come out as bytes in buffers
 //! the caller owns.
 //!
-//! - [`list_adapters`] / [`open_devices`]: discovery and selection ([`DeviceSelector`]).
+//! ```
+//! use wgpipe_compute::{gray_scott, open_devices, DeviceSelector, FieldSim, FrameProducer, Grid, ReadbackConfig};
+//!
+//! // The default selection: each physical adapter once, hardware preferred.
+//! let gpu = open_devices(&DeviceSelector::All, 1)?.remove(0);
+//! let params = gray_scott::GrayScottParams::default();
+//! let grid = Grid::new(&[32, 32])?;
+//! let sim = FieldSim::new(&gpu, &params.kernel(), &grid, &gray_scott::initial_state(32, 32, 0, 0.0))?;
+//! // 3 frames of 8 steps each, holding field 1 (`v`), read back through 2 staging buffers.
+//! let config = ReadbackConfig { steps_per_frame: 8, frames: 3, staging_buffers: 2, fields: vec![1], work_ahead: true };
+//! let mut frames = FrameProducer::new(sim, config)?;
+//! let mut buf = vec![0u8; frames.frame_bytes()];
+//! let mut steps = Vec::new();
+//! while let Some(info) = frames.next_into(&mut buf)? {
+//!     steps.push(info.step);
+//! }
+//! assert_eq!(steps, [8, 16, 24]);
+//! assert_eq!(buf.len(), 32 * 32 * 4); // one f32 field of 32 × 32 cells
+//! # Ok::<(), wgpipe_compute::Error>(())
+//! ```
+//!
+//! - [`list_adapters`] / [`open_devices`]: discovery and selection ([`DeviceSelector`]; the
+//!   default takes each physical adapter once, hardware first: [`default_picks`]).
 //! - [`Grid`]: the shape of a 1-, 2- or 3-D grid (`[nz, ny, nx]`, C order, x fastest).
 //! - [`KernelSpec`]: a WGSL step shader, its fields, parameters, rank and [`Boundary`]; it is
 //!   compiled after a prelude generated from them ([`KernelSpec::prelude`]).
@@ -13,25 +35,10 @@
 //!   each with a plain-Rust twin; [`cpu_twin`] has the prelude's helpers.
 //! - [`FieldSim`]: a kernel's state on one device (a ping-pong buffer pair per field).
 //! - [`FrameProducer`]: steps + readback, with frame n+1 computing while frame n is copied out.
-//!
-//! ```no_run
-//! use wgpipe_compute::{gray_scott, open_devices, DeviceSelector, FieldSim, FrameProducer, Grid, ReadbackConfig};
-//!
-//! let gpu = open_devices(&DeviceSelector::All, 1)?.remove(0);
-//! let params = gray_scott::GrayScottParams::default();
-//! let grid = Grid::new(&[64, 64])?;
-//! let sim = FieldSim::new(&gpu, &params.kernel(), &grid, &gray_scott::initial_state(64, 64, 0, 0.0))?;
-//! let config = ReadbackConfig { steps_per_frame: 32, frames: 10, staging_buffers: 2, fields: vec![1], work_ahead: true };
-//! let mut frames = FrameProducer::new(sim, config)?;
-//! let mut buf = vec![0u8; frames.frame_bytes()];
-//! while let Some(info) = frames.next_into(&mut buf)? {
-//!     println!("frame {} after {} steps", info.index, info.step);
-//! }
-//! # Ok::<(), wgpipe_compute::Error>(())
-//! ```
 
 mod adapters;
 pub mod cpu_twin;
+mod default_pick;
 mod device;
 mod error;
 mod field_sim;
@@ -47,6 +54,7 @@ pub mod shipped;
 mod wgsl_check;
 
 pub use adapters::{AdapterSummary, DeviceSelector, list_adapters, open_devices};
+pub use default_pick::{DefaultPick, default_picks};
 pub use device::GpuDevice;
 pub use error::{Error, NO_ADAPTER_HINT, Result};
 pub use field_sim::FieldSim;
@@ -54,7 +62,7 @@ pub use grid::Grid;
 pub use kernel::{KernelSpec, MAX_WGSL_BYTES, WgslSource};
 pub use limits::GridFootprint;
 pub use prelude::{Boundary, UnknownBoundary, workgroup_size};
-pub use readback::{FrameInfo, FrameProducer, ReadbackConfig};
+pub use readback::{FrameInfo, FrameProducer, FrameSource, ReadbackConfig};
 pub use wgsl_check::{CheckedWgsl, PRELUDE_NAME, WgslError};
 
 /// Re-export of the wgpu version this crate is built on, for users who pass wgpu types.

@@ -16,7 +16,7 @@
 use std::fmt::{self, Write as _};
 
 /// The part of the prelude every kernel shares: the grid uniform, the step clock, the noise hash.
-pub const SHARED: &str = include_str!("../../../shaders-wgsl/shared/field_stencil.wgsl");
+pub const SHARED: &str = include_str!("../shaders-wgsl/shared/field_stencil.wgsl");
 
 /// Binding of the `grid` uniform.
 pub const GRID_BINDING: u32 = 0;

@@ -1,5 +1,9 @@
 //! The readback ring: frames leave the GPU through a few staging buffers, so the GPU computes
 //! frame n+1 while the host copies frame n out.
+//!
+//! What computes a frame is a [`FrameSource`]: the built-in field simulation ([`FieldSim`],
+//! through [`FrameProducer::new`]) is one; an application's own wgpu pipeline is another
+//! ([`FrameProducer::from_source`]), and gets the same ring and the same overlap.
 
 use std::collections::VecDeque;
 use std::sync::mpsc;
@@ -8,6 +12,29 @@ use std::time::{Duration, Instant};
 use crate::device::GpuDevice;
 use crate::error::{Error, Result};
 use crate::field_sim::FieldSim;
+
+/// Produces frames on the GPU: records the work of one frame into a command encoder and the
+/// copy of its bytes into a staging buffer. [`FrameProducer`] submits what it records, maps the
+/// staging buffer when the GPU is done and copies it out, keeping several frames in flight.
+///
+/// An implementation holds its own device resources (created from the [`GpuDevice`] it is
+/// given, whose `device()` and `queue()` are wgpu's), encodes any number of passes per frame,
+/// and copies the frame's bytes, in the layout it declared to the pipeline (its fields one
+/// after the other, each in C order, little-endian), into `staging` from offset 0. It must
+/// not submit work or map buffers itself in `encode_frame`: the encoder is submitted for it.
+pub trait FrameSource: Send {
+    /// Bytes of one frame; every frame has this size (at most the device's `max_buffer_size`).
+    fn frame_bytes(&self) -> u64;
+
+    /// Records frame `index` (0, 1, 2, ... in order) into `encoder`, ending with copies of its
+    /// bytes into `staging`, and returns the step (or time index) the frame stands for.
+    fn encode_frame(
+        &mut self,
+        index: u64,
+        encoder: &mut wgpu::CommandEncoder,
+        staging: &wgpu::Buffer,
+    ) -> std::result::Result<u64, Box<dyn std::error::Error + Send + Sync>>;
+}
 
 /// How frames are produced and read back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,9 +76,43 @@ struct InFlight {
     mapped: mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
 }
 
-/// Produces the frames of one simulation, keeping up to `staging_buffers` of them in flight.
-pub struct FrameProducer {
+/// A field simulation as a [`FrameSource`]: `steps_per_frame` steps, then the chosen fields.
+struct FieldFrames {
     sim: FieldSim,
+    steps_per_frame: u32,
+    fields: Vec<usize>,
+}
+
+impl FrameSource for FieldFrames {
+    fn frame_bytes(&self) -> u64 {
+        self.sim.field_bytes() * self.fields.len() as u64
+    }
+
+    fn encode_frame(
+        &mut self,
+        _index: u64,
+        encoder: &mut wgpu::CommandEncoder,
+        staging: &wgpu::Buffer,
+    ) -> std::result::Result<u64, Box<dyn std::error::Error + Send + Sync>> {
+        self.sim.encode_steps(encoder, self.steps_per_frame);
+        let field_bytes = self.sim.field_bytes();
+        for (k, f) in self.fields.iter().enumerate() {
+            // FrameProducer::new checked every index against the kernel's fields.
+            if let Some(current) = self.sim.current(*f) {
+                encoder.copy_buffer_to_buffer(current, 0, staging, k as u64 * field_bytes, field_bytes);
+            }
+        }
+        Ok(self.sim.steps())
+    }
+}
+
+/// Produces the frames of one source (a simulation, or an application's own pipeline),
+/// keeping up to `staging_buffers` of them in flight.
+pub struct FrameProducer {
+    gpu: GpuDevice,
+    source: Box<dyn FrameSource>,
+    /// The source's name (the kernel's, for a simulation), for messages.
+    name: String,
     config: ReadbackConfig,
     staging: Vec<wgpu::Buffer>,
     free: Vec<usize>,
@@ -63,7 +124,7 @@ pub struct FrameProducer {
 impl std::fmt::Debug for FrameProducer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FrameProducer")
-            .field("sim", &self.sim)
+            .field("source", &self.name)
             .field("config", &self.config)
             .field("submitted", &self.submitted)
             .finish()
@@ -107,8 +168,47 @@ impl FrameProducer {
         }
         let footprint =
             sim.gpu().check_grid(sim.grid(), sim.spec().fields.len(), config.fields.len(), sim.workgroup_size())?;
-        let size = footprint.frame_bytes;
-        let staging = sim.gpu().scoped("allocating staging buffers", |device| {
+        let (gpu, name) = (sim.gpu().clone(), sim.spec().name.clone());
+        let source = FieldFrames { sim, steps_per_frame: config.steps_per_frame, fields: config.fields.clone() };
+        debug_assert_eq!(source.frame_bytes(), footprint.frame_bytes);
+        Self::with_ring(&gpu, name, Box::new(source), config)
+    }
+
+    /// A producer for an application's own `source` on `gpu` (named `name` in messages):
+    /// `config.frames` frames through a ring of `config.staging_buffers` staging buffers,
+    /// working ahead as `config.work_ahead` says. `steps_per_frame` and `fields` are the field
+    /// simulation's and are ignored here.
+    pub fn from_source(
+        gpu: &GpuDevice,
+        name: impl Into<String>,
+        source: Box<dyn FrameSource>,
+        config: ReadbackConfig,
+    ) -> Result<Self> {
+        let name = name.into();
+        if config.staging_buffers == 0 {
+            return Err(Error::InvalidKernel {
+                kernel: name,
+                message: "staging_buffers must be at least 1".to_owned(),
+            });
+        }
+        let (size, limit) = (source.frame_bytes(), gpu.device().limits().max_buffer_size);
+        if size == 0 || size > limit {
+            return Err(Error::InvalidKernel {
+                kernel: name,
+                message: format!(
+                    "frames of {size} bytes: a frame needs 1 to {limit} bytes (the device's max_buffer_size, one \
+                     staging buffer per frame in flight)"
+                ),
+            });
+        }
+        Self::with_ring(gpu, name, source, config)
+    }
+
+    /// Allocates the staging ring for `source`.
+    fn with_ring(gpu: &GpuDevice, name: String, source: Box<dyn FrameSource>, config: ReadbackConfig) -> Result<Self> {
+        let size = source.frame_bytes();
+        let invalid = |message: String| Error::InvalidKernel { kernel: name.clone(), message };
+        let staging = gpu.scoped("allocating staging buffers", |device| {
             (0..config.staging_buffers)
                 .map(|i| {
                     device.create_buffer(&wgpu::BufferDescriptor {
@@ -123,17 +223,22 @@ impl FrameProducer {
         let free = (0..config.staging_buffers).rev().collect();
         let frame_bytes =
             usize::try_from(size).map_err(|_| invalid("a frame does not fit in host memory".to_owned()))?;
-        Ok(FrameProducer { sim, config, staging, free, in_flight: VecDeque::new(), submitted: 0, frame_bytes })
+        Ok(FrameProducer {
+            gpu: gpu.clone(),
+            source,
+            name,
+            config,
+            staging,
+            free,
+            in_flight: VecDeque::new(),
+            submitted: 0,
+            frame_bytes,
+        })
     }
 
     /// Bytes of one frame: the chosen fields, one after the other, f32 little-endian.
     pub fn frame_bytes(&self) -> usize {
         self.frame_bytes
-    }
-
-    /// The simulation (its state reflects every submitted step, not only the returned frames).
-    pub fn sim(&self) -> &FieldSim {
-        &self.sim
     }
 
     /// Frames handed out or still to come: the configured total.
@@ -143,37 +248,29 @@ impl FrameProducer {
 
     /// Submits frames while a staging buffer is free and frames remain (one at a time
     /// without work-ahead).
-    fn fill(&mut self) {
+    fn fill(&mut self) -> Result<()> {
         let limit = if self.config.work_ahead { self.config.staging_buffers } else { 1 };
         while self.submitted < self.config.frames && self.in_flight.len() < limit {
             let Some(slot) = self.free.pop() else { break };
-            let mut encoder = self
-                .sim
-                .gpu()
-                .device()
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
-            self.sim.encode_steps(&mut encoder, self.config.steps_per_frame);
-            let field_bytes = self.sim.field_bytes();
-            for (k, f) in self.config.fields.iter().enumerate() {
-                // FrameProducer::new checked every index against the kernel's fields.
-                if let Some(current) = self.sim.current(*f) {
-                    encoder.copy_buffer_to_buffer(current, 0, &self.staging[slot], k as u64 * field_bytes, field_bytes);
+            let mut encoder =
+                self.gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
+            let step = match self.source.encode_frame(self.submitted, &mut encoder, &self.staging[slot]) {
+                Ok(step) => step,
+                Err(e) => {
+                    self.free.push(slot);
+                    return Err(Error::Source { source_name: self.name.clone(), message: e.to_string() });
                 }
-            }
+            };
             let (tx, mapped) = mpsc::channel();
             encoder.map_buffer_on_submit(&self.staging[slot], wgpu::MapMode::Read, .., move |r| {
                 let _ = tx.send(r);
             });
-            let submission = self.sim.gpu().queue().submit([encoder.finish()]);
-            let info = FrameInfo {
-                index: self.submitted,
-                step: self.sim.steps(),
-                gpu_wait: Duration::ZERO,
-                copy: Duration::ZERO,
-            };
+            let submission = self.gpu.queue().submit([encoder.finish()]);
+            let info = FrameInfo { index: self.submitted, step, gpu_wait: Duration::ZERO, copy: Duration::ZERO };
             self.in_flight.push_back(InFlight { slot, info, submission, mapped });
             self.submitted += 1;
         }
+        Ok(())
     }
 
     /// Copies the next frame into `out` (exactly [`FrameProducer::frame_bytes`] long) and
@@ -185,11 +282,11 @@ impl FrameProducer {
         if out.len() != self.frame_bytes {
             return Err(Error::BufferSize { expected: self.frame_bytes, got: out.len() });
         }
-        self.fill();
+        self.fill()?;
         let Some(frame) = self.in_flight.pop_front() else {
             return Ok(None);
         };
-        let gpu = self.sim.gpu();
+        let gpu = &self.gpu;
         let waiting = Instant::now();
         gpu.wait(frame.submission)?;
         mapped_result(gpu, &frame.mapped)?;
@@ -205,7 +302,7 @@ impl FrameProducer {
         let info = FrameInfo { gpu_wait: copying - waiting, copy: copying.elapsed(), ..frame.info };
         self.free.push(frame.slot);
         if self.config.work_ahead {
-            self.fill();
+            self.fill()?;
         }
         Ok(Some(info))
     }

@@ -20,7 +20,7 @@ pub struct Shipped {
 /// The 2-D Gray-Scott step (`gray_scott` module).
 pub const GRAY_SCOTT: Shipped = Shipped {
     file: "shaders-wgsl/gray_scott.wgsl",
-    source: include_str!("../../../shaders-wgsl/gray_scott.wgsl"),
+    source: include_str!("../shaders-wgsl/gray_scott.wgsl"),
     rank: 2,
     fields: &["u", "v"],
 };
@@ -28,7 +28,7 @@ pub const GRAY_SCOTT: Shipped = Shipped {
 /// The 3-D Gray-Scott step of the ADIOS2 tutorial (`gray_scott_3d` module).
 pub const GRAY_SCOTT_3D: Shipped = Shipped {
     file: "shaders-wgsl/gray_scott_3d.wgsl",
-    source: include_str!("../../../shaders-wgsl/gray_scott_3d.wgsl"),
+    source: include_str!("../shaders-wgsl/gray_scott_3d.wgsl"),
     rank: 3,
     fields: &["u", "v"],
 };
@@ -36,7 +36,7 @@ pub const GRAY_SCOTT_3D: Shipped = Shipped {
 /// Heat diffusion, the example of a user kernel (`configs/heat.toml`, `examples/custom_kernel.rs`).
 pub const HEAT: Shipped = Shipped {
     file: "shaders-wgsl/heat.wgsl",
-    source: include_str!("../../../shaders-wgsl/heat.wgsl"),
+    source: include_str!("../shaders-wgsl/heat.wgsl"),
     rank: 2,
     fields: &["u"],
 };

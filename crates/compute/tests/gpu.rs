@@ -114,7 +114,7 @@ fn wrong_buffer_size_and_bad_config_are_errors() {
 #[test]
 fn custom_wgsl_kernel_from_a_file_runs_with_either_boundary() {
     let gpu = gpu();
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shaders-wgsl/heat.wgsl");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/shaders-wgsl/heat.wgsl");
     let (rows, cols) = (13, 17); // not multiples of the 16×16 workgroup
     let g = grid(rows, cols);
     let mut init = vec![0.0f32; rows * cols];
@@ -233,6 +233,7 @@ fn adapters_are_listed_and_selected() {
 #[test]
 fn selectors_parse() {
     assert_eq!(DeviceSelector::parse("all").unwrap(), DeviceSelector::All);
+    assert_eq!(DeviceSelector::parse("All-Backends").unwrap(), DeviceSelector::AllBackends);
     assert_eq!(DeviceSelector::parse("Vulkan").unwrap(), DeviceSelector::Backend(wgpu::Backend::Vulkan));
     assert_eq!(DeviceSelector::parse("gl").unwrap(), DeviceSelector::Backend(wgpu::Backend::Gl));
     assert_eq!(DeviceSelector::parse("0, 2").unwrap(), DeviceSelector::Indices(vec![0, 2]));
@@ -240,11 +241,29 @@ fn selectors_parse() {
     assert!(DeviceSelector::parse("  ").is_err());
 }
 
+/// The default selection opens exactly the adapters `default_picks` takes, each once, and
+/// never the same physical adapter through two backends (in CI: lavapipe on Vulkan, not also
+/// llvmpipe on GL).
+#[test]
+fn the_default_selection_opens_what_default_picks_takes() {
+    let listed = wgpipe_compute::list_adapters();
+    let expected: Vec<_> = DeviceSelector::All.choose(&listed).into_iter().cloned().collect();
+    let opened: Vec<_> = open_devices(&DeviceSelector::All, 1).unwrap().iter().map(|d| d.adapter().clone()).collect();
+    assert_eq!(opened, expected);
+    assert!(!opened.is_empty() && opened.len() < listed.len(), "listed {listed:?}, opened {opened:?}");
+    assert!(opened.iter().all(|a| a.backend != wgpu::Backend::Gl), "GL duplicates Vulkan here: {opened:?}");
+}
+
 /// Every adapter wgpu sees (in CI: lavapipe on Vulkan and llvmpipe on GL) computes the
 /// same Gray-Scott state as the CPU twin: the cross-backend promise, checked.
 #[test]
 fn every_adapter_agrees_with_the_cpu_twin() {
-    let devices = open_devices(&DeviceSelector::All, 1).unwrap();
+    let devices = open_devices(&DeviceSelector::AllBackends, 1).unwrap();
+    assert!(
+        devices.len() >= 2,
+        "this test needs two backends (lavapipe on Vulkan and llvmpipe on GL): apt-get install \
+         mesa-vulkan-drivers libvulkan1 libegl1 libegl-mesa0 libgl1-mesa-dri"
+    );
     let (rows, cols) = (24, 24);
     let params = gray_scott::GrayScottParams::default();
     let init = gray_scott::initial_state(rows, cols, 9, 0.05);
@@ -277,4 +296,37 @@ fn device_loss_becomes_an_error() {
     let err = (0..50).map(|_| producer.next_into(&mut buf)).find_map(Result::err).expect("the ring reports the loss");
     assert!(matches!(err, Error::DeviceLost { .. } | Error::Gpu { .. }), "{err}");
     assert!(err.to_string().contains(gpu.label()), "{err}");
+}
+
+/// One GL adapter opened twice, both devices stepping at once on their own threads: each copy
+/// has its own EGL context (before, the copies shared one and wgpu's GL backend panicked with
+/// EGL `BadAccess` when the second thread took it).
+#[test]
+fn a_gl_adapter_opened_twice_runs_on_two_threads() {
+    let devices = open_devices(&DeviceSelector::Backend(wgpu::Backend::Gl), 2)
+        .expect("this test needs llvmpipe through GL: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri");
+    assert_eq!(devices.len(), 2);
+    let (rows, cols) = (16, 16);
+    let params = gray_scott::GrayScottParams::default();
+    let init = gray_scott::initial_state(rows, cols, 3, 0.05);
+    let cpu = gray_scott::cpu_run(init.clone(), rows, cols, &params, 40);
+    std::thread::scope(|s| {
+        let runs: Vec<_> = devices
+            .iter()
+            .map(|gpu| {
+                s.spawn(|| {
+                    let mut sim = FieldSim::new(gpu, &params.kernel(), &grid(rows, cols), &init).unwrap();
+                    for _ in 0..20 {
+                        sim.run_steps(2).unwrap();
+                        sim.read_state().unwrap();
+                    }
+                    max_abs_diff(&sim.read_state().unwrap(), &cpu)
+                })
+            })
+            .collect();
+        for run in runs {
+            let diff = run.join().expect("a GL device thread panicked");
+            assert!(diff <= 1e-4, "differs from the CPU twin by {diff}");
+        }
+    });
 }

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use wgpipe_compute::{DeviceSelector, GpuDevice, KernelSpec, gray_scott};
-use wgpipe_storage::{AttrValue, Attributes, Sink};
+use wgpipe_compute::{DeviceSelector, GpuDevice, Grid, KernelSpec, gray_scott, gray_scott_3d};
+use wgpipe_storage::{AttrValue, Attributes, FieldSpec, Sink};
 
 use crate::error::{Error, Result};
 use crate::job::Job;
@@ -15,12 +15,12 @@ use crate::run_state::StopHandle;
 /// each copy is a device and a thread, and far fewer already share one GPU's time.
 pub const MAX_DEVICE_COPIES: usize = 1024;
 
-/// Builds a stream's initial state from (stream index, rows, cols).
-pub type PerStreamInit = Arc<dyn Fn(usize, usize, usize) -> Vec<f32> + Send + Sync>;
+/// Builds a stream's initial state from (stream index, grid).
+pub type PerStreamInit = Arc<dyn Fn(usize, &Grid) -> Vec<f32> + Send + Sync>;
 
 /// Where the work comes from.
 pub(crate) enum Work {
-    /// One stream per device, each running `kernel` from `init(stream, rows, cols)`.
+    /// One stream per device, each running `kernel` from `init(stream, grid)`.
     PerDevice { kernel: KernelSpec, init: PerStreamInit, attributes: Arc<dyn Fn(usize) -> Attributes + Send + Sync> },
     /// A batch of jobs that the devices pull from a shared queue.
     Jobs(Vec<Job>),
@@ -35,14 +35,16 @@ pub(crate) enum Devices {
 /// Configures a [`Pipeline`]; see the crate docs for an example.
 pub struct PipelineBuilder {
     pub(crate) devices: Devices,
-    pub(crate) rows: usize,
-    pub(crate) cols: usize,
+    /// The grid's shape, slowest axis first (checked by `build`).
+    pub(crate) shape: Vec<usize>,
     pub(crate) frames: u64,
     pub(crate) steps_per_frame: u32,
     pub(crate) staging_buffers: usize,
     pub(crate) io_buffer: usize,
     pub(crate) mode: IoMode,
     pub(crate) fields: Option<Vec<String>>,
+    /// The fields of frames from frame sources.
+    pub(crate) frame_layout: Option<Vec<FieldSpec>>,
     pub(crate) work: Option<Work>,
     pub(crate) sink: Option<Box<dyn Sink>>,
     pub(crate) attributes: Attributes,
@@ -56,14 +58,14 @@ impl Default for PipelineBuilder {
     fn default() -> Self {
         PipelineBuilder {
             devices: Devices::Select(DeviceSelector::All, 1),
-            rows: 256,
-            cols: 256,
+            shape: vec![256, 256],
             frames: 10,
             steps_per_frame: 32,
             staging_buffers: 2,
             io_buffer: 2,
             mode: IoMode::Async,
             fields: None,
+            frame_layout: None,
             work: None,
             sink: None,
             attributes: Attributes::new(),
@@ -87,11 +89,16 @@ impl PipelineBuilder {
         self
     }
 
-    /// Grid size (default 256 × 256).
-    pub fn grid(mut self, rows: usize, cols: usize) -> Self {
-        self.rows = rows;
-        self.cols = cols;
+    /// The grid's shape in C order, slowest axis first: `[nx]`, `[ny, nx]` or `[nz, ny, nx]`
+    /// (default `[256, 256]`). The kernels' rank must match; `build` checks the shape.
+    pub fn shape(mut self, shape: impl Into<Vec<usize>>) -> Self {
+        self.shape = shape.into();
         self
+    }
+
+    /// A 2-D grid of `rows × cols`: the same as `.shape([rows, cols])`.
+    pub fn grid(self, rows: usize, cols: usize) -> Self {
+        self.shape([rows, cols])
     }
 
     /// Frames per stream (default 10).
@@ -130,11 +137,12 @@ impl PipelineBuilder {
         self
     }
 
-    /// One stream per device, each running `kernel` from `init(stream, rows, cols)`.
+    /// One stream per device, each running `kernel` from `init(stream, grid)`; device d's
+    /// kernel keys the prelude's `uniform_noise` with `kernel.seed + d`, so streams differ.
     pub fn kernel(
         mut self,
         kernel: KernelSpec,
-        init: impl Fn(usize, usize, usize) -> Vec<f32> + Send + Sync + 'static,
+        init: impl Fn(usize, &Grid) -> Vec<f32> + Send + Sync + 'static,
     ) -> Self {
         let name = kernel.name.clone();
         self.work = Some(Work::PerDevice {
@@ -150,12 +158,38 @@ impl PipelineBuilder {
     pub fn gray_scott(mut self, params: gray_scott::GrayScottParams, seed: u64, noise: f32) -> Self {
         self.work = Some(Work::PerDevice {
             kernel: params.kernel(),
-            init: Arc::new(move |d, rows, cols| gray_scott::initial_state(rows, cols, seed + d as u64, noise)),
+            init: Arc::new(move |d, grid: &Grid| {
+                gray_scott::initial_state(grid.ny(), grid.nx(), seed + d as u64, noise)
+            }),
             attributes: Arc::new(move |d| gray_scott_attributes(&params, seed + d as u64, noise)),
         });
         if self.fields.is_none() {
             self.fields = Some(vec!["v".to_owned()]);
         }
+        self
+    }
+
+    /// One stream per device of the 3-D Gray-Scott model of the ADIOS2 tutorial
+    /// ([`gray_scott_3d`]), device d keying its noise with `seed + d`, storing `u` and `v`
+    /// unless [`PipelineBuilder::fields`] says otherwise. Give it a 3-D grid with
+    /// [`PipelineBuilder::shape`].
+    pub fn gray_scott_3d(mut self, params: gray_scott_3d::GrayScott3dParams, seed: u64) -> Self {
+        self.work = Some(Work::PerDevice {
+            kernel: params.kernel(seed),
+            init: Arc::new(|_, grid: &Grid| gray_scott_3d::initial_state(grid)),
+            attributes: Arc::new(move |d| gray_scott_3d_attributes(&params, seed + d as u64)),
+        });
+        if self.fields.is_none() {
+            self.fields = Some(gray_scott_3d::FIELDS.iter().map(|f| (*f).to_owned()).collect());
+        }
+        self
+    }
+
+    /// The fields every frame of [`Job::from_source`] jobs holds, in order: name, element
+    /// type and shape of each (what the sink stores; the source copies them into its staging
+    /// buffer one after the other, each in C order).
+    pub fn frame_layout(mut self, fields: Vec<FieldSpec>) -> Self {
+        self.frame_layout = Some(fields);
         self
     }
 
@@ -219,9 +253,6 @@ impl PipelineBuilder {
                 "devices(.., {count}): open each adapter 1 to {MAX_DEVICE_COPIES} times"
             )));
         }
-        if self.rows == 0 || self.cols == 0 {
-            return invalid("the grid needs at least one row and one column");
-        }
         if self.frames == 0 {
             return invalid("frames must be at least 1");
         }
@@ -251,6 +282,19 @@ pub fn gray_scott_attributes(params: &gray_scott::GrayScottParams, seed: u64, no
         ("kernel".to_owned(), AttrValue::from(gray_scott::NAME)),
         ("seed".to_owned(), AttrValue::from(seed)),
         ("noise".to_owned(), AttrValue::from(noise)),
+    ]);
+    for (name, value) in params.named() {
+        attributes.insert(name.to_owned(), AttrValue::from(value));
+    }
+    attributes
+}
+
+/// The attributes recorded with a 3-D Gray-Scott stream: kernel name, parameters (`noise`
+/// among them) and seed.
+pub fn gray_scott_3d_attributes(params: &gray_scott_3d::GrayScott3dParams, seed: u64) -> Attributes {
+    let mut attributes = Attributes::from([
+        ("kernel".to_owned(), AttrValue::from(gray_scott_3d::NAME)),
+        ("seed".to_owned(), AttrValue::from(seed)),
     ]);
     for (name, value) in params.named() {
         attributes.insert(name.to_owned(), AttrValue::from(value));

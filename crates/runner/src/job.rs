@@ -1,27 +1,48 @@
-//! Jobs: the unit of work a device pulls from the queue. Each job is one output stream.
+//! Jobs: the unit of work a device pulls from the queue. Each job is one output stream,
+//! produced either by a field-stencil kernel or by an application's own [`FrameSource`].
 
-use wgpipe_compute::KernelSpec;
+use wgpipe_compute::{FrameSource, GpuDevice, Grid, KernelSpec};
 use wgpipe_storage::{AttrValue, Attributes};
 
-/// Builds a job's initial state for a `rows × cols` grid: every field of the kernel, field
-/// after field, row-major. Called on the device thread that runs the job.
-pub type InitFn = Box<dyn FnOnce(usize, usize) -> Vec<f32> + Send>;
+/// Builds a job's initial state for the run's grid: every field of the kernel, field after
+/// field, each in C order (last axis fastest). Called on the device thread that runs the job.
+pub type InitFn = Box<dyn FnOnce(&Grid) -> Vec<f32> + Send>;
 
-/// One simulation run, written as one stream of the output.
+/// An error an application's code returns to the pipeline.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Opens a job's frame source on the device that runs it (called on that device's thread,
+/// so the source creates its buffers and pipelines there).
+pub type SourceFn = Box<dyn FnOnce(&GpuDevice) -> Result<Box<dyn FrameSource>, BoxError> + Send>;
+
+/// What produces a job's frames.
+pub enum Producer {
+    /// A field-stencil kernel from an initial state, on the run's grid.
+    Kernel {
+        /// The kernel and its parameters for this run.
+        kernel: KernelSpec,
+        /// The initial state.
+        init: InitFn,
+    },
+    /// An application's own GPU code; its frames have the layout given to
+    /// [`crate::PipelineBuilder::frame_layout`].
+    Source(SourceFn),
+}
+
+/// One run, written as one stream of the output.
 pub struct Job {
     /// Stream name (HDF5 group, raw file prefix): letters, digits, `-`, `_`, `.`.
     pub name: String,
-    /// The kernel and its parameters for this run.
-    pub kernel: KernelSpec,
-    /// The initial state.
-    pub init: InitFn,
+    /// What produces the frames.
+    pub producer: Producer,
     /// Metadata stored with the stream (parameters, seed, ...).
     pub attributes: Attributes,
 }
 
 impl std::fmt::Debug for Job {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Job").field("name", &self.name).field("kernel", &self.kernel.name).finish()
+        let producer = self.kernel().map_or("frame source", |k| k.name.as_str());
+        f.debug_struct("Job").field("name", &self.name).field("producer", &producer).finish()
     }
 }
 
@@ -30,9 +51,29 @@ impl Job {
     pub fn new(
         name: impl Into<String>,
         kernel: KernelSpec,
-        init: impl FnOnce(usize, usize) -> Vec<f32> + Send + 'static,
+        init: impl FnOnce(&Grid) -> Vec<f32> + Send + 'static,
     ) -> Self {
-        Job { name: name.into(), kernel, init: Box::new(init), attributes: Attributes::new() }
+        Job {
+            name: name.into(),
+            producer: Producer::Kernel { kernel, init: Box::new(init) },
+            attributes: Attributes::new(),
+        }
+    }
+
+    /// A job whose frames come from the [`FrameSource`] that `open` creates on its device.
+    pub fn from_source(
+        name: impl Into<String>,
+        open: impl FnOnce(&GpuDevice) -> Result<Box<dyn FrameSource>, BoxError> + Send + 'static,
+    ) -> Self {
+        Job { name: name.into(), producer: Producer::Source(Box::new(open)), attributes: Attributes::new() }
+    }
+
+    /// The job's kernel, unless its frames come from a frame source.
+    pub fn kernel(&self) -> Option<&KernelSpec> {
+        match &self.producer {
+            Producer::Kernel { kernel, .. } => Some(kernel),
+            Producer::Source(_) => None,
+        }
     }
 
     /// Adds one metadata entry to the stream.

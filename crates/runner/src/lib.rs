@@ -13,13 +13,13 @@
 //! use wgpipe::{Pipeline, compute::gray_scott::GrayScottParams, storage::NullSink};
 //!
 //! let report = Pipeline::builder()
-//!     .grid(64, 64)
-//!     .frames(4)
-//!     .steps_per_frame(16)
+//!     .grid(32, 32)
+//!     .frames(3)
+//!     .steps_per_frame(8)
 //!     .gray_scott(GrayScottParams::default(), 0, 0.0)
 //!     .sink(NullSink::default())
 //!     .run()?;
-//! assert_eq!(report.written_frames(), 4 * report.devices.len() as u64);
+//! assert_eq!(report.written_frames(), 3 * report.devices.len() as u64);
 //! println!("{report}");
 //! # Ok::<(), wgpipe::Error>(())
 //! ```
@@ -39,15 +39,16 @@ mod trace;
 mod worker;
 mod writer;
 
-pub use builder::{MAX_DEVICE_COPIES, PerStreamInit, PipelineBuilder, gray_scott_attributes};
+pub use builder::{MAX_DEVICE_COPIES, PerStreamInit, PipelineBuilder, gray_scott_3d_attributes, gray_scott_attributes};
 pub use error::{Error, Failure, Result};
-pub use job::{InitFn, Job};
+pub use job::{BoxError, InitFn, Job, Producer, SourceFn};
 pub use pipeline::Pipeline;
 pub use pool::BufferPool;
 pub use progress::{DeviceProgress, Progress, ProgressSnapshot};
 pub use report::{DeviceReport, IoMode, RunReport, WriterReport};
 pub use run_state::StopHandle;
 pub use trace::{Span, SpanKind, chrome_trace};
+pub use wgpipe_compute::FrameSource;
 
 /// The GPU half: adapters, devices, kernels, readback (crate `wgpipe-compute`).
 pub use wgpipe_compute as compute;

@@ -4,14 +4,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crossbeam_channel::bounded;
-use wgpipe_compute::{GpuDevice, ReadbackConfig, open_devices};
+use wgpipe_compute::{GpuDevice, Grid, ReadbackConfig, open_devices};
 use wgpipe_storage::{Sink, StreamLayout};
 
 use crate::builder::{Devices, PipelineBuilder, Work};
 use crate::error::{Error, Failure, Result};
 use crate::job::Job;
 use crate::pool::BufferPool;
-use crate::preflight::{check_job_names, kernel_workgroup_sizes, preflight};
+use crate::preflight::{check_grid, check_job_names, kernel_workgroup_sizes, preflight};
 use crate::progress::Progress;
 use crate::report::{IoMode, RunReport};
 use crate::run_state::{RunState, StopHandle};
@@ -26,8 +26,8 @@ pub struct Pipeline {
     jobs: Vec<Job>,
     sink: Box<dyn Sink>,
     layout: StreamLayout,
-    /// `[rows, cols]` of the simulated grid (every field of `layout` has this shape).
-    grid: [usize; 2],
+    /// The kernels' grid (every field of `layout` has its shape); `None` for frame sources.
+    grid: Option<Grid>,
     readback: ReadbackConfig,
     io_buffer: usize,
     mode: IoMode,
@@ -70,11 +70,15 @@ impl Pipeline {
         };
         // Validate kernels and names before touching any device or file: a WGSL error or a
         // bad stream name costs nothing.
-        let workgroup_sizes = match &work {
-            Work::PerDevice { kernel, .. } => kernel_workgroup_sizes([kernel])?,
+        let (workgroup_sizes, grid) = match &work {
+            Work::PerDevice { kernel, .. } => {
+                (kernel_workgroup_sizes([kernel])?, Some(check_grid(&b.shape, [kernel])?))
+            }
             Work::Jobs(jobs) => {
                 check_job_names(jobs)?;
-                kernel_workgroup_sizes(jobs.iter().map(|j| &j.kernel))?
+                let kernels = || jobs.iter().filter_map(Job::kernel);
+                let grid = if kernels().next().is_some() { Some(check_grid(&b.shape, kernels())?) } else { None };
+                (kernel_workgroup_sizes(kernels())?, grid)
             }
         };
         let gpus = match b.devices {
@@ -88,7 +92,9 @@ impl Pipeline {
             Work::PerDevice { kernel, init, attributes } => (0..gpus.len())
                 .map(|d| {
                     let init = Arc::clone(&init);
-                    let mut job = Job::new(format!("stream{d}"), kernel.clone(), move |r, c| init(d, r, c));
+                    // Each stream keys the prelude's noise with its own seed.
+                    let kernel = kernel.clone().with_seed(kernel.seed.wrapping_add(d as u64));
+                    let mut job = Job::new(format!("stream{d}"), kernel, move |grid: &Grid| init(d, grid));
                     job.attributes = attributes(d);
                     job.attributes.insert("device".to_owned(), gpus[d].label().into());
                     job
@@ -98,7 +104,7 @@ impl Pipeline {
         };
         // Sizes against the devices, the sink and the host, before anything is allocated.
         let devices: Vec<DeviceSize> = gpus.iter().map(DeviceSize::of).collect();
-        let mut layout = preflight(&b, &jobs, workgroup_sizes, sink.as_ref(), &devices)?;
+        let mut layout = preflight(&b, grid.as_ref(), &jobs, workgroup_sizes, sink.as_ref(), &devices)?;
         let (shard, shards) = b.shard;
         // A shard's adapters are its own: the shards' sinks must write the same attributes.
         if shards == 1 {
@@ -125,7 +131,7 @@ impl Pipeline {
             jobs,
             sink,
             layout,
-            grid: [b.rows, b.cols],
+            grid,
             readback,
             io_buffer: b.io_buffer,
             mode: b.mode,
@@ -167,7 +173,7 @@ impl Pipeline {
             jobs,
             mut sink,
             layout,
-            grid: [rows, cols],
+            grid,
             readback,
             io_buffer,
             mode,
@@ -202,8 +208,7 @@ impl Pipeline {
             pool,
             progress: Arc::clone(&progress),
             state: Arc::clone(&state),
-            rows,
-            cols,
+            grid,
             readback: readback.clone(),
             fields: layout.fields.iter().map(|f| f.name.clone()).collect(),
         };
@@ -254,7 +259,8 @@ impl Pipeline {
         }
         report.finish_seconds = finishing.elapsed().as_secs_f64();
         report.wall_seconds = start.elapsed().as_secs_f64();
-        let cells = (rows * cols) as u64;
+        // Cell-steps mean something for field kernels only.
+        let cells = grid.map_or(0, |g| g.cells() as u64);
         report.cell_steps =
             report.devices.iter().map(|d| d.frames).sum::<u64>() * u64::from(readback.steps_per_frame) * cells;
         if report.sink.frames == 0 {

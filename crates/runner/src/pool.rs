@@ -45,6 +45,11 @@ impl BufferPool {
     pub fn idle(&self) -> usize {
         self.take.len()
     }
+
+    /// Bytes of every buffer: one frame.
+    pub fn frame_bytes(&self) -> usize {
+        self.size
+    }
 }
 
 #[cfg(test)]

@@ -25,7 +25,8 @@ use crate::writer::Envelope;
 /// The sizes a run is made of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RunShape {
-    pub grid: Grid,
+    /// The field kernels' grid; `None` when frame sources produce the frames.
+    pub grid: Option<Grid>,
     /// Fields of the kernels' state.
     pub state_fields: usize,
     /// Fields of each frame.
@@ -87,26 +88,19 @@ fn sum(parts: &[Option<u64>]) -> Option<u64> {
 }
 
 impl HostMemory {
-    /// The host memory of `shape` on `devices` whose state takes `state_bytes` each.
-    fn of(shape: &RunShape, devices: &[DeviceSize], footprint: &GridFootprint) -> Option<Self> {
+    /// The host memory of `shape` on `devices`, with frames of `frame_bytes` and states of
+    /// `state_bytes` (0 for frame sources, whose memory is their own).
+    fn of(shape: &RunShape, devices: &[DeviceSize], frame_bytes: u64, state_bytes: u64) -> Option<Self> {
         let n = devices.len() as u64;
         let io = shape.io_buffer as u64;
         let pool_frames = sum(&[n.checked_mul(2), Some(io), Some(1)])?;
         let slot = std::mem::size_of::<Envelope>() as u64 + 8;
         let bookkeeping = sum(&[pool_frames.checked_mul(slot), io.checked_mul(slot)])?;
-        let staging = n.checked_mul(shape.staging_buffers as u64)?.checked_mul(footprint.frame_bytes)?;
-        let initial = n.checked_mul(footprint.state_bytes)?;
+        let staging = n.checked_mul(shape.staging_buffers as u64)?.checked_mul(frame_bytes)?;
+        let initial = n.checked_mul(state_bytes)?;
         let cpu = devices.iter().filter(|d| d.host_memory).count() as u64;
-        let device_state = cpu.checked_mul(2)?.checked_mul(footprint.state_bytes)?;
-        Some(HostMemory {
-            pool_frames,
-            frame_bytes: footprint.frame_bytes,
-            bookkeeping,
-            staging,
-            initial,
-            device_state,
-            channel_frames: io,
-        })
+        let device_state = cpu.checked_mul(2)?.checked_mul(state_bytes)?;
+        Some(HostMemory { pool_frames, frame_bytes, bookkeeping, staging, initial, device_state, channel_frames: io })
     }
 
     /// Everything together, or `None` on overflow.
@@ -152,7 +146,7 @@ pub(crate) fn available_memory() -> Option<u64> {
 /// Errors unless `need` fits in `available` bytes of host memory (no check when unknown).
 pub(crate) fn check_host(shape: &RunShape, devices: usize, need: &HostMemory, available: Option<u64>) -> Result<()> {
     let Some(available) = available else { return Ok(()) };
-    let grid = format!("grid {}", shape.grid);
+    let grid = shape.grid.map_or_else(|| "frames".to_owned(), |g| format!("grid {g}"));
     let total = need.total();
     if total.is_some_and(|t| t <= available) {
         return Ok(());
@@ -199,27 +193,31 @@ pub(crate) fn check_host(shape: &RunShape, devices: usize, need: &HostMemory, av
 /// Checks `shape` on `devices` for `sink` and its `layout`, in this order: what the kernels can
 /// index, each opened device's limits, the sink's limits (and names), host memory.
 pub(crate) fn check(shape: &RunShape, devices: &[DeviceSize], sink: &dyn Sink, layout: &StreamLayout) -> Result<()> {
-    let mut footprint = None;
-    for &wg in &shape.workgroup_sizes {
-        let f = GridFootprint::new(&shape.grid, shape.state_fields, shape.frame_fields, wg)?;
-        for d in devices {
-            if let Some(limits) = &d.limits {
-                f.check(limits, &d.label)?;
+    let (frame_bytes, state_bytes) = match &shape.grid {
+        Some(grid) => {
+            let mut footprint = None;
+            for &wg in &shape.workgroup_sizes {
+                let f = GridFootprint::new(grid, shape.state_fields, shape.frame_fields, wg)?;
+                for d in devices {
+                    if let Some(limits) = &d.limits {
+                        f.check(limits, &d.label)?;
+                    }
+                }
+                footprint = Some(f);
             }
+            let Some(footprint) = footprint else {
+                return Err(Error::Invalid("no kernel: nothing to size".to_owned()));
+            };
+            (footprint.frame_bytes, footprint.state_bytes)
         }
-        footprint = Some(f);
-    }
-    let Some(footprint) = footprint else {
-        return Err(Error::Invalid("no kernel: nothing to size".to_owned()));
+        // A frame source's frames: the layout's size (the source checks its staging buffer).
+        None => (layout.frame_bytes()? as u64, 0),
     };
     sink.check_layout(layout)?;
-    let need = HostMemory::of(shape, devices, &footprint).ok_or_else(|| Error::TooLarge {
+    let need = HostMemory::of(shape, devices, frame_bytes, state_bytes).ok_or_else(|| Error::TooLarge {
         key: "io.io_buffer",
-        message: format!(
-            "grid {}: the host memory the run needs overflows 64-bit arithmetic: lower io_buffer \
-             and staging_buffers",
-            shape.grid
-        ),
+        message: "the host memory the run needs overflows 64-bit arithmetic: lower io_buffer and staging_buffers"
+            .to_owned(),
     })?;
     check_host(shape, devices.len(), &need, available_memory())
 }
@@ -230,7 +228,7 @@ mod tests {
 
     fn shape(io_buffer: usize) -> RunShape {
         RunShape {
-            grid: Grid::new(&[1000, 1000]).unwrap_or_else(|e| panic!("{e}")),
+            grid: Some(Grid::new(&[1000, 1000]).unwrap_or_else(|e| panic!("{e}"))),
             state_fields: 2,
             frame_fields: 1,
             staging_buffers: 2,
@@ -240,8 +238,10 @@ mod tests {
     }
 
     fn need(shape: &RunShape, devices: &[DeviceSize]) -> HostMemory {
-        let f = GridFootprint::new(&shape.grid, shape.state_fields, shape.frame_fields, [16, 16, 1]);
-        HostMemory::of(shape, devices, &f.unwrap_or_else(|e| panic!("{e}"))).unwrap_or_default()
+        let grid = shape.grid.unwrap_or_else(|| panic!("a grid"));
+        let f = GridFootprint::new(&grid, shape.state_fields, shape.frame_fields, [16, 16, 1]);
+        let f = f.unwrap_or_else(|e| panic!("{e}"));
+        HostMemory::of(shape, devices, f.frame_bytes, f.state_bytes).unwrap_or_default()
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crossbeam_channel::{Receiver, Sender};
 use wgpipe_compute::{FieldSim, FrameProducer, GpuDevice, Grid, ReadbackConfig};
 use wgpipe_storage::Frame;
 
-use crate::job::Job;
+use crate::job::{Job, Producer};
 use crate::pool::BufferPool;
 use crate::progress::Progress;
 use crate::report::DeviceReport;
@@ -30,8 +30,8 @@ pub(crate) struct WorkerContext {
     pub pool: BufferPool,
     pub progress: Arc<Progress>,
     pub state: Arc<RunState>,
-    pub rows: usize,
-    pub cols: usize,
+    /// The kernels' grid; `None` when frame sources produce the frames.
+    pub grid: Option<Grid>,
     pub readback: ReadbackConfig,
     pub fields: Vec<String>,
 }
@@ -93,13 +93,29 @@ impl DeviceWorker<'_> {
         let (d, gpu, ctx) = (*d, *gpu, *ctx);
         let name = job.name.clone();
         let fail = |e: wgpipe_compute::Error| Stop::Device(format!("stream {name}: {e}"));
-        let indices = job.kernel.field_indices(&ctx.fields).map_err(fail)?;
-        let grid = Grid::new(&[ctx.rows, ctx.cols]).map_err(fail)?;
-        let init = (job.init)(ctx.rows, ctx.cols);
-        let sim = FieldSim::new(gpu, &job.kernel, &grid, &init).map_err(fail)?;
-        drop(init);
-        let config = ReadbackConfig { fields: indices, ..ctx.readback.clone() };
-        let mut producer = FrameProducer::new(sim, config).map_err(fail)?;
+        let mut producer = match job.producer {
+            Producer::Kernel { kernel, init } => {
+                let grid = ctx.grid.ok_or_else(|| Stop::Device(format!("stream {name}: a kernel job needs a grid")))?;
+                let indices = kernel.field_indices(&ctx.fields).map_err(fail)?;
+                let init = init(&grid);
+                let sim = FieldSim::new(gpu, &kernel, &grid, &init).map_err(fail)?;
+                drop(init);
+                let config = ReadbackConfig { fields: indices, ..ctx.readback.clone() };
+                FrameProducer::new(sim, config).map_err(fail)?
+            }
+            Producer::Source(open) => {
+                let source =
+                    open(gpu).map_err(|e| Stop::Device(format!("stream {name}: opening its frame source: {e}")))?;
+                let expected = ctx.pool.frame_bytes() as u64;
+                if source.frame_bytes() != expected {
+                    return Err(Stop::Device(format!(
+                        "stream {name}: its frame source makes frames of {} bytes, but the frame layout holds {expected}",
+                        source.frame_bytes()
+                    )));
+                }
+                FrameProducer::from_source(gpu, name.clone(), source, ctx.readback.clone()).map_err(fail)?
+            }
+        };
         loop {
             if ctx.state.should_stop() {
                 return Err(Stop::Run);

@@ -72,11 +72,47 @@ fn run_with_overrides_writes_an_hdf5_file_with_every_frame() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("overlap:") && stdout.contains("output: tiny.h5"), "{stdout}");
     let o = open_output(dir.path().join("tiny.h5")).unwrap();
-    assert_eq!(o.fields(), [wgpipe::storage::FieldSpec::new("v", wgpipe::storage::DType::F32, [16, 12])]);
+    let v = wgpipe::storage::FieldSpec::new("v", wgpipe::storage::DType::F32, [16, 12]);
+    assert_eq!(o.fields(), [v.with_units("1").with_long_name("inhibitor v")]);
     assert_eq!(o.streams().len(), 1);
     assert_eq!(o.streams()[0].frames, 3);
     assert!(o.complete() && o.streams()[0].complete);
     assert_eq!(o.steps(0).unwrap(), vec![2, 4, 6]);
+}
+
+/// `--progress json`: every progress line on stderr is one JSON object; the first is at the
+/// start (nothing written, no ETA), the last says `done` with every frame written, and the
+/// per-device counts add up.
+#[test]
+fn progress_json_prints_one_parsable_object_per_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = wgpipe(
+        dir.path(),
+        &tiny_args(&["--set", "devices.count=2", "--set", "output.sink=null", "--progress", "json"]),
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let lines: Vec<serde_json::Value> = err
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert!(lines.len() >= 2, "{err}");
+    let (first, last) = (&lines[0], &lines[lines.len() - 1]);
+    assert_eq!((first["written"].as_u64(), first["expected"].as_u64()), (Some(0), Some(6)), "{first}");
+    assert!(first["eta_s"].is_null() && first["done"] == false, "{first}");
+    assert_eq!((last["written"].as_u64(), last["computed"].as_u64()), (Some(6), Some(6)), "{last}");
+    assert_eq!(last["done"], true, "{last}");
+    assert_eq!(last["eta_s"].as_f64(), Some(0.0), "{last}");
+    assert_eq!(last["queue"].as_u64(), Some(0), "{last}");
+    let devices = last["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 2, "{last}");
+    assert_eq!(devices.iter().map(|d| d["written"].as_u64().unwrap()).sum::<u64>(), 6, "{last}");
+    assert!(devices.iter().all(|d| d["label"].as_str().is_some_and(|l| !l.is_empty())), "{last}");
+    for key in ["frames_per_s", "mb_per_s", "cell_steps_per_s", "elapsed_s"] {
+        assert!(lines.iter().all(|l| l[key].as_f64().is_some_and(|x| x >= 0.0)), "{key}: {err}");
+    }
+    assert_eq!(lines.iter().filter(|l| l["done"] == true).count(), 1, "{err}");
 }
 
 #[test]
@@ -84,7 +120,14 @@ fn devices_lists_at_least_one_adapter() {
     let out = wgpipe(Path::new("."), &["devices"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.lines().any(|l| l.trim_start().starts_with("0 ")), "{stdout}");
+    assert!(stdout.lines().any(|l| l.trim_start_matches(['*', ' ']).starts_with("0 ")), "{stdout}");
+    // Every adapter line carries the default's verdict; at least one adapter is taken.
+    let rows: Vec<&str> =
+        stdout.lines().skip(1).filter(|l| l.trim_start_matches(['*', ' ']).starts_with(char::is_numeric)).collect();
+    assert!(!rows.is_empty(), "{stdout}");
+    let verdicts = ["hardware adapter", "no hardware adapter exists", "same adapter as", "a hardware adapter exists"];
+    assert!(rows.iter().all(|l| verdicts.iter().any(|v| l.contains(v))), "{stdout}");
+    assert!(rows.iter().any(|l| l.starts_with('*')), "no adapter marked as the default's: {stdout}");
 }
 
 #[test]
@@ -117,12 +160,61 @@ fn render_writes_pngs_of_the_grid_size() {
     assert!(stderr(&out).contains("frame 3 does not exist"), "{}", stderr(&out));
 }
 
+/// Decodes a PNG: width, height, RGB bytes.
+fn decode_png(p: &Path) -> (u32, u32, Vec<u8>) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(p).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    (info.width, info.height, buf[..info.buffer_size()].to_vec())
+}
+
+/// A 3-D field of u16 (not f32) written through the HDF5 sink: the default is the middle z
+/// plane, `--slice` picks any plane of any axis with the other axes in order, `--max` the
+/// largest value along an axis.
+#[test]
+fn render_shows_3d_fields_of_any_dtype_as_slices_and_projections() {
+    use wgpipe::storage::{DType, FieldSpec, Frame, Hdf5Sink, Sink, SinkOptions, StreamInfo, StreamLayout};
+    let dir = tempfile::tempdir().unwrap();
+    let (nz, ny, nx) = (5usize, 3usize, 4usize);
+    let layout =
+        StreamLayout::new(vec![FieldSpec::new("d", DType::U16, [nz, ny, nx])]).with_stream(StreamInfo::new("s"));
+    // Value (z, y, x) = 100 z + 10 y + x: the largest along z is the last plane.
+    let values: Vec<u16> =
+        (0..nz * ny * nx).map(|i| (100 * (i / (ny * nx)) + 10 * (i / nx % ny) + i % nx) as u16).collect();
+    let mut sink = Hdf5Sink::new(SinkOptions::new(dir.path().join("d.h5")));
+    sink.begin(&layout).unwrap();
+    sink.write(&Frame::new(0, 0, 1, values.iter().flat_map(|v| v.to_le_bytes()).collect())).unwrap();
+    sink.finish().unwrap();
+
+    let render = |name: &str, extra: &[&str]| {
+        let mut args = vec!["render", "d.h5", "--frame", "0", "--range", "0,500", "-o", name];
+        args.extend_from_slice(extra);
+        let out = wgpipe(dir.path(), &args);
+        assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
+        decode_png(&dir.path().join(name))
+    };
+    let middle = render("mid.png", &[]);
+    assert_eq!((middle.0, middle.1), (nx as u32, ny as u32), "a z plane is ny × nx");
+    assert_eq!(middle, render("z2.png", &["--slice", "z=2"]), "the default is the middle of z");
+    assert_ne!(middle, render("z0.png", &["--slice", "z=0"]));
+    assert_eq!(render("max.png", &["--max", "z"]), render("z4.png", &["--slice", "z=4"]));
+    let y = render("y1.png", &["--slice", "y=1"]);
+    assert_eq!((y.0, y.1), (nx as u32, nz as u32), "a y plane is nz × nx");
+    let x = render("x3.png", &["--slice", "x=3"]);
+    assert_eq!((x.0, x.1), (ny as u32, nz as u32), "an x plane is nz × ny");
+    assert_eq!(render("maxx.png", &["--max", "x"]), x);
+    let out = wgpipe(dir.path(), &["render", "d.h5", "--frame", "0", "--slice", "z=5", "-o", "bad.png"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("--slice z=5 is outside the field: z runs from 0 to 4"), "{}", stderr(&out));
+}
+
 #[test]
 fn config_errors_name_key_and_line() {
     fails(
         &[("c.toml", "[grid]\nrows = 8\nrowz = 8\n")],
         &["run", "c.toml"],
-        &["c.toml line 3", "grid.rowz", "`rows` or `cols`"],
+        &["c.toml line 3", "grid.rowz", "expected one of `shape`, `rows`, `cols`"],
     );
     fails(
         &[("c.toml", "[run]\nframes = \"many\"\n")],
@@ -197,7 +289,7 @@ fn batch_runs_are_streams_with_their_parameters() {
     assert_eq!(names, ["feed0.02_kill0.05", "feed0.02_kill0.06", "feed0.03_kill0.05", "feed0.03_kill0.06"]);
     let s = &o.streams()[3];
     assert_eq!(s.frames, 2);
-    assert_eq!(s.attributes.get("kill"), Some(&wgpipe::storage::AttrValue::Float(f64::from(0.06f32))));
+    assert_eq!(s.attributes.get("kill"), Some(&wgpipe::storage::AttrValue::Float32(0.06)));
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use wgpipe::compute::DeviceSelector;
+use wgpipe::compute::{DeviceSelector, Grid};
 use wgpipe::config::{Config, ConfigError, DEFAULT_CONFIG, ResolvedKernel};
 
 fn configs_dir() -> std::path::PathBuf {
@@ -36,9 +36,11 @@ fn the_sweep_is_a_cartesian_product_and_heat_is_a_custom_kernel() {
     let heat = Config::load(Some(&configs_dir().join("heat.toml")), &[]).unwrap();
     let ResolvedKernel::Custom { spec, params } = &heat.kernel else { panic!("heat is a custom kernel") };
     assert_eq!((spec.fields.as_slice(), params.as_slice()), (&["u".to_owned()][..], &["alpha".to_owned()][..]));
-    let state = heat.kernel.initial_state(10, 10, 0, 0.0);
+    let state = heat.kernel.initial_state(&Grid::new(&[10, 10]).unwrap(), 0, 0.0);
     assert_eq!(state.iter().filter(|v| **v == 1.0).count(), 4, "the centred square is 1");
-    assert_eq!(heat.jobs(1, |_| false)[0].kernel.params, vec![0.2]);
+    let state = heat.kernel.initial_state(&Grid::new(&[10, 10, 10]).unwrap(), 0, 0.0);
+    assert_eq!(state.iter().filter(|v| **v == 1.0).count(), 8, "the centred box is 1");
+    assert_eq!(heat.jobs(1, |_| false)[0].kernel().unwrap().params, vec![0.2]);
 }
 
 #[test]
@@ -56,7 +58,7 @@ fn runs_override_parameters_seed_and_noise() {
     let jobs = c.jobs(4, |_| false);
     assert_eq!(jobs.len(), 2, "a batch has one job per run, whatever the device count");
     // In the order of the shader's struct Params: feed, kill, du, dv, dt.
-    assert_eq!(jobs[1].kernel.params, vec![0.02, 0.07, 0.1, 0.05, 1.0]);
+    assert_eq!(jobs[1].kernel().unwrap().params, vec![0.02, 0.07, 0.1, 0.05, 1.0]);
     let single = Config::parse("c.toml", "", ".", &[]).unwrap();
     let names: Vec<String> = single.jobs(2, |_| false).into_iter().map(|j| j.name).collect();
     assert_eq!(names, ["stream0", "stream1"], "a single run has one stream per device");
@@ -107,7 +109,8 @@ fn devices_select_takes_an_index_a_list_or_text_and_says_what_it_accepts() {
     assert_eq!(select("[0, 2]").unwrap(), DeviceSelector::Indices(vec![0, 2]));
     assert_eq!(select("\"0,1\"").unwrap(), DeviceSelector::Indices(vec![0, 1]));
     assert_eq!(select("\"vulkan\"").unwrap(), DeviceSelector::Backend(wgpipe::compute::wgpu::Backend::Vulkan));
-    let accepted = "expected \"all\", a backend (\"vulkan\", \"gl\", \"metal\", \"dx12\"), a name substring, an adapter index such as 0, or a list of indices such as [0, 1]";
+    assert_eq!(select("\"all-backends\"").unwrap(), DeviceSelector::AllBackends);
+    let accepted = "expected \"all\" (each physical adapter once), \"all-backends\", a backend (\"vulkan\", \"gl\", \"metal\", \"dx12\"), a name substring, an adapter index such as 0, or a list of indices such as [0, 1]";
     for (value, what) in [
         ("true", "invalid type: boolean `true`"),
         ("-1", "invalid value: integer `-1`"),
@@ -196,4 +199,69 @@ fn files_that_are_not_regular_files_are_refused_not_read_forever() {
     );
     let e = err("[kernel]\nwgsl = \"/dev/zero\"\nfields = [\"u\"]\n");
     assert!(e.starts_with("c.toml line 2: kernel.wgsl: cannot read WGSL file /dev/zero: not a regular file"), "{e}");
+}
+
+#[test]
+fn compression_threads_default_to_the_cores_and_zero_is_refused_at_its_key() {
+    let parse = |text: &str| Config::parse("c.toml", text, ".", &[]).unwrap();
+    let default = parse("").sink_options().compression_threads;
+    assert_eq!(default, wgpipe::storage::default_compression_threads());
+    assert!((1..=4).contains(&default), "{default}");
+    let c = parse("[output]\ncompression = \"deflate:6\"\ncompression_threads = 3\n");
+    assert_eq!(c.sink_options().compression_threads, 3);
+    let e = err("[output]\ncompression_threads = 0\n");
+    assert!(e.starts_with("c.toml line 2: output.compression_threads"), "{e}");
+}
+
+#[test]
+fn grid_shape_is_one_spelling_for_every_rank_and_rows_cols_stay_the_2d_one() {
+    let shape = |text: &str| Config::parse("c.toml", text, ".", &[]).unwrap().grid_shape().to_vec();
+    assert_eq!(shape("[output]\nsink = \"null\"\n"), [256, 256], "the default grid");
+    assert_eq!(shape("[grid]\nrows = 30\ncols = 40\n[output]\nsink = \"null\"\n"), [30, 40]);
+    assert_eq!(shape("[grid]\nshape = [30, 40]\n[output]\nsink = \"null\"\n"), [30, 40]);
+    let three = "[kernel]\nname = \"gray-scott-3d\"\n[grid]\nshape = [8, 9, 10]\n[output]\nsink = \"null\"\n";
+    let c = Config::parse("c.toml", three, ".", &[]).unwrap();
+    assert_eq!(c.grid_shape(), [8, 9, 10]);
+    assert_eq!(c.output_fields(), ["u", "v"], "the 3-D model stores u and v, as the tutorial does");
+    let job = &c.jobs(1, |_| false)[0];
+    assert_eq!((job.kernel().unwrap().rank, job.kernel().unwrap().name.as_str()), (3, "gray-scott-3d"));
+
+    let e = err("[grid]\nshape = [30, 40]\nrows = 30\n");
+    assert!(e.starts_with("c.toml line 3: grid.rows: grid.shape is given too"), "{e}");
+    let e = err("[grid]\nshape = [1, 2, 3, 4]\n");
+    assert!(e.starts_with("c.toml line 2: grid.shape: 4 sizes: give [nx], [ny, nx] or [nz, ny, nx]"), "{e}");
+    let e = err("[grid]\nshape = [4, 0]\n");
+    assert!(e.contains("grid.shape: axis 1 has size 0"), "{e}");
+    let e = err("[grid]\nshape = [8, 8, 8]\n");
+    assert!(e.contains("kernel.name: the gray-scott kernel runs on 2-D grids and the grid is 3-D"), "{e}");
+    assert!(e.contains("grid.shape = [256, 256]"), "{e}");
+    let e = err("[kernel]\nname = \"gray-scott-3d\"\n");
+    assert!(
+        e.contains(
+            "the gray-scott-3d kernel runs on 3-D grids and the grid is 2-D: give e.g. grid.shape = [64, 64, 64]"
+        ),
+        "{e}"
+    );
+    let e = err("[kernel]\nname = \"gray-scott-3d\"\n[grid]\nshape = [8, 8, 8]\n[run]\nnoise = 0.1\n");
+    assert!(e.contains("run.noise: 0.1: the gray-scott-3d model") && e.contains("kernel.params.noise"), "{e}");
+    let e = err("[kernel]\nboundary = \"reflect\"\n");
+    assert!(e.starts_with("c.toml line 2: kernel.boundary:") && e.contains("zero-flux"), "{e}");
+}
+
+#[test]
+fn a_custom_kernel_takes_the_grids_rank_and_the_boundary() {
+    let dir = tempfile::tempdir().unwrap();
+    let wgsl = "@compute @workgroup_size(WORKGROUP_X, WORKGROUP_Y, WORKGROUP_Z)\n\
+                fn main(@builtin(global_invocation_id) id: vec3<u32>) {\n\
+                    if (!in_grid(id)) { return; }\n\
+                    let c = cell(id);\n\
+                    a_out[c.i] = a_in[c.i] + 0.1 * laplacian7_a(c);\n\
+                }\n";
+    std::fs::write(dir.path().join("k.wgsl"), wgsl).unwrap();
+    let text = "[kernel]\nwgsl = \"k.wgsl\"\nfields = [\"a\"]\nboundary = \"zero-flux\"\n\
+                [grid]\nshape = [6, 7, 8]\n[output]\nsink = \"null\"\n";
+    let c = Config::parse("c.toml", text, dir.path(), &[]).unwrap();
+    let job = &c.jobs(1, |_| false)[0];
+    assert_eq!(job.kernel().unwrap().rank, 3);
+    assert_eq!(job.kernel().unwrap().boundary, wgpipe::compute::Boundary::ZeroFlux);
 }

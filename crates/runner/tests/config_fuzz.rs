@@ -28,6 +28,9 @@ const KEYS: &[&str] = &[
     "kernel.params.alpha",
     "grid.rows",
     "grid.cols",
+    "grid.shape",
+    "kernel.boundary",
+    "kernel.params.noise",
     "run.frames",
     "run.steps_per_frame",
     "run.seed",
@@ -124,7 +127,11 @@ fn value_for(key: &str) -> BoxedStrategy<String> {
         prop_oneof![3 => (lo..hi).prop_map(|i| i.to_string()), 1 => texts(edges)].boxed()
     };
     let plausible = match key {
-        "kernel.name" => texts(&["\"gray-scott\"", "\"heat\"", "\"brusselator\""]),
+        "kernel.name" => texts(&["\"gray-scott\"", "\"gray-scott-3d\"", "\"heat\"", "\"brusselator\""]),
+        "kernel.boundary" => texts(&["\"periodic\"", "\"zero-flux\"", "\"reflect\"", "1"]),
+        "grid.shape" => {
+            texts(&["[16, 16]", "[8, 8, 8]", "[64]", "[]", "[1, 2, 3, 4]", "[0, 4]", "[100000, 100000]", "16"])
+        }
         "kernel.wgsl" => texts(&["\"heat.wgsl\"", "\"gray_scott.wgsl\"", "\"missing.wgsl\"", "\"/dev/null\""]),
         "kernel.fields" | "output.fields" => {
             texts(&["[\"u\"]", "[\"v\"]", "[\"u\", \"v\"]", "[]", "[\"steps\"]", "[\"a b\"]", "[\"u\", \"u\"]"])
@@ -235,7 +242,9 @@ fn check(text: &str, sets: &[String], base: &Path, outcomes: &Outcomes) -> Resul
     let e = match Config::parse("fuzz.toml", text, base, sets) {
         Ok(c) => {
             let f = &c.file;
-            prop_assert!(f.grid.rows >= 1 && f.grid.cols >= 1 && f.run.frames >= 1, "{}", context());
+            let shape = c.grid_shape();
+            prop_assert!((1..=3).contains(&shape.len()) && shape.iter().all(|n| *n >= 1), "{}", context());
+            prop_assert!(f.run.frames >= 1, "{}", context());
             prop_assert!((1..=wgpipe::MAX_DEVICE_COPIES).contains(&f.devices.count), "{}", context());
             prop_assert!((0.0..=1.0).contains(&f.run.noise) && f.io.staging_buffers >= 1, "{}", context());
             outcomes.ok.set(outcomes.ok.get() + 1);

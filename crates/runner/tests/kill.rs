@@ -44,13 +44,12 @@ const WAIT_LIMIT: Duration = Duration::from_secs(30);
 
 /// Whether resumed runs of `sink` are killed too.
 ///
-/// Not for HDF5 yet: `--resume` deletes the incomplete streams inside the existing file, and
-/// HDF5 then reuses the freed space and moves the end-of-file address down and up again; a
-/// kill during that leaves files HDF5 refuses to open ("truncated file": every stream lost)
-/// or loses frames the resumed run had reported written ("addr overflow"): 2 of 600 kills
-/// of the sink alone while appending (`crates/storage/examples/kill_stress.rs`; the table is
-/// in the README's "Reliability" section). Remove this exception when the sink no longer
-/// edits a file in place to resume it.
+/// Not for HDF5 yet: `--resume` edits the existing file in place (it deletes the incomplete
+/// streams and adds new ones), and a kill during that can lose frames the resumed run had
+/// reported written, like a kill of any HDF5 run (3 of 600 kills of the sink alone while
+/// appending, `crates/storage/examples/kill_stress.rs`; the table is in the README's
+/// "Reliability" section). Files no longer become unopenable (they are created without
+/// HDF5's free-space manager). Remove this exception when HDF5 keeps every reported frame.
 fn kills_resumed_runs(sink: &str) -> bool {
     sink != "hdf5"
 }

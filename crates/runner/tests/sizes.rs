@@ -94,8 +94,8 @@ fn bad_names_and_counts_are_refused_before_any_device_opens() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("out.h5");
     let job = |name: &str| {
-        Job::new(name, GrayScottParams::default().kernel(), |r, c| {
-            wgpipe::compute::gray_scott::initial_state(r, c, 0, 0.0)
+        Job::new(name, GrayScottParams::default().kernel(), |g| {
+            wgpipe::compute::gray_scott::initial_state(g.ny(), g.nx(), 0, 0.0)
         })
     };
     // No adapter matches this selection, so an error about the jobs proves that they were

@@ -85,10 +85,17 @@ fn classify(path: &Path, reported: u64) -> &'static str {
     if std::fs::symlink_metadata(path).is_err() {
         return "no output yet";
     }
-    let Ok(out) = open_output(path) else { return "output does not open" };
+    let out = match open_output(path) {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("{}: {e}", path.display());
+            return "output does not open";
+        }
+    };
     let mut verdict = "fine";
     for (s, summary) in out.streams().iter().enumerate() {
         if summary.frames < reported {
+            eprintln!("{}: stream {s} holds {} frames, {reported} were reported", path.display(), summary.frames);
             return "reported frames lost";
         }
         for i in 0..summary.frames {
@@ -97,6 +104,7 @@ fn classify(path: &Path, reported: u64) -> &'static str {
                     .read_f32(s, f, i)
                     .is_ok_and(|v| v.iter().enumerate().all(|(k, x)| x.to_bits() == value(s, f, i, k).to_bits()));
                 if !good && i < reported {
+                    eprintln!("{}: frame {i} of stream {s}, field {f}, reads wrong or fails", path.display());
                     return "reported frames lost";
                 }
                 if !good {

@@ -49,7 +49,7 @@ pub(crate) fn check(
         ));
     }
     for (have, want) in out.fields().iter().zip(&layout.fields) {
-        if have != want {
+        if !have.same_data(want) {
             return mismatch(format!(
                 "its field {:?} is {} with axes {:?}, the run's is {} with axes {:?}",
                 have.name,

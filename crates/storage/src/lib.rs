@@ -2,6 +2,28 @@
 //!
 //! The storage half of wgpipe: it knows frames, stream layouts and files, and nothing of GPUs.
 //!
+//! ```
+//! use wgpipe_storage::{DType, FieldSpec, Frame, SinkOptions, StreamInfo, StreamLayout, open_output, open_sink};
+//!
+//! // Per frame: a 2 x 3 float32 field `u` and a 4-bin uint32 histogram `h`.
+//! let layout = StreamLayout::new(vec![FieldSpec::new("u", DType::F32, [2, 3]), FieldSpec::new("h", DType::U32, [4])])
+//!     .with_stream(StreamInfo::new("run0").with_expected_frames(1));
+//! let tmp = tempfile::tempdir()?;
+//! let dir = tmp.path().join("out");
+//! let mut sink = open_sink("raw", &SinkOptions::new(&dir))?;
+//! sink.begin(&layout)?;
+//! let u = [0.5f32, 1.0, 1.5, 2.0, 2.5, 3.0].iter().flat_map(|x| x.to_le_bytes());
+//! let h = [7u32, 0, 1, 2].iter().flat_map(|x| x.to_le_bytes());
+//! sink.write(&Frame::new(0, 0, 100, u.chain(h).collect()))?;
+//! assert_eq!(sink.finish()?.frames, 1);
+//!
+//! let out = open_output(&dir)?;
+//! assert_eq!(out.read_f32(0, 0, 0)?, [0.5, 1.0, 1.5, 2.0, 2.5, 3.0]);
+//! assert_eq!(out.read_field(0, 1, 0)?.to_f64(), [7.0, 0.0, 1.0, 2.0]);
+//! assert_eq!(out.steps(0)?, [100]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! A frame is a set of named arrays: the [`StreamLayout`] declares each field once, with its
 //! element type ([`DType`]: `u8 u16 u32 i32 f16 f32 f64`) and shape of rank 1 to 3, and every
 //! [`Frame`] carries the fields' bytes back to back in that order (C order, last axis
@@ -14,28 +36,6 @@
 //! checksums), `raw` (little-endian files readable by `numpy.fromfile`) and `hdf5` (one
 //! self-describing file; cargo feature `hdf5`, on by default). [`open_output`] reads what
 //! `raw` and `hdf5` stored back, and [`conformance`] is the suite every sink passes.
-//!
-//! ```
-//! use wgpipe_storage::{DType, FieldSpec, Frame, SinkOptions, StreamInfo, StreamLayout, open_output, open_sink};
-//!
-//! // Per frame: a 2 x 3 float32 field `u` and a 4-bin uint32 histogram `h`.
-//! let layout = StreamLayout::new(vec![FieldSpec::new("u", DType::F32, [2, 3]), FieldSpec::new("h", DType::U32, [4])])
-//!     .with_stream(StreamInfo::new("run0").with_expected_frames(1));
-//! let dir = std::env::temp_dir().join(format!("wgpipe-storage-doc-{}", std::process::id()));
-//! let mut sink = open_sink("raw", &SinkOptions::new(&dir).with_overwrite(true))?;
-//! sink.begin(&layout)?;
-//! let u = [0.5f32, 1.0, 1.5, 2.0, 2.5, 3.0].iter().flat_map(|x| x.to_le_bytes());
-//! let h = [7u32, 0, 1, 2].iter().flat_map(|x| x.to_le_bytes());
-//! sink.write(&Frame::new(0, 0, 100, u.chain(h).collect()))?;
-//! assert_eq!(sink.finish()?.frames, 1);
-//!
-//! let out = open_output(&dir)?;
-//! assert_eq!(out.read_f32(0, 0, 0)?, [0.5, 1.0, 1.5, 2.0, 2.5, 3.0]);
-//! assert_eq!(out.read_field(0, 1, 0)?.to_f64(), [7.0, 0.0, 1.0, 2.0]);
-//! assert_eq!(out.steps(0)?, [100]);
-//! # std::fs::remove_dir_all(&dir).ok();
-//! # Ok::<(), wgpipe_storage::Error>(())
-//! ```
 
 mod append;
 mod checksum;
@@ -67,7 +67,7 @@ pub use hdf5::MpiHdf5Sink;
 pub use mpi;
 pub use null::NullSink;
 pub use open::{SINK_NAMES, check_output, open_output, open_sink};
-pub use options::{Compression, SinkOptions};
+pub use options::{Compression, SinkOptions, default_compression_threads};
 pub use raw::RawSink;
 pub use read::{FieldData, Output, OutputFormat, StreamSummary};
 pub use schema::{AXIS_ORDER, AttrValue, Attributes, FieldSpec, MAX_RANK, StreamInfo, StreamLayout};

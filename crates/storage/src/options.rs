@@ -121,6 +121,26 @@ pub struct SinkOptions {
     /// leaves a file holding every frame written, never a damaged one (README,
     /// "Reliability"). On by default; turning it off only makes sense to measure its cost.
     pub reserve_space: bool,
+    /// HDF5 only: write an XDMF sidecar (`OUT.xdmf` beside `OUT.h5`) when the sink finishes,
+    /// describing every stream as a time series on a uniform grid, so that ParaView and
+    /// VisIt open the run with no code (README, "Reading the output").
+    pub xdmf: bool,
+    /// HDF5 only: open the file in single-writer/multiple-reader mode once its streams are
+    /// created, so that readers (h5py `File(path, "r", swmr=True)`) can follow frames while
+    /// the run goes. Writes the HDF5 1.10 file format (older HDF5 libraries cannot read it);
+    /// cannot append to an existing file.
+    pub swmr: bool,
+    /// HDF5 with deflate: threads that compress a frame's chunks at once (the writer's own
+    /// thread included), which then go to the file through HDF5's direct chunk write. 1
+    /// compresses on the writer thread alone. Default: [`default_compression_threads`].
+    /// Blosc compresses inside HDF5, on the writer thread, whatever this says.
+    pub compression_threads: usize,
+}
+
+/// The default of [`SinkOptions::compression_threads`]: the machine's cores, up to 4
+/// (beyond that HDF5's writes, which the library serialises, dominate a frame), and at least 1.
+pub fn default_compression_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
 }
 
 impl Default for SinkOptions {
@@ -133,6 +153,9 @@ impl Default for SinkOptions {
             fsync: false,
             append: false,
             reserve_space: true,
+            compression_threads: default_compression_threads(),
+            xdmf: false,
+            swmr: false,
         }
     }
 }
@@ -179,10 +202,40 @@ impl SinkOptions {
         self
     }
 
+    /// Sets [`SinkOptions::compression_threads`].
+    pub fn with_compression_threads(mut self, threads: usize) -> Self {
+        self.compression_threads = threads;
+        self
+    }
+
+    /// Sets [`SinkOptions::xdmf`].
+    pub fn with_xdmf(mut self, xdmf: bool) -> Self {
+        self.xdmf = xdmf;
+        self
+    }
+
+    /// Sets [`SinkOptions::swmr`].
+    pub fn with_swmr(mut self, swmr: bool) -> Self {
+        self.swmr = swmr;
+        self
+    }
+
     /// Errors on values no sink accepts.
     pub(crate) fn check(&self) -> Result<()> {
+        if self.swmr && self.append {
+            return Err(Error::InvalidOptions(
+                "swmr cannot append to an existing output (resume): a file only enters \
+                 single-writer/multiple-reader mode when it is created; run without swmr to resume"
+                    .into(),
+            ));
+        }
         if self.chunk_frames == 0 {
             return Err(Error::InvalidOptions("chunk_frames is 0: use 1 or more frames per chunk".into()));
+        }
+        if self.compression_threads == 0 {
+            return Err(Error::InvalidOptions(
+                "compression_threads is 0: use 1 (compress on the writer thread) or more".into(),
+            ));
         }
         let level = match self.compression {
             Compression::None => None,

@@ -17,6 +17,10 @@ pub enum AttrValue {
     Int(i64),
     /// A float.
     Float(f64),
+    /// A single-precision float, stored as one (HDF5 `float32`), so that a kernel parameter
+    /// the GPU used as `f32` reads back with its own type and value (`0.1`, not the widened
+    /// `0.10000000149011612`).
+    Float32(f32),
     /// A string.
     Text(String),
 }
@@ -38,7 +42,7 @@ impl From<f64> for AttrValue {
 }
 impl From<f32> for AttrValue {
     fn from(v: f32) -> Self {
-        AttrValue::Float(f64::from(v))
+        AttrValue::Float32(v)
     }
 }
 impl From<&str> for AttrValue {
@@ -109,6 +113,11 @@ pub struct FieldSpec {
     pub shape: Vec<usize>,
     /// One name per axis of `shape`.
     pub dims: Vec<String>,
+    /// Units of the values (the `units` attribute of CF/netCDF, e.g. `"1"` for a
+    /// dimensionless quantity), when known.
+    pub units: Option<String>,
+    /// Human-readable name (the `long_name` attribute of CF/netCDF), when known.
+    pub long_name: Option<String>,
 }
 
 impl FieldSpec {
@@ -116,13 +125,32 @@ impl FieldSpec {
     pub fn new(name: impl Into<String>, dtype: DType, shape: impl Into<Vec<usize>>) -> Self {
         let shape = shape.into();
         let dims = default_dims(shape.len());
-        FieldSpec { name: name.into(), dtype, shape, dims }
+        FieldSpec { name: name.into(), dtype, shape, dims, units: None, long_name: None }
+    }
+
+    /// Sets [`FieldSpec::units`].
+    pub fn with_units(mut self, units: impl Into<String>) -> Self {
+        self.units = Some(units.into());
+        self
+    }
+
+    /// Sets [`FieldSpec::long_name`].
+    pub fn with_long_name(mut self, long_name: impl Into<String>) -> Self {
+        self.long_name = Some(long_name.into());
+        self
     }
 
     /// Replaces the axis names (one per axis; checked when the layout is used).
     pub fn with_dims<S: Into<String>>(mut self, dims: impl IntoIterator<Item = S>) -> Self {
         self.dims = dims.into_iter().map(Into::into).collect();
         self
+    }
+
+    /// Whether `other` holds the same data: name, element type, shape and axis names. Units
+    /// and long names describe the values and may differ (an output written before they
+    /// were recorded can still be appended to).
+    pub fn same_data(&self, other: &FieldSpec) -> bool {
+        self.name == other.name && self.dtype == other.dtype && self.shape == other.shape && self.dims == other.dims
     }
 
     /// Elements of one frame of this field, or `None` if the count overflows `usize`.

@@ -30,6 +30,15 @@ impl SinkSummary {
         self.checksum = combine(self.checksum, frame);
         self.write_seconds += start.elapsed().as_secs_f64();
     }
+
+    /// [`SinkSummary::record`] for a sink that computed the frame's checksum itself while
+    /// writing it (`crate::checksum::Running`).
+    pub(crate) fn record_checksummed(&mut self, frame: &Frame, checksum: u64, start: Instant) {
+        self.frames += 1;
+        self.bytes += frame.data.len() as u64;
+        self.checksum = crate::checksum::add(self.checksum, checksum);
+        self.write_seconds += start.elapsed().as_secs_f64();
+    }
 }
 
 /// A storage backend, driven in push mode by one writer thread.

@@ -49,6 +49,8 @@ struct Sinks {
     kind: &'static str,
     compression: Compression,
     chunk_frames: usize,
+    /// Single-writer/multiple-reader mode (the HDF5 1.10 format and its chunk index).
+    swmr: bool,
 }
 
 impl Sinks {
@@ -57,6 +59,7 @@ impl Sinks {
             .with_compression(self.compression)
             .with_chunk_frames(self.chunk_frames)
             .with_reserve_space(reserve)
+            .with_swmr(self.swmr)
     }
 
     fn is_hdf5(&self) -> bool {
@@ -75,14 +78,23 @@ impl Sinks {
     }
 }
 
-const SINKS: [Sinks; 3] = [
-    Sinks { label: "raw", kind: "raw", compression: Compression::None, chunk_frames: 1 },
-    Sinks { label: "hdf5", kind: "hdf5", compression: Compression::None, chunk_frames: 1 },
+const SINKS: [Sinks; 4] = [
+    Sinks { label: "raw", kind: "raw", compression: Compression::None, chunk_frames: 1, swmr: false },
+    Sinks { label: "hdf5", kind: "hdf5", compression: Compression::None, chunk_frames: 1, swmr: false },
     Sinks {
         label: "hdf5 deflate:4, 3 frames per chunk",
         kind: "hdf5",
         compression: Compression::Deflate(4),
         chunk_frames: 3,
+        swmr: false,
+    },
+    // One frame per chunk: compressed by the sink, written with direct chunk writes.
+    Sinks {
+        label: "hdf5 deflate:4, direct chunk writes",
+        kind: "hdf5",
+        compression: Compression::Deflate(4),
+        chunk_frames: 1,
+        swmr: false,
     },
 ];
 
@@ -163,7 +175,7 @@ impl Growth {
 /// [`measure`] of every sink in [`SINKS`] at [`big_layout`], with its [`full_disk_sizes`],
 /// computed once per test process.
 fn growth_of(which: usize) -> &'static (Growth, Vec<FullDisk>) {
-    static GROWTH: [OnceLock<(Growth, Vec<FullDisk>)>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    static GROWTH: [OnceLock<(Growth, Vec<FullDisk>)>; SINKS.len()] = [const { OnceLock::new() }; SINKS.len()];
     GROWTH[which].get_or_init(|| {
         let (sinks, layout) = (&SINKS[which], big_layout());
         let growth = measure(sinks, &layout, sinks.frames());
@@ -377,6 +389,26 @@ fn a_full_disk_at_any_point_keeps_every_reported_frame_readable() {
     }
 }
 
+/// SWMR files use the HDF5 1.10 format (other object headers, an extensible-array chunk
+/// index, paged): a full disk at sizes spread over many frames still stops the sink between
+/// frames, with every reported frame readable by h5py and h5dump.
+#[test]
+fn a_full_disk_stops_a_swmr_file_between_frames() {
+    let sinks = Sinks { label: "hdf5 swmr", kind: "hdf5", compression: Compression::None, chunk_frames: 1, swmr: true };
+    let mut layout = big_layout();
+    for s in &mut layout.streams {
+        s.expected_frames = Some(200);
+    }
+    for bytes in (0..6).map(|i| (1 << 20) + i * (300 << 10) + 3 * PAGE) {
+        let label = format!("{} on a {bytes}-byte tmpfs", sinks.label);
+        let fs = Tmpfs::mount(bytes);
+        let path = fs.path().join("out");
+        let outcome = write_until_failure(&sinks, &layout, &path, 400, true);
+        check_failed_output(&sinks, &layout, &path, &outcome, &["disk full"], &label);
+        eprintln!("{label}: stored {:?} frames", outcome.stored);
+    }
+}
+
 /// The control: the same sizes, with the HDF5 sink's reservation off, leave files h5py
 /// cannot read. So the sizes do strike where HDF5 is fragile, and the test above can fail.
 #[test]
@@ -425,8 +457,11 @@ fn a_file_size_limit_keeps_every_reported_frame_readable() {
         // Limits (in the 512-byte blocks of `ulimit -f`, rounded down) in the middle of a frame's data, at
         // the index split, within the last frame and, for HDF5, where `finish` passes it.
         let n = sinks.frames() as usize;
+        // (Compressed frames are a few KiB, against the 200 KiB or so of index metadata the
+        // sink reserves per frame: the first limit is at least 256 KiB past the half-way
+        // length, so that frames fit before it.)
         let mut limits = vec![
-            growth.length[n / 2] + layout.fields[0].bytes().unwrap_or_default() as u64 / 2,
+            growth.length[n / 2] + (layout.fields[0].bytes().unwrap_or_default() as u64 / 2).max(256 << 10),
             growth.length[sinks.index_split_write() as usize] + 512,
             growth.length[n] - 100,
         ];

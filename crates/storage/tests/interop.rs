@@ -11,30 +11,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use common::{field_data, tempdir};
+use common::{field_data, python, tempdir};
 use serde_json::{Value, json};
 use wgpipe_storage::{DType, FieldSpec, Frame, SinkOptions, StreamInfo, StreamLayout, open_sink};
-
-/// A python3 that imports h5py and numpy, or a failure saying how to get one.
-fn python() -> PathBuf {
-    let candidates: Vec<PathBuf> = match std::env::var_os("WGPIPE_PYTHON") {
-        Some(p) => vec![p.into()],
-        None => vec!["python3".into(), "/usr/bin/python3".into()],
-    };
-    candidates
-        .iter()
-        .find(|p| Command::new(p).args(["-c", "import h5py, numpy"]).output().is_ok_and(|o| o.status.success()))
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "no python3 with h5py and numpy among {candidates:?}: install them \
-                 (Debian: apt-get install python3-h5py python3-numpy) or set WGPIPE_PYTHON"
-            )
-        })
-}
 
 /// A field of every element type, ranks 1 to 3, custom axis names on one, and one field
 /// over the 4 MiB chunk target.

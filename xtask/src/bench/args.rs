@@ -10,6 +10,7 @@ pub const USAGE: &str = "\
 usage: cargo xtask bench --sink null|raw|hdf5 [options]
        cargo xtask bench --micro
        cargo xtask bench --reserve-cost [--out DIR] [--rows R --cols C --frames N --reps K]
+       cargo xtask bench --sink raw --against posix [--out DIR] [--rows R --cols C --frames N]
 
   --sink KIND          null: pipeline vs compute-only overhead (plus the microbenchmarks);
                        raw/hdf5: non-blocking efficiency ratio (async wall / sync wall)
@@ -23,6 +24,13 @@ usage: cargo xtask bench --sink null|raw|hdf5 [options]
                        included (default 5; every figure is median [min–max] of K)
   --compression C      hdf5 only: none (default), deflate or deflate:LEVEL; compressing
                        is CPU work the writer thread can overlap with compute
+  --compression-threads N  hdf5 with deflate: threads compressing each frame
+                       (default: the machine's cores, up to 4)
+  --compare-threads A,B  hdf5 with deflate: instead of the efficiency ratio, writer
+                       throughput (MB/s, write-only runs) and the I/O-bound async run's
+                       wall time with A and with B compression threads, alternating
+  --against posix      with --sink raw: the raw sink vs a plain write loop of the same
+                       frames, alternating (no GPU; default 1024x1024, 128 frames, fsync)
   --out DIR            where raw/hdf5 write (default: a temp dir under the current directory)
   --json FILE          write every figure, the parameters and the machine as JSON
   --trace FILE         Chrome trace (Perfetto) of one async run
@@ -46,6 +54,9 @@ pub struct Args {
     pub devices: String,
     pub reps: usize,
     pub compression: Compression,
+    pub compression_threads: usize,
+    pub compare_threads: Option<(usize, usize)>,
+    pub against_posix: bool,
     pub out: Option<PathBuf>,
     pub json: Option<PathBuf>,
     pub trace: Option<PathBuf>,
@@ -67,6 +78,9 @@ impl Default for Args {
             devices: "0".to_owned(),
             reps: 5,
             compression: Compression::None,
+            compression_threads: wgpipe::storage::default_compression_threads(),
+            compare_threads: None,
+            against_posix: false,
             out: None,
             json: None,
             trace: None,
@@ -112,6 +126,20 @@ pub fn parse(argv: &[String]) -> Result<Args> {
                 let v = value()?;
                 a.compression = v.parse().with_context(|| format!("reading --compression {v:?}"))?;
             }
+            "--compression-threads" => a.compression_threads = number(flag, &value()?)?,
+            "--compare-threads" => {
+                let v = value()?;
+                let (x, y) =
+                    v.split_once(',').with_context(|| format!("--compare-threads {v:?}: use A,B (e.g. 1,2)"))?;
+                a.compare_threads = Some((number(flag, x)?, number(flag, y)?));
+            }
+            "--against" => {
+                let v = value()?;
+                if v != "posix" {
+                    bail!("--against {v:?} is unknown: use --against posix");
+                }
+                a.against_posix = true;
+            }
             "--out" => a.out = Some(PathBuf::from(value()?)),
             "--json" => a.json = Some(PathBuf::from(value()?)),
             "--trace" => a.trace = Some(PathBuf::from(value()?)),
@@ -133,6 +161,18 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     }
     if a.compression != Compression::None && a.sink.as_deref() != Some("hdf5") {
         bail!("--compression applies to --sink hdf5 only");
+    }
+    if a.compression_threads == 0 || a.compare_threads.is_some_and(|(x, y)| x == 0 || y == 0) {
+        bail!("--compression-threads and --compare-threads need 1 thread or more");
+    }
+    if a.compare_threads.is_some_and(|(x, y)| x == y) {
+        bail!("--compare-threads A,B compares two different thread counts");
+    }
+    if a.compare_threads.is_some() && !matches!(a.compression, Compression::Deflate(_)) {
+        bail!("--compare-threads compares deflate compression: add --sink hdf5 --compression deflate:LEVEL");
+    }
+    if a.against_posix && a.sink.as_deref() != Some("raw") {
+        bail!("--against posix compares the raw sink: use it with --sink raw");
     }
     if a.reserve_cost && (a.sink.is_some() || a.micro) {
         bail!("--reserve-cost is a benchmark of its own: run it without --sink and --micro");
@@ -169,6 +209,14 @@ mod tests {
         assert!(args("--micro").is_ok());
         assert!(args("--reserve-cost --out /dev/shm").is_ok_and(|a| a.reserve_cost));
         assert!(args("--reserve-cost --sink hdf5").is_err());
+        let a = args("--sink hdf5 --compression deflate:6 --compare-threads 1,2 --compression-threads 3")?;
+        assert_eq!((a.compare_threads, a.compression_threads), (Some((1, 2)), 3));
+        assert!(args("--sink hdf5 --compare-threads 1,2").is_err());
+        assert!(args("--sink raw --against posix").is_ok_and(|a| a.against_posix));
+        assert!(args("--sink hdf5 --against posix").is_err());
+        assert!(args("--sink raw --against dd").is_err());
+        assert!(args("--sink hdf5 --compression deflate --compare-threads 2").is_err());
+        assert!(args("--sink hdf5 --compression deflate --compression-threads 0").is_err());
         Ok(())
     }
 }

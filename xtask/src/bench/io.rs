@@ -36,6 +36,9 @@ pub struct IoBench<'a> {
     pub kind: &'a str,
     pub dir: PathBuf,
     pub compression: Compression,
+    /// Threads compressing each frame (HDF5 with deflate); changed between runs by
+    /// `--compare-threads`.
+    pub threads: Cell<usize>,
     /// Frames of a real run, for the write-only runs.
     pub data: Vec<Vec<u8>>,
     runs: Cell<usize>,
@@ -44,10 +47,11 @@ pub struct IoBench<'a> {
 }
 
 impl<'a> IoBench<'a> {
-    pub fn new(w: &'a Workload, kind: &'a str, dir: &Path, compression: Compression) -> Result<Self> {
+    pub fn new(w: &'a Workload, kind: &'a str, dir: &Path, compression: Compression, threads: usize) -> Result<Self> {
         let data = capture_frames(w, 1)?;
         let dir = dir.to_path_buf();
-        Ok(IoBench { w, kind, dir, compression, data, runs: Cell::new(0), cache_note: Cell::new(None) })
+        let threads = Cell::new(threads);
+        Ok(IoBench { w, kind, dir, compression, threads, data, runs: Cell::new(0), cache_note: Cell::new(None) })
     }
 
     fn next_path(&self) -> PathBuf {
@@ -70,7 +74,7 @@ impl<'a> IoBench<'a> {
     /// One pipeline run into a fresh, durable output.
     pub fn pipeline(&self, w: &Workload, spf: u32, mode: IoMode, io_buffer: usize, trace: bool) -> Result<RunReport> {
         let path = self.next_path();
-        let sink = durable_sink(self.kind, &path, self.compression)?;
+        let sink = durable_sink(self.kind, &path, self.compression, self.threads.get())?;
         self.settle();
         let report = pipeline(w, spf, mode, io_buffer, sink, trace);
         remove_output(&path)?;
@@ -80,7 +84,7 @@ impl<'a> IoBench<'a> {
     /// t_io: the sink alone, fsync included.
     pub fn write_only(&self) -> Result<f64> {
         let path = self.next_path();
-        let sink = durable_sink(self.kind, &path, self.compression)?;
+        let sink = durable_sink(self.kind, &path, self.compression, self.threads.get())?;
         self.settle();
         let t = write_only(self.w, &self.data, sink);
         remove_output(&path)?;

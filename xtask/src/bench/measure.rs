@@ -124,9 +124,14 @@ pub fn output_path(dir: &Path, kind: &str, n: usize) -> PathBuf {
     }
 }
 
-/// A sink that forces its data to the device in `finish` (inside the timed wall time).
-pub fn durable_sink(kind: &str, path: &Path, compression: Compression) -> Result<Box<dyn Sink>> {
-    let options = SinkOptions::new(path).with_fsync(true).with_overwrite(true).with_compression(compression);
+/// A sink that forces its data to the device in `finish` (inside the timed wall time),
+/// compressing (HDF5) on `threads` threads.
+pub fn durable_sink(kind: &str, path: &Path, compression: Compression, threads: usize) -> Result<Box<dyn Sink>> {
+    let options = SinkOptions::new(path)
+        .with_fsync(true)
+        .with_overwrite(true)
+        .with_compression(compression)
+        .with_compression_threads(threads);
     open_sink(kind, &options).with_context(|| format!("opening the {kind} sink at {}", path.display()))
 }
 

@@ -4,6 +4,9 @@
 //! - `--sink raw|hdf5`: calibration to compute ≈ write per frame, then the non-blocking
 //!   efficiency ratio async/sync ([`io`]), and with `--sweep` the [`sweep`] table.
 //! - `--micro`: only the microbenchmarks (no GPU).
+//! - `--sink hdf5 --compression deflate --compare-threads A,B`: compression threads A vs B
+//!   ([`threads`]).
+//! - `--sink raw --against posix`: the raw sink vs a plain write loop ([`posix`]).
 //! - `--reserve-cost`: the HDF5 sink with and without its disk-space reservation ([`reserve`]).
 //!
 //! Every comparison alternates its runs in one process, because absolute times on a shared
@@ -16,9 +19,11 @@ mod measure;
 mod micro;
 mod null;
 pub(crate) mod output;
+mod posix;
 mod reserve;
 mod stats;
 mod sweep;
+mod threads;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,6 +44,7 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if args.sink.is_some()
+        && !args.against_posix
         && let Some(code) = machine::reexec_with_one_lavapipe_thread(&argv)?
     {
         return Ok(code);
@@ -46,6 +52,8 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
     let mut report = Map::new();
     if args.reserve_cost {
         run_reserve_cost(&args, &mut report)?;
+    } else if args.against_posix {
+        run_against_posix(&args, &mut report)?;
     } else if let Some(kind) = args.sink.clone() {
         run_sink(&args, &kind, &mut report)?;
     } else {
@@ -80,6 +88,27 @@ fn run_reserve_cost(args: &Args, report: &mut Map<String, Value>) -> Result<()> 
     let r = reserve::run(scratch.path(), rows, cols, frames, args.reps)?;
     println!("{}", r.table);
     report.insert("reserve_cost".to_owned(), r.json);
+    report.insert("machine".to_owned(), machine::describe(&[], Some(scratch.path())));
+    Ok(())
+}
+
+/// `--sink raw --against posix`: the raw sink vs a plain write loop, in `--out`.
+fn run_against_posix(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
+    let parent = match &args.out {
+        Some(p) => p.clone(),
+        None => std::env::current_dir().context("finding the current directory")?,
+    };
+    let scratch = output::ScratchDir::new(&parent, "bench")?;
+    println!(
+        "writing to {} ({}), load average {}",
+        scratch.path().display(),
+        machine::filesystem_type(scratch.path()),
+        machine::load_average().map_or("unknown".to_owned(), |l| format!("{l:.2}"))
+    );
+    let (rows, cols, frames) = (args.rows.unwrap_or(1024), args.cols.unwrap_or(1024), args.frames.unwrap_or(128));
+    let r = posix::run(scratch.path(), rows, cols, frames, args.reps)?;
+    println!("{}", r.table);
+    report.insert("raw_against_posix".to_owned(), r.json);
     report.insert("machine".to_owned(), machine::describe(&[], Some(scratch.path())));
     Ok(())
 }
@@ -134,7 +163,18 @@ fn run_sink(args: &Args, kind: &str, report: &mut Map<String, Value>) -> Result<
         };
         let scratch = output::ScratchDir::new(&parent, "bench")?;
         println!("writing to {} ({})", scratch.path().display(), machine::filesystem_type(scratch.path()));
-        let b = io::IoBench::new(&w, kind, scratch.path(), args.compression)?;
+        let b = io::IoBench::new(&w, kind, scratch.path(), args.compression, args.compression_threads)?;
+        params["compression_threads"] = json!(args.compression_threads);
+        if let Some(pair) = args.compare_threads {
+            let spf = args.steps_per_frame.unwrap_or(1);
+            params["steps_per_frame"] = json!(spf);
+            let r = threads::run(&b, pair, spf, args.io_buffer, args.reps)?;
+            println!("{}", r.table);
+            report.insert("compression_threads".to_owned(), r.json);
+            report.insert("machine".to_owned(), machine::describe(&w.gpus, Some(scratch.path())));
+            report.insert("parameters".to_owned(), params);
+            return Ok(());
+        }
         let cal = io::calibrate(&b, args.steps_per_frame)?;
         println!(
             "calibration: write {:.2} ms/frame (fsync included), compute {:.3} ms/step + {:.3} ms/frame -> {} steps/frame{}",

@@ -25,7 +25,7 @@ pub struct ReserveResult {
 }
 
 /// Frames of varied bits (a cheap xorshift): nothing for a filesystem to deduplicate.
-fn frames(frame_bytes: usize, count: u64) -> Vec<Frame> {
+pub(super) fn frames(frame_bytes: usize, count: u64) -> Vec<Frame> {
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     (0..count)
         .map(|i| {

@@ -38,6 +38,11 @@ pub const WGSL: &str = shipped::GRAY_SCOTT.source;
 /// Field names, in the shader's binding order.
 pub const FIELDS: &[&str] = shipped::GRAY_SCOTT.fields;
 
+/// What each field is, for outputs' `long_name` and `units` attributes (CF conventions):
+/// `(field, long name, units)`; both concentrations are dimensionless (`"1"`). The 3-D model
+/// has the same fields.
+pub const FIELD_DESCRIPTIONS: &[(&str, &str, &str)] = &[("u", "activator u", "1"), ("v", "inhibitor v", "1")];
+
 /// Model parameters (the rates shared with the 3-D model).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GrayScottParams {

@@ -2,8 +2,11 @@
 """Independent float64 check of wgpipe's 3-D Gray-Scott (the ADIOS2 tutorial's model).
 
 Usage: gray_scott_3d_reference.py RUN_DIR
+       gray_scott_3d_reference.py --h5 FILE STREAM
 
-RUN_DIR holds what the test computed on the GPU, in f32: u.f32 and v.f32 (little-endian,
+The second form checks every frame of a stream that `wgpipe run` wrote (datasets u and v of
+shape [frames, nz, ny, nx], the `steps` dataset, the parameters and seed as attributes), read
+with h5py as a user would. RUN_DIR holds what the test computed on the GPU, in f32: u.f32 and v.f32 (little-endian,
 C order, shape [nz, ny, nx]) after `steps` steps, and run.json with the shape, steps, seed
 and parameters (feed, kill, du, dv, dt, noise). This script recomputes the run in float64
 with numpy, written from the model's definition (not from wgpipe's Rust or WGSL), and
@@ -74,33 +77,79 @@ def initial_state(shape):
     return u, v
 
 
-def main():
-    run_dir = sys.argv[1]
+def step(u, v, p, seed, n):
+    """One explicit Euler step; `n` steps were done before it."""
+    uvv = u * v * v
+    du = p["du"] * laplacian(u) - uvv + p["feed"] * (1.0 - u)
+    if p["noise"] != 0.0:
+        du += p["noise"] * uniform_noise(seed, n, u.size).reshape(u.shape)
+    dv = p["dv"] * laplacian(v) + uvv - (p["feed"] + p["kill"]) * v
+    return u + p["dt"] * du, v + p["dt"] * dv
+
+
+def compare(name, gpu, reference, steps):
+    if gpu.shape != reference.shape:
+        sys.exit(f"{name}: shape {gpu.shape}, expected {reference.shape}")
+    diff = float(np.max(np.abs(gpu.astype(np.float64) - reference)))
+    if not diff <= TOLERANCE:
+        sys.exit(f"{name} differs from the float64 reference by {diff} > {TOLERANCE} after {steps} steps")
+    return diff
+
+
+def check_evolved(shape, v):
+    if float(np.max(np.abs(v - initial_state(shape)[1]))) < 0.01:
+        sys.exit("the reference did not evolve: the check would prove nothing")
+
+
+def check_run_dir(run_dir):
     run = json.load(open(os.path.join(run_dir, "run.json")))
     shape = tuple(run["shape"])
     p = {k: float(v) for k, v in run["params"].items()}
     seed, steps = int(run["seed"]), int(run["steps"])
     u, v = initial_state(shape)
-    for step in range(steps):
-        uvv = u * v * v
-        du = p["du"] * laplacian(u) - uvv + p["feed"] * (1.0 - u)
-        if p["noise"] != 0.0:
-            du += p["noise"] * uniform_noise(seed, step, u.size).reshape(shape)
-        dv = p["dv"] * laplacian(v) + uvv - (p["feed"] + p["kill"]) * v
-        u, v = u + p["dt"] * du, v + p["dt"] * dv
+    for n in range(steps):
+        u, v = step(u, v, p, seed, n)
     worst = 0.0
     for name, reference in (("u", u), ("v", v)):
         gpu = np.fromfile(os.path.join(run_dir, f"{name}.f32"), dtype="<f4")
         if gpu.size != reference.size:
             sys.exit(f"{name}: {gpu.size} values, expected {reference.size} for shape {shape}")
-        diff = float(np.max(np.abs(gpu.reshape(shape).astype(np.float64) - reference)))
-        if not diff <= TOLERANCE:
-            sys.exit(f"{name} differs from the float64 reference by {diff} > {TOLERANCE} after {steps} steps")
-        worst = max(worst, diff)
-    start_v = initial_state(shape)[1]
-    if float(np.max(np.abs(v - start_v))) < 0.01:
-        sys.exit("the reference did not evolve: the check would prove nothing")
+        worst = max(worst, compare(name, gpu.reshape(shape), reference, steps))
+    check_evolved(shape, v)
     print(f"ok: u and v match the float64 reference within {worst:.3g} (tolerance {TOLERANCE}) after {steps} steps")
+
+
+def check_h5(path, stream):
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        g = f[stream]
+        p = {k: float(g.attrs[k]) for k in ("feed", "kill", "du", "dv", "dt", "noise")}
+        seed = int(g.attrs["seed"])
+        steps = [int(s) for s in g["steps"][...]]
+        if not steps:
+            sys.exit(f"{stream}: no frames")
+        shape = g["u"].shape[1:]
+        u, v = initial_state(shape)
+        done, worst = 0, 0.0
+        for i, target in enumerate(steps):
+            while done < target:
+                u, v = step(u, v, p, seed, done)
+                done += 1
+            worst = max(worst, compare(f"u, frame {i}", g["u"][i], u, done))
+            worst = max(worst, compare(f"v, frame {i}", g["v"][i], v, done))
+    check_evolved(shape, v)
+    print(
+        f"ok: {len(steps)} frames of u and v match the float64 reference within {worst:.3g} "
+        f"(tolerance {TOLERANCE}), up to step {done}"
+    )
+
+
+def main():
+    if sys.argv[1] == "--h5":
+        check_h5(sys.argv[2], sys.argv[3])
+    else:
+        check_run_dir(sys.argv[1])
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@
 //! The key reference is the README's "Configuration reference".
 //!
 //! ```
-//! let config = wgpipe::config::Config::parse("inline", "[grid]\nrows = 32\ncols = 32\n[output]\nsink = \"null\"", ".", &[])?;
-//! assert_eq!(config.file.grid.rows, 32);
+//! let config = wgpipe::config::Config::parse("inline", "[grid]\nshape = [32, 48]\n[output]\nsink = \"null\"", ".", &[])?;
+//! assert_eq!(config.grid_shape(), [32, 48]);
 //! assert!(config.runs().is_empty()); // a single run: one stream per device
 //! # Ok::<(), wgpipe::config::ConfigError>(())
 //! ```
@@ -22,24 +22,24 @@ mod validate;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use wgpipe_compute::{DeviceSelector, GpuDevice};
+use wgpipe_compute::{DeviceSelector, GpuDevice, Grid};
 use wgpipe_storage::{SinkOptions, check_output, open_sink};
 
 pub use batch::{MAX_RUNS, RunSpec};
 pub use error::{ConfigError, Origin, Result};
-pub use kernel::{GRAY_SCOTT, ResolvedKernel};
+pub use kernel::{GRAY_SCOTT, GRAY_SCOTT_3D, ResolvedKernel};
 pub use model::{
     ConfigFile, DevicesSection, GridSection, IoSection, KernelSection, Mode, OutputSection, RunEntry, RunKernel,
     RunOverrides, RunSection, Select,
 };
 
-use crate::preflight::{kernel_workgroup_sizes, preflight};
+use crate::preflight::{check_grid, kernel_workgroup_sizes, preflight};
 use crate::sizes::DeviceSize;
 use crate::{IoMode, Job, PipelineBuilder};
 use source::Source;
 
 /// The built-in default run: the text of `configs/gray-scott.toml`.
-pub const DEFAULT_CONFIG: &str = include_str!("../../../../configs/gray-scott.toml");
+pub const DEFAULT_CONFIG: &str = include_str!("../../configs/gray-scott.toml");
 /// The name the built-in default is reported under.
 pub const DEFAULT_CONFIG_NAME: &str = "configs/gray-scott.toml (built-in default)";
 
@@ -75,6 +75,7 @@ pub struct Config {
     selector: DeviceSelector,
     sink_options: SinkOptions,
     fields: Vec<String>,
+    shape: Vec<usize>,
     source: Source,
 }
 
@@ -96,7 +97,8 @@ impl Config {
     pub fn parse(name: &str, text: &str, base_dir: impl AsRef<Path>, sets: &[String]) -> Result<Self> {
         let (file, source) = source::parse(name, text, sets)?;
         validate::check(&file, &source)?;
-        let kernel = ResolvedKernel::resolve(&file.kernel, base_dir.as_ref(), &source)?;
+        let shape = validate::grid_shape(&file, &source)?;
+        let kernel = ResolvedKernel::resolve(&file.kernel, shape.len(), base_dir.as_ref(), &source)?;
         let require_all = matches!(kernel, ResolvedKernel::Custom { .. });
         kernel.check_params(&file.kernel.params, "kernel.params", require_all, &source)?;
         let fields = file.output.fields.clone().unwrap_or_else(|| kernel.default_output_fields());
@@ -106,13 +108,29 @@ impl Config {
                 .invalid("output.fields", format!("the kernel has no field {f:?}: choose from {}", all.join(", "))));
         }
         let runs = batch::expand(&file, &kernel, &source)?;
+        if matches!(kernel, ResolvedKernel::GrayScott3d { .. })
+            && let Some(noisy) = std::iter::once(file.run.noise).chain(runs.iter().map(|r| r.noise)).find(|n| *n != 0.0)
+        {
+            return Err(source.invalid(
+                "run.noise",
+                format!(
+                    "{noisy}: the {GRAY_SCOTT_3D} model starts from its exact cube and draws its noise every step: \
+                     set kernel.params.noise instead (and run.noise = 0)"
+                ),
+            ));
+        }
         let selector = validate::selector(&file, &source)?;
         let sink_options = SinkOptions::new(file.output.path.clone())
             .with_overwrite(file.output.overwrite)
             .with_compression(validate::compression(&file, &source)?)
             .with_chunk_frames(file.output.chunk_frames)
-            .with_fsync(file.output.fsync);
-        let config = Config { file, kernel, runs, selector, sink_options, fields, source };
+            .with_compression_threads(
+                file.output.compression_threads.unwrap_or_else(wgpipe_storage::default_compression_threads),
+            )
+            .with_fsync(file.output.fsync)
+            .with_xdmf(file.output.xdmf)
+            .with_swmr(file.output.swmr);
+        let config = Config { file, kernel, runs, selector, sink_options, fields, shape, source };
         // Sizes now, before any device opens: each selected adapter gives at least
         // `devices.count` devices, whose limits are checked once they are open.
         config.check_sizes(&vec![DeviceSize::unopened(); config.file.devices.count])?;
@@ -139,8 +157,12 @@ impl Config {
         let sink = open_sink(self.sink_name(), &self.sink_options)
             .map_err(|e| self.source.invalid("output.sink", e.to_string()))?;
         let jobs = self.jobs(devices.len(), |_| false);
-        let sizes = kernel_workgroup_sizes(jobs.iter().map(|j| &j.kernel)).map_err(|e| self.locate(e))?;
-        preflight(&self.builder(), &jobs, sizes, sink.as_ref(), devices).map_err(|e| self.locate(e))?;
+        let sizes = kernel_workgroup_sizes(jobs.iter().filter_map(Job::kernel)).map_err(|e| self.locate(e))?;
+        let grid = check_grid(&self.shape, jobs.iter().filter_map(Job::kernel)).map_err(|e| match e {
+            crate::Error::Invalid(m) => self.source.invalid(self.grid_key(), m),
+            e => self.locate(e),
+        })?;
+        preflight(&self.builder(), Some(&grid), &jobs, sizes, sink.as_ref(), devices).map_err(|e| self.locate(e))?;
         Ok(())
     }
 
@@ -176,6 +198,16 @@ impl Config {
     /// Options for `wgpipe::storage::open_sink`.
     pub fn sink_options(&self) -> &SinkOptions {
         &self.sink_options
+    }
+
+    /// The grid's shape, slowest axis first (`grid.shape`, or `[grid.rows, grid.cols]`).
+    pub fn grid_shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The key the grid was given under, for messages about it.
+    fn grid_key(&self) -> &'static str {
+        if self.file.grid.shape.is_some() { "grid.shape" } else { "grid" }
     }
 
     /// Fields stored per frame.
@@ -226,8 +258,8 @@ impl Config {
             .map(|r| {
                 let kernel = self.kernel.clone();
                 let (seed, noise) = (r.seed, r.noise);
-                let mut job = Job::new(r.name.clone(), self.kernel.spec(&r.params), move |rows, cols| {
-                    kernel.initial_state(rows, cols, seed, noise)
+                let mut job = Job::new(r.name.clone(), self.kernel.spec(&r.params, seed), move |grid: &Grid| {
+                    kernel.initial_state(grid, seed, noise)
                 });
                 job.attributes = self.kernel.attributes(&r.params, seed, noise);
                 job
@@ -239,7 +271,7 @@ impl Config {
     pub fn builder(&self) -> PipelineBuilder {
         let f = &self.file;
         crate::Pipeline::builder()
-            .grid(f.grid.rows, f.grid.cols)
+            .shape(self.shape.clone())
             .frames(f.run.frames)
             .steps_per_frame(f.run.steps_per_frame)
             .io_buffer(f.io.io_buffer)

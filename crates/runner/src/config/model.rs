@@ -44,32 +44,35 @@ pub struct ConfigFile {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KernelSection {
-    /// `"gray-scott"` (built in), or the name of a custom kernel given by `wgsl`.
+    /// `"gray-scott"` (built in, 2-D), `"gray-scott-3d"` (built in, 3-D), or the name of a
+    /// custom kernel given by `wgsl`.
     pub name: Option<String>,
     /// Path of a custom step shader (relative to the config file's directory).
     pub wgsl: Option<PathBuf>,
     /// Field names of a custom kernel, in the shader's layout order.
     pub fields: Option<Vec<String>>,
+    /// What the stencil sees beyond the grid's faces: `"periodic"` (default) or `"zero-flux"`.
+    pub boundary: Option<String>,
     /// Parameters by name: for a custom kernel, the members of its `struct Params`.
     #[serde(default)]
     pub params: BTreeMap<String, f64>,
 }
 
-/// `[grid]`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// `[grid]`: `shape = [nz, ny, nx]` (any rank from 1 to 3, C order), or the 2-D spelling
+/// `rows`/`cols`; not both. Without any, 256 × 256.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GridSection {
-    /// Rows of every field.
-    pub rows: usize,
-    /// Columns of every field.
-    pub cols: usize,
+    /// The shape, slowest axis first: `[nx]`, `[ny, nx]` or `[nz, ny, nx]`.
+    pub shape: Option<Vec<usize>>,
+    /// Rows of a 2-D grid (`shape = [rows, cols]`).
+    pub rows: Option<usize>,
+    /// Columns of a 2-D grid.
+    pub cols: Option<usize>,
 }
 
-impl Default for GridSection {
-    fn default() -> Self {
-        GridSection { rows: 256, cols: 256 }
-    }
-}
+/// The grid edge of the default 2-D grid.
+pub const DEFAULT_GRID_EDGE: usize = 256;
 
 /// `[run]`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -103,7 +106,7 @@ pub enum Select {
 }
 
 /// What `devices.select` accepts, as error messages list it.
-pub(crate) const SELECT_ACCEPTS: &str = "\"all\", a backend (\"vulkan\", \"gl\", \"metal\", \"dx12\"), a name \
+pub(crate) const SELECT_ACCEPTS: &str = "\"all\" (each physical adapter once), \"all-backends\", a backend (\"vulkan\", \"gl\", \"metal\", \"dx12\"), a name \
      substring, an adapter index such as 0, or a list of indices such as [0, 1]";
 
 /// An adapter index: a whole number from 0.
@@ -225,8 +228,15 @@ pub struct OutputSection {
     pub compression: String,
     /// Frames per HDF5 chunk.
     pub chunk_frames: usize,
+    /// Threads compressing a frame's HDF5 chunks at once with deflate (default: the
+    /// machine's cores, up to 4; 1 compresses on the writer thread alone).
+    pub compression_threads: Option<usize>,
     /// fsync the output when the run ends.
     pub fsync: bool,
+    /// Write an XDMF sidecar (`OUT.xdmf`) for ParaView and VisIt (hdf5 only).
+    pub xdmf: bool,
+    /// Single-writer/multiple-reader mode: readers follow frames during the run (hdf5 only).
+    pub swmr: bool,
 }
 
 impl Default for OutputSection {
@@ -238,7 +248,10 @@ impl Default for OutputSection {
             fields: None,
             compression: "none".to_owned(),
             chunk_frames: 1,
+            compression_threads: None,
             fsync: false,
+            xdmf: false,
+            swmr: false,
         }
     }
 }

@@ -174,7 +174,10 @@ mod tests {
     #[test]
     fn unknown_keys_and_wrong_types_name_key_and_line() {
         let e = parse("c.toml", "[grid]\nrows = 4\nrowz = 5\n", &[]).err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(e.starts_with("c.toml line 3: grid.rowz: unknown field `rowz`, expected `rows` or `cols`"), "{e}");
+        assert!(
+            e.starts_with("c.toml line 3: grid.rowz: unknown field `rowz`, expected one of `shape`, `rows`, `cols`"),
+            "{e}"
+        );
         let e = parse("c.toml", "[run]\n\nframes = \"x\"\n", &[]).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.starts_with("c.toml line 3: run.frames: invalid type"), "{e}");
         let e = parse("c.toml", "", &["io.io_buffer=-1".to_owned()]).err().map(|e| e.to_string()).unwrap_or_default();

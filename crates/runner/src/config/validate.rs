@@ -6,7 +6,7 @@ use wgpipe_compute::DeviceSelector;
 use wgpipe_storage::{Compression, SINK_NAMES};
 
 use super::error::Result;
-use super::model::{ConfigFile, SELECT_ACCEPTS, Select};
+use super::model::{ConfigFile, DEFAULT_GRID_EDGE, SELECT_ACCEPTS, Select};
 use super::source::Source;
 use crate::MAX_DEVICE_COPIES;
 
@@ -15,8 +15,7 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
     let at_least_one = |key: &str, value: u64| -> Result<()> {
         if value == 0 { Err(src.invalid(key, "0 is out of range: use 1 or more")) } else { Ok(()) }
     };
-    at_least_one("grid.rows", file.grid.rows as u64)?;
-    at_least_one("grid.cols", file.grid.cols as u64)?;
+    grid_shape(file, src)?;
     at_least_one("run.frames", file.run.frames)?;
     at_least_one("run.steps_per_frame", u64::from(file.run.steps_per_frame))?;
     at_least_one("devices.count", file.devices.count as u64)?;
@@ -31,6 +30,9 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
     }
     at_least_one("io.staging_buffers", file.io.staging_buffers as u64)?;
     at_least_one("output.chunk_frames", file.output.chunk_frames as u64)?;
+    if let Some(threads) = file.output.compression_threads {
+        at_least_one("output.compression_threads", threads as u64)?;
+    }
     if !(0.0..=1.0).contains(&file.run.noise) {
         return Err(src.invalid("run.noise", format!("{} is out of range: use a value from 0 to 1", file.run.noise)));
     }
@@ -45,12 +47,57 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
         return Err(src.invalid("output.path", "the path is empty: give a file (hdf5) or directory (raw)"));
     }
     compression(file, src)?;
+    for (key, on) in [("output.xdmf", file.output.xdmf), ("output.swmr", file.output.swmr)] {
+        if on && file.output.sink != "hdf5" {
+            return Err(src.invalid(
+                key,
+                format!(
+                    "only the hdf5 sink has it, and output.sink is {:?}: set output.sink = \"hdf5\" or remove {key}",
+                    file.output.sink
+                ),
+            ));
+        }
+    }
     if let Some(fields) = &file.output.fields
         && fields.is_empty()
     {
         return Err(src.invalid("output.fields", "the list is empty: store at least one field, e.g. [\"v\"]"));
     }
     Ok(())
+}
+
+/// The grid's shape from `grid.shape`, or from the 2-D spelling `grid.rows`/`grid.cols`
+/// (each 256 when not given); giving both spellings is an error.
+pub(crate) fn grid_shape(file: &ConfigFile, src: &Source) -> Result<Vec<usize>> {
+    let g = &file.grid;
+    let Some(shape) = &g.shape else {
+        let rows = g.rows.unwrap_or(DEFAULT_GRID_EDGE);
+        let cols = g.cols.unwrap_or(DEFAULT_GRID_EDGE);
+        for (key, n) in [("grid.rows", rows), ("grid.cols", cols)] {
+            if n == 0 {
+                return Err(src.invalid(key, "0 is out of range: use 1 or more"));
+            }
+        }
+        return Ok(vec![rows, cols]);
+    };
+    if g.rows.is_some() || g.cols.is_some() {
+        let key = if g.rows.is_some() { "grid.rows" } else { "grid.cols" };
+        return Err(src.invalid(
+            key,
+            "grid.shape is given too: give the shape once, as grid.shape = [rows, cols] (or [nz, ny, nx]), \
+             or as grid.rows and grid.cols",
+        ));
+    }
+    if !(1..=3).contains(&shape.len()) {
+        return Err(src.invalid(
+            "grid.shape",
+            format!("{} sizes: give [nx], [ny, nx] or [nz, ny, nx] (slowest axis first)", shape.len()),
+        ));
+    }
+    if let Some(axis) = shape.iter().position(|n| *n == 0) {
+        return Err(src.invalid("grid.shape", format!("axis {axis} has size 0: use 1 or more cells on every axis")));
+    }
+    Ok(shape.clone())
 }
 
 /// `devices.select` as a selector.

@@ -56,6 +56,7 @@ pub(crate) fn set_attr(loc: &Location, name: &str, value: &AttrValue) -> hdf5::R
     match value {
         AttrValue::Int(i) => loc.new_attr::<i64>().create(name)?.write_scalar(i),
         AttrValue::Float(f) => loc.new_attr::<f64>().create(name)?.write_scalar(f),
+        AttrValue::Float32(f) => loc.new_attr::<f32>().create(name)?.write_scalar(f),
         AttrValue::Text(t) => {
             // HDF5 strings end at NUL; drop any so the rest of the text survives.
             let s: VarLenUnicode = t.replace('\0', "").parse().map_err(|e| format!("{e}"))?;

@@ -3,12 +3,16 @@
 //! close-on-exec for the descriptors HDF5 opens.
 
 mod cloexec;
+mod direct;
 mod format;
 #[cfg(feature = "mpi")]
 mod mpi;
+mod netcdf;
 pub(crate) mod read;
 mod reserve;
 mod sink;
+mod swmr;
+mod xdmf;
 
 #[cfg(feature = "mpi")]
 pub use mpi::MpiHdf5Sink;

@@ -235,6 +235,7 @@ impl MpiHdf5Sink {
         }
         set_bool(root, "complete", false).map_err(err("cannot write attribute to".into()))?;
 
+        let dims = super::netcdf::Dimensions::of(layout);
         let mut streams = Vec::with_capacity(layout.streams.len());
         let mut expected = Vec::with_capacity(layout.streams.len());
         for (si, s) in layout.streams.iter().enumerate() {
@@ -277,6 +278,10 @@ impl MpiHdf5Sink {
                 .fill_time(FillTime::Never)
                 .create(STEPS_NAME)
                 .map_err(err(format!("cannot create dataset {}/steps in", s.name)))?;
+            // The serial sink's netCDF-4 dimensions, units and long names (every rank makes the
+            // same calls: metadata changes are collective).
+            super::netcdf::describe_stream(&group, layout, &dims, &fields, &steps)
+                .map_err(err(format!("cannot write the netCDF-4 dimensions of stream {:?} to", s.name)))?;
             streams.push(StreamSets { group, fields, steps });
             expected.push(frames);
         }

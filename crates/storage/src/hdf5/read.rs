@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hdf5::types::{TypeDescriptor, VarLenAscii, VarLenUnicode};
+use hdf5::types::{FloatSize, TypeDescriptor, VarLenAscii, VarLenUnicode};
 use hdf5::{Attribute, Dataset, File, H5Type, Hyperslab, Location, SliceOrIndex};
 use ndarray::IxDyn;
 
@@ -42,6 +42,12 @@ fn field_spec(ds: &Dataset, name: &str) -> std::result::Result<FieldSpec, String
         return Err(format!("has shape {shape:?}: expected [frames, *shape] with 1 to {MAX_RANK} non-empty axes"));
     }
     let mut spec = FieldSpec::new(name, dtype, shape[1..].to_vec());
+    let text = |attr: &str| match ds.attr(attr).ok().and_then(|a| attr_value(&a)) {
+        Some(AttrValue::Text(t)) => Some(t),
+        _ => None,
+    };
+    spec.units = text("units");
+    spec.long_name = text("long_name");
     if let Ok(dims) = strings_attr(ds, DIMS_ATTR) {
         match dims.split_first() {
             Some((frame, rest)) if frame == FRAME_DIM && rest.len() == spec.shape.len() => spec.dims = rest.to_vec(),
@@ -60,6 +66,7 @@ fn attr_value(a: &Attribute) -> Option<AttrValue> {
         TypeDescriptor::Integer(_) => a.read_scalar::<i64>().ok().map(AttrValue::Int),
         TypeDescriptor::Unsigned(_) => a.read_scalar::<u64>().ok().map(AttrValue::from),
         TypeDescriptor::Boolean => a.read_scalar::<bool>().ok().map(|b| AttrValue::Int(b.into())),
+        TypeDescriptor::Float(FloatSize::U4) => a.read_scalar::<f32>().ok().map(AttrValue::Float32),
         TypeDescriptor::Float(_) => a.read_scalar::<f64>().ok().map(AttrValue::Float),
         TypeDescriptor::VarLenUnicode => {
             a.read_scalar::<VarLenUnicode>().ok().map(|s| AttrValue::Text(s.as_str().to_owned()))

@@ -7,6 +7,7 @@ use hdf5::{Dataset, Extent, File, Group, H5Type, Hyperslab, Location, SliceOrInd
 use ndarray::{ArrayView1, ArrayViewD, IxDyn};
 
 use super::cloexec::{close_on_exec, retry_while_locked};
+use super::direct::{ChunkPlan, DirectWriter, write_chunk};
 use super::format::{
     AXIS_ORDER_ATTR, DIMS_ATTR, FIELDS_ATTR, FORMAT, FRAME_DIM, chunk_shape, h5err, le_elements, set_attr, set_bool,
     set_strings, with_elem_type,
@@ -41,16 +42,27 @@ const FINISH_BASE: u64 = 64 << 10;
 /// metadata. The disk-full error can therefore come up to one chunk early.
 fn frame_bytes_bound(layout: &StreamLayout, options: &SinkOptions) -> u64 {
     let cf = options.chunk_frames.max(1) as u64;
-    let fields = layout.fields.len() as u64;
     let data = layout.fields.iter().fold(0u64, |sum, f| {
         let mut bytes = cf.saturating_mul(f.bytes().unwrap_or(usize::MAX) as u64);
         if options.compression != Compression::None {
             bytes = bytes.saturating_add(bytes / 64).saturating_add(4096);
         }
-        // One B-tree record per chunk of the frame; a generous bound of one per 64 KiB.
-        sum.saturating_add(bytes).saturating_add((bytes / (64 << 10)).saturating_mul(64))
+        sum.saturating_add(bytes)
     });
-    data.saturating_add((STEPS_CHUNK * 8) as u64).saturating_add((fields + 1).saturating_mul(METADATA_PER_DATASET))
+    data.saturating_add(frame_overhead_bound(layout, data))
+}
+
+/// What one frame adds besides its chunks' bytes (`data`), at most: one B-tree record per
+/// chunk (a generous bound of one per 64 KiB), a chunk of the `steps` dataset and index
+/// metadata. With direct chunk writes the chunks' sizes are known before anything is
+/// written, and this plus their sum is the frame's bound.
+fn frame_overhead_bound(layout: &StreamLayout, data: u64) -> u64 {
+    let fields = layout.fields.len() as u64;
+    (data / (64 << 10))
+        .saturating_add(layout.fields.len() as u64)
+        .saturating_mul(64)
+        .saturating_add((STEPS_CHUNK * 8) as u64)
+        .saturating_add((fields + 1).saturating_mul(METADATA_PER_DATASET))
 }
 
 /// Bytes `begin` can add to the file after creating or opening it, at most: per stream a
@@ -62,14 +74,15 @@ fn begin_bytes_bound(layout: &StreamLayout) -> u64 {
             .map(|(k, v)| {
                 let value = match v {
                     AttrValue::Text(t) => t.len() as u64,
-                    AttrValue::Int(_) | AttrValue::Float(_) => 8,
+                    AttrValue::Int(_) | AttrValue::Float(_) | AttrValue::Float32(_) => 8,
                 };
                 k.len() as u64 + value + 64
             })
             .sum()
     };
+    let netcdf = super::netcdf::stream_bytes_bound(layout);
     let per_stream = |s: &crate::schema::StreamInfo| {
-        FINISH_PER_STREAM + 4096 * (layout.fields.len() as u64 + 1) + 2 * attr_bytes(&s.attributes)
+        FINISH_PER_STREAM + 4096 * (layout.fields.len() as u64 + 1) + 2 * attr_bytes(&s.attributes) + netcdf
     };
     FINISH_BASE + 2 * attr_bytes(&layout.attributes) + layout.streams.iter().map(per_stream).sum::<u64>()
 }
@@ -99,6 +112,9 @@ struct Open {
     streams: Vec<StreamSets>,
     /// Aligned copies of fields that are not aligned in their frame (or on a big-endian host).
     scratch: Vec<u64>,
+    /// Compressed datasets written with direct chunk writes (deflate on a little-endian
+    /// host), or `None` when HDF5 runs the filters itself.
+    direct: Option<DirectWriter>,
     /// A write failed: later writes are refused, `finish` keeps what was stored before.
     failed: bool,
     /// Appending: every stream already in the file and not rewritten is complete.
@@ -184,13 +200,31 @@ impl Hdf5Sink {
         } else {
             None
         };
+        // Deflate with one frame per chunk is compressed by the sink and written with direct
+        // chunk writes (see `direct`); frames arrive as little-endian bytes, which HDF5's
+        // native types are only on a little-endian host.
+        let direct_candidate = matches!(self.options.compression, Compression::Deflate(_))
+            && self.options.chunk_frames == 1
+            && cfg!(target_endian = "little");
+        if self.options.xdmf && existing.is_none() {
+            super::xdmf::check_free(&path, self.options.overwrite)?;
+        }
         let reserve;
         let mut staged = None;
         let (file, first_index, others_complete) = match &existing {
             None => {
                 let staging = staged.insert(Staged::prepare(&path, self.options.overwrite, OutputKind::File)?);
                 let at = staging.staging();
-                let file = File::create_excl(at).map_err(err("cannot create HDF5 file"))?;
+                // No free-space management: HDF5 never reuses or gives back file space, so its
+                // end of file only grows. With the default manager, deleting the incomplete
+                // streams of a resumed file frees the space at its end, and the next flush
+                // truncates the file before it rewrites the superblock: a kill between the two
+                // left a file HDF5 refuses to open ("truncated file"), complete streams and
+                // all (kill_stress, `append`: 53 of 200 kills). It also keeps direct chunk
+                // writes safe: space freed since the last flush is never reused (see `direct`).
+                // The cost: the space of deleted streams and of replaced index blocks stays in
+                // the file. (`swmr::create_file` sets it.)
+                let file = super::swmr::create_file(at, self.options.swmr).map_err(err("cannot create HDF5 file"))?;
                 close_on_exec(at)?;
                 reserve = self.reserve(&file, at, layout)?;
                 let root: &Location = &file;
@@ -226,6 +260,7 @@ impl Hdf5Sink {
         }
         set_bool(root, "complete", false).map_err(err("cannot write attribute to"))?;
 
+        let dims = super::netcdf::Dimensions::of(layout);
         let mut streams = Vec::with_capacity(layout.streams.len());
         for (si, s) in layout.streams.iter().enumerate() {
             let group = file.create_group(&s.name).map_err(err(&format!("cannot create group {:?} in", s.name)))?;
@@ -258,7 +293,7 @@ impl Hdf5Sink {
                     #[cfg(not(feature = "blosc"))]
                     Compression::BloscLz4(_) | Compression::BloscZstd(_) => b,
                 };
-                if self.options.compression != Compression::None {
+                if self.options.compression != Compression::None && !direct_candidate {
                     // A filtered chunk should stay in the cache until all its frames are in:
                     // room for two rows of the chunks one frame touches. Odd and over ten
                     // times the chunks held, so consecutive chunks never share a slot.
@@ -279,14 +314,43 @@ impl Hdf5Sink {
                 .shape(0..)
                 .create(STEPS_NAME)
                 .map_err(err(&format!("cannot create dataset {}/steps in", s.name)))?;
+            super::netcdf::describe_stream(&group, layout, &dims, &fields, &steps)
+                .map_err(err(&format!("cannot write the netCDF-4 dimensions of stream {:?} to", s.name)))?;
             streams.push(StreamSets { group, fields, steps });
         }
         file.flush().map_err(err("cannot flush"))?;
+        if self.options.swmr {
+            super::swmr::start(&file, streams.iter().map(|s| &s.group))
+                .map_err(err("cannot start single-writer/multiple-reader mode on"))?;
+        }
         if let Some(staged) = staged {
             staged.publish(self.options.fsync)?;
         }
         let frame_bound = frame_bytes_bound(layout, &self.options);
-        Ok(Open { file, reserve, frame_bound, validator, streams, scratch: Vec::new(), failed: false, others_complete })
+        let direct = match streams.first() {
+            Some(first) if direct_candidate => {
+                let plans: Option<Vec<ChunkPlan>> = first
+                    .fields
+                    .iter()
+                    .zip(&layout.fields)
+                    .zip(&chunks)
+                    .map(|((ds, spec), chunk)| ChunkPlan::new(spec, chunk, &ds.filters()))
+                    .collect();
+                plans.map(|p| DirectWriter::new(&p, streams.len(), self.options.compression_threads))
+            }
+            _ => None,
+        };
+        Ok(Open {
+            file,
+            reserve,
+            frame_bound,
+            validator,
+            streams,
+            scratch: Vec::new(),
+            direct,
+            failed: false,
+            others_complete,
+        })
     }
 }
 
@@ -339,8 +403,45 @@ fn write_field<T: H5Type + bytemuck::Pod>(
     ds.write_slice(view, Hyperslab::from(slab))
 }
 
+/// Appends one frame to its stream's datasets through direct chunk writes: compresses its
+/// chunks (in parallel), reserves their exact size, grows the datasets, writes the chunks,
+/// then the step, and flushes the file (index and extent after the chunks they reference).
+fn append_direct(open: &mut Open, frame: &Frame, path: &Path) -> Result<()> {
+    let Open { file, reserve, validator, streams, direct, .. } = open;
+    let Some(direct) = direct.as_mut() else { return Err(Error::Usage("direct chunk write without a plan")) };
+    let l = validator.layout();
+    let n = validator.frames()[frame.stream] as usize;
+    let sets = &streams[frame.stream];
+    let name = &l.streams[frame.stream].name;
+    let fields: Vec<&[u8]> = (0..l.fields.len()).map(|i| validator.field(frame, i)).collect();
+    let writes = direct
+        .prepare(frame.stream, n as u64, &fields)
+        .map_err(|e| h5err(format!("cannot compress frame {n} of {name} for"), path, e))?;
+    if let Some(reserve) = reserve.as_mut() {
+        let data = writes.iter().map(|w| w.bytes.len() as u64).sum::<u64>();
+        reserve.before_write(file.size(), data.saturating_add(frame_overhead_bound(l, data)))?;
+    }
+    for (ds, spec) in sets.fields.iter().zip(&l.fields) {
+        let (grown, rank) = with_frames(n + 1, &spec.shape);
+        ds.resize(&grown[..rank])
+            .map_err(|e| h5err(format!("cannot grow {name}/{} to {} frames in", spec.name, n + 1), path, e))?;
+    }
+    for w in &writes {
+        let spec = &l.fields[w.field];
+        write_chunk(&sets.fields[w.field], &w.offset, w.bytes)
+            .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
+    }
+    let ctx = || format!("cannot write step of frame {n} of {name} to");
+    sets.steps.resize(n + 1).map_err(|e| h5err(ctx(), path, e))?;
+    sets.steps.write_slice(ArrayView1::from(&[frame.step][..]), n..n + 1).map_err(|e| h5err(ctx(), path, e))?;
+    file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), path, e))
+}
+
 /// Appends one frame to its stream's datasets and flushes the file.
 fn append(open: &mut Open, frame: &Frame, path: &Path) -> Result<()> {
+    if open.direct.is_some() {
+        return append_direct(open, frame, path);
+    }
     let l = open.validator.layout();
     let n = open.validator.frames()[frame.stream] as usize;
     let sets = &open.streams[frame.stream];
@@ -421,20 +522,32 @@ impl Sink for Hdf5Sink {
         // the last frame's flush left it (`complete` is false since `begin`).
         let reserved = open.reserve.as_mut().map_or(Ok(()), |r| r.before_finish(open.file.size()));
         let failed = write_failed || reserved.is_err();
-        let l = open.validator.layout();
+        let Open { file, streams, reserve, validator, others_complete, .. } = open;
+        let l = validator.layout();
+        // SWMR: attributes may not be created any more, only the ones made before SWMR
+        // started overwritten in place (see `swmr`).
+        let swmr = self.options.swmr;
         let finished = (|| -> hdf5::Result<()> {
             if reserved.is_err() {
                 return Ok(());
             }
-            for ((sets, info), &n) in open.streams.iter().zip(&l.streams).zip(open.validator.frames()) {
-                set_attr(&sets.group, "frames", &AttrValue::from(n))?;
+            for ((sets, info), &n) in streams.iter().zip(&l.streams).zip(validator.frames()) {
                 let complete = !failed && info.expected_frames.is_none_or(|e| e == n);
-                set_bool(&sets.group, "complete", complete)?;
+                if swmr {
+                    super::swmr::overwrite(&sets.group, n, complete)?;
+                } else {
+                    set_attr(&sets.group, "frames", &AttrValue::from(n))?;
+                    set_bool(&sets.group, "complete", complete)?;
+                }
             }
-            set_bool(&open.file, "complete", !failed && open.others_complete)?;
-            open.file.flush()
+            let complete = !failed && others_complete;
+            if swmr {
+                super::swmr::overwrite_complete(&file, complete)?
+            } else {
+                set_bool(&file, "complete", complete)?
+            }
+            file.flush()
         })();
-        let Open { file, streams, reserve, .. } = open;
         drop(streams);
         let closed = file.close();
         let released = reserve.map_or(Ok(()), Reserve::release);
@@ -445,6 +558,13 @@ impl Sink for Hdf5Sink {
             finished.map_err(|e| h5err("cannot finish", &path, e))?;
             closed.map_err(|e| h5err("cannot close", &path, e))?;
             released?;
+        }
+        if self.options.xdmf {
+            // Also after a failure, for the frames written; then the failure is the error.
+            let sidecar = super::xdmf::write_sidecar(&path);
+            if !failed {
+                sidecar?;
+            }
         }
         if self.options.fsync {
             std::fs::File::open(&path).and_then(|f| f.sync_all()).map_err(|e| Error::io("cannot sync", &path, e))?;

@@ -58,6 +58,10 @@ pub(crate) struct FieldEntry {
     /// One frame's shape, C order; the data file is `[frames, *shape]`.
     pub shape: Vec<usize>,
     pub dims: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub units: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub long_name: Option<String>,
     pub frame_bytes: usize,
 }
 
@@ -70,6 +74,8 @@ impl FieldEntry {
             numpy_dtype: spec.dtype.numpy_str().into(),
             shape: spec.shape.clone(),
             dims: spec.dims.clone(),
+            units: spec.units.clone(),
+            long_name: spec.long_name.clone(),
             frame_bytes: spec.bytes().unwrap_or_default(),
         }
     }
@@ -81,7 +87,9 @@ impl FieldEntry {
         let dtype: DType = self.numpy_dtype.parse().map_err(|_| {
             bad(format!("field {:?} has numpy_dtype {:?}, not one wgpipe writes", self.name, self.numpy_dtype))
         })?;
-        let spec = FieldSpec::new(self.name.clone(), dtype, self.shape.clone()).with_dims(self.dims.clone());
+        let mut spec = FieldSpec::new(self.name.clone(), dtype, self.shape.clone()).with_dims(self.dims.clone());
+        spec.units.clone_from(&self.units);
+        spec.long_name.clone_from(&self.long_name);
         if !(1..=MAX_RANK).contains(&spec.shape.len()) || spec.dims.len() != spec.shape.len() {
             return Err(bad(format!(
                 "field {:?} has shape {:?} with axes {:?}: expected 1 to {MAX_RANK} axes, one name each",
@@ -210,6 +218,9 @@ pub(crate) fn attrs_to_json(attrs: &Attributes) -> BTreeMap<String, Value> {
             let v = match v {
                 AttrValue::Int(i) => Value::from(*i),
                 AttrValue::Float(f) => Value::from(*f),
+                // JSON has no single precision: write the shortest decimal that reads back as
+                // this f32 (`0.1`), not the widened f64 (`0.10000000149011612`).
+                AttrValue::Float32(f) => f.to_string().parse::<f64>().map_or(Value::Null, Value::from),
                 AttrValue::Text(t) => Value::from(t.as_str()),
             };
             (k.clone(), v)

@@ -121,6 +121,13 @@ pub fn cases(dir: &Path) -> Vec<Case> {
                 .with_chunk_frames(3),
         });
         v.push(Case {
+            label: "hdf5 deflate, 1 frame per chunk, 3 compression threads",
+            kind: "hdf5",
+            options: SinkOptions::new(dir.join("out-deflate-threads.h5"))
+                .with_compression(Compression::Deflate(6))
+                .with_compression_threads(3),
+        });
+        v.push(Case {
             label: "hdf5 fsync, 4 frames per chunk",
             kind: "hdf5",
             options: SinkOptions::new(dir.join("out-chunk4.h5")).with_chunk_frames(4).with_fsync(true),
@@ -174,4 +181,24 @@ pub fn tempdir() -> tempfile::TempDir {
 /// Path of the running test binary, for tests that re-run one test in a child process.
 pub fn test_exe() -> PathBuf {
     std::env::current_exe().expect("current_exe")
+}
+
+/// A python3 that imports h5py and numpy, or a failure saying how to get one.
+pub fn python() -> PathBuf {
+    let candidates: Vec<PathBuf> = match std::env::var_os("WGPIPE_PYTHON") {
+        Some(p) => vec![p.into()],
+        None => vec!["python3".into(), "/usr/bin/python3".into()],
+    };
+    candidates
+        .iter()
+        .find(|p| {
+            std::process::Command::new(p).args(["-c", "import h5py, numpy"]).output().is_ok_and(|o| o.status.success())
+        })
+        .cloned()
+        .unwrap_or_else(|| {
+            panic!(
+                "no python3 with h5py and numpy among {candidates:?}: install them \
+                 (Debian: apt-get install python3-h5py python3-numpy) or set WGPIPE_PYTHON"
+            )
+        })
 }

@@ -1,25 +1,32 @@
-//! `wgpipe devices`: what `devices.select` can choose from.
+//! `wgpipe devices`: what `devices.select` can choose from, and what the default takes.
 
 use anyhow::bail;
-use wgpipe::compute::{NO_ADAPTER_HINT, list_adapters};
+use wgpipe::compute::{NO_ADAPTER_HINT, default_picks, list_adapters};
 
-/// Prints one line per adapter, in the order index selection uses.
+/// Prints one line per adapter, in the order index selection uses, with a `*` on the adapters
+/// the default selection (`"all"`) opens and the reason for each verdict.
 pub fn devices() -> anyhow::Result<()> {
     let adapters = list_adapters();
     if adapters.is_empty() {
         bail!("wgpu sees no GPU adapter: {NO_ADAPTER_HINT}");
     }
-    println!("{:>5}  {:<44} {:<8} {:<14} driver", "index", "name", "backend", "type");
-    for a in adapters {
+    let picks = default_picks(&adapters);
+    println!("{:>5}  {:<44} {:<8} {:<14} {:<40} default (\"all\")", "index", "name", "backend", "type", "driver");
+    for (a, pick) in adapters.iter().zip(picks) {
         println!(
-            "{:>5}  {:<44} {:<8} {:<14} {}",
+            "{}{:>4}  {:<44} {:<8} {:<14} {:<40} {}",
+            if pick.is_picked() { '*' } else { ' ' },
             a.index,
             a.name,
             format!("{:?}", a.backend).to_lowercase(),
             format!("{:?}", a.device_type),
-            a.driver
+            a.driver,
+            pick
         );
     }
-    println!("select with devices.select = \"all\", [INDEX, ...], a backend (vulkan, gl, ...) or a name substring");
+    println!(
+        "* = opened by the default devices.select = \"all\" (each physical adapter once, hardware preferred); \
+         \"all-backends\" opens every line; also [INDEX, ...], a backend (vulkan, gl, ...) or a name substring"
+    );
     Ok(())
 }

@@ -4,6 +4,7 @@
 
 mod colormap;
 mod devices;
+mod info;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod progress;
@@ -31,6 +32,9 @@ enum Command {
     Devices,
     /// Render frames of an output (HDF5 file or raw directory) to PNG.
     Render(render::RenderArgs),
+    /// Describe an output (HDF5 file or raw directory): fields, streams, frames written of
+    /// expected, parameters, the wgpipe version that wrote it.
+    Info(info::InfoArgs),
 }
 
 fn main() -> ExitCode {
@@ -39,6 +43,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run(&args),
         Command::Devices => devices::devices().map(|()| ExitCode::SUCCESS),
         Command::Render(args) => render::render(&args).map(|()| ExitCode::SUCCESS),
+        Command::Info(args) => info::info(&args).map(|()| ExitCode::SUCCESS),
     };
     result.unwrap_or_else(|e| {
         #[cfg(feature = "mpi")]

@@ -2,7 +2,8 @@
 //! bars (one per device and a total) on a terminal, or prints a plain line every 2 s
 //! otherwise (logs, CI), so the pipeline's threads never wait for the display.
 //! `--progress frames` instead prints a line each time the count of written frames changes,
-//! for scripts and tests that must know what is on disk.
+//! for scripts and tests that must know what is on disk. `--progress json` prints one JSON
+//! object per line (counts, rates, ETA) for batch schedulers and notebooks.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -25,6 +26,8 @@ pub enum ProgressMode {
     /// `written N/TOTAL frames` each time the count changes (sampled every millisecond): every
     /// frame counted there was accepted by the sink (HDF5: written and flushed to the OS).
     Frames,
+    /// One JSON object per line every second, at the start and at the end ([`JsonLine`]).
+    Json,
     /// Nothing until the summary.
     None,
 }
@@ -56,6 +59,7 @@ impl Reporter {
                 ProgressMode::Auto if std::io::stderr().is_terminal() => bars(&progress, &scale, &rx),
                 ProgressMode::Auto | ProgressMode::Plain => lines(&progress, &scale, &rx),
                 ProgressMode::Frames => written_frames(&progress, &rx),
+                ProgressMode::Json => json_lines(&progress, &scale, &rx),
                 ProgressMode::None => {
                     let _ = rx.recv();
                 }
@@ -194,5 +198,100 @@ fn written_frames(progress: &Progress, rx: &Receiver<()>) {
         if done {
             break;
         }
+    }
+}
+
+/// One device in a [`JsonLine`].
+#[derive(Debug, serde::Serialize)]
+struct JsonDevice<'a> {
+    /// The device label, as in the summary.
+    label: &'a str,
+    /// Frames computed (read back from the GPU).
+    computed: u64,
+    /// Frames of this device the sink accepted.
+    written: u64,
+}
+
+/// What `--progress json` prints per update: one object per line on stderr. Rates are over the
+/// interval since the previous line; `eta_s` is from the mean write rate since the start
+/// (`null` until a frame is written).
+#[derive(Debug, serde::Serialize)]
+struct JsonLine<'a> {
+    /// Seconds since the reporter started.
+    elapsed_s: f64,
+    /// Frames the sink accepted, all devices.
+    written: u64,
+    /// Frames the run will write in all.
+    expected: u64,
+    /// Frames computed, all devices.
+    computed: u64,
+    /// Per device, in device order.
+    devices: Vec<JsonDevice<'a>>,
+    /// Frames written per second.
+    frames_per_s: f64,
+    /// Megabytes (10^6) written per second.
+    mb_per_s: f64,
+    /// Grid cells times steps per second, all devices.
+    cell_steps_per_s: f64,
+    /// Seconds left at the mean write rate so far.
+    eta_s: Option<f64>,
+    /// Frames computed but not yet written.
+    queue: u64,
+    /// The device to writer channel's capacity (`io.io_buffer`).
+    queue_capacity: usize,
+    /// True on the last line, printed when the run ends.
+    done: bool,
+}
+
+fn json_line(
+    now: &ProgressSnapshot,
+    prev: &ProgressSnapshot,
+    dt: f64,
+    elapsed: f64,
+    scale: &Scale,
+    done: bool,
+) -> String {
+    let r = rates(prev, now, dt, scale);
+    let remaining = now.total_frames.saturating_sub(now.written) as f64;
+    let mean = now.written as f64 / elapsed.max(1e-9);
+    let line = JsonLine {
+        elapsed_s: elapsed,
+        written: now.written,
+        expected: now.total_frames,
+        computed: now.computed,
+        devices: now
+            .devices
+            .iter()
+            .zip(&scale.labels)
+            .map(|(d, label)| JsonDevice { label, computed: d.computed, written: d.written })
+            .collect(),
+        frames_per_s: (now.written - prev.written.min(now.written)) as f64 / dt.max(1e-9),
+        mb_per_s: r.mb,
+        cell_steps_per_s: r.cell_steps,
+        eta_s: (now.written > 0).then(|| remaining / mean),
+        queue: queued(now),
+        queue_capacity: scale.io_buffer,
+        done,
+    };
+    // Numbers, booleans and escaped strings only: serialising cannot fail.
+    serde_json::to_string(&line).unwrap_or_default()
+}
+
+/// A JSON line at the start, every second, and at the end. Each line goes out in one write, so
+/// a reader never sees half a line from a killed run.
+fn json_lines(progress: &Progress, scale: &Scale, rx: &Receiver<()>) {
+    let start = Instant::now();
+    let (mut prev, mut at) = (progress.snapshot(), Instant::now());
+    let first = json_line(&prev, &prev, 1.0, 0.0, scale, false);
+    let _ = std::io::stderr().write_all(format!("{first}\n").as_bytes());
+    loop {
+        let done = stopped(rx, Duration::from_secs(1));
+        let now = progress.snapshot();
+        let line = json_line(&now, &prev, at.elapsed().as_secs_f64(), start.elapsed().as_secs_f64(), scale, done);
+        let _ = std::io::stderr().write_all(format!("{line}\n").as_bytes());
+        if done {
+            break;
+        }
+        (prev, at) = (now, Instant::now());
     }
 }

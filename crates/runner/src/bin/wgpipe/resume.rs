@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use anyhow::{Context, bail};
 use wgpipe::config::Config;
-use wgpipe::storage::{DType, FieldSpec, StreamLayout, open_output};
+use wgpipe::storage::{DType, FieldSpec, open_output};
 
 /// Names of the streams complete in the config's existing output (empty when there is no
 /// output yet), after checking that the output holds the fields and grid this config writes.
@@ -17,9 +17,10 @@ pub fn complete_streams(config: &Config) -> anyhow::Result<BTreeSet<String>> {
         return Ok(BTreeSet::new());
     }
     let out = open_output(&path).with_context(|| format!("cannot resume {}", path.display()))?;
-    let grid = &config.file.grid;
-    let writes = StreamLayout::grid2d(config.output_fields(), grid.rows, grid.cols, DType::F32).fields;
-    if out.fields() != writes.as_slice() {
+    let shape = config.grid_shape();
+    let writes: Vec<FieldSpec> =
+        config.output_fields().iter().map(|f| FieldSpec::new(f.clone(), DType::F32, shape)).collect();
+    if out.fields().len() != writes.len() || out.fields().iter().zip(&writes).any(|(a, b)| !a.same_data(b)) {
         let list = |fields: &[FieldSpec]| {
             fields.iter().map(|f| format!("{} {}", f.name, f.describe())).collect::<Vec<_>>().join(", ")
         };

@@ -29,7 +29,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub resume: bool,
     /// Progress on stderr: bars on a terminal (auto), a line every 2 s (plain), a line per
-    /// change of the frames written (frames), or none.
+    /// change of the frames written (frames), a JSON object per line every second (json), or none.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
 }
@@ -54,6 +54,13 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Option<Plan>> {
              replace it (--set output.overwrite=true), or add the missing runs of a batch with --resume",
             config.origin("output.path"),
             path.display()
+        );
+    }
+    if args.resume && config.file.output.swmr {
+        bail!(
+            "{}: output.swmr: --resume cannot use single-writer/multiple-reader mode (a file enters it only when \
+             it is created): resume with --set output.swmr=false",
+            config.origin("output.swmr")
         );
     }
     config.check_output(args.resume)?;
@@ -85,8 +92,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("{}: output.sink", config.origin("output.sink")))?;
     let scale = Scale {
         labels: gpus.iter().map(|g| g.label().to_owned()).collect(),
-        cell_steps_per_frame: config.file.grid.rows as f64
-            * config.file.grid.cols as f64
+        cell_steps_per_frame: config.grid_shape().iter().map(|n| *n as f64).product::<f64>()
             * f64::from(config.file.run.steps_per_frame),
         io_buffer: config.file.io.io_buffer,
     };

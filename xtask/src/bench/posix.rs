@@ -1,0 +1,104 @@
+//! `--sink raw --against posix`: the raw sink next to a plain `write` loop of the same bytes
+//! (no GPU).
+//!
+//! Both write the same frames (one stream, one `f32` field) as one file, one `write` per
+//! frame, and `fdatasync` at the end, inside the timed span; the raw sink also validates
+//! each frame, checksums it and writes its steps file and metadata, which is what the ratio
+//! prices. The two alternate (raw first in even repetitions), `sync` before every run, and
+//! each run's output is removed after it.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use wgpipe::storage::{DType, Frame, SinkOptions, StreamInfo, StreamLayout, open_sink};
+
+use super::reserve::frames;
+use super::stats::Summary;
+
+/// Distinct frames written in turn (the frames of a run are these, repeated).
+const DISTINCT: u64 = 8;
+
+/// What the comparison found.
+pub struct PosixResult {
+    pub json: Value,
+    pub table: String,
+}
+
+/// Seconds for the raw sink to store `count` frames into `dir/raw` and fsync.
+fn raw_run(dir: &Path, layout: &StreamLayout, pool: &mut [Frame], count: u64) -> Result<f64> {
+    let path = dir.join("raw");
+    let options = SinkOptions::new(&path).with_fsync(true);
+    let _ = Command::new("sync").status();
+    let start = Instant::now();
+    let mut sink = open_sink("raw", &options)?;
+    sink.begin(layout)?;
+    for i in 0..count {
+        let n = pool.len();
+        let frame = &mut pool[i as usize % n];
+        (frame.index, frame.step) = (i, i + 1);
+        sink.write(frame)?;
+    }
+    sink.finish()?;
+    let seconds = start.elapsed().as_secs_f64();
+    std::fs::remove_dir_all(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+    Ok(seconds)
+}
+
+/// Seconds for a plain loop of `write_all` to store the same bytes into `dir/plain.bin` and
+/// `fdatasync` it.
+fn plain_run(dir: &Path, pool: &[Frame], count: u64) -> Result<f64> {
+    let path = dir.join("plain.bin");
+    let _ = Command::new("sync").status();
+    let start = Instant::now();
+    let mut file = std::fs::File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    for i in 0..count {
+        file.write_all(&pool[i as usize % pool.len()].data).with_context(|| format!("writing {}", path.display()))?;
+    }
+    file.sync_data().with_context(|| format!("syncing {}", path.display()))?;
+    drop(file);
+    let seconds = start.elapsed().as_secs_f64();
+    std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+    Ok(seconds)
+}
+
+/// Runs `reps` alternating pairs of `count` frames of `rows` × `cols` `f32` in `dir`.
+pub fn run(dir: &Path, rows: usize, cols: usize, count: u64, reps: usize) -> Result<PosixResult> {
+    let layout = StreamLayout::grid2d(["v"], rows, cols, DType::F32).with_stream(StreamInfo::new("s0"));
+    let frame_bytes = layout.frame_bytes()?;
+    let mut pool = frames(frame_bytes, DISTINCT.min(count));
+    let (mut raw, mut plain) = (Vec::new(), Vec::new());
+    for rep in 0..reps {
+        for raw_first in if rep.is_multiple_of(2) { [true, false] } else { [false, true] } {
+            if raw_first {
+                raw.push(raw_run(dir, &layout, &mut pool, count)?);
+            } else {
+                plain.push(plain_run(dir, &pool, count)?);
+            }
+        }
+    }
+    let mb = (frame_bytes as u64 * count) as f64 / 1e6;
+    let rate = |xs: &[f64]| xs.iter().map(|s| mb / s).collect::<Vec<_>>();
+    // Throughput of raw over plain, per pair: 1.0 is the disk's speed.
+    let ratio: Vec<f64> = raw.iter().zip(&plain).map(|(r, p)| p / r).collect();
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "raw sink vs plain write loop: {count} frames of {:.2} MB, fdatasync at the end, median [min–max] of {reps} pairs",
+        frame_bytes as f64 / 1e6
+    );
+    let _ = writeln!(t, "  raw sink:    {} MB/s", Summary::of(&rate(&raw)).text(0));
+    let _ = writeln!(t, "  plain write: {} MB/s", Summary::of(&rate(&plain)).text(0));
+    let _ = writeln!(t, "  raw / plain throughput: {} (goal ≥ 0.95)", Summary::of(&ratio).text(3));
+    let json = json!({
+        "rows": rows, "cols": cols, "frames": count, "reps": reps, "fsync": true,
+        "seconds_raw": Summary::json(&raw),
+        "seconds_plain": Summary::json(&plain),
+        "throughput_ratio_raw_over_plain": Summary::json(&ratio),
+    });
+    Ok(PosixResult { json, table: t })
+}
