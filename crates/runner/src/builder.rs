@@ -153,15 +153,16 @@ impl PipelineBuilder {
         self
     }
 
-    /// One Gray-Scott stream per device, device d seeded with `seed + d`, storing `v`
+    /// One Gray-Scott stream per device, device d seeded with `seed + d` (wrapping past
+    /// `u64::MAX`; the seed each stream used is the one it records), storing `v`
     /// unless [`PipelineBuilder::fields`] says otherwise.
     pub fn gray_scott(mut self, params: gray_scott::GrayScottParams, seed: u64, noise: f32) -> Self {
         self.work = Some(Work::PerDevice {
             kernel: params.kernel(),
             init: Arc::new(move |d, grid: &Grid| {
-                gray_scott::initial_state(grid.ny(), grid.nx(), seed + d as u64, noise)
+                gray_scott::initial_state(grid.ny(), grid.nx(), seed.wrapping_add(d as u64), noise)
             }),
-            attributes: Arc::new(move |d| gray_scott_attributes(&params, seed + d as u64, noise)),
+            attributes: Arc::new(move |d| gray_scott_attributes(&params, seed.wrapping_add(d as u64), noise)),
         });
         if self.fields.is_none() {
             self.fields = Some(vec!["v".to_owned()]);
@@ -177,7 +178,7 @@ impl PipelineBuilder {
         self.work = Some(Work::PerDevice {
             kernel: params.kernel(seed),
             init: Arc::new(|_, grid: &Grid| gray_scott_3d::initial_state(grid)),
-            attributes: Arc::new(move |d| gray_scott_3d_attributes(&params, seed + d as u64)),
+            attributes: Arc::new(move |d| gray_scott_3d_attributes(&params, seed.wrapping_add(d as u64))),
         });
         if self.fields.is_none() {
             self.fields = Some(gray_scott_3d::FIELDS.iter().map(|f| (*f).to_owned()).collect());

@@ -15,6 +15,9 @@ use crate::frame::DType;
 pub enum AttrValue {
     /// An integer.
     Int(i64),
+    /// An unsigned integer above `i64::MAX` (smaller ones are `Int`), stored as one (HDF5
+    /// `uint64`, a JSON integer), so that no value is clamped to fit a signed type.
+    UInt(u64),
     /// A float.
     Float(f64),
     /// A single-precision float, stored as one (HDF5 `float32`), so that a kernel parameter
@@ -32,7 +35,7 @@ impl From<i64> for AttrValue {
 }
 impl From<u64> for AttrValue {
     fn from(v: u64) -> Self {
-        AttrValue::Int(i64::try_from(v).unwrap_or(i64::MAX))
+        i64::try_from(v).map_or(AttrValue::UInt(v), AttrValue::Int)
     }
 }
 impl From<f64> for AttrValue {

@@ -47,3 +47,28 @@ fn fields_read_back_typed_and_float_views_refuse_integer_fields() {
         }
     }
 }
+
+/// Integers are stored with their value, never clamped: a `u64` beyond `i64::MAX` (a seed, a
+/// count) reads back as itself from HDF5 (`uint64`) and raw (a JSON integer), and the
+/// values that fit a signed integer keep reading back as `Int`.
+#[test]
+fn integer_attributes_beyond_i64_read_back_unclamped() {
+    use wgpipe_storage::AttrValue;
+    let dir = common::tempdir();
+    for case in cases(dir.path()).into_iter().filter(|c| c.readable()) {
+        let mut l = layout(Some(1));
+        l.attributes.insert("big".into(), u64::MAX.into());
+        l.attributes.insert("small".into(), 7u64.into());
+        l.streams[0].attributes.insert("seed".into(), (i64::MAX as u64 + 3).into());
+        let mut sink = case.sink();
+        sink.begin(&l).unwrap();
+        sink.write(&frame(&l, 0, 0)).unwrap();
+        sink.finish().unwrap();
+        let out = case.output();
+        let label = case.label;
+        assert_eq!(out.attributes().get("big"), Some(&AttrValue::UInt(u64::MAX)), "{label}");
+        assert_eq!(out.attributes().get("small"), Some(&AttrValue::Int(7)), "{label}");
+        let seed = out.streams()[0].attributes.get("seed");
+        assert_eq!(seed, Some(&AttrValue::UInt(9_223_372_036_854_775_810)), "{label}");
+    }
+}

@@ -55,6 +55,7 @@ pub(crate) fn set_attr(loc: &Location, name: &str, value: &AttrValue) -> hdf5::R
     }
     match value {
         AttrValue::Int(i) => loc.new_attr::<i64>().create(name)?.write_scalar(i),
+        AttrValue::UInt(u) => loc.new_attr::<u64>().create(name)?.write_scalar(u),
         AttrValue::Float(f) => loc.new_attr::<f64>().create(name)?.write_scalar(f),
         AttrValue::Float32(f) => loc.new_attr::<f32>().create(name)?.write_scalar(f),
         AttrValue::Text(t) => {

@@ -101,6 +101,7 @@ fn bool_attr(loc: &Location, name: &str) -> bool {
 pub(crate) fn u64_attr(loc: &Location, name: &str) -> Option<u64> {
     match loc.attr(name).ok().and_then(|a| attr_value(&a)) {
         Some(AttrValue::Int(i)) => u64::try_from(i).ok(),
+        Some(AttrValue::UInt(u)) => Some(u),
         _ => None,
     }
 }

@@ -74,7 +74,7 @@ fn begin_bytes_bound(layout: &StreamLayout) -> u64 {
             .map(|(k, v)| {
                 let value = match v {
                     AttrValue::Text(t) => t.len() as u64,
-                    AttrValue::Int(_) | AttrValue::Float(_) | AttrValue::Float32(_) => 8,
+                    AttrValue::Int(_) | AttrValue::UInt(_) | AttrValue::Float(_) | AttrValue::Float32(_) => 8,
                 };
                 k.len() as u64 + value + 64
             })

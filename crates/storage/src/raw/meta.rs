@@ -217,6 +217,7 @@ pub(crate) fn attrs_to_json(attrs: &Attributes) -> BTreeMap<String, Value> {
         .map(|(k, v)| {
             let v = match v {
                 AttrValue::Int(i) => Value::from(*i),
+                AttrValue::UInt(u) => Value::from(*u),
                 AttrValue::Float(f) => Value::from(*f),
                 // JSON has no single precision: write the shortest decimal that reads back as
                 // this f32 (`0.1`), not the widened f64 (`0.10000000149011612`).
@@ -234,6 +235,7 @@ pub(crate) fn attrs_from_json(map: &BTreeMap<String, Value>) -> Attributes {
         .map(|(k, v)| {
             let v = match v {
                 Value::Number(n) if n.is_i64() => AttrValue::Int(n.as_i64().unwrap_or_default()),
+                Value::Number(n) if n.is_u64() => AttrValue::UInt(n.as_u64().unwrap_or_default()),
                 Value::Number(n) => AttrValue::Float(n.as_f64().unwrap_or(f64::NAN)),
                 Value::String(s) => AttrValue::Text(s.clone()),
                 Value::Null => AttrValue::Float(f64::NAN),

@@ -26,6 +26,7 @@ pub fn info(args: &InfoArgs) -> anyhow::Result<()> {
 fn value(v: &AttrValue) -> String {
     match v {
         AttrValue::Int(i) => i.to_string(),
+        AttrValue::UInt(u) => u.to_string(),
         AttrValue::Float(f) => f.to_string(),
         AttrValue::Float32(f) => format!("{f} (float32)"),
         AttrValue::Text(t) => format!("{t:?}"),
