@@ -110,7 +110,7 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
         let samples = run(&gpus, &args, args.frames, sink)?;
         let wall = at.elapsed().as_secs_f64();
         let after = sample::now(args.frames)?;
-        let allowed = rss_allowance_kib(kind, args.frames - warmup);
+        let allowed = rss_allowance_kib(kind, args.frames - warmup).saturating_add(args.rss_slack_kib);
         let v = Verdict::of(&samples, before, after, warmup, args.frames).with_context(|| {
             format!("{name}: no sample after the warm-up (the run was too short): use more --frames")
         })?;
