@@ -21,7 +21,7 @@ fn mix(mut x: u64) -> u64 {
 /// XXH3 (64-bit, seeded with the frame's length) of the data: position within the frame
 /// matters, so swapped bytes change the result. Sinks add these up with `wrapping_add`,
 /// which makes the run checksum independent of the order frames of different streams
-/// arrive in. [`Running`] computes the same value piece by piece.
+/// arrive in. `Running` computes the same value piece by piece.
 pub fn frame_checksum(frame: &Frame) -> u64 {
     let data = xxhash_rust::xxh3::xxh3_64_with_seed(&frame.data, frame.data.len() as u64);
     with_frame(data, frame)
