@@ -1,8 +1,6 @@
 //! The GPU state of a field-stencil kernel: a ping-pong pair of buffers per field, and the
 //! compiled step.
 
-use wgpu::util::DeviceExt;
-
 use crate::device::GpuDevice;
 use crate::error::{Error, Result};
 use crate::grid::Grid;
@@ -127,15 +125,22 @@ impl FieldSim {
                 compilation_options: Default::default(),
                 cache: None,
             });
-            let uniform = |label, contents: &[u8]| {
-                device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            // Created empty and filled through the queue, not `create_buffer_init`: that one maps
+            // the buffer at creation and panics inside wgpu when the device is lost meanwhile
+            // (a device failing mid-run must be an error, not a panic). Every size here is a
+            // multiple of 4 bytes (u32/f32 contents), as `write_buffer` needs.
+            let filled = |label: &str, contents: &[u8], usage: wgpu::BufferUsages| {
+                let buffer = device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some(label),
-                    contents,
-                    usage: wgpu::BufferUsages::UNIFORM,
-                })
+                    size: contents.len() as u64,
+                    usage: usage | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                gpu.queue().write_buffer(&buffer, 0, contents);
+                buffer
             };
-            let grid_buf = uniform("grid", bytemuck::cast_slice(&dims));
-            let params_buf = uniform("params", bytemuck::cast_slice(&params));
+            let grid_buf = filled("grid", bytemuck::cast_slice(&dims), wgpu::BufferUsages::UNIFORM);
+            let params_buf = filled("params", bytemuck::cast_slice(&params), wgpu::BufferUsages::UNIFORM);
             let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
             let buffers: Vec<[wgpu::Buffer; 2]> = spec
                 .fields
@@ -143,11 +148,7 @@ impl FieldSim {
                 .zip(initial.chunks_exact(cells))
                 .map(|(name, values)| {
                     [0, 1].map(|side| {
-                        device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                            label: Some(&format!("field {name} ({})", ["a", "b"][side])),
-                            contents: bytemuck::cast_slice(values),
-                            usage,
-                        })
+                        filled(&format!("field {name} ({})", ["a", "b"][side]), bytemuck::cast_slice(values), usage)
                     })
                 })
                 .collect();

@@ -93,6 +93,8 @@ impl DeviceWorker<'_> {
         let (d, gpu, ctx) = (*d, *gpu, *ctx);
         let name = job.name.clone();
         let fail = |e: wgpipe_compute::Error| Stop::Device(format!("stream {name}: {e}"));
+        // A device lost while it ran an earlier job takes no more: the error names this stream.
+        gpu.check().map_err(fail)?;
         let mut producer = match job.producer {
             Producer::Kernel { kernel, init } => {
                 let grid = ctx.grid.ok_or_else(|| Stop::Device(format!("stream {name}: a kernel job needs a grid")))?;
