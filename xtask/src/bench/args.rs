@@ -183,7 +183,8 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     Ok(a)
 }
 
-fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T> {
+/// `text` as the whole number `flag` expects (shared with `cargo xtask soak`).
+pub(crate) fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T> {
     text.parse().ok().with_context(|| format!("{flag} expects a whole number, got {text:?}"))
 }
 

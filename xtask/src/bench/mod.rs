@@ -12,7 +12,7 @@
 //! Every comparison alternates its runs in one process, because absolute times on a shared
 //! machine drift more than the effects measured.
 
-mod args;
+pub(crate) mod args;
 mod io;
 pub(crate) mod machine;
 mod measure;
@@ -71,19 +71,22 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--reserve-cost`: the HDF5 sink with and without its space reservation, in `--out`.
-fn run_reserve_cost(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
-    let parent = match &args.out {
-        Some(p) => p.clone(),
-        None => std::env::current_dir().context("finding the current directory")?,
-    };
-    let scratch = output::ScratchDir::new(&parent, "bench")?;
+/// The bench's scratch directory under `--out`, announced with its filesystem and the load
+/// average (the GPU-free benches have no calibration line to show the machine's state).
+fn scratch_with_load(args: &Args) -> Result<output::ScratchDir> {
+    let scratch = output::ScratchDir::under(args.out.as_deref(), "bench")?;
     println!(
         "writing to {} ({}), load average {}",
         scratch.path().display(),
         machine::filesystem_type(scratch.path()),
         machine::load_average().map_or("unknown".to_owned(), |l| format!("{l:.2}"))
     );
+    Ok(scratch)
+}
+
+/// `--reserve-cost`: the HDF5 sink with and without its space reservation, in `--out`.
+fn run_reserve_cost(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
+    let scratch = scratch_with_load(args)?;
     let (rows, cols, frames) = (args.rows.unwrap_or(512), args.cols.unwrap_or(512), args.frames.unwrap_or(256));
     let r = reserve::run(scratch.path(), rows, cols, frames, args.reps)?;
     println!("{}", r.table);
@@ -94,17 +97,7 @@ fn run_reserve_cost(args: &Args, report: &mut Map<String, Value>) -> Result<()> 
 
 /// `--sink raw --against posix`: the raw sink vs a plain write loop, in `--out`.
 fn run_against_posix(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
-    let parent = match &args.out {
-        Some(p) => p.clone(),
-        None => std::env::current_dir().context("finding the current directory")?,
-    };
-    let scratch = output::ScratchDir::new(&parent, "bench")?;
-    println!(
-        "writing to {} ({}), load average {}",
-        scratch.path().display(),
-        machine::filesystem_type(scratch.path()),
-        machine::load_average().map_or("unknown".to_owned(), |l| format!("{l:.2}"))
-    );
+    let scratch = scratch_with_load(args)?;
     let (rows, cols, frames) = (args.rows.unwrap_or(1024), args.cols.unwrap_or(1024), args.frames.unwrap_or(128));
     let r = posix::run(scratch.path(), rows, cols, frames, args.reps)?;
     println!("{}", r.table);
@@ -157,11 +150,7 @@ fn run_sink(args: &Args, kind: &str, report: &mut Map<String, Value>) -> Result<
         }
         report.insert("machine".to_owned(), machine::describe(&w.gpus, None));
     } else {
-        let parent = match &args.out {
-            Some(p) => p.clone(),
-            None => std::env::current_dir().context("finding the current directory")?,
-        };
-        let scratch = output::ScratchDir::new(&parent, "bench")?;
+        let scratch = output::ScratchDir::under(args.out.as_deref(), "bench")?;
         println!("writing to {} ({})", scratch.path().display(), machine::filesystem_type(scratch.path()));
         let b = io::IoBench::new(&w, kind, scratch.path(), args.compression, args.compression_threads)?;
         params["compression_threads"] = json!(args.compression_threads);

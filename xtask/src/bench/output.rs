@@ -34,6 +34,14 @@ impl ScratchDir {
         Ok(ScratchDir { path })
     }
 
+    /// [`ScratchDir::new`] under `out`, or under the current directory when none is given.
+    pub fn under(out: Option<&Path>, task: &str) -> Result<Self> {
+        match out {
+            Some(parent) => ScratchDir::new(parent, task),
+            None => ScratchDir::new(&std::env::current_dir().context("finding the current directory")?, task),
+        }
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

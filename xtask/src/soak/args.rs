@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 
+use crate::bench::args::number;
+
 /// Usage text, printed by `--help`.
 pub const USAGE: &str = "\
 usage: cargo xtask soak [options]
@@ -72,10 +74,6 @@ pub fn parse(argv: &[String]) -> Result<Args> {
         bail!("--rows and --cols must be at least 1");
     }
     Ok(a)
-}
-
-fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T> {
-    text.parse().ok().with_context(|| format!("{flag} expects a whole number, got {text:?}"))
 }
 
 #[cfg(test)]

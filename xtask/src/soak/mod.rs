@@ -60,11 +60,7 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
     }
     let selector = DeviceSelector::parse(&args.devices).context("reading --devices")?;
     let gpus = open_devices(&selector, 1).context("opening the device to soak on")?;
-    let parent = match &args.out {
-        Some(p) => p.clone(),
-        None => std::env::current_dir().context("finding the current directory")?,
-    };
-    let scratch = ScratchDir::new(&parent, "soak")?;
+    let scratch = ScratchDir::under(args.out.as_deref(), "soak")?;
     let warmup = args.frames / 10;
     println!(
         "soak: {} frames of {}x{} per sink on {}, warm-up {warmup} frames, a sample every {} ms, \

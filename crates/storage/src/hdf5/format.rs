@@ -5,13 +5,13 @@
 
 use std::path::Path;
 
-use hdf5::Location;
 use hdf5::types::{FloatSize, IntSize, TypeDescriptor, VarLenUnicode};
-use ndarray::ArrayView1;
+use hdf5::{Dataset, H5Type, Hyperslab, Location, SliceOrIndex};
+use ndarray::{ArrayView1, ArrayViewD, IxDyn};
 
 use crate::error::Error;
 use crate::frame::DType;
-use crate::schema::AttrValue;
+use crate::schema::{AttrValue, FieldSpec, MAX_RANK};
 
 /// Root attribute listing the field names in layout order.
 pub(crate) const FIELDS_ATTR: &str = "fields";
@@ -204,6 +204,32 @@ pub(crate) fn chunk_shape(shape: &[usize], elem: usize, chunk_frames: usize) -> 
         ));
     }
     Ok(std::iter::once(chunk_frames).chain(part).collect())
+}
+
+/// `[n, *shape]` in a fixed array (no allocation per frame), as a slice length.
+pub(crate) fn with_frames(n: usize, shape: &[usize]) -> ([usize; MAX_RANK + 1], usize) {
+    let mut dims = [n; MAX_RANK + 1];
+    dims[1..=shape.len()].copy_from_slice(shape);
+    (dims, shape.len() + 1)
+}
+
+/// Writes one frame's elements (`bytes`, little-endian) as frame `n` of `ds`, which already
+/// holds at least `n + 1` frames: the one frame-writing step of the serial and MPI sinks.
+pub(crate) fn write_frame_slab<T: H5Type + bytemuck::Pod>(
+    ds: &Dataset,
+    spec: &FieldSpec,
+    bytes: &[u8],
+    n: usize,
+    scratch: &mut Vec<u64>,
+) -> hdf5::Result<()> {
+    let values =
+        le_elements::<T>(bytes, scratch).map_err(|e| format!("cannot view the frame as {}: {e}", spec.dtype))?;
+    let (one, rank) = with_frames(1, &spec.shape);
+    let view = ArrayViewD::from_shape(IxDyn(&one[..rank]), values).map_err(|e| e.to_string())?;
+    let slab: Vec<SliceOrIndex> = std::iter::once(SliceOrIndex::from(n..n + 1))
+        .chain(spec.shape.iter().map(|_| SliceOrIndex::from(..)))
+        .collect();
+    ds.write_slice(view, Hyperslab::from(slab))
 }
 
 #[cfg(test)]

@@ -21,15 +21,15 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use hdf5::dataset::{AllocTime, FillTime};
-use hdf5::{Dataset, Extent, File, Group, H5Type, Hyperslab, Location, SliceOrIndex};
+use hdf5::{Dataset, Extent, File, Group, Location};
 use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{AsRaw, Communicator, CommunicatorCollectives, Root};
-use ndarray::{ArrayView1, ArrayViewD, IxDyn};
+use ndarray::ArrayView1;
 
 use super::format::{
-    AXIS_ORDER_ATTR, DIMS_ATTR, FIELDS_ATTR, FORMAT, FRAME_DIM, chunk_shape, h5err, le_elements, set_attr, set_bool,
-    set_strings, with_elem_type,
+    AXIS_ORDER_ATTR, DIMS_ATTR, FIELDS_ATTR, FORMAT, FRAME_DIM, chunk_shape, h5err, set_attr, set_bool, set_strings,
+    with_elem_type, with_frames, write_frame_slab,
 };
 use super::sink::STEPS_CHUNK;
 use crate::error::{Error, Result};
@@ -37,7 +37,7 @@ use crate::frame::Frame;
 use crate::options::{Compression, SinkOptions};
 use crate::prepare::OutputKind;
 use crate::read::OutputFormat;
-use crate::schema::{AXIS_ORDER, AttrValue, FieldSpec, MAX_RANK, StreamLayout};
+use crate::schema::{AXIS_ORDER, AttrValue, StreamLayout};
 use crate::sink::{Sink, SinkSummary};
 use crate::time::now_rfc3339;
 use crate::validate::{STEPS_NAME, Validator};
@@ -289,31 +289,6 @@ impl MpiHdf5Sink {
     }
 }
 
-/// `[n, *shape]` in a fixed array, as a slice length.
-fn with_frames(n: usize, shape: &[usize]) -> ([usize; MAX_RANK + 1], usize) {
-    let mut dims = [n; MAX_RANK + 1];
-    dims[1..=shape.len()].copy_from_slice(shape);
-    (dims, shape.len() + 1)
-}
-
-/// Writes one frame's elements (`bytes`) as frame `n` of `ds` (independent I/O, no resize).
-fn write_field<T: H5Type + bytemuck::Pod>(
-    ds: &Dataset,
-    spec: &FieldSpec,
-    bytes: &[u8],
-    n: usize,
-    scratch: &mut Vec<u64>,
-) -> hdf5::Result<()> {
-    let values =
-        le_elements::<T>(bytes, scratch).map_err(|e| format!("cannot view the frame as {}: {e}", spec.dtype))?;
-    let (one, rank) = with_frames(1, &spec.shape);
-    let view = ArrayViewD::from_shape(IxDyn(&one[..rank]), values).map_err(|e| e.to_string())?;
-    let slab: Vec<SliceOrIndex> = std::iter::once(SliceOrIndex::from(n..n + 1))
-        .chain(spec.shape.iter().map(|_| SliceOrIndex::from(..)))
-        .collect();
-    ds.write_slice(view, Hyperslab::from(slab))
-}
-
 /// Writes one frame into its stream's datasets.
 fn store(open: &mut Shared, frame: &Frame, path: &Path) -> Result<()> {
     let l = open.validator.layout();
@@ -330,7 +305,7 @@ fn store(open: &mut Shared, frame: &Frame, path: &Path) -> Result<()> {
     let sets = &open.streams[frame.stream];
     for (i, (ds, spec)) in sets.fields.iter().zip(&l.fields).enumerate() {
         let bytes = open.validator.field(frame, i);
-        with_elem_type!(spec.dtype, T => write_field::<T>(ds, spec, bytes, n, &mut open.scratch))
+        with_elem_type!(spec.dtype, T => write_frame_slab::<T>(ds, spec, bytes, n, &mut open.scratch))
             .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
     }
     sets.steps

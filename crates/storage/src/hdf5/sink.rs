@@ -3,14 +3,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use hdf5::{Dataset, Extent, File, Group, H5Type, Hyperslab, Location, SliceOrIndex};
-use ndarray::{ArrayView1, ArrayViewD, IxDyn};
+use hdf5::{Dataset, Extent, File, Group, H5Type, Location};
+use ndarray::ArrayView1;
 
 use super::cloexec::{close_on_exec, retry_while_locked};
 use super::direct::{ChunkPlan, DirectWriter, write_chunk};
 use super::format::{
-    AXIS_ORDER_ATTR, DIMS_ATTR, FIELDS_ATTR, FORMAT, FRAME_DIM, chunk_shape, h5err, le_elements, set_attr, set_bool,
-    set_strings, with_elem_type,
+    AXIS_ORDER_ATTR, DIMS_ATTR, FIELDS_ATTR, FORMAT, FRAME_DIM, chunk_shape, h5err, set_attr, set_bool, set_strings,
+    with_elem_type, with_frames, write_frame_slab,
 };
 use super::reserve::Reserve;
 use crate::error::{Error, Result};
@@ -18,7 +18,7 @@ use crate::frame::Frame;
 use crate::options::{Compression, SinkOptions};
 use crate::prepare::{OutputKind, Staged};
 use crate::read::OutputFormat;
-use crate::schema::{AXIS_ORDER, AttrValue, FieldSpec, MAX_RANK, StreamLayout};
+use crate::schema::{AXIS_ORDER, AttrValue, FieldSpec, StreamLayout};
 use crate::sink::{Sink, SinkSummary};
 use crate::time::now_rfc3339;
 use crate::validate::{STEPS_NAME, Validator};
@@ -376,13 +376,6 @@ fn chunk_row(spec: &FieldSpec, chunk: &[usize]) -> (usize, usize) {
     (per_frame, chunk.iter().product::<usize>() * spec.dtype.size())
 }
 
-/// `[n, *shape]` in a fixed array (no allocation per frame), as a slice.
-fn with_frames(n: usize, shape: &[usize]) -> ([usize; MAX_RANK + 1], usize) {
-    let mut dims = [n; MAX_RANK + 1];
-    dims[1..=shape.len()].copy_from_slice(shape);
-    (dims, shape.len() + 1)
-}
-
 /// Grows `ds` to `n + 1` frames and writes one frame's elements (`bytes`) as frame `n`.
 fn write_field<T: H5Type + bytemuck::Pod>(
     ds: &Dataset,
@@ -391,16 +384,9 @@ fn write_field<T: H5Type + bytemuck::Pod>(
     n: usize,
     scratch: &mut Vec<u64>,
 ) -> hdf5::Result<()> {
-    let values =
-        le_elements::<T>(bytes, scratch).map_err(|e| format!("cannot view the frame as {}: {e}", spec.dtype))?;
-    let (one, rank) = with_frames(1, &spec.shape);
-    let view = ArrayViewD::from_shape(IxDyn(&one[..rank]), values).map_err(|e| e.to_string())?;
-    let (grown, _) = with_frames(n + 1, &spec.shape);
+    let (grown, rank) = with_frames(n + 1, &spec.shape);
     ds.resize(&grown[..rank])?;
-    let slab: Vec<SliceOrIndex> = std::iter::once(SliceOrIndex::from(n..n + 1))
-        .chain(spec.shape.iter().map(|_| SliceOrIndex::from(..)))
-        .collect();
-    ds.write_slice(view, Hyperslab::from(slab))
+    write_frame_slab::<T>(ds, spec, bytes, n, scratch)
 }
 
 /// Appends one frame to its stream's datasets through direct chunk writes: compresses its
