@@ -134,7 +134,8 @@ impl DeviceWorker<'_> {
             recorder.ended_now(SpanKind::Readback, info.copy);
             ctx.progress.frame_computed(d);
             report.frames += 1;
-            let frame = Frame::new(stream, info.index, info.step, data);
+            // Hashed here, not by the sink: the writer's thread is the one an I/O-bound run waits for.
+            let frame = Frame::new(stream, info.index, info.step, data).hash_data();
             let env = Envelope { device: d, frame };
             match handoff {
                 Handoff::Channel(tx) => {

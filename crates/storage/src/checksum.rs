@@ -22,9 +22,16 @@ fn mix(mut x: u64) -> u64 {
 /// matters, so swapped bytes change the result. Sinks add these up with `wrapping_add`,
 /// which makes the run checksum independent of the order frames of different streams
 /// arrive in. `Running` computes the same value piece by piece.
+///
+/// Uses [`Frame::data_hash`] when the producer computed it.
 pub fn frame_checksum(frame: &Frame) -> u64 {
-    let data = xxhash_rust::xxh3::xxh3_64_with_seed(&frame.data, frame.data.len() as u64);
-    with_frame(data, frame)
+    with_frame(frame.data_hash.unwrap_or_else(|| data_hash(&frame.data)), frame)
+}
+
+/// The hash of a frame's bytes alone (XXH3-64 seeded with their length), before it is mixed
+/// with the frame's stream and index: what [`Frame::hash_data`] caches.
+pub(crate) fn data_hash(data: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(data, data.len() as u64)
 }
 
 /// Mixes the data's hash with the frame's stream and index.
@@ -109,5 +116,17 @@ mod tests {
         let mut g = f.clone();
         g.step = 11;
         assert_eq!(frame_checksum(&g), base, "the step is not part of the data");
+    }
+
+    #[test]
+    fn a_hash_computed_by_the_producer_gives_the_same_checksum() {
+        let f = Frame::new(2, 7, 10, (0..5000u32).map(|i| (i * 13 % 241) as u8).collect());
+        let hashed = f.clone().hash_data();
+        assert!(hashed.data_hash.is_some());
+        assert_eq!(frame_checksum(&hashed), frame_checksum(&f));
+        assert_eq!(hashed, f, "equality ignores whether the hash was computed");
+        let mut moved = hashed.clone();
+        moved.index = 8;
+        assert_ne!(frame_checksum(&moved), frame_checksum(&hashed), "the index is mixed in after the cached hash");
     }
 }

@@ -124,12 +124,15 @@ fn push_field_bytes(out: &mut Vec<u8>, stream: usize, f: usize, index: u64, len:
 }
 
 /// Frame `index` of `stream` of `layout`, taken after step `10 * (index + 1) + stream`.
+/// Odd frames come with their hash computed by the "producer" ([`Frame::hash_data`]), even
+/// ones without, so both of a sink's paths are checked.
 fn frame(layout: &StreamLayout, stream: usize, index: u64) -> Frame {
     let mut data = Vec::with_capacity(layout.frame_bytes().unwrap_or_default());
     for (f, spec) in layout.fields.iter().enumerate() {
         push_field_bytes(&mut data, stream, f, index, spec.bytes().unwrap_or_default());
     }
-    Frame::new(stream, index, 10 * (index + 1) + stream as u64, data)
+    let frame = Frame::new(stream, index, 10 * (index + 1) + stream as u64, data);
+    if index % 2 == 1 { frame.hash_data() } else { frame }
 }
 
 /// `n` frames of each of two streams, stream 1 running ahead of stream 0.

@@ -117,7 +117,7 @@ impl FromStr for DType {
 /// order (last axis fastest), little-endian. [`crate::StreamLayout::field_range`] says where
 /// a field starts. All fields of a snapshot travel together because they are produced
 /// together (one readback); sinks split them by field.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Frame {
     /// Index of the stream in [`crate::StreamLayout::streams`].
     pub stream: usize,
@@ -127,13 +127,37 @@ pub struct Frame {
     pub step: u64,
     /// Every field's elements, field after field.
     pub data: Vec<u8>,
+    /// The hash of `data` that the run checksum is built from ([`Frame::hash_data`]), when the
+    /// producer computed it; `None` and a sink hashes `data` itself while writing.
+    ///
+    /// Why a producer may compute it: hashing reads every byte, which on the writer's thread
+    /// is on the critical path of an I/O-bound run (it cost the raw sink ~10 % of a plain
+    /// `write` loop on tmpfs), while a device thread does it during time it spends waiting
+    /// for the GPU anyway. Whoever changes `data` afterwards must set this back to `None`.
+    pub data_hash: Option<u64>,
 }
 
 impl Frame {
     /// Frame `index` of `stream`, taken after `step`, holding `data` (every field, in layout
     /// order).
     pub fn new(stream: usize, index: u64, step: u64, data: Vec<u8>) -> Self {
-        Frame { stream, index, step, data }
+        Frame { stream, index, step, data, data_hash: None }
+    }
+
+    /// Computes [`Frame::data_hash`] now, on the calling thread, so that sinks do not have
+    /// to (the wgpipe runner calls it on the device thread that produced the frame).
+    #[must_use]
+    pub fn hash_data(mut self) -> Self {
+        self.data_hash = Some(crate::checksum::data_hash(&self.data));
+        self
+    }
+}
+
+/// Frames are equal when they hold the same snapshot; whether the hash was computed yet
+/// does not matter.
+impl PartialEq for Frame {
+    fn eq(&self, other: &Self) -> bool {
+        (self.stream, self.index, self.step) == (other.stream, other.index, other.step) && self.data == other.data
     }
 }
 

@@ -10,9 +10,10 @@ use crate::validate::Validator;
 
 /// A sink that counts frames and bytes and checksums them, but stores nothing.
 ///
-/// It validates frames like every other sink and reads every byte for the checksum, so a
-/// run with it measures the full pipeline minus the disk, and its checksum is the reference
-/// the other sinks' must equal.
+/// It validates frames like every other sink and checksums every byte (or takes the hash
+/// the producer computed, [`Frame::data_hash`], as every sink does), so a run with it
+/// measures the full pipeline minus the disk, and its checksum is the reference the other
+/// sinks' must equal.
 #[derive(Debug, Default)]
 pub struct NullSink {
     validator: Option<Validator>,

@@ -280,18 +280,20 @@ impl Sink for RawSink {
         open.validator.check(frame)?;
         let files = &mut open.streams[frame.stream];
         let v = &open.validator;
-        // Each piece is checksummed right before it is written, while it is in the cache
-        // (see `checksum::Running`).
-        let mut sum = crate::checksum::Running::new(frame.data.len());
+        // A frame whose producer hashed it (the runner's device threads do) is written as
+        // is: the writer's thread only copies. Otherwise each piece is hashed right before it
+        // is written, while it is in the cache (see `checksum::Running`).
+        let mut sum = frame.data_hash.is_none().then(|| crate::checksum::Running::new(frame.data.len()));
         let stored = files
             .fields
             .iter_mut()
             .enumerate()
-            .try_for_each(|(i, out)| {
-                v.field(frame, i).chunks(CHECKSUM_PIECE).try_for_each(|piece| {
+            .try_for_each(|(i, out)| match sum.as_mut() {
+                None => out.write(v.field(frame, i)),
+                Some(sum) => v.field(frame, i).chunks(CHECKSUM_PIECE).try_for_each(|piece| {
                     sum.update(piece);
                     out.write(piece)
-                })
+                }),
             })
             .and_then(|()| files.steps.write(&frame.step.to_le_bytes()));
         if let Err(e) = stored {
@@ -299,7 +301,10 @@ impl Sink for RawSink {
             return Err(e);
         }
         open.validator.commit(frame);
-        self.summary.record_checksummed(frame, sum.finish(frame), start);
+        match sum {
+            Some(sum) => self.summary.record_checksummed(frame, sum.finish(frame), start),
+            None => self.summary.record(frame, start),
+        }
         Ok(())
     }
 
