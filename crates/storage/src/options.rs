@@ -133,7 +133,8 @@ pub struct SinkOptions {
     /// HDF5 with deflate: threads that compress a frame's chunks at once (the writer's own
     /// thread included), which then go to the file through HDF5's direct chunk write. 1
     /// compresses on the writer thread alone. Default: [`default_compression_threads`].
-    /// Blosc compresses inside HDF5, on the writer thread, whatever this says.
+    /// Blosc: the threads of c-blosc's pool, which compresses each chunk's blocks in
+    /// parallel inside HDF5's filter (a process-wide setting of c-blosc).
     pub compression_threads: usize,
 }
 

@@ -95,3 +95,31 @@ fn h5py_reads_deflate_chunks_from_one_and_several_threads_bit_identical() {
         }
     }
 }
+
+/// Blosc compresses a chunk's blocks on c-blosc's own pool, sized by `compression_threads`:
+/// the data reads back bit-identical (through wgpipe's reader, which has the blosc filter;
+/// h5py would need the hdf5plugin package) with 1 and with 3 threads, and the pool has the
+/// size the sink was given.
+#[cfg(feature = "blosc")]
+#[test]
+fn blosc_compresses_on_as_many_threads_as_asked_and_reads_back() {
+    let dir = tempdir();
+    let layout = layout();
+    for threads in [3usize, 1] {
+        let h5 = dir.path().join(format!("blosc-t{threads}.h5"));
+        let options =
+            SinkOptions::new(&h5).with_compression(Compression::BloscZstd(5)).with_compression_threads(threads);
+        let mut sink = open_sink("hdf5", &options).unwrap();
+        sink.begin(&layout).unwrap();
+        assert_eq!(hdf5::filters::blosc_get_nthreads() as usize, threads, "c-blosc's pool after begin");
+        for i in 0..FRAMES {
+            for s in 0..layout.streams.len() {
+                let data = (0..layout.fields.len()).flat_map(|f| field_data(&layout, s, f, i)).collect();
+                sink.write(&Frame::new(s, i, 10 * (i + 1) + s as u64, data)).unwrap();
+            }
+        }
+        sink.finish().unwrap();
+        let out = wgpipe_storage::open_output(&h5).unwrap();
+        common::assert_holds(&out, &layout, &[FRAMES, FRAMES], &format!("blosc-zstd:5, {threads} threads"));
+    }
+}

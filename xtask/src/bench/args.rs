@@ -26,7 +26,7 @@ usage: cargo xtask bench --sink null|raw|hdf5 [options]
                        is CPU work the writer thread can overlap with compute
   --compression-threads N  hdf5 with deflate: threads compressing each frame
                        (default: the machine's cores, up to 4)
-  --compare-threads A,B  hdf5 with deflate: instead of the efficiency ratio, writer
+  --compare-threads A,B  hdf5 with deflate or blosc: instead of the efficiency ratio, writer
                        throughput (MB/s, write-only runs) and the I/O-bound async run's
                        wall time with A and with B compression threads, alternating
   --against posix      with --sink raw: the raw sink vs a plain write loop of the same
@@ -168,8 +168,11 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     if a.compare_threads.is_some_and(|(x, y)| x == y) {
         bail!("--compare-threads A,B compares two different thread counts");
     }
-    if a.compare_threads.is_some() && !matches!(a.compression, Compression::Deflate(_)) {
-        bail!("--compare-threads compares deflate compression: add --sink hdf5 --compression deflate:LEVEL");
+    if a.compare_threads.is_some() && a.compression == Compression::None {
+        bail!(
+            "--compare-threads compares compression threads: add --sink hdf5 --compression deflate:LEVEL (or \
+             blosc-zstd:LEVEL / blosc-lz4:LEVEL with `cargo run -p xtask --release --features blosc -- bench`)"
+        );
     }
     if a.against_posix && a.sink.as_deref() != Some("raw") {
         bail!("--against posix compares the raw sink: use it with --sink raw");

@@ -1,5 +1,6 @@
-//! `--compare-threads A,B`: the HDF5 sink with deflate compressing each frame on A and on B
-//! threads, side by side in one process.
+//! `--compare-threads A,B`: the HDF5 sink compressing each frame on A and on B threads
+//! (deflate: wgpipe's pool and direct chunk writes; blosc: c-blosc's pool inside the filter),
+//! side by side in one process.
 //!
 //! Two measurements, each alternating A and B (A first in even repetitions, B first in odd
 //! ones) so that drift on a shared machine hits both alike:

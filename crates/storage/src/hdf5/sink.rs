@@ -189,7 +189,7 @@ impl Hdf5Sink {
                 "deflate is not available in this HDF5 library: use compression none".into(),
             ));
         }
-        blosc_ready(self.options.compression)?;
+        blosc_ready(self.options.compression, self.options.compression_threads)?;
         let err = |what: &str| {
             let path = path.clone();
             let what = what.to_owned();
@@ -354,19 +354,29 @@ impl Hdf5Sink {
     }
 }
 
-/// Errors unless this build can write `compression`'s blosc filter (a no-op for others).
+/// Errors unless this build can write `compression`'s blosc filter (a no-op for others), and
+/// gives blosc `threads` threads.
 ///
 /// hdf5-metno registers the blosc filter with the HDF5 library when the library is first
 /// used (and so before any dataset exists); this checks that the registration took.
-fn blosc_ready(compression: Compression) -> Result<()> {
+///
+/// Blosc compresses the blocks of one chunk on c-blosc's own thread pool, inside the filter
+/// HDF5 calls on the writer thread, so blosc gets parallel compression without direct chunk
+/// writes. The pool is c-blosc's one process-wide setting: the last sink begun sets it.
+fn blosc_ready(compression: Compression, threads: usize) -> Result<()> {
     compression.check_available()?;
     #[cfg(feature = "blosc")]
-    if compression.is_blosc() && !hdf5::filters::blosc_available() {
-        return Err(Error::InvalidOptions(format!(
-            "compression {compression}: the blosc filter could not be registered with the HDF5 \
-             library: use none or deflate"
-        )));
+    if compression.is_blosc() {
+        if !hdf5::filters::blosc_available() {
+            return Err(Error::InvalidOptions(format!(
+                "compression {compression}: the blosc filter could not be registered with the HDF5 \
+                 library: use none or deflate"
+            )));
+        }
+        hdf5::filters::blosc_set_nthreads(u8::try_from(threads).unwrap_or(u8::MAX));
     }
+    #[cfg(not(feature = "blosc"))]
+    let _ = threads;
     Ok(())
 }
 
