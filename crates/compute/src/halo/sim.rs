@@ -39,9 +39,11 @@ const FACES_WORKGROUP: u32 = 64;
 /// 64³ block of the 2-field Gray-Scott that is 196 608 bytes each way, against 2 MiB of state.
 ///
 /// Supported: rank 1 and 3 (3- and 7-point stencils need only faces); rank 2 (the 9-point
-/// Laplacian reads diagonal neighbours, which need corner ghosts) is refused. A split grid
-/// must be periodic; a zero-flux kernel runs only on the whole grid (its ghosts then mirror
-/// its own boundary layers: [`super::exchange_faces`]).
+/// Laplacian reads diagonal neighbours, which need corner ghosts) is refused. Only faces are
+/// exchanged: the ghost edges and corners of a 3-D block stay 0, so a kernel must read its
+/// neighbours through the faces only (`laplacian7_NAME`, or `neighbour` with one non-zero
+/// offset). A split grid must be periodic; a zero-flux kernel runs only on the whole grid (its
+/// ghosts then mirror its own boundary layers: [`crate::exchange_faces`]).
 pub struct BlockSim {
     sim: FieldSim,
     block: Block,
