@@ -398,6 +398,7 @@ fn finish_after_refused_write(subject: &Subject<'_>, dir: &Path) -> Result<(), S
         holds(&out, &layout, &frames, &[2, 2])?;
         // Fewer frames than expected: not complete, so --resume knows to continue.
         ensure!(out.streams().iter().all(|s| !s.complete), "a stream short of its expected frames is marked complete");
+        ensure!(!out.complete(), "the output is marked complete while its streams are short of their expected frames");
     }
     Ok(())
 }

@@ -118,7 +118,8 @@ impl Output {
         &self.attributes
     }
 
-    /// Whether the whole run finished without a failed write.
+    /// Whether the whole run finished without a failed write and every stream is complete
+    /// (holds every frame it expected).
     pub fn complete(&self) -> bool {
         self.complete
     }

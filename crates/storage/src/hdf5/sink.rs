@@ -527,8 +527,10 @@ impl Sink for Hdf5Sink {
             if reserved.is_err() {
                 return Ok(());
             }
+            let mut every_stream_complete = true;
             for ((sets, info), &n) in streams.iter().zip(&l.streams).zip(validator.frames()) {
                 let complete = !failed && info.expected_frames.is_none_or(|e| e == n);
+                every_stream_complete &= complete;
                 if swmr {
                     super::swmr::overwrite(&sets.group, n, complete)?;
                 } else {
@@ -536,7 +538,7 @@ impl Sink for Hdf5Sink {
                     set_bool(&sets.group, "complete", complete)?;
                 }
             }
-            let complete = !failed && others_complete;
+            let complete = every_stream_complete && others_complete;
             if swmr {
                 super::swmr::overwrite_complete(&file, complete)?
             } else {

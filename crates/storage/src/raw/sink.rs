@@ -106,7 +106,7 @@ impl RawSink {
     fn run_meta(&self, open: &Open, complete: bool) -> RunMeta {
         let l = open.validator.layout();
         let frames = open.validator.frames();
-        RunMeta {
+        let mut run = RunMeta {
             format: FORMAT.into(),
             format_version: FORMAT_VERSION,
             wgpipe_storage_version: env!("CARGO_PKG_VERSION").into(),
@@ -127,10 +127,13 @@ impl RawSink {
                     complete: complete && s.expected_frames.is_none_or(|e| e == n),
                     attributes: attrs_to_json(&s.attributes),
                 }))
-                .collect(),
+                .collect::<Vec<_>>(),
             attributes: attrs_to_json(&l.attributes),
-            complete: complete && open.kept.iter().all(|s| s.complete),
-        }
+            complete: false,
+        };
+        // The run is complete when every stream is, the kept ones included.
+        run.complete = complete && run.streams.iter().all(|s| s.complete);
+        run
     }
 
     /// Writes `run.json` and every `<stream>.<field>.json` into `dir`.
