@@ -217,7 +217,7 @@ impl FieldSim {
     }
 
     /// Index of the buffer of each pair that holds the current state.
-    fn current_side(&self) -> usize {
+    pub(crate) fn current_side(&self) -> usize {
         (self.done % 2) as usize
     }
 
@@ -250,6 +250,12 @@ impl FieldSim {
     /// The buffer holding field `field` (by index) after the steps encoded so far.
     pub fn current(&self, field: usize) -> Option<&wgpu::Buffer> {
         self.buffers.get(field).map(|pair| &pair[self.current_side()])
+    }
+
+    /// Buffer `side` (0 or 1) of field `field`'s ping-pong pair, for passes that read the
+    /// state after the steps (the f16 pack pass binds both sides once).
+    pub(crate) fn side_buffer(&self, field: usize, side: usize) -> Option<&wgpu::Buffer> {
+        self.buffers.get(field).and_then(|pair| pair.get(side))
     }
 
     /// Runs `n` steps and waits for them; for tests and tools, not for streaming.
