@@ -45,7 +45,7 @@ pub use job::{BoxError, InitFn, Job, Producer, SourceFn};
 pub use pipeline::Pipeline;
 pub use pool::BufferPool;
 pub use progress::{DeviceProgress, Progress, ProgressSnapshot};
-pub use report::{DeviceReport, IoMode, RunReport, WriterReport};
+pub use report::{ComputeSource, DeviceReport, IoMode, RunReport, WriterReport};
 pub use run_state::StopHandle;
 pub use trace::{Span, SpanKind, chrome_trace};
 pub use wgpipe_compute::FrameSource;
