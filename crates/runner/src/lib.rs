@@ -44,6 +44,7 @@ pub use error::{Error, Failure, Result};
 pub use job::{BoxError, InitFn, Job, Producer, SourceFn};
 pub use pipeline::Pipeline;
 pub use pool::BufferPool;
+pub use preflight::stored_dtype;
 pub use progress::{DeviceProgress, Progress, ProgressSnapshot};
 pub use report::{ComputeSource, DeviceReport, IoMode, RunReport, WriterReport};
 pub use run_state::StopHandle;

@@ -11,7 +11,7 @@ use crate::job::Job;
 use crate::sizes::{self, DeviceSize, RunShape};
 
 /// The storage type of kernel fields output as `dtype`.
-pub(crate) fn storage_dtype(dtype: OutputDType) -> DType {
+pub fn stored_dtype(dtype: OutputDType) -> DType {
     match dtype {
         OutputDType::F32 => DType::F32,
         OutputDType::F16 => DType::F16,
@@ -99,7 +99,7 @@ pub(crate) fn preflight(
             }
             let fields = b.fields.clone().unwrap_or_else(|| kernel_fields.clone());
             first.field_indices(&fields)?;
-            let dtype = storage_dtype(b.output_dtype);
+            let dtype = stored_dtype(b.output_dtype);
             let mut layout =
                 StreamLayout::new(fields.iter().map(|f| FieldSpec::new(f.clone(), dtype, grid.shape())).collect());
             // The Gray-Scott models' fields have a long name and units, for netCDF readers.

@@ -18,8 +18,10 @@ use wgpipe::storage::Compression;
 use wgpipe::{IoMode, RunReport};
 
 use super::machine::settle_page_cache;
+use wgpipe::compute::OutputDType;
+
 use super::measure::{
-    Workload, capture_frames, compute_only, durable_sink, output_path, pipeline, remove_output, write_only,
+    Workload, capture_frames, compute_only, durable_sink, output_path, pipeline_as, remove_output, write_only_as,
 };
 use super::stats::Summary;
 
@@ -73,20 +75,38 @@ impl<'a> IoBench<'a> {
 
     /// One pipeline run into a fresh, durable output.
     pub fn pipeline(&self, w: &Workload, spf: u32, mode: IoMode, io_buffer: usize, trace: bool) -> Result<RunReport> {
+        self.pipeline_as(w, spf, mode, io_buffer, trace, OutputDType::F32)
+    }
+
+    /// [`IoBench::pipeline`] storing the fields as `dtype`.
+    pub fn pipeline_as(
+        &self,
+        w: &Workload,
+        spf: u32,
+        mode: IoMode,
+        io_buffer: usize,
+        trace: bool,
+        dtype: OutputDType,
+    ) -> Result<RunReport> {
         let path = self.next_path();
         let sink = durable_sink(self.kind, &path, self.compression, self.threads.get())?;
         self.settle();
-        let report = pipeline(w, spf, mode, io_buffer, sink, trace);
+        let report = pipeline_as(w, spf, mode, io_buffer, sink, trace, dtype);
         remove_output(&path)?;
         report
     }
 
     /// t_io: the sink alone, fsync included.
     pub fn write_only(&self) -> Result<f64> {
+        self.write_only_of(&self.data, OutputDType::F32)
+    }
+
+    /// The sink alone writing `data`, frames whose fields are `dtype`, fsync included.
+    pub fn write_only_of(&self, data: &[Vec<u8>], dtype: OutputDType) -> Result<f64> {
         let path = self.next_path();
         let sink = durable_sink(self.kind, &path, self.compression, self.threads.get())?;
         self.settle();
-        let t = write_only(self.w, &self.data, sink);
+        let t = write_only_as(self.w, data, sink, dtype);
         remove_output(&path)?;
         t
     }

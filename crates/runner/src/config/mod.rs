@@ -224,7 +224,7 @@ impl Config {
 
     /// The storage type of the stored fields: what the output holds (`output.dtype`).
     pub fn stored_dtype(&self) -> wgpipe_storage::DType {
-        crate::preflight::storage_dtype(self.dtype)
+        crate::preflight::stored_dtype(self.dtype)
     }
 
     /// Where `key`'s value came from, for messages about it.
