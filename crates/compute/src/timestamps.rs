@@ -40,11 +40,15 @@ impl FrameTimer {
     /// `None` when the device was opened without `TIMESTAMP_QUERY` (or reports no period).
     pub(crate) fn new(gpu: &GpuDevice, slots: usize, staging_offset: u64) -> Result<Option<Self>> {
         let period_ns = f64::from(gpu.queue().get_timestamp_period());
-        if !gpu.device().features().contains(wgpu::Features::TIMESTAMP_QUERY) || period_ns <= 0.0 {
+        // Two queries per staging buffer; a ring too large for one query set goes untimed.
+        let count = u32::try_from(slots.saturating_mul(2)).unwrap_or(u32::MAX);
+        if !gpu.device().features().contains(wgpu::Features::TIMESTAMP_QUERY)
+            || period_ns <= 0.0
+            || count > wgpu::QUERY_SET_MAX_QUERIES
+        {
             return Ok(None);
         }
-        let count = u32::try_from(2 * slots).unwrap_or(u32::MAX).min(wgpu::QUERY_SET_MAX_QUERIES);
-        let slot_bytes = u64::from(wgpu::QUERY_RESOLVE_BUFFER_ALIGNMENT);
+        let slot_bytes = wgpu::QUERY_RESOLVE_BUFFER_ALIGNMENT;
         let (queries, resolve) = gpu.scoped("creating the timestamp queries", |device| {
             let queries = device.create_query_set(&wgpu::QuerySetDescriptor {
                 label: Some("frame-timestamps"),
@@ -84,7 +88,7 @@ impl FrameTimer {
     pub(crate) fn end(&self, encoder: &mut wgpu::CommandEncoder, slot: usize, staging: &wgpu::Buffer) {
         let first = 2 * slot as u32;
         self.mark(encoder, first + 1, true);
-        let at = slot as u64 * u64::from(wgpu::QUERY_RESOLVE_BUFFER_ALIGNMENT);
+        let at = slot as u64 * wgpu::QUERY_RESOLVE_BUFFER_ALIGNMENT;
         encoder.resolve_query_set(&self.queries, first..first + 2, &self.resolve, at);
         encoder.copy_buffer_to_buffer(&self.resolve, at, staging, self.staging_offset, 2 * QUERY_BYTES);
     }
