@@ -254,7 +254,9 @@ impl FrameProducer {
     fn with_ring(gpu: &GpuDevice, name: String, source: Box<dyn FrameSource>, config: ReadbackConfig) -> Result<Self> {
         let data = source.frame_bytes();
         let (timestamps_at, with_timestamps) = FrameTimer::staging_bytes(data.next_multiple_of(4));
-        let timer = FrameTimer::new(gpu, config.staging_buffers, timestamps_at)?;
+        // A frame at the device's buffer limit leaves no room behind it: it goes untimed.
+        let room = with_timestamps <= gpu.device().limits().max_buffer_size;
+        let timer = if room { FrameTimer::new(gpu, config.staging_buffers, timestamps_at)? } else { None };
         let size = if timer.is_some() { with_timestamps } else { data.next_multiple_of(4) };
         let invalid = |message: String| Error::InvalidKernel { kernel: name.clone(), message };
         let staging = gpu.scoped("allocating staging buffers", |device| {
