@@ -34,7 +34,9 @@
 //!   [`gray_scott`] (2-D) and [`gray_scott_3d`] (the ADIOS2 tutorial's model) are built in,
 //!   each with a plain-Rust twin; [`cpu_twin`] has the prelude's helpers.
 //! - [`FieldSim`]: a kernel's state on one device (a ping-pong buffer pair per field).
-//! - [`FrameProducer`]: steps + readback, with frame n+1 computing while frame n is copied out.
+//! - [`FrameProducer`]: steps + readback, with frame n+1 computing while frame n is copied out;
+//!   frames as f32 or as f16 converted on the GPU ([`OutputDType`]), each with the GPU's own
+//!   time from timestamp queries where the device has `TIMESTAMP_QUERY` ([`FrameInfo::gpu_time`]).
 
 mod adapters;
 pub mod cpu_twin;

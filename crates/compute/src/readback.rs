@@ -22,7 +22,8 @@ use crate::timestamps::FrameTimer;
 /// An implementation holds its own device resources (created from the [`GpuDevice`] it is
 /// given, whose `device()` and `queue()` are wgpu's), encodes any number of passes per frame,
 /// and copies the frame's bytes, in the layout it declared to the pipeline (its fields one
-/// after the other, each in C order, little-endian), into `staging` from offset 0. It must
+/// after the other, each in C order, little-endian), into `staging` from offset 0 (`staging`
+/// may be larger: frames are rounded up to whole words, and timestamps may follow). It must
 /// not submit work or map buffers itself in `encode_frame`: the encoder is submitted for it.
 pub trait FrameSource: Send {
     /// Bytes of one frame; every frame has this size (at most the device's `max_buffer_size`).

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use wgpipe::compute::{DeviceSelector, Grid, OutputDType};
-use wgpipe::storage::DType;
 use wgpipe::config::{Config, ConfigError, DEFAULT_CONFIG, ResolvedKernel};
+use wgpipe::storage::DType;
 
 fn configs_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs")
