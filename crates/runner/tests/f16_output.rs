@@ -9,7 +9,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 use wgpipe::storage::{DType, open_output};
 
@@ -17,11 +17,11 @@ fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
 }
 
-/// `wgpipe run` of the default Gray-Scott config on an odd 33 × 31 grid (odd cell counts leave
-/// a padding half per packed field), storing u and v, with `sets` on top.
-fn run(sets: &[String]) -> String {
+/// `wgpipe run ARGS` of the default Gray-Scott config on an odd 33 × 31 grid (odd cell counts
+/// leave a padding half per packed field), storing u and v, with `sets` on top.
+fn wgpipe(sets: &[String], args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_wgpipe"));
-    cmd.args(["run", "--progress", "none"]);
+    cmd.args(["run", "--progress", "none"]).args(args);
     for set in ["run.frames=6", "run.steps_per_frame=50", "grid.rows=33", "grid.cols=31", "output.fields=[\"u\",\"v\"]"]
         .iter()
         .map(|s| (*s).to_owned())
@@ -29,10 +29,17 @@ fn run(sets: &[String]) -> String {
     {
         cmd.args(["--set", &set]);
     }
-    let out = cmd.output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "wgpipe run {sets:?} failed:\n{text}");
-    text
+    cmd.output().unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// [`wgpipe`] without extra arguments, which must succeed.
+fn run(sets: &[String]) {
+    let out = wgpipe(sets, &[]);
+    assert!(out.status.success(), "wgpipe run {sets:?} failed:\n{}", stderr(&out));
 }
 
 fn path_set(path: &Path) -> String {
@@ -72,6 +79,22 @@ fn f16_output_is_the_f32_output_rounded_to_nearest_even() {
     assert!(text.contains("u: 6 frames") && text.contains("v: 6 frames") && text.trim_end().ends_with("ok"), "{text}");
     assert!(text.contains("raw metadata '<f2'"), "{text}");
     eprintln!("{}", text.trim());
+}
+
+/// `--resume` compares the stored type too: an f16 output resumes with `output.dtype = "f16"`
+/// (nothing left to do) and is refused, naming both types, by an f32 config.
+#[test]
+fn resume_checks_the_stored_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let half = dir.path().join("f16.h5");
+    let f16 = "output.dtype=\"f16\"".to_owned();
+    run(&[path_set(&half), f16.clone()]);
+    let again = wgpipe(&[path_set(&half), f16], &["--resume"]);
+    assert!(again.status.success() && stderr(&again).contains("nothing to do"), "{}", stderr(&again));
+    let as_f32 = wgpipe(&[path_set(&half)], &["--resume"]);
+    let err = stderr(&as_f32);
+    assert!(!as_f32.status.success(), "{err}");
+    assert!(err.contains("cannot resume") && err.contains("float16") && err.contains("float32"), "{err}");
 }
 
 #[test]
