@@ -42,10 +42,11 @@ impl GpuDevice {
     /// Opens a device on `adapter` with every limit the adapter supports.
     pub(crate) fn open(adapter: &wgpu::Adapter, summary: AdapterSummary, label: String) -> Result<Self> {
         // Immediate data carries each step's clock to field kernels; every native backend has it.
+        // Timestamp queries, where the adapter has them, give the GPU's own time per frame.
         let desc = wgpu::DeviceDescriptor {
             label: Some(&label),
             required_limits: adapter.limits(),
-            required_features: adapter.features() & wgpu::Features::IMMEDIATES,
+            required_features: adapter.features() & (wgpu::Features::IMMEDIATES | wgpu::Features::TIMESTAMP_QUERY),
             ..Default::default()
         };
         let (device, queue) = pollster::block_on(adapter.request_device(&desc))

@@ -298,6 +298,12 @@ impl FieldSim {
         self.buffers.get(field).map(|pair| &pair[self.current_side()])
     }
 
+    /// Buffer `side` (0 or 1) of field `field`'s ping-pong pair, for passes that read the
+    /// state after the steps (the f16 pack pass binds both sides once).
+    pub(crate) fn side_buffer(&self, field: usize, side: usize) -> Option<&wgpu::Buffer> {
+        self.buffers.get(field).and_then(|pair| pair.get(side))
+    }
+
     /// Runs `n` steps and waits for them; for tests and tools, not for streaming.
     pub fn run_steps(&mut self, n: u32) -> Result<()> {
         let mut encoder = self.gpu.device().create_command_encoder(&Default::default());

@@ -34,7 +34,9 @@
 //!   [`gray_scott`] (2-D) and [`gray_scott_3d`] (the ADIOS2 tutorial's model) are built in,
 //!   each with a plain-Rust twin; [`cpu_twin`] has the prelude's helpers.
 //! - [`FieldSim`]: a kernel's state on one device (a ping-pong buffer pair per field).
-//! - [`FrameProducer`]: steps + readback, with frame n+1 computing while frame n is copied out.
+//! - [`FrameProducer`]: steps + readback, with frame n+1 computing while frame n is copied out;
+//!   frames as f32 or as f16 converted on the GPU ([`OutputDType`]), each with the GPU's own
+//!   time from timestamp queries where the device has `TIMESTAMP_QUERY` ([`FrameInfo::gpu_time`]).
 //! - [`Block`] / [`BlockSim`]: one grid split into blocks (ranks or devices), each with one
 //!   ghost layer per face, the halos exchanged every step through [`Faces`]
 //!   ([`exchange_in_process`] within one process); bit-identical to the whole grid's run.
@@ -48,6 +50,7 @@ mod field_sim;
 pub mod gray_scott;
 pub mod gray_scott_3d;
 mod grid;
+mod half;
 mod halo;
 mod kernel;
 mod limits;
@@ -55,6 +58,7 @@ pub mod noise;
 mod prelude;
 mod readback;
 pub mod shipped;
+mod timestamps;
 mod wgsl_check;
 
 pub use adapters::{AdapterSummary, DeviceSelector, list_adapters, open_devices};
@@ -63,6 +67,7 @@ pub use device::GpuDevice;
 pub use error::{Error, NO_ADAPTER_HINT, Result};
 pub use field_sim::FieldSim;
 pub use grid::Grid;
+pub use half::OutputDType;
 pub use halo::{Block, BlockSim, Faces, Side, exchange_faces, exchange_in_process};
 pub use kernel::{KernelSpec, MAX_WGSL_BYTES, WgslSource};
 pub use limits::GridFootprint;

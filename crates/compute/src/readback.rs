@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use crate::device::GpuDevice;
 use crate::error::{Error, Result};
 use crate::field_sim::FieldSim;
+use crate::half::{HalfPacker, OutputDType};
+use crate::timestamps::FrameTimer;
 
 /// Produces frames on the GPU: records the work of one frame into a command encoder and the
 /// copy of its bytes into a staging buffer. [`FrameProducer`] submits what it records, maps the
@@ -20,7 +22,8 @@ use crate::field_sim::FieldSim;
 /// An implementation holds its own device resources (created from the [`GpuDevice`] it is
 /// given, whose `device()` and `queue()` are wgpu's), encodes any number of passes per frame,
 /// and copies the frame's bytes, in the layout it declared to the pipeline (its fields one
-/// after the other, each in C order, little-endian), into `staging` from offset 0. It must
+/// after the other, each in C order, little-endian), into `staging` from offset 0 (`staging`
+/// may be larger: frames are rounded up to whole words, and timestamps may follow). It must
 /// not submit work or map buffers itself in `encode_frame`: the encoder is submitted for it.
 pub trait FrameSource: Send {
     /// Bytes of one frame; every frame has this size (at most the device's `max_buffer_size`).
@@ -66,6 +69,10 @@ pub struct FrameInfo {
     pub gpu_wait: Duration,
     /// Time copying the mapped staging buffer into the caller's buffer.
     pub copy: Duration,
+    /// Time the GPU spent on the frame's commands, from timestamp queries; `None` when the
+    /// device has no `TIMESTAMP_QUERY` or they are off ([`FrameProducer::without_timestamps`]).
+    /// Counted from the previous frame's end when the GPU started this one earlier.
+    pub gpu_time: Option<Duration>,
 }
 
 /// A frame whose steps and copy are submitted and whose staging buffer maps when they finish.
@@ -76,16 +83,20 @@ struct InFlight {
     mapped: mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
 }
 
-/// A field simulation as a [`FrameSource`]: `steps_per_frame` steps, then the chosen fields.
+/// A field simulation as a [`FrameSource`]: `steps_per_frame` steps, then the chosen fields,
+/// as computed (f32) or packed to f16 by `pack`.
 struct FieldFrames {
     sim: FieldSim,
     steps_per_frame: u32,
     fields: Vec<usize>,
+    pack: Option<HalfPacker>,
 }
 
 impl FrameSource for FieldFrames {
+    /// The bytes copied into staging: packed f16 fields are padded to whole words.
     fn frame_bytes(&self) -> u64 {
-        self.sim.field_bytes() * self.fields.len() as u64
+        let field_bytes = self.pack.as_ref().map_or(self.sim.field_bytes(), HalfPacker::padded_field_bytes);
+        field_bytes * self.fields.len() as u64
     }
 
     fn encode_frame(
@@ -95,6 +106,10 @@ impl FrameSource for FieldFrames {
         staging: &wgpu::Buffer,
     ) -> std::result::Result<u64, Box<dyn std::error::Error + Send + Sync>> {
         self.sim.encode_steps(encoder, self.steps_per_frame);
+        if let Some(pack) = &self.pack {
+            pack.encode(encoder, self.sim.current_side(), staging);
+            return Ok(self.sim.steps());
+        }
         let field_bytes = self.sim.field_bytes();
         for (k, f) in self.fields.iter().enumerate() {
             // FrameProducer::new checked every index against the kernel's fields.
@@ -119,6 +134,13 @@ pub struct FrameProducer {
     in_flight: VecDeque<InFlight>,
     submitted: u64,
     frame_bytes: usize,
+    /// How the frame sits in staging: `pieces` runs of `piece` bytes, `stride` bytes apart
+    /// (one run for f32; one per field, each without its padding half, for f16).
+    pieces: usize,
+    piece: usize,
+    stride: usize,
+    /// GPU time per frame, where the device has timestamp queries.
+    timer: Option<FrameTimer>,
 }
 
 impl std::fmt::Debug for FrameProducer {
@@ -148,8 +170,16 @@ pub(crate) fn mapped_result(gpu: &GpuDevice, rx: &mpsc::Receiver<Result<(), wgpu
 }
 
 impl FrameProducer {
-    /// A producer that owns `sim` and reads back `config.fields` every `steps_per_frame` steps.
+    /// A producer that owns `sim` and reads back `config.fields` every `steps_per_frame` steps,
+    /// as f32.
     pub fn new(sim: FieldSim, config: ReadbackConfig) -> Result<Self> {
+        Self::with_dtype(sim, config, OutputDType::F32)
+    }
+
+    /// A producer that owns `sim` and reads back `config.fields` every `steps_per_frame` steps,
+    /// as `dtype`: [`OutputDType::F16`] converts each field on the GPU after the frame's steps,
+    /// so frames have half the bytes (fields back to back, 2 bytes a cell, little-endian).
+    pub fn with_dtype(sim: FieldSim, config: ReadbackConfig, dtype: OutputDType) -> Result<Self> {
         let invalid = |message: String| Error::InvalidKernel { kernel: sim.spec().name.clone(), message };
         if config.staging_buffers == 0 {
             return Err(invalid("staging_buffers must be at least 1".to_owned()));
@@ -169,9 +199,25 @@ impl FrameProducer {
         let footprint =
             sim.gpu().check_grid(sim.grid(), sim.spec().fields.len(), config.fields.len(), sim.workgroup_size())?;
         let (gpu, name) = (sim.gpu().clone(), sim.spec().name.clone());
-        let source = FieldFrames { sim, steps_per_frame: config.steps_per_frame, fields: config.fields.clone() };
-        debug_assert_eq!(source.frame_bytes(), footprint.frame_bytes);
-        Self::with_ring(&gpu, name, Box::new(source), config)
+        let pack = match dtype {
+            OutputDType::F32 => None,
+            OutputDType::F16 => Some(HalfPacker::new(&sim, &config.fields)?),
+        };
+        let field_bytes = sim.grid().cells() as u64 * dtype.size();
+        let stride = pack.as_ref().map_or(field_bytes, HalfPacker::padded_field_bytes);
+        let fields = config.fields.len();
+        let source = FieldFrames { sim, steps_per_frame: config.steps_per_frame, fields: config.fields.clone(), pack };
+        debug_assert!(dtype != OutputDType::F32 || source.frame_bytes() == footprint.frame_bytes);
+        let mut producer = Self::with_ring(&gpu, name, Box::new(source), config)?;
+        let invalid = |what: &str| Error::InvalidKernel {
+            kernel: producer.name.clone(),
+            message: format!("{what} does not fit in host memory"),
+        };
+        producer.pieces = fields;
+        producer.piece = usize::try_from(field_bytes).map_err(|_| invalid("a field"))?;
+        producer.stride = usize::try_from(stride).map_err(|_| invalid("a field"))?;
+        producer.frame_bytes = producer.piece.checked_mul(fields).ok_or_else(|| invalid("a frame"))?;
+        Ok(producer)
     }
 
     /// A producer for an application's own `source` on `gpu` (named `name` in messages):
@@ -204,9 +250,15 @@ impl FrameProducer {
         Self::with_ring(gpu, name, source, config)
     }
 
-    /// Allocates the staging ring for `source`.
+    /// Allocates the staging ring for `source`: its frame, rounded up to whole words (copies
+    /// between buffers move words), then the frame's two timestamps where the device has them.
     fn with_ring(gpu: &GpuDevice, name: String, source: Box<dyn FrameSource>, config: ReadbackConfig) -> Result<Self> {
-        let size = source.frame_bytes();
+        let data = source.frame_bytes();
+        let (timestamps_at, with_timestamps) = FrameTimer::staging_bytes(data.next_multiple_of(4));
+        // A frame at the device's buffer limit leaves no room behind it: it goes untimed.
+        let room = with_timestamps <= gpu.device().limits().max_buffer_size;
+        let timer = if room { FrameTimer::new(gpu, config.staging_buffers, timestamps_at)? } else { None };
+        let size = if timer.is_some() { with_timestamps } else { data.next_multiple_of(4) };
         let invalid = |message: String| Error::InvalidKernel { kernel: name.clone(), message };
         let staging = gpu.scoped("allocating staging buffers", |device| {
             (0..config.staging_buffers)
@@ -222,7 +274,7 @@ impl FrameProducer {
         })?;
         let free = (0..config.staging_buffers).rev().collect();
         let frame_bytes =
-            usize::try_from(size).map_err(|_| invalid("a frame does not fit in host memory".to_owned()))?;
+            usize::try_from(data).map_err(|_| invalid("a frame does not fit in host memory".to_owned()))?;
         Ok(FrameProducer {
             gpu: gpu.clone(),
             source,
@@ -233,10 +285,28 @@ impl FrameProducer {
             in_flight: VecDeque::new(),
             submitted: 0,
             frame_bytes,
+            pieces: 1,
+            piece: frame_bytes,
+            stride: frame_bytes,
+            timer,
         })
     }
 
-    /// Bytes of one frame: the chosen fields, one after the other, f32 little-endian.
+    /// The same producer without timestamp queries: every frame's
+    /// [`FrameInfo::gpu_time`] is `None`, so callers fall back to host-measured time (the
+    /// baseline to compare the GPU's figure with, and the path of devices without the feature).
+    pub fn without_timestamps(mut self) -> Self {
+        self.timer = None;
+        self
+    }
+
+    /// Whether frames carry GPU time from timestamp queries.
+    pub fn gpu_timestamps(&self) -> bool {
+        self.timer.is_some()
+    }
+
+    /// Bytes of one frame: the chosen fields, one after the other, little-endian, f32 (or f16
+    /// with [`FrameProducer::with_dtype`]).
     pub fn frame_bytes(&self) -> usize {
         self.frame_bytes
     }
@@ -254,6 +324,9 @@ impl FrameProducer {
             let Some(slot) = self.free.pop() else { break };
             let mut encoder =
                 self.gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
+            if let Some(timer) = &self.timer {
+                timer.begin(&mut encoder, slot);
+            }
             let step = match self.source.encode_frame(self.submitted, &mut encoder, &self.staging[slot]) {
                 Ok(step) => step,
                 Err(e) => {
@@ -261,12 +334,21 @@ impl FrameProducer {
                     return Err(Error::Source { source_name: self.name.clone(), message: e.to_string() });
                 }
             };
+            if let Some(timer) = &self.timer {
+                timer.end(&mut encoder, slot, &self.staging[slot]);
+            }
             let (tx, mapped) = mpsc::channel();
             encoder.map_buffer_on_submit(&self.staging[slot], wgpu::MapMode::Read, .., move |r| {
                 let _ = tx.send(r);
             });
             let submission = self.gpu.queue().submit([encoder.finish()]);
-            let info = FrameInfo { index: self.submitted, step, gpu_wait: Duration::ZERO, copy: Duration::ZERO };
+            let info = FrameInfo {
+                index: self.submitted,
+                step,
+                gpu_wait: Duration::ZERO,
+                copy: Duration::ZERO,
+                gpu_time: None,
+            };
             self.in_flight.push_back(InFlight { slot, info, submission, mapped });
             self.submitted += 1;
         }
@@ -292,14 +374,19 @@ impl FrameProducer {
         mapped_result(gpu, &frame.mapped)?;
         let copying = Instant::now();
         let staging = &self.staging[frame.slot];
-        {
+        let gpu_time = {
             let view = staging
                 .get_mapped_range(..)
                 .map_err(|e| Error::Gpu { device: gpu.label().to_owned(), message: e.to_string() })?;
-            out.copy_from_slice(&view);
-        }
+            // Each piece is a field (f16: without its padding half) or the whole frame.
+            for (k, piece) in out.chunks_exact_mut(self.piece).enumerate().take(self.pieces) {
+                let at = k * self.stride;
+                piece.copy_from_slice(&view[at..at + self.piece]);
+            }
+            self.timer.as_mut().and_then(|t| t.read(&view))
+        };
         staging.unmap();
-        let info = FrameInfo { gpu_wait: copying - waiting, copy: copying.elapsed(), ..frame.info };
+        let info = FrameInfo { gpu_wait: copying - waiting, copy: copying.elapsed(), gpu_time, ..frame.info };
         self.free.push(frame.slot);
         if self.config.work_ahead {
             self.fill()?;

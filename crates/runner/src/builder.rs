@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use wgpipe_compute::{DeviceSelector, GpuDevice, Grid, KernelSpec, gray_scott, gray_scott_3d};
+use wgpipe_compute::{DeviceSelector, GpuDevice, Grid, KernelSpec, OutputDType, gray_scott, gray_scott_3d};
 use wgpipe_storage::{AttrValue, Attributes, FieldSpec, Sink};
 
 use crate::error::{Error, Result};
@@ -43,6 +43,10 @@ pub struct PipelineBuilder {
     pub(crate) io_buffer: usize,
     pub(crate) mode: IoMode,
     pub(crate) fields: Option<Vec<String>>,
+    /// The element type kernels' fields are stored as.
+    pub(crate) output_dtype: OutputDType,
+    /// Time frames on the GPU with timestamp queries where the device has them.
+    pub(crate) gpu_timestamps: bool,
     /// The fields of frames from frame sources.
     pub(crate) frame_layout: Option<Vec<FieldSpec>>,
     pub(crate) work: Option<Work>,
@@ -65,6 +69,8 @@ impl Default for PipelineBuilder {
             io_buffer: 2,
             mode: IoMode::Async,
             fields: None,
+            output_dtype: OutputDType::F32,
+            gpu_timestamps: true,
             frame_layout: None,
             work: None,
             sink: None,
@@ -134,6 +140,22 @@ impl PipelineBuilder {
     /// Fields each frame holds (default: every field of the kernel; `v` for Gray-Scott).
     pub fn fields<S: Into<String>>(mut self, fields: impl IntoIterator<Item = S>) -> Self {
         self.fields = Some(fields.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// The element type kernels' fields are stored as (default f32). The kernels compute in
+    /// f32 either way; [`OutputDType::F16`] converts each frame on the GPU, so readback,
+    /// channel and sink move half the bytes. Frame sources give their own types in
+    /// [`PipelineBuilder::frame_layout`].
+    pub fn output_dtype(mut self, dtype: OutputDType) -> Self {
+        self.output_dtype = dtype;
+        self
+    }
+
+    /// Whether the report's compute time comes from GPU timestamp queries on devices that
+    /// have `TIMESTAMP_QUERY` (default true); false measures it on the host everywhere.
+    pub fn gpu_timestamps(mut self, on: bool) -> Self {
+        self.gpu_timestamps = on;
         self
     }
 

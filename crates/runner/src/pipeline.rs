@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crossbeam_channel::bounded;
-use wgpipe_compute::{GpuDevice, Grid, ReadbackConfig, open_devices};
+use wgpipe_compute::{GpuDevice, Grid, OutputDType, ReadbackConfig, open_devices};
 use wgpipe_storage::{Sink, StreamLayout};
 
 use crate::builder::{Devices, PipelineBuilder, Work};
@@ -29,6 +29,8 @@ pub struct Pipeline {
     /// The kernels' grid (every field of `layout` has its shape); `None` for frame sources.
     grid: Option<Grid>,
     readback: ReadbackConfig,
+    output_dtype: OutputDType,
+    gpu_timestamps: bool,
     io_buffer: usize,
     mode: IoMode,
     progress: Arc<Progress>,
@@ -133,6 +135,8 @@ impl Pipeline {
             layout,
             grid,
             readback,
+            output_dtype: b.output_dtype,
+            gpu_timestamps: b.gpu_timestamps,
             io_buffer: b.io_buffer,
             mode: b.mode,
             stop: b.stop,
@@ -175,6 +179,8 @@ impl Pipeline {
             layout,
             grid,
             readback,
+            output_dtype,
+            gpu_timestamps,
             io_buffer,
             mode,
             progress,
@@ -210,6 +216,8 @@ impl Pipeline {
             state: Arc::clone(&state),
             grid,
             readback: readback.clone(),
+            output_dtype,
+            gpu_timestamps,
             fields: layout.fields.iter().map(|f| f.name.clone()).collect(),
         };
 

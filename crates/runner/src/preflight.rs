@@ -2,13 +2,21 @@
 //! stream names (before any device opens), then fields, counts and sizes once the jobs are
 //! known. The config module runs the same checks before it opens a device.
 
-use wgpipe_compute::{Grid, KernelSpec, gray_scott, gray_scott_3d};
+use wgpipe_compute::{Grid, KernelSpec, OutputDType, gray_scott, gray_scott_3d};
 use wgpipe_storage::{DType, FieldSpec, Sink, StreamInfo, StreamLayout, check_stream_name};
 
 use crate::builder::PipelineBuilder;
 use crate::error::{Error, Result};
 use crate::job::Job;
 use crate::sizes::{self, DeviceSize, RunShape};
+
+/// The storage type of kernel fields output as `dtype`.
+pub fn stored_dtype(dtype: OutputDType) -> DType {
+    match dtype {
+        OutputDType::F32 => DType::F32,
+        OutputDType::F16 => DType::F16,
+    }
+}
 
 /// Distinct workgroup sizes of `kernels`, each distinct shader validated once (a batch of
 /// many runs of one kernel differs only in parameters).
@@ -91,8 +99,9 @@ pub(crate) fn preflight(
             }
             let fields = b.fields.clone().unwrap_or_else(|| kernel_fields.clone());
             first.field_indices(&fields)?;
+            let dtype = stored_dtype(b.output_dtype);
             let mut layout =
-                StreamLayout::new(fields.iter().map(|f| FieldSpec::new(f.clone(), DType::F32, grid.shape())).collect());
+                StreamLayout::new(fields.iter().map(|f| FieldSpec::new(f.clone(), dtype, grid.shape())).collect());
             // The Gray-Scott models' fields have a long name and units, for netCDF readers.
             if [gray_scott::NAME, gray_scott_3d::NAME].contains(&first.name.as_str()) {
                 for f in &mut layout.fields {
@@ -111,6 +120,13 @@ pub(crate) fn preflight(
                      .frame_layout(..)"
                         .to_owned(),
                 ));
+            }
+            if b.output_dtype != OutputDType::F32 {
+                return Err(Error::Invalid(format!(
+                    ".output_dtype({}) converts kernels' fields; frames from a frame source hold the types given \
+                     to .frame_layout(..)",
+                    b.output_dtype
+                )));
             }
             let fields = b.frame_layout.clone().unwrap_or_default();
             if fields.is_empty() {

@@ -26,6 +26,29 @@ impl IoMode {
     }
 }
 
+/// Where the report's compute time comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComputeSource {
+    /// GPU timestamp queries around each frame's commands: the time the GPU worked, whether
+    /// or not the host was waiting for it. Used when every device that produced frames
+    /// timed all of them (devices with `TIMESTAMP_QUERY`).
+    GpuTimestamps,
+    /// The host's time inside each frame's production (submitting, waiting for the GPU,
+    /// copying out): in async mode the GPU may finish during time the device thread spends
+    /// blocked on the channel, so this understates the GPU's work when I/O-bound.
+    HostMeasured,
+}
+
+impl ComputeSource {
+    /// `"GPU timestamps"` or `"host-measured"`, as the summary and JSON name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ComputeSource::GpuTimestamps => "GPU timestamps",
+            ComputeSource::HostMeasured => "host-measured",
+        }
+    }
+}
+
 /// One device thread's share of the run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct DeviceReport {
@@ -35,8 +58,11 @@ pub struct DeviceReport {
     pub jobs: Vec<String>,
     /// Frames it produced.
     pub frames: u64,
-    /// Seconds spent producing frames: GPU steps, waiting for them, copying out.
+    /// Seconds spent producing frames: GPU steps, waiting for them, copying out (host clock).
     pub compute_seconds: f64,
+    /// Seconds the GPU spent on this device's frames, from timestamp queries; `None` when the
+    /// device has no `TIMESTAMP_QUERY`, timestamps were off, or a frame came without one.
+    pub gpu_seconds: Option<f64>,
     /// Seconds blocked handing frames to a full channel (async mode): backpressure.
     pub blocked_seconds: f64,
     /// Seconds spent writing its own frames (sync mode).
@@ -85,9 +111,22 @@ impl RunReport {
         self.sink.frames
     }
 
-    /// Seconds the slowest device spent computing.
+    /// Where [`RunReport::compute_seconds`] comes from: GPU timestamps when every device
+    /// that produced frames has GPU time for all of them, else the host's clock (for all).
+    pub fn compute_source(&self) -> ComputeSource {
+        let mut producing = self.devices.iter().filter(|d| d.frames > 0).peekable();
+        if producing.peek().is_some() && producing.all(|d| d.gpu_seconds.is_some()) {
+            ComputeSource::GpuTimestamps
+        } else {
+            ComputeSource::HostMeasured
+        }
+    }
+
+    /// Seconds the slowest device spent computing, by [`RunReport::compute_source`].
     pub fn compute_seconds(&self) -> f64 {
-        self.devices.iter().map(|d| d.compute_seconds).fold(0.0, f64::max)
+        let gpu = self.compute_source() == ComputeSource::GpuTimestamps;
+        let of = |d: &DeviceReport| if gpu { d.gpu_seconds.unwrap_or(0.0) } else { d.compute_seconds };
+        self.devices.iter().map(of).fold(0.0, f64::max)
     }
 
     /// Seconds spent writing, by the writer thread or by all device threads together.
@@ -161,21 +200,27 @@ impl fmt::Display for RunReport {
             if self.wall_seconds > 0.0 { mb / self.wall_seconds } else { 0.0 }
         )?;
         let w = self.devices.iter().map(|d| d.device.chars().count()).max().unwrap_or(0).max(8);
-        writeln!(f, "{:<w$} {:>7} {:>10} {:>10} {:>10}", "device", "frames", "compute s", "blocked s", "write s")?;
+        writeln!(
+            f,
+            "{:<w$} {:>7} {:>10} {:>10} {:>10} {:>10}",
+            "device", "frames", "compute s", "GPU s", "blocked s", "write s"
+        )?;
         for d in &self.devices {
+            let gpu = d.gpu_seconds.map_or("-".to_owned(), |s| format!("{s:.3}"));
             writeln!(
                 f,
-                "{:<w$} {:>7} {:>10.3} {:>10.3} {:>10.3}",
-                d.device, d.frames, d.compute_seconds, d.blocked_seconds, d.write_seconds
+                "{:<w$} {:>7} {:>10.3} {:>10} {:>10.3} {:>10.3}",
+                d.device, d.frames, d.compute_seconds, gpu, d.blocked_seconds, d.write_seconds
             )?;
         }
         if self.mode == IoMode::Async {
             writeln!(
                 f,
-                "{:<w$} {:>7} {:>10} {:>10} {:>10.3}   (waiting for frames: {:.3} s)",
-                "writer", self.writer.frames, "", "", self.writer.write_seconds, self.writer.wait_seconds
+                "{:<w$} {:>7} {:>10} {:>10} {:>10} {:>10.3}   (waiting for frames: {:.3} s)",
+                "writer", self.writer.frames, "", "", "", self.writer.write_seconds, self.writer.wait_seconds
             )?;
         }
+        writeln!(f, "compute {:.2} s ({})", self.compute_seconds(), self.compute_source().name())?;
         write!(
             f,
             "overlap: wall / (compute + write) = {:.3} / ({:.3} + {:.3}) = {:.2}  (1.0 = none, 0.5 = perfect at balance)",
@@ -200,6 +245,26 @@ mod tests {
             writer: WriterReport { write_seconds: write, ..Default::default() },
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn compute_time_comes_from_the_gpu_only_when_every_producing_device_has_it() {
+        let device = |frames, compute_seconds, gpu_seconds| DeviceReport {
+            frames,
+            compute_seconds,
+            gpu_seconds,
+            ..Default::default()
+        };
+        let mut r = report(IoMode::Async, 2.0, 1.0, 2.5);
+        r.devices = vec![device(4, 2.0, Some(0.5)), device(4, 1.5, Some(0.75)), device(0, 0.0, None)];
+        assert_eq!(r.compute_source(), ComputeSource::GpuTimestamps);
+        assert_eq!(r.compute_seconds(), 0.75, "the slowest device's GPU time");
+        assert!(r.to_string().contains("compute 0.75 s (GPU timestamps)"), "{r}");
+        r.devices[1].gpu_seconds = None;
+        assert_eq!(r.compute_source(), ComputeSource::HostMeasured);
+        assert_eq!(r.compute_seconds(), 2.0, "host time for every device, not a mix");
+        assert!(r.to_string().contains("compute 2.00 s (host-measured)"), "{r}");
+        assert_eq!(RunReport::default().compute_source(), ComputeSource::HostMeasured, "no frames, no GPU time");
     }
 
     #[test]

@@ -208,7 +208,8 @@ pub(crate) fn check(shape: &RunShape, devices: &[DeviceSize], sink: &dyn Sink, l
             let Some(footprint) = footprint else {
                 return Err(Error::Invalid("no kernel: nothing to size".to_owned()));
             };
-            (footprint.frame_bytes, footprint.state_bytes)
+            // Frames as stored (f16 output halves them); the footprint's are f32.
+            (layout.frame_bytes()? as u64, footprint.state_bytes)
         }
         // A frame source's frames: the layout's size (the source checks its staging buffer).
         None => (layout.frame_bytes()? as u64, 0),

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
-use wgpipe_compute::{FieldSim, FrameProducer, GpuDevice, Grid, ReadbackConfig};
+use wgpipe_compute::{FieldSim, FrameProducer, GpuDevice, Grid, OutputDType, ReadbackConfig};
 use wgpipe_storage::Frame;
 
 use crate::job::{Job, Producer};
@@ -33,6 +33,10 @@ pub(crate) struct WorkerContext {
     /// The kernels' grid; `None` when frame sources produce the frames.
     pub grid: Option<Grid>,
     pub readback: ReadbackConfig,
+    /// What kernels' fields are read back as.
+    pub output_dtype: OutputDType,
+    /// Whether frames are timed with GPU timestamp queries where the device has them.
+    pub gpu_timestamps: bool,
     pub fields: Vec<String>,
 }
 
@@ -103,7 +107,7 @@ impl DeviceWorker<'_> {
                 let sim = FieldSim::new(gpu, &kernel, &grid, &init).map_err(fail)?;
                 drop(init);
                 let config = ReadbackConfig { fields: indices, ..ctx.readback.clone() };
-                FrameProducer::new(sim, config).map_err(fail)?
+                FrameProducer::with_dtype(sim, config, ctx.output_dtype).map_err(fail)?
             }
             Producer::Source(open) => {
                 let source =
@@ -118,6 +122,9 @@ impl DeviceWorker<'_> {
                 FrameProducer::from_source(gpu, name.clone(), source, ctx.readback.clone()).map_err(fail)?
             }
         };
+        if !ctx.gpu_timestamps {
+            producer = producer.without_timestamps();
+        }
         loop {
             if ctx.state.should_stop() {
                 return Err(Stop::Run);
@@ -129,6 +136,12 @@ impl DeviceWorker<'_> {
             let Some(info) = info else {
                 ctx.pool.give(data);
                 return Ok(());
+            };
+            // The device's GPU time counts only while every frame it produced had one.
+            report.gpu_seconds = match (report.frames, report.gpu_seconds, info.gpu_time) {
+                (0, _, Some(t)) => Some(t.as_secs_f64()),
+                (_, Some(sum), Some(t)) => Some(sum + t.as_secs_f64()),
+                _ => None,
             };
             recorder.at(SpanKind::Compute, start, info.gpu_wait);
             recorder.ended_now(SpanKind::Readback, info.copy);

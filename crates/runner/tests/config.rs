@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
-use wgpipe::compute::{DeviceSelector, Grid};
+use wgpipe::compute::{DeviceSelector, Grid, OutputDType};
 use wgpipe::config::{Config, ConfigError, DEFAULT_CONFIG, ResolvedKernel};
+use wgpipe::storage::DType;
 
 fn configs_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs")
@@ -211,6 +212,17 @@ fn compression_threads_default_to_the_cores_and_zero_is_refused_at_its_key() {
     assert_eq!(c.sink_options().compression_threads, 3);
     let e = err("[output]\ncompression_threads = 0\n");
     assert!(e.starts_with("c.toml line 2: output.compression_threads"), "{e}");
+}
+
+#[test]
+fn output_dtype_is_f32_or_f16_and_anything_else_is_refused_at_its_line() {
+    let parse = |text: &str| Config::parse("c.toml", text, ".", &[]).unwrap();
+    assert_eq!(parse("").output_dtype(), OutputDType::F32, "the default stores what the kernel computes");
+    let half = parse("[output]\nsink = \"null\"\ndtype = \"f16\"\n");
+    assert_eq!((half.output_dtype(), half.stored_dtype()), (OutputDType::F16, DType::F16));
+    let e = err("[output]\nsink = \"null\"\ndtype = \"float64\"\n");
+    assert!(e.starts_with("c.toml line 3: output.dtype: \"float64\" is not an output type: use \"f32\""), "{e}");
+    assert!(e.contains("\"f16\""), "{e}");
 }
 
 #[test]

@@ -29,6 +29,10 @@ usage: cargo xtask bench --sink null|raw|hdf5 [options]
   --compare-threads A,B  hdf5 with deflate or blosc: instead of the efficiency ratio, writer
                        throughput (MB/s, write-only runs) and the I/O-bound async run's
                        wall time with A and with B compression threads, alternating
+  --compare-dtype      raw/hdf5: instead of the efficiency ratio, f32 vs f16 output
+                       (converted on the GPU): bytes per frame, the sink's write time per
+                       frame (write-only runs) and the I/O-bound async run's wall time
+                       (--steps-per-frame, default 1), alternating
   --against posix      with --sink raw: the raw sink vs a plain write loop of the same
                        frames, alternating (no GPU; default 1024x1024, 128 frames, fsync)
   --out DIR            where raw/hdf5 write (default: a temp dir under the current directory)
@@ -56,6 +60,7 @@ pub struct Args {
     pub compression: Compression,
     pub compression_threads: usize,
     pub compare_threads: Option<(usize, usize)>,
+    pub compare_dtype: bool,
     pub against_posix: bool,
     pub out: Option<PathBuf>,
     pub json: Option<PathBuf>,
@@ -80,6 +85,7 @@ impl Default for Args {
             compression: Compression::None,
             compression_threads: wgpipe::storage::default_compression_threads(),
             compare_threads: None,
+            compare_dtype: false,
             against_posix: false,
             out: None,
             json: None,
@@ -133,6 +139,7 @@ pub fn parse(argv: &[String]) -> Result<Args> {
                     v.split_once(',').with_context(|| format!("--compare-threads {v:?}: use A,B (e.g. 1,2)"))?;
                 a.compare_threads = Some((number(flag, x)?, number(flag, y)?));
             }
+            "--compare-dtype" => a.compare_dtype = true,
             "--against" => {
                 let v = value()?;
                 if v != "posix" {
@@ -173,6 +180,12 @@ pub fn parse(argv: &[String]) -> Result<Args> {
             "--compare-threads compares compression threads: add --sink hdf5 --compression deflate:LEVEL (or \
              blosc-zstd:LEVEL / blosc-lz4:LEVEL with `cargo run -p xtask --release --features blosc -- bench`)"
         );
+    }
+    if a.compare_dtype && !matches!(a.sink.as_deref(), Some("raw" | "hdf5")) {
+        bail!("--compare-dtype compares what a sink stores: use it with --sink raw or --sink hdf5");
+    }
+    if a.compare_dtype && (a.compare_threads.is_some() || a.sweep) {
+        bail!("--compare-dtype is a comparison of its own: run it without --compare-threads and --sweep");
     }
     if a.against_posix && a.sink.as_deref() != Some("raw") {
         bail!("--against posix compares the raw sink: use it with --sink raw");
@@ -217,6 +230,9 @@ mod tests {
         assert_eq!((a.compare_threads, a.compression_threads), (Some((1, 2)), 3));
         assert!(args("--sink hdf5 --compare-threads 1,2").is_err());
         assert!(args("--sink raw --against posix").is_ok_and(|a| a.against_posix));
+        assert!(args("--sink hdf5 --compare-dtype").is_ok_and(|a| a.compare_dtype));
+        assert!(args("--sink null --compare-dtype").is_err());
+        assert!(args("--sink raw --compare-dtype --sweep").is_err());
         assert!(args("--sink hdf5 --against posix").is_err());
         assert!(args("--sink raw --against dd").is_err());
         assert!(args("--sink hdf5 --compression deflate --compare-threads 2").is_err());

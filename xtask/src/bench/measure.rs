@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use wgpipe::compute::gray_scott::{self, GrayScottParams};
-use wgpipe::compute::{FieldSim, FrameProducer, GpuDevice, Grid, ReadbackConfig};
-use wgpipe::storage::{Compression, DType, Frame, Sink, SinkOptions, StreamInfo, StreamLayout, open_sink};
+use wgpipe::compute::{FieldSim, FrameProducer, GpuDevice, Grid, OutputDType, ReadbackConfig};
+use wgpipe::storage::{Compression, Frame, Sink, SinkOptions, StreamInfo, StreamLayout, open_sink};
 use wgpipe::{IoMode, Pipeline, RunReport};
 
 /// Seed and noise of the Gray-Scott start state (any fixed values do).
@@ -31,7 +31,12 @@ pub struct Workload {
 impl Workload {
     /// Bytes of one frame.
     pub fn frame_bytes(&self) -> usize {
-        self.rows * self.cols * 4 * self.fields.len()
+        self.frame_bytes_as(OutputDType::F32)
+    }
+
+    /// Bytes of one frame stored as `dtype`.
+    pub fn frame_bytes_as(&self, dtype: OutputDType) -> usize {
+        self.rows * self.cols * dtype.size() as usize * self.fields.len()
     }
 
     /// The grid the kernel runs on.
@@ -100,6 +105,19 @@ pub fn pipeline(
     sink: Box<dyn Sink>,
     trace: bool,
 ) -> Result<RunReport> {
+    pipeline_as(w, spf, mode, io_buffer, sink, trace, OutputDType::F32)
+}
+
+/// One full pipeline run into `sink`, storing the fields as `dtype`.
+pub fn pipeline_as(
+    w: &Workload,
+    spf: u32,
+    mode: IoMode,
+    io_buffer: usize,
+    sink: Box<dyn Sink>,
+    trace: bool,
+    dtype: OutputDType,
+) -> Result<RunReport> {
     Pipeline::builder()
         .gpus(w.gpus.clone())
         .grid(w.rows, w.cols)
@@ -110,6 +128,7 @@ pub fn pipeline(
         .mode(mode)
         .gray_scott(GrayScottParams::default(), SEED, NOISE)
         .fields(w.fields.clone())
+        .output_dtype(dtype)
         .sink(sink)
         .trace(trace)
         .run()
@@ -149,6 +168,11 @@ pub fn remove_output(path: &Path) -> Result<()> {
 /// The frames of device 0 at `spf` steps per frame, kept in memory: realistic data for
 /// the write-only run (compression, if any, sees what a real run stores).
 pub fn capture_frames(w: &Workload, spf: u32) -> Result<Vec<Vec<u8>>> {
+    capture_frames_as(w, spf, OutputDType::F32)
+}
+
+/// [`capture_frames`] of the fields stored as `dtype` (converted on the GPU, as a run does).
+pub fn capture_frames_as(w: &Workload, spf: u32, dtype: OutputDType) -> Result<Vec<Vec<u8>>> {
     let gpu = w.gpus.first().context("no device to capture frames on")?;
     let kernel = GrayScottParams::default().kernel();
     let indices = kernel.field_indices(&w.fields).context("choosing the fields to read back")?;
@@ -161,7 +185,7 @@ pub fn capture_frames(w: &Workload, spf: u32) -> Result<Vec<Vec<u8>>> {
         fields: indices,
         work_ahead: true,
     };
-    let mut producer = FrameProducer::new(sim, config).context("setting up the readback ring")?;
+    let mut producer = FrameProducer::with_dtype(sim, config, dtype).context("setting up the readback ring")?;
     let mut frames = Vec::new();
     let mut buf = vec![0u8; producer.frame_bytes()];
     while producer.next_into(&mut buf).context("computing a frame")?.is_some() {
@@ -170,15 +194,15 @@ pub fn capture_frames(w: &Workload, spf: u32) -> Result<Vec<Vec<u8>>> {
     Ok(frames)
 }
 
-/// The sink alone: `w.frames` frames per device stream of `data` (cycled), `begin` to
-/// `finish` (fsync included), on this thread; only the sink's calls are timed. This is t_io
-/// of Ravi et al.
-pub fn write_only(w: &Workload, data: &[Vec<u8>], mut sink: Box<dyn Sink>) -> Result<f64> {
-    let mut layout = StreamLayout::grid2d(w.fields.iter().cloned(), w.rows, w.cols, DType::F32);
+/// The sink alone: `w.frames` frames per device stream of `data` (cycled; fields of type
+/// `dtype`), `begin` to `finish` (fsync included), on this thread; only the sink's calls are
+/// timed. This is t_io of Ravi et al.
+pub fn write_only_as(w: &Workload, data: &[Vec<u8>], mut sink: Box<dyn Sink>, dtype: OutputDType) -> Result<f64> {
+    let mut layout = StreamLayout::grid2d(w.fields.iter().cloned(), w.rows, w.cols, wgpipe::stored_dtype(dtype));
     for d in 0..w.gpus.len() {
         layout = layout.with_stream(StreamInfo::new(format!("stream{d}")).with_expected_frames(w.frames));
     }
-    let mut buf = vec![0u8; w.frame_bytes()];
+    let mut buf = vec![0u8; w.frame_bytes_as(dtype)];
     let mut took = Duration::ZERO;
     let start = Instant::now();
     sink.begin(&layout).context("write-only run: begin")?;

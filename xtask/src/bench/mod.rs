@@ -6,6 +6,7 @@
 //! - `--micro`: only the microbenchmarks (no GPU).
 //! - `--sink hdf5 --compression deflate --compare-threads A,B`: compression threads A vs B
 //!   ([`threads`]).
+//! - `--sink raw|hdf5 --compare-dtype`: f32 vs f16 output, bytes and write time ([`dtype`]).
 //! - `--sink raw --against posix`: the raw sink vs a plain write loop ([`posix`]).
 //! - `--reserve-cost`: the HDF5 sink with and without its disk-space reservation ([`reserve`]).
 //!
@@ -13,6 +14,7 @@
 //! machine drift more than the effects measured.
 
 pub(crate) mod args;
+mod dtype;
 mod io;
 pub(crate) mod machine;
 mod measure;
@@ -154,6 +156,16 @@ fn run_sink(args: &Args, kind: &str, report: &mut Map<String, Value>) -> Result<
         println!("writing to {} ({})", scratch.path().display(), machine::filesystem_type(scratch.path()));
         let b = io::IoBench::new(&w, kind, scratch.path(), args.compression, args.compression_threads)?;
         params["compression_threads"] = json!(args.compression_threads);
+        if args.compare_dtype {
+            let spf = args.steps_per_frame.unwrap_or(1);
+            params["steps_per_frame"] = json!(spf);
+            let r = dtype::run(&b, spf, args.io_buffer, args.reps)?;
+            println!("{}", r.table);
+            report.insert("dtype".to_owned(), r.json);
+            report.insert("machine".to_owned(), machine::describe(&w.gpus, Some(scratch.path())));
+            report.insert("parameters".to_owned(), params);
+            return Ok(());
+        }
         if let Some(pair) = args.compare_threads {
             let spf = args.steps_per_frame.unwrap_or(1);
             params["steps_per_frame"] = json!(spf);

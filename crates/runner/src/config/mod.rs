@@ -22,7 +22,7 @@ mod validate;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use wgpipe_compute::{DeviceSelector, GpuDevice, Grid};
+use wgpipe_compute::{DeviceSelector, GpuDevice, Grid, OutputDType};
 use wgpipe_storage::{SinkOptions, check_output, open_sink};
 
 pub use batch::{MAX_RUNS, RunSpec};
@@ -77,6 +77,7 @@ pub struct Config {
     fields: Vec<String>,
     shape: Vec<usize>,
     source: Source,
+    dtype: OutputDType,
 }
 
 impl Config {
@@ -130,7 +131,8 @@ impl Config {
             .with_fsync(file.output.fsync)
             .with_xdmf(file.output.xdmf)
             .with_swmr(file.output.swmr);
-        let config = Config { file, kernel, runs, selector, sink_options, fields, shape, source };
+        let dtype = validate::output_dtype(&file, &source)?;
+        let config = Config { file, kernel, runs, selector, sink_options, fields, shape, source, dtype };
         // Sizes now, before any device opens: each selected adapter gives at least
         // `devices.count` devices, whose limits are checked once they are open.
         config.check_sizes(&vec![DeviceSize::unopened(); config.file.devices.count])?;
@@ -215,6 +217,16 @@ impl Config {
         &self.fields
     }
 
+    /// The element type the fields are computed into output as (`output.dtype`).
+    pub fn output_dtype(&self) -> OutputDType {
+        self.dtype
+    }
+
+    /// The storage type of the stored fields: what the output holds (`output.dtype`).
+    pub fn stored_dtype(&self) -> wgpipe_storage::DType {
+        crate::preflight::stored_dtype(self.dtype)
+    }
+
     /// Where `key`'s value came from, for messages about it.
     pub fn origin(&self, key: &str) -> Origin {
         self.source.origin(key)
@@ -281,6 +293,7 @@ impl Config {
                 Mode::Sync => IoMode::Sync,
             })
             .fields(self.fields.clone())
+            .output_dtype(self.dtype)
             .attribute("config", self.source_name())
     }
 

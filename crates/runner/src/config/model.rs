@@ -223,6 +223,9 @@ pub struct OutputSection {
     pub overwrite: bool,
     /// Fields stored per frame (default: `["v"]` for Gray-Scott, every field otherwise).
     pub fields: Option<Vec<String>>,
+    /// Element type of the stored fields: `"f32"` (default) or `"f16"` (computed in f32,
+    /// converted on the GPU: half the bytes read back and written).
+    pub dtype: String,
     /// `"none"`, `"deflate"`, `"deflate:LEVEL"`, `"blosc-lz4"`, `"blosc-lz4:LEVEL"`, `"blosc-zstd"` or
     /// `"blosc-zstd:LEVEL"` (HDF5 only; blosc needs cargo feature `blosc`).
     pub compression: String,
@@ -246,6 +249,7 @@ impl Default for OutputSection {
             path: PathBuf::from("output.h5"),
             overwrite: false,
             fields: None,
+            dtype: "f32".to_owned(),
             compression: "none".to_owned(),
             chunk_frames: 1,
             compression_threads: None,

@@ -2,7 +2,7 @@
 
 use std::str::FromStr;
 
-use wgpipe_compute::DeviceSelector;
+use wgpipe_compute::{DeviceSelector, OutputDType};
 use wgpipe_storage::{Compression, SINK_NAMES};
 
 use super::error::Result;
@@ -47,6 +47,7 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
         return Err(src.invalid("output.path", "the path is empty: give a file (hdf5) or directory (raw)"));
     }
     compression(file, src)?;
+    output_dtype(file, src)?;
     for (key, on) in [("output.xdmf", file.output.xdmf), ("output.swmr", file.output.swmr)] {
         if on && file.output.sink != "hdf5" {
             return Err(src.invalid(
@@ -110,6 +111,20 @@ pub(crate) fn selector(file: &ConfigFile, src: &Source) -> Result<DeviceSelector
         Select::Text(t) => DeviceSelector::parse(t)
             .map_err(|_| src.invalid("devices.select", format!("{t:?} is not a selection: use {SELECT_ACCEPTS}"))),
     }
+}
+
+/// `output.dtype`: the element type the fields are stored as.
+pub(crate) fn output_dtype(file: &ConfigFile, src: &Source) -> Result<OutputDType> {
+    let given = file.output.dtype.as_str();
+    OutputDType::ALL.into_iter().find(|d| d.name() == given).ok_or_else(|| {
+        src.invalid(
+            "output.dtype",
+            format!(
+                "{given:?} is not an output type: use \"f32\" (the default, the values as computed) or \"f16\" \
+                 (IEEE half, converted on the GPU: half the bytes, about 3 significant digits)"
+            ),
+        )
+    })
 }
 
 /// `output.compression` parsed, and refused when this build cannot write it.

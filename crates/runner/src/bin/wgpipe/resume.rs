@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use anyhow::{Context, bail};
 use wgpipe::config::Config;
-use wgpipe::storage::{DType, FieldSpec, open_output};
+use wgpipe::storage::{FieldSpec, open_output};
 
 /// Names of the streams complete in the config's existing output (empty when there is no
 /// output yet), after checking that the output holds the fields and grid this config writes.
@@ -19,7 +19,7 @@ pub fn complete_streams(config: &Config) -> anyhow::Result<BTreeSet<String>> {
     let out = open_output(&path).with_context(|| format!("cannot resume {}", path.display()))?;
     let shape = config.grid_shape();
     let writes: Vec<FieldSpec> =
-        config.output_fields().iter().map(|f| FieldSpec::new(f.clone(), DType::F32, shape)).collect();
+        config.output_fields().iter().map(|f| FieldSpec::new(f.clone(), config.stored_dtype(), shape)).collect();
     if out.fields().len() != writes.len() || out.fields().iter().zip(&writes).any(|(a, b)| !a.same_data(b)) {
         let list = |fields: &[FieldSpec]| {
             fields.iter().map(|f| format!("{} {}", f.name, f.describe())).collect::<Vec<_>>().join(", ")
