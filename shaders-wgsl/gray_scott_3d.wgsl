@@ -25,7 +25,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     let u = u_in[c.i];
     let v = v_in[c.i];
     let uvv = u * v * v;
-    let du = params.du * laplacian7_u(c) - uvv + params.feed * (1.0 - u) + params.noise * uniform_noise(c.i);
+    let du = params.du * laplacian7_u(c) - uvv + params.feed * (1.0 - u) + params.noise * uniform_noise(global_index(c));
     let dv = params.dv * laplacian7_v(c) + uvv - (params.feed + params.kill) * v;
     u_out[c.i] = u + params.dt * du;
     v_out[c.i] = v + params.dt * dv;

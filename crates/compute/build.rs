@@ -3,7 +3,7 @@
 //! `file:line:column: message` instead of failing at run time.
 
 #[path = "src/prelude.rs"]
-#[allow(dead_code, reason = "build.rs uses only `generate`; the library uses the rest")]
+#[allow(dead_code, reason = "build.rs uses only `generate_for`; the library uses the rest")]
 mod prelude;
 #[path = "src/shipped.rs"]
 #[allow(dead_code, reason = "build.rs reads the list only")]
@@ -45,12 +45,17 @@ fn main() {
             ));
             continue;
         };
-        for boundary in prelude::Boundary::ALL {
-            let checked = prelude::generate(shader.rank, boundary, shader.fields)
+        // Every boundary rule for whole grids; blocks (split domains) take the periodic one.
+        let preludes = prelude::Boundary::ALL
+            .map(|b| (b, prelude::Indexing::Whole))
+            .into_iter()
+            .chain([(prelude::Boundary::Periodic, prelude::Indexing::Block)]);
+        for (boundary, indexing) in preludes {
+            let checked = prelude::generate_for(shader.rank, boundary, shader.fields, indexing)
                 .map_err(|e| format!("{name}: {e}"))
                 .and_then(|p| wgsl_check::check(&name, &p, shader.source).map_err(|e| e.to_string()));
             if let Err(e) = checked {
-                failures.push(format!("{e} (with the {boundary} prelude)"));
+                failures.push(format!("{e} (with the {boundary} prelude, {indexing:?} indexing)"));
             }
         }
     }

@@ -4,12 +4,20 @@
 // the whole text.
 
 // Grid size: nx along x (the fastest axis), ny, nz; 1 along axes the grid lacks.
-// cells = nx * ny * nz, the length of every field.
+// cells = nx * ny * nz, the length of every field. For a block of a larger grid, the sizes
+// include one ghost layer per face, global_n* is the whole grid and offset_* the block's first
+// cell in it; for a whole grid, global_n* = n* and the offsets are 0 (see `global_index`).
 struct Grid {
     nx: u32,
     ny: u32,
     nz: u32,
     cells: u32,
+    global_nx: u32,
+    global_ny: u32,
+    global_nz: u32,
+    offset_x: u32,
+    offset_y: u32,
+    offset_z: u32,
 }
 
 @group(0) @binding(0) var<uniform> grid: Grid;
@@ -33,7 +41,7 @@ fn pcg_hash(x: u32) -> u32 {
     return (w >> 22u) ^ w;
 }
 
-// Uniform noise in [-1, 1) for the cell with global linear index `i` at this step: a hash of
+// Uniform noise in [-1, 1) for the cell with global linear index `i` (`global_index(c)`) at this step: a hash of
 // (seed, i, step), so a run is reproducible, a resumed run draws what an uninterrupted one
 // would, and the noise does not depend on how the grid is split into dispatches or domains.
 // 24 bits of the hash scaled by 2^-23: exact in f32 on every device.

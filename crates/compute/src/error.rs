@@ -67,6 +67,16 @@ pub enum Error {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// A block of a split grid (or a set of blocks) is not valid: [`crate::Block`].
+    #[error("invalid block {what} of the {global} grid: {message}")]
+    InvalidBlock {
+        /// The block: `at offset [..] of shape [..]`, or which blocks.
+        what: String,
+        /// The whole grid, e.g. `24×20×16`.
+        global: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
     /// The grid or state does not fit the device (or any device: sizes that overflow).
     #[error("a {grid} grid with {fields} fields does not fit {device}: {message}")]
     TooLarge {

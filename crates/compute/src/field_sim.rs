@@ -5,9 +5,41 @@ use crate::device::GpuDevice;
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::kernel::KernelSpec;
-use crate::limits::F32_BYTES as F32;
+use crate::limits::{F32_BYTES as F32, GridFootprint};
 use crate::noise::noise_key;
-use crate::prelude::{CLOCK_BYTES, FIRST_FIELD_BINDING, GRID_BINDING, PARAMS_BINDING};
+use crate::prelude::{CLOCK_BYTES, FIRST_FIELD_BINDING, GRID_BINDING, Indexing, PARAMS_BINDING};
+
+/// How a [`FieldSim`]'s buffers map onto the grid: the whole grid, or one block of it with
+/// ghost layers ([`crate::BlockSim`]). It sets the prelude's indexing, the dispatch and the
+/// `grid` uniform.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Layout {
+    /// The grid the buffers hold (for a block: its cells plus one ghost layer per face).
+    pub buffers: Grid,
+    /// The cells a step updates, one invocation each.
+    pub updated: Grid,
+    /// The whole grid, and the first updated cell's position in it (`[z, y, x]`).
+    pub global: Grid,
+    pub offset: [usize; 3],
+    pub indexing: Indexing,
+}
+
+impl Layout {
+    /// Buffers holding the whole `grid`.
+    pub fn whole(grid: &Grid) -> Self {
+        Layout { buffers: *grid, updated: *grid, global: *grid, offset: [0; 3], indexing: Indexing::Whole }
+    }
+
+    /// The `grid` uniform (`struct Grid` of shaders-wgsl/shared/field_stencil.wgsl).
+    fn uniform(&self) -> [u32; 10] {
+        // Grid::new keeps the cell count and every axis within u32.
+        let b = &self.buffers;
+        let g = &self.global;
+        let [oz, oy, ox] = self.offset;
+        [b.nx(), b.ny(), b.nz(), b.cells(), g.nx(), g.ny(), g.nz(), ox, oy, oz]
+            .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+    }
+}
 
 /// A kernel running on one device. Every field lives in its own two buffers that swap roles
 /// each step (read `NAME_in`, write `NAME_out`), so a step never reads what it is writing and a
@@ -59,6 +91,13 @@ impl FieldSim {
     /// Compiles `spec` on `gpu` for `grid` and uploads `initial`: every field, field after
     /// field, each in C order (`fields × cells` values). The state is at step 0.
     pub fn new(gpu: &GpuDevice, spec: &KernelSpec, grid: &Grid, initial: &[f32]) -> Result<Self> {
+        Self::with_layout(gpu, spec, &Layout::whole(grid), initial)
+    }
+
+    /// [`FieldSim::new`] with buffers laid out as `layout` says; `initial` fills the buffers
+    /// (`fields × layout.buffers` values).
+    pub(crate) fn with_layout(gpu: &GpuDevice, spec: &KernelSpec, layout: &Layout, initial: &[f32]) -> Result<Self> {
+        let grid = &layout.buffers;
         let invalid = |message: String| Error::InvalidKernel { kernel: spec.name.clone(), message };
         if grid.rank() != spec.rank {
             return Err(invalid(format!(
@@ -70,7 +109,7 @@ impl FieldSim {
                 grid.rank()
             )));
         }
-        let checked = spec.check()?;
+        let checked = spec.check_for(layout.indexing)?;
         let fields = spec.fields.len();
         let footprint = gpu.check_grid(grid, fields, fields, checked.workgroup_size)?;
         check_immediates(gpu)?;
@@ -82,9 +121,9 @@ impl FieldSim {
                 footprint.cells * fields as u64
             )));
         }
-        let workgroups = footprint.dispatch();
-        // Grid::new keeps the cell count and every axis within u32.
-        let dims = [grid.nx(), grid.ny(), grid.nz(), cells].map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+        // The updated cells are at most the buffers' cells, whose dispatch `check_grid` checked.
+        let workgroups = GridFootprint::new(&layout.updated, fields, fields, checked.workgroup_size)?.dispatch();
+        let dims = layout.uniform();
         let mut params: Vec<f32> = spec.params.clone();
         params.resize(params.len().div_ceil(4).max(1) * 4, 0.0);
 
@@ -216,8 +255,13 @@ impl FieldSim {
         self.first_step + self.done
     }
 
+    /// Both buffers of field `field` (by index): the one read at even steps, then at odd steps.
+    pub(crate) fn buffer_pair(&self, field: usize) -> Option<&[wgpu::Buffer; 2]> {
+        self.buffers.get(field)
+    }
+
     /// Index of the buffer of each pair that holds the current state.
-    fn current_side(&self) -> usize {
+    pub(crate) fn current_side(&self) -> usize {
         (self.done % 2) as usize
     }
 
@@ -262,8 +306,31 @@ impl FieldSim {
 
     /// Copies the whole current state (every field, field after field) back to the host, blocking.
     pub fn read_state(&self) -> Result<Vec<f32>> {
+        let all: Vec<usize> = (0..self.buffers.len()).collect();
+        self.read_fields(&all)
+    }
+
+    /// Copies the current values of `fields` (indices into the kernel's fields, in the order
+    /// given) back to the host, blocking; field after field.
+    pub fn read_fields(&self, fields: &[usize]) -> Result<Vec<f32>> {
+        let pairs = fields
+            .iter()
+            .map(|k| {
+                self.buffers.get(*k).ok_or_else(|| Error::InvalidKernel {
+                    kernel: self.spec.name.clone(),
+                    message: format!(
+                        "it has no field {k}: its fields are {:?}, indices 0 to {}",
+                        self.spec.fields,
+                        self.buffers.len() - 1
+                    ),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        if pairs.is_empty() {
+            return Ok(Vec::new());
+        }
         let field_bytes = self.field_bytes();
-        let size = field_bytes * self.buffers.len() as u64;
+        let size = field_bytes * fields.len() as u64;
         let staging = self.gpu.scoped("allocating a readback buffer", |device| {
             device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("read-state"),
@@ -273,7 +340,7 @@ impl FieldSim {
             })
         })?;
         let mut encoder = self.gpu.device().create_command_encoder(&Default::default());
-        for (k, pair) in self.buffers.iter().enumerate() {
+        for (k, pair) in pairs.into_iter().enumerate() {
             let current = &pair[self.current_side()];
             encoder.copy_buffer_to_buffer(current, 0, &staging, k as u64 * field_bytes, field_bytes);
         }

@@ -4,7 +4,7 @@ use std::io::Read;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::prelude::{self, Boundary};
+use crate::prelude::{self, Boundary, Indexing};
 use crate::wgsl_check::{self, CheckedWgsl};
 
 /// The largest WGSL file [`WgslSource::from_file`] reads (1 MiB: shaders are kilobytes).
@@ -60,7 +60,9 @@ impl WgslSource {
 /// binds `grid` (nx, ny, nz, cells), each field as `NAME_in` (this step, read-only) and
 /// `NAME_out` (next step), and offers `in_grid(id)`, `cell(id)` (the cell and its neighbours'
 /// indices), `neighbour(c, ..)`, the rank's Laplacian per field (`laplacian3_NAME`,
-/// `laplacian9_NAME`, `laplacian7_NAME`), `uniform_noise(i)` and the step `clock`. A kernel
+/// `laplacian9_NAME`, `laplacian7_NAME`), `global_index(c)` (the cell's index in the whole grid),
+/// `uniform_noise(i)` (draw it as `uniform_noise(global_index(c))`, so that a grid split into
+/// blocks draws the same noise) and the step `clock`. A kernel
 /// with parameters declares its own `struct Params` bound at `@group(0) @binding(1)`;
 /// [`KernelSpec::params`] fills it.
 #[derive(Debug, Clone, PartialEq)]
@@ -130,10 +132,22 @@ impl KernelSpec {
             .map_err(|message| Error::InvalidKernel { kernel: self.name.clone(), message })
     }
 
+    /// The prelude this kernel is compiled with on a grid held as `indexing` says (a whole
+    /// grid, or a block with ghost layers: [`crate::BlockSim`]).
+    pub fn prelude_for(&self, indexing: Indexing) -> Result<String> {
+        prelude::generate_for(self.rank, self.boundary, &self.fields, indexing)
+            .map_err(|message| Error::InvalidKernel { kernel: self.name.clone(), message })
+    }
+
     /// Validates the WGSL with naga after its prelude, and checks that the workgroup shape
     /// does not extend along axes the kernel's grids lack.
     pub fn check(&self) -> Result<CheckedWgsl> {
-        let prelude = self.prelude()?;
+        self.check_for(Indexing::Whole)
+    }
+
+    /// [`KernelSpec::check`] with the prelude of `indexing`.
+    pub fn check_for(&self, indexing: Indexing) -> Result<CheckedWgsl> {
+        let prelude = self.prelude_for(indexing)?;
         let checked = wgsl_check::check(&self.wgsl.name, &prelude, &self.wgsl.code)?;
         let size = checked.workgroup_size;
         if size[self.rank..].iter().any(|n| *n != 1) {

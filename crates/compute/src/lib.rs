@@ -35,6 +35,9 @@
 //!   each with a plain-Rust twin; [`cpu_twin`] has the prelude's helpers.
 //! - [`FieldSim`]: a kernel's state on one device (a ping-pong buffer pair per field).
 //! - [`FrameProducer`]: steps + readback, with frame n+1 computing while frame n is copied out.
+//! - [`Block`] / [`BlockSim`]: one grid split into blocks (ranks or devices), each with one
+//!   ghost layer per face, the halos exchanged every step through [`Faces`]
+//!   ([`exchange_in_process`] within one process); bit-identical to the whole grid's run.
 
 mod adapters;
 pub mod cpu_twin;
@@ -45,6 +48,7 @@ mod field_sim;
 pub mod gray_scott;
 pub mod gray_scott_3d;
 mod grid;
+mod halo;
 mod kernel;
 mod limits;
 pub mod noise;
@@ -59,9 +63,10 @@ pub use device::GpuDevice;
 pub use error::{Error, NO_ADAPTER_HINT, Result};
 pub use field_sim::FieldSim;
 pub use grid::Grid;
+pub use halo::{Block, BlockSim, Faces, Side, exchange_faces, exchange_in_process};
 pub use kernel::{KernelSpec, MAX_WGSL_BYTES, WgslSource};
 pub use limits::GridFootprint;
-pub use prelude::{Boundary, UnknownBoundary, workgroup_size};
+pub use prelude::{Boundary, Indexing, UnknownBoundary, workgroup_size};
 pub use readback::{FrameInfo, FrameProducer, FrameSource, ReadbackConfig};
 pub use wgsl_check::{CheckedWgsl, PRELUDE_NAME, WgslError};
 

@@ -80,6 +80,27 @@ impl std::str::FromStr for Boundary {
     }
 }
 
+/// How invocations map to cells, and so which `in_grid`, `cell` and `global_index` the
+/// prelude defines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Indexing {
+    /// The buffers hold the whole grid; invocation `id` updates cell `id`, and the boundary
+    /// rule finds the neighbours past the faces.
+    #[default]
+    Whole,
+    /// The buffers hold one block of a larger grid with one ghost layer on each face of every
+    /// axis the grid has (`grid.nx`, `grid.ny`, `grid.nz` count the ghosts): invocation `id`
+    /// updates the block's cell `id`, at `id + 1` in the buffers, and its neighbours are plain
+    /// ±1, the ghosts holding what lies beyond. `grid.offset_*` and `grid.global_n*` place the
+    /// block in the whole grid for `global_index`.
+    Block,
+}
+
+impl Indexing {
+    /// Both mappings, in the order the build validates shaders with them.
+    pub const ALL: [Indexing; 2] = [Indexing::Whole, Indexing::Block];
+}
+
 /// The workgroup shape the prelude offers as `WORKGROUP_X/Y/Z` for a grid of `rank`.
 ///
 /// 256 invocations, spread over the axes the grid has so that none idles on a missing axis.
@@ -117,6 +138,16 @@ pub fn check_field_name(name: &str) -> Result<(), String> {
 /// Errors name the problem: a rank outside 1–3, no field, a repeated field, a field name
 /// that is not a WGSL identifier.
 pub fn generate<S: AsRef<str>>(rank: usize, boundary: Boundary, fields: &[S]) -> Result<String, String> {
+    generate_for(rank, boundary, fields, Indexing::Whole)
+}
+
+/// [`generate`] for a grid held as `indexing` says (a whole grid, or a block with ghosts).
+pub fn generate_for<S: AsRef<str>>(
+    rank: usize,
+    boundary: Boundary,
+    fields: &[S],
+    indexing: Indexing,
+) -> Result<String, String> {
     if !RANKS.contains(&rank) {
         return Err(format!("grids have rank 1, 2 or 3 ([nx], [ny, nx] or [nz, ny, nx]), got rank {rank}"));
     }
@@ -134,11 +165,17 @@ pub fn generate<S: AsRef<str>>(rank: usize, boundary: Boundary, fields: &[S]) ->
     out.push_str(SHARED);
     let names: Vec<&str> = fields.iter().map(AsRef::as_ref).collect();
     // Writing into a String cannot fail.
-    let _ = write_generated(&mut out, rank, boundary, &names);
+    let _ = write_generated(&mut out, rank, boundary, &names, indexing);
     Ok(out)
 }
 
-fn write_generated(out: &mut String, rank: usize, boundary: Boundary, fields: &[&str]) -> fmt::Result {
+fn write_generated(
+    out: &mut String,
+    rank: usize,
+    boundary: Boundary,
+    fields: &[&str],
+    indexing: Indexing,
+) -> fmt::Result {
     let [wx, wy, wz] = workgroup_size(rank);
     writeln!(out)?;
     writeln!(out, "// ---- generated for a {rank}-D grid, {boundary} boundary, fields {}", fields.join(", "))?;
@@ -153,7 +190,11 @@ fn write_generated(out: &mut String, rank: usize, boundary: Boundary, fields: &[
     writeln!(out)?;
     write_cell(out, rank)?;
     write_boundary(out, boundary)?;
-    write_cell_fn(out, rank)?;
+    match indexing {
+        Indexing::Whole => write_cell_fn(out, rank)?,
+        Indexing::Block => write_block_cell_fn(out, rank)?,
+    }
+    write_global_index(out, rank, indexing)?;
     write_neighbour(out, rank)?;
     for (k, name) in fields.iter().enumerate() {
         let binding = FIRST_FIELD_BINDING + 2 * k as u32;
@@ -252,6 +293,77 @@ fn write_cell_fn(out: &mut String, rank: usize) -> fmt::Result {
     };
     writeln!(out, "    c.i = {index};")?;
     writeln!(out, "    return c;")?;
+    writeln!(out, "}}")
+}
+
+/// `in_grid(id)` and `cell(id)` of [`Indexing::Block`]: the block's cell `id` sits at `id + 1`
+/// in buffers with a ghost layer on both faces of every axis the grid has; neighbours are ±1.
+fn write_block_cell_fn(out: &mut String, rank: usize) -> fmt::Result {
+    // Axes the grid lacks have extent 1 and no ghosts.
+    let ghosts = |axis_rank: usize| if rank >= axis_rank { " - 2u" } else { "" };
+    writeln!(out)?;
+    writeln!(out, "// Whether invocation `id` has a cell of the block (the buffers add one ghost layer per face).")?;
+    writeln!(out, "fn in_grid(id: vec3<u32>) -> bool {{")?;
+    writeln!(
+        out,
+        "    return id.x < grid.nx{} && id.y < grid.ny{} && id.z < grid.nz{};",
+        ghosts(1),
+        ghosts(2),
+        ghosts(3)
+    )?;
+    writeln!(out, "}}")?;
+    writeln!(out)?;
+    writeln!(out, "// The block's cell of invocation `id`, at id + 1 in the buffers: the ghost layers hold the")?;
+    writeln!(out, "// neighbours past the block's faces, so neighbours are plain -1 / +1 (no boundary rule).")?;
+    writeln!(out, "fn cell(id: vec3<u32>) -> Cell {{")?;
+    writeln!(out, "    var c: Cell;")?;
+    writeln!(out, "    c.x = id.x + 1u;")?;
+    writeln!(out, "    c.xm = id.x;")?;
+    writeln!(out, "    c.xp = id.x + 2u;")?;
+    if rank >= 2 {
+        writeln!(out, "    c.y = id.y + 1u;")?;
+        writeln!(out, "    c.ym = id.y * grid.nx;")?;
+        writeln!(out, "    c.y0 = c.y * grid.nx;")?;
+        writeln!(out, "    c.yp = (id.y + 2u) * grid.nx;")?;
+    }
+    if rank >= 3 {
+        writeln!(out, "    let plane = grid.nx * grid.ny;")?;
+        writeln!(out, "    c.z = id.z + 1u;")?;
+        writeln!(out, "    c.zm = id.z * plane;")?;
+        writeln!(out, "    c.z0 = c.z * plane;")?;
+        writeln!(out, "    c.zp = (id.z + 2u) * plane;")?;
+    }
+    let index = match rank {
+        1 => "c.x",
+        2 => "c.y0 + c.x",
+        _ => "c.z0 + c.y0 + c.x",
+    };
+    writeln!(out, "    c.i = {index};")?;
+    writeln!(out, "    return c;")?;
+    writeln!(out, "}}")
+}
+
+/// `global_index(c)`: the cell's index in the whole grid, what `uniform_noise` is keyed by.
+fn write_global_index(out: &mut String, rank: usize, indexing: Indexing) -> fmt::Result {
+    writeln!(out)?;
+    writeln!(out, "// Index of cell `c` in the whole grid, (z * global_ny + y) * global_nx + x: the key of its")?;
+    writeln!(
+        out,
+        "// noise (`uniform_noise(global_index(c))`), so a grid split into blocks draws what it draws whole."
+    )?;
+    writeln!(out, "fn global_index(c: Cell) -> u32 {{")?;
+    match (indexing, rank) {
+        (Indexing::Whole, _) => writeln!(out, "    return c.i;")?,
+        (Indexing::Block, 1) => writeln!(out, "    return grid.offset_x + c.x - 1u;")?,
+        (Indexing::Block, 2) => {
+            writeln!(out, "    return (grid.offset_y + c.y - 1u) * grid.global_nx + grid.offset_x + c.x - 1u;")?
+        }
+        (Indexing::Block, _) => {
+            writeln!(out, "    let z = grid.offset_z + c.z - 1u;")?;
+            writeln!(out, "    let y = grid.offset_y + c.y - 1u;")?;
+            writeln!(out, "    return (z * grid.global_ny + y) * grid.global_nx + grid.offset_x + c.x - 1u;")?;
+        }
+    }
     writeln!(out, "}}")
 }
 

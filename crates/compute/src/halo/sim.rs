@@ -1,0 +1,339 @@
+//! [`BlockSim`]: a field-stencil kernel on one block, with ghost layers and the GPU copies
+//! that fill and drain them.
+
+use std::sync::mpsc;
+
+use super::{Block, Faces};
+use crate::device::GpuDevice;
+use crate::error::{Error, Result};
+use crate::field_sim::{FieldSim, Layout};
+use crate::grid::Grid;
+use crate::kernel::KernelSpec;
+use crate::prelude::{Boundary, Indexing};
+
+/// The pack/unpack shader.
+const FACES_WGSL: &str = include_str!("faces.wgsl");
+/// Its `WORKGROUP`.
+const FACES_WORKGROUP: u32 = 64;
+
+/// A field-stencil kernel on a [`Block`] with a one-cell ghost layer on every face.
+///
+/// A step updates only the block's own cells; the ghosts hold what the neighbours sent
+/// ([`BlockSim::write_ghosts`]). The kernel is compiled with the block prelude
+/// ([`Indexing::Block`]): its `global_index(c)` is the cell's index in the whole grid, so
+/// noise drawn with `uniform_noise(global_index(c))` is the whole grid's, and a split run is
+/// bit-identical to the whole grid run by [`FieldSim`] (periodic boundary, same seed and
+/// parameters). One step of a split run:
+///
+/// ```text
+/// faces = sim.read_faces()?;          // one GPU round trip: every face of every field
+/// ghosts = (exchange with the neighbours: ghosts.get(a, Low) = low neighbour's faces.get(a, High), ...)
+/// sim.write_ghosts(&ghosts)?;         // one upload + one unpack dispatch per field
+/// sim.run_step()?;
+/// ```
+///
+/// Cost per step, with `F` fields of a block of `nz × ny × nx` cells: the faces are
+/// `S = 2 · F · (ny·nx + nz·nx + nz·ny)` values, `4·S` bytes read back (pack into a device
+/// buffer, one copy to a mapped staging buffer, one wait) and `4·S` bytes uploaded (one
+/// `write_buffer`), plus `F` pack and `F` unpack dispatches of `S / F` invocations each. For a
+/// 64³ block of the 2-field Gray-Scott that is 196 608 bytes each way, against 2 MiB of state.
+///
+/// Supported: rank 1 and 3 (3- and 7-point stencils need only faces); rank 2 (the 9-point
+/// Laplacian reads diagonal neighbours, which need corner ghosts) is refused. A split grid
+/// must be periodic; a zero-flux kernel runs only on the whole grid (its ghosts then mirror
+/// its own boundary layers: [`super::exchange_faces`]).
+pub struct BlockSim {
+    sim: FieldSim,
+    block: Block,
+    /// The block's buffers, ghosts included (the inner [`FieldSim`]'s grid).
+    padded: Grid,
+    /// Every face of every field: what pack writes, then the ghosts unpack reads.
+    faces: wgpu::Buffer,
+    /// `faces` copied for the host to map.
+    staging: wgpu::Buffer,
+    pack: wgpu::ComputePipeline,
+    unpack: wgpu::ComputePipeline,
+    /// Per field: the bind group of the buffer read at even steps, then at odd steps.
+    bind_groups: Vec<[wgpu::BindGroup; 2]>,
+    /// Workgroups of one pack or unpack dispatch.
+    dispatch: [u32; 2],
+    /// An empty `Faces` of this block: the layout `read_faces` fills and `write_ghosts` takes.
+    layout: Faces,
+}
+
+impl std::fmt::Debug for BlockSim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockSim")
+            .field("kernel", &self.sim.spec().name)
+            .field("device", &self.sim.gpu().label())
+            .field("global", &self.block.global().shape())
+            .field("offset", &self.block.offset())
+            .field("shape", &self.block.shape())
+            .field("steps", &self.steps())
+            .finish()
+    }
+}
+
+impl BlockSim {
+    /// Compiles `spec` on `gpu` for `block` and uploads `initial`: the block's cells of every
+    /// field (`fields × block cells`, no ghosts), field after field, C order. The ghosts start
+    /// at 0: exchange before the first step. Errors as [`FieldSim::new`] does, and for a rank
+    /// or boundary a split cannot support.
+    pub fn new(gpu: &GpuDevice, spec: &KernelSpec, block: &Block, initial: &[f32]) -> Result<Self> {
+        let invalid = |message: String| Error::InvalidKernel { kernel: spec.name.clone(), message };
+        let rank = block.global().rank();
+        if spec.rank != rank {
+            return Err(invalid(format!(
+                "it is written for {}-D grids and the grid {} is {rank}-D: give a grid of rank {} or a kernel for \
+                 rank {rank}",
+                spec.rank,
+                block.global(),
+                spec.rank
+            )));
+        }
+        if rank == 2 {
+            return Err(invalid(
+                "blocks (split domains) support 1-D and 3-D kernels: the 2-D 9-point Laplacian reads diagonal \
+                 neighbours, which need corner ghosts that the face exchange does not carry; run 2-D grids whole \
+                 with FieldSim"
+                    .to_owned(),
+            ));
+        }
+        if spec.boundary != Boundary::Periodic && !block.is_whole() {
+            return Err(invalid(format!(
+                "split domains support the periodic boundary; the kernel's boundary is {} and the block at offset \
+                 {:?} of shape {:?} is not the whole {} grid: use boundary = \"periodic\" or one block",
+                spec.boundary,
+                block.offset(),
+                block.shape(),
+                block.global()
+            )));
+        }
+        let fields = spec.fields.len();
+        if Some(initial.len()) != fields.checked_mul(block.cells()) {
+            return Err(invalid(format!(
+                "initial state of the block holds {} values, expected {fields} fields × {} cells of the block {:?}",
+                initial.len(),
+                block.cells(),
+                block.shape()
+            )));
+        }
+        let padded_shape: Vec<usize> = block.shape().iter().map(|n| n + 2).collect();
+        let padded = Grid::new(&padded_shape)?;
+        let mut padded_state = vec![0.0; fields * padded.cells()];
+        let interior = Block::new(&padded, &vec![1; rank], block.shape())?;
+        interior.place(initial, fields, &mut padded_state)?;
+        let layout = Layout {
+            buffers: padded,
+            updated: *block.grid(),
+            global: *block.global(),
+            offset: block.offset3(),
+            indexing: Indexing::Block,
+        };
+        let sim = FieldSim::with_layout(gpu, spec, &layout, &padded_state)?;
+        let faces_layout = Faces::new(block, fields);
+        let face_values = faces_layout.as_slice().len();
+        let halo_groups = (face_values / fields.max(1)).div_ceil(FACES_WORKGROUP as usize);
+        let max_groups = gpu.device().limits().max_compute_workgroups_per_dimension.max(1) as usize;
+        let groups_x = halo_groups.clamp(1, max_groups);
+        let dispatch = [groups_x, halo_groups.div_ceil(groups_x).max(1)].map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+        let uniform: [u32; 8] = {
+            let g = |axis_rank: usize| u32::from(rank >= axis_rank);
+            let dims = [padded.nx(), padded.ny(), padded.nz(), fields].map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+            [dims[0], dims[1], dims[2], dims[3], g(1), g(2), g(3), 0]
+        };
+        let face_bytes = (face_values * 4) as u64;
+        let created = gpu.scoped("creating the halo buffers and shaders", |device| {
+            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some("halo faces"),
+                source: wgpu::ShaderSource::Wgsl(FACES_WGSL.into()),
+            });
+            let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
+                binding,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
+                count: None,
+            };
+            let storage = wgpu::BufferBindingType::Storage { read_only: false };
+            let bind_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some("halo faces"),
+                entries: &[entry(0, wgpu::BufferBindingType::Uniform), entry(1, storage), entry(2, storage)],
+            });
+            let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some("halo faces"),
+                bind_group_layouts: &[Some(&bind_layout)],
+                immediate_size: 4,
+            });
+            let pipeline = |entry_point: &str| {
+                device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(entry_point),
+                    layout: Some(&pipeline_layout),
+                    module: &module,
+                    entry_point: Some(entry_point),
+                    compilation_options: Default::default(),
+                    cache: None,
+                })
+            };
+            let (pack, unpack) = (pipeline("pack"), pipeline("unpack"));
+            let buffer = |label: &str, size: u64, usage: wgpu::BufferUsages| {
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size: size.max(4),
+                    usage,
+                    mapped_at_creation: false,
+                })
+            };
+            let copy = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+            let faces = buffer("halo faces", face_bytes, wgpu::BufferUsages::STORAGE | copy);
+            let staging =
+                buffer("halo faces staging", face_bytes, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+            let halo = buffer("halo uniform", 32, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST);
+            gpu.queue().write_buffer(&halo, 0, bytemuck::cast_slice(&uniform));
+            let bind_groups: Vec<[wgpu::BindGroup; 2]> = (0..fields)
+                .filter_map(|k| sim.buffer_pair(k))
+                .map(|pair| {
+                    pair.each_ref().map(|field| {
+                        device.create_bind_group(&wgpu::BindGroupDescriptor {
+                            label: Some("halo faces"),
+                            layout: &bind_layout,
+                            entries: &[
+                                wgpu::BindGroupEntry { binding: 0, resource: halo.as_entire_binding() },
+                                wgpu::BindGroupEntry { binding: 1, resource: field.as_entire_binding() },
+                                wgpu::BindGroupEntry { binding: 2, resource: faces.as_entire_binding() },
+                            ],
+                        })
+                    })
+                })
+                .collect();
+            (faces, staging, pack, unpack, bind_groups)
+        })?;
+        let (faces, staging, pack, unpack, bind_groups) = created;
+        Ok(BlockSim {
+            sim,
+            block: block.clone(),
+            padded,
+            faces,
+            staging,
+            pack,
+            unpack,
+            bind_groups,
+            dispatch,
+            layout: faces_layout,
+        })
+    }
+
+    /// The same simulation with its current state taken as the state after `step` steps (a
+    /// resumed run), so the noise continues where the interrupted run left off.
+    pub fn starting_at_step(mut self, step: u64) -> Self {
+        self.sim = self.sim.starting_at_step(step);
+        self
+    }
+
+    /// The block this simulation computes.
+    pub fn block(&self) -> &Block {
+        &self.block
+    }
+
+    /// The kernel.
+    pub fn spec(&self) -> &KernelSpec {
+        self.sim.spec()
+    }
+
+    /// The device.
+    pub fn gpu(&self) -> &GpuDevice {
+        self.sim.gpu()
+    }
+
+    /// Steps done so far, counting from step 0 (see [`BlockSim::starting_at_step`]).
+    pub fn steps(&self) -> u64 {
+        self.sim.steps()
+    }
+
+    /// Records one pack or unpack dispatch per field on the current buffers.
+    fn encode_halo(&self, encoder: &mut wgpu::CommandEncoder, pipeline: &wgpu::ComputePipeline) {
+        let mut pass =
+            encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("halo"), timestamp_writes: None });
+        pass.set_pipeline(pipeline);
+        let side = self.sim.current_side();
+        for (k, groups) in self.bind_groups.iter().enumerate() {
+            pass.set_bind_group(0, &groups[side], &[]);
+            pass.set_immediates(0, bytemuck::bytes_of(&(k as u32)));
+            pass.dispatch_workgroups(self.dispatch[0], self.dispatch[1], 1);
+        }
+    }
+
+    /// The block's own boundary layer next to every face, for the neighbours, in one GPU round
+    /// trip: `faces.get(axis, side)` is what the neighbour on that side needs,
+    /// [`Block::face_len`] values, field after field, each in C order of the other axes.
+    pub fn read_faces(&mut self) -> Result<Faces> {
+        let gpu = self.sim.gpu();
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        self.encode_halo(&mut encoder, &self.pack);
+        encoder.copy_buffer_to_buffer(&self.faces, 0, &self.staging, 0, self.faces.size());
+        let (tx, rx) = mpsc::channel();
+        encoder.map_buffer_on_submit(&self.staging, wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        let submission = gpu.queue().submit([encoder.finish()]);
+        gpu.wait(submission)?;
+        crate::readback::mapped_result(gpu, &rx)?;
+        let mut faces = self.layout.clone();
+        {
+            let view = self
+                .staging
+                .get_mapped_range(..)
+                .map_err(|e| Error::Gpu { device: gpu.label().to_owned(), message: e.to_string() })?;
+            let values = faces.as_mut_slice();
+            let bytes = values.len() * 4;
+            values.copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, f32>(&view[..bytes]));
+        }
+        self.staging.unmap();
+        Ok(faces)
+    }
+
+    /// Fills the ghost layers with what the neighbours sent: `ghosts.get(axis, side)` is the
+    /// layer beyond the block's face on that side (the neighbour's own boundary layer facing
+    /// this block), laid out as [`BlockSim::read_faces`] returns. One upload and one unpack
+    /// dispatch per field, queued before the next step.
+    pub fn write_ghosts(&mut self, ghosts: &Faces) -> Result<()> {
+        if !ghosts.same_layout(&self.layout) {
+            return Err(Error::InvalidBlock {
+                what: format!("at offset {:?} of shape {:?}", self.block.offset(), self.block.shape()),
+                global: self.block.global().to_string(),
+                message: format!(
+                    "the ghosts given have the layout of another block or field count ({} values per axis and \
+                     side: {:?}); this block takes {:?}: build them with Faces::new of this block",
+                    ghosts.as_slice().len(),
+                    ghosts.lens(),
+                    self.layout.lens()
+                ),
+            });
+        }
+        let gpu = self.sim.gpu();
+        if !ghosts.as_slice().is_empty() {
+            gpu.queue().write_buffer(&self.faces, 0, bytemuck::cast_slice(ghosts.as_slice()));
+        }
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        self.encode_halo(&mut encoder, &self.unpack);
+        gpu.queue().submit([encoder.finish()]);
+        gpu.check()
+    }
+
+    /// One step of the kernel on the block's own cells (the ghosts must be current); queued,
+    /// not waited for: [`BlockSim::read_faces`] and [`BlockSim::read_block`] wait.
+    pub fn run_step(&mut self) -> Result<()> {
+        let gpu = self.sim.gpu().clone();
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        self.sim.encode_steps(&mut encoder, 1);
+        gpu.queue().submit([encoder.finish()]);
+        gpu.check()
+    }
+
+    /// The block's own cells of `fields` (indices into the kernel's fields), field after field,
+    /// C order of the block: what a rank writes as its hyperslab of a frame. Blocking.
+    pub fn read_block(&self, fields: &[usize]) -> Result<Vec<f32>> {
+        let padded_values = self.sim.read_fields(fields)?;
+        let interior = Block::new(&self.padded, &vec![1; self.padded.rank()], self.block.shape())?;
+        interior.extract(&padded_values, fields.len())
+    }
+}
