@@ -1,0 +1,110 @@
+//! How a 3-D grid is split over MPI ranks: the ranks along each axis (`grid.decomposition`
+//! or `MPI_Dims_create`), and each rank's block of cells (remainders spread over the first
+//! ranks of an axis, so blocks differ by at most one cell per axis).
+
+use anyhow::bail;
+
+use wgpipe::config::Config;
+
+/// Ranks along z, y and x: the config's `grid.decomposition` (already checked against the
+/// rank count), or MPI's balanced choice, refused when it gives an axis more ranks than cells.
+pub fn dims(config: &Config, ranks: usize) -> anyhow::Result<[usize; 3]> {
+    if let Some(parts) = config.decomposition()
+        && let [z, y, x] = *parts
+    {
+        return Ok([z, y, x]);
+    }
+    let dims = dims_create(ranks)?;
+    let shape = config.grid_shape();
+    if let Some(axis) = (0..3).find(|&a| dims[a] > shape[a]) {
+        bail!(
+            "MPI_Dims_create splits {ranks} ranks as {}, which gives axis {axis} ({} cells) more ranks than cells: \
+             choose the split with --set grid.decomposition=[pz,py,px] (each at most its axis, product {ranks})",
+            text(&dims),
+            shape[axis]
+        );
+    }
+    Ok(dims)
+}
+
+/// `MPI_Dims_create(ranks, 3)`: the most balanced three factors of `ranks`, largest first
+/// (so the slowest axis, z, is split most: blocks are then contiguous runs of planes, the
+/// cheapest shape for the file's hyperslabs). The `mpi` crate 0.8 does not wrap it.
+#[expect(unsafe_code, reason = "the mpi crate 0.8 has no safe MPI_Dims_create")]
+fn dims_create(ranks: usize) -> anyhow::Result<[usize; 3]> {
+    use wgpipe::storage::mpi::ffi::MPI_Dims_create;
+    let Ok(nodes) = i32::try_from(ranks) else {
+        bail!("{ranks} MPI ranks do not fit MPI's int");
+    };
+    let mut dims = [0i32; 3];
+    // SAFETY: `dims` holds the 3 ints MPI_Dims_create reads (0: free to choose) and writes;
+    // MPI is initialised (the caller holds the `World`).
+    let code = unsafe { MPI_Dims_create(nodes, 3, dims.as_mut_ptr()) };
+    if code != 0 || dims.iter().any(|&d| d < 1) {
+        bail!("MPI_Dims_create({ranks}, 3) failed (code {code}): set grid.decomposition = [pz, py, px]");
+    }
+    Ok(dims.map(|d| d as usize))
+}
+
+/// The part of one axis of `n` cells that part `i` of `p` gets: `(offset, length)`.
+pub fn split_axis(n: usize, p: usize, i: usize) -> (usize, usize) {
+    let (base, extra) = (n / p, n % p);
+    (i * base + i.min(extra), base + usize::from(i < extra))
+}
+
+/// The block (offset, shape) of the rank at Cartesian `coords` of `dims` in a grid of `shape`.
+pub fn block(shape: &[usize], dims: &[usize; 3], coords: &[usize; 3]) -> (Vec<usize>, Vec<usize>) {
+    (0..3).map(|a| split_axis(shape[a], dims[a], coords[a])).unzip()
+}
+
+/// `[a, b, c]` as `axbxc`.
+pub fn text(v: &[usize]) -> String {
+    v.iter().map(usize::to_string).collect::<Vec<_>>().join("x")
+}
+
+/// The line `wgpipe run` prints on rank 0: the grid, the split, and the blocks (the largest
+/// when they differ).
+pub fn describe(shape: &[usize], dims: &[usize; 3]) -> String {
+    let ranks: usize = dims.iter().product();
+    let largest: Vec<usize> = (0..3).map(|a| split_axis(shape[a], dims[a], 0).1).collect();
+    let even = (0..3).all(|a| shape[a] % dims[a] == 0);
+    format!(
+        "domain {} split {} over {ranks} ranks, blocks {}{}",
+        text(shape),
+        text(dims),
+        if even { "" } else { "up to " },
+        text(&largest)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axes_split_into_parts_that_tile_them_and_differ_by_at_most_one() {
+        for n in 1..40 {
+            for p in 1..=n {
+                let parts: Vec<_> = (0..p).map(|i| split_axis(n, p, i)).collect();
+                let mut next = 0;
+                for &(o, l) in &parts {
+                    assert_eq!(o, next, "n {n} p {p}: {parts:?}");
+                    assert!(l == n / p || l == n / p + 1, "n {n} p {p}: {parts:?}");
+                    next = o + l;
+                }
+                assert_eq!(next, n, "n {n} p {p}: {parts:?}");
+            }
+        }
+        assert_eq!(split_axis(10, 4, 0), (0, 3));
+        assert_eq!(split_axis(10, 4, 1), (3, 3));
+        assert_eq!(split_axis(10, 4, 2), (6, 2));
+        assert_eq!(split_axis(10, 4, 3), (8, 2));
+    }
+
+    #[test]
+    fn the_printed_line_names_grid_split_and_blocks() {
+        assert_eq!(describe(&[64, 64, 64], &[2, 1, 1]), "domain 64x64x64 split 2x1x1 over 2 ranks, blocks 32x64x64");
+        assert_eq!(describe(&[5, 4, 4], &[2, 2, 1]), "domain 5x4x4 split 2x2x1 over 4 ranks, blocks up to 3x2x4");
+        assert_eq!(block(&[5, 4, 4], &[2, 2, 1], &[1, 0, 0]), (vec![3, 0, 0], vec![2, 2, 4]));
+    }
+}

@@ -1,0 +1,416 @@
+//! `mpirun -n R wgpipe run CONFIG` for a single run of a 3-D field kernel: one domain split
+//! over the ranks.
+//!
+//! The ranks form a periodic Cartesian topology (`grid.decomposition`, or `MPI_Dims_create`);
+//! each computes its block of the grid on one device with a one-cell ghost layer
+//! ([`BlockSim`]). Every step: the block's boundary layers are read back (`read_faces`), sent
+//! to the six neighbours and the neighbours' received (`MPI_Sendrecv` per face and direction;
+//! a rank that is its own neighbour along an axis copies), written into the ghost layers, and
+//! the step runs. Every frame the ranks agree that all went well, then write their blocks
+//! collectively as hyperslabs of one dataset per field ([`MpiBlockSink`]). Noise is drawn
+//! from the global cell index, so the file is bit-identical to the same config run on one
+//! rank.
+//!
+//! A rank whose device fails keeps joining the exchanges until the frame ends (its
+//! neighbours would otherwise wait forever), then every rank learns of it, the file is
+//! closed marked incomplete, and the job ends with an error naming the rank.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, anyhow, bail};
+use wgpipe::compute::{BlockSim, Faces, Grid, Side};
+use wgpipe::config::Config;
+use wgpipe::storage::mpi::collective::SystemOperation;
+use wgpipe::storage::mpi::point_to_point::send_receive_into_with_tags;
+use wgpipe::storage::mpi::topology::CartesianCommunicator;
+use wgpipe::storage::mpi::traits::{Communicator, CommunicatorCollectives, Root};
+use wgpipe::storage::{DType, MpiBlockSink, NullSink, StreamLayout};
+use wgpipe::{Job, Producer};
+
+use super::decompose;
+use super::{World, output_fingerprint};
+use crate::run::{INTERRUPTED, Plan, RunArgs};
+
+/// Seconds each rank spent per part of the run, reduced (max) over the ranks for the report.
+#[derive(Default, Clone, Copy)]
+struct Times {
+    /// The kernel's steps (waited for) and reading the frame's block back.
+    compute: f64,
+    /// The halo: reading the faces back (one GPU round trip), the MPI exchange, queueing the
+    /// ghosts' upload.
+    halo: f64,
+    /// The MPI exchange alone (part of `halo`).
+    mpi: f64,
+    /// The collective writes of the frames.
+    write: f64,
+    /// Closing the file (collective: frame counts, attributes, close).
+    close: f64,
+    /// From the first step to the closed file.
+    wall: f64,
+}
+
+impl Times {
+    fn to_array(self) -> [f64; 6] {
+        [self.compute, self.halo, self.mpi, self.write, self.close, self.wall]
+    }
+    fn from_array(a: [f64; 6]) -> Self {
+        Times { compute: a[0], halo: a[1], mpi: a[2], write: a[3], close: a[4], wall: a[5] }
+    }
+}
+
+/// The rule under `mpirun`: a config without `[[runs]]` or `[sweep]` (one run) is one domain
+/// split over the ranks; a batch is shared out run by run (part 1, [`super::run`]).
+pub fn is_split(config: &Config) -> bool {
+    config.runs().is_empty()
+}
+
+/// The checks only a split run has, alike on every rank.
+fn check(config: &Config, args: &RunArgs, ranks: usize) -> anyhow::Result<()> {
+    let shape = config.grid_shape();
+    if shape.len() != 3 {
+        bail!(
+            "{}: grid.shape: under mpirun a single run is split over the ranks, which needs a 3-D grid \
+             ([nz, ny, nx]); this one is {}-D: run it without mpirun, or give [[runs]] or a [sweep] to share \
+             runs over the ranks",
+            config.origin("grid.shape"),
+            shape.len()
+        );
+    }
+    config.check_ranks(ranks)?;
+    if args.resume {
+        bail!("--resume: a split run cannot be resumed (its frames are written by every rank together): run it again");
+    }
+    match config.sink_name() {
+        "hdf5" | "null" => Ok(()),
+        other => bail!(
+            "{}: output.sink = {other:?} cannot hold a domain split over MPI ranks: use hdf5 (one file, every \
+             rank writing its block) or null",
+            config.origin("output.sink")
+        ),
+    }
+}
+
+/// The stream's layout, exactly as the serial run of the same config on one device makes it
+/// (the pipeline's own preflight), plus the split's attributes.
+fn layout(
+    config: &Config,
+    gpu: &wgpipe::compute::GpuDevice,
+    ranks: usize,
+    dims: &[usize; 3],
+) -> anyhow::Result<StreamLayout> {
+    let pipeline = config
+        .builder()
+        .gpus(vec![gpu.clone()])
+        .jobs(config.jobs(1, |_| false))
+        // As a shard, the layout leaves out this rank's adapter (ranks may differ there).
+        .shard(0, ranks)
+        .sink(NullSink::default())
+        .build()?;
+    let mut layout = pipeline.layout().clone();
+    layout.attributes.insert("mpi_ranks".to_owned(), (ranks as u64).into());
+    layout.attributes.insert("decomposition".to_owned(), decompose::text(dims).into());
+    if let Some(f) = layout.fields.iter().find(|f| f.dtype != DType::F32) {
+        bail!("field {} is stored as {}: a split run writes float32 fields", f.name, f.dtype);
+    }
+    Ok(layout)
+}
+
+/// The Cartesian neighbours of this rank: `(low, high)` per axis.
+fn neighbours(cart: &CartesianCommunicator) -> [(i32, i32); 3] {
+    let me = cart.rank();
+    std::array::from_fn(|axis| {
+        let (low, high) = cart.shift(axis as i32, 1);
+        (low.unwrap_or(me), high.unwrap_or(me))
+    })
+}
+
+/// Sends each face to the neighbour on its side and receives the neighbours' faces into the
+/// ghost layers: `ghosts(a, Low)` is the low neighbour's `faces(a, High)`, and the other way.
+fn exchange(cart: &CartesianCommunicator, near: &[(i32, i32); 3], faces: &Faces, ghosts: &mut Faces) {
+    let me = cart.rank();
+    for (axis, &(low, high)) in near.iter().enumerate() {
+        if low == me && high == me {
+            ghosts.get_mut(axis, Side::Low).copy_from_slice(faces.get(axis, Side::High));
+            ghosts.get_mut(axis, Side::High).copy_from_slice(faces.get(axis, Side::Low));
+            continue;
+        }
+        let (up, down) = (2 * axis as i32, 2 * axis as i32 + 1);
+        let (to_low, to_high) = (cart.process_at_rank(low), cart.process_at_rank(high));
+        send_receive_into_with_tags(
+            faces.get(axis, Side::High),
+            &to_high,
+            up,
+            ghosts.get_mut(axis, Side::Low),
+            &to_low,
+            up,
+        );
+        send_receive_into_with_tags(
+            faces.get(axis, Side::Low),
+            &to_low,
+            down,
+            ghosts.get_mut(axis, Side::High),
+            &to_high,
+            down,
+        );
+    }
+}
+
+/// What a rank tells the others at the end of a frame.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    Going = 0,
+    Stopping = 1,
+    Failed = 2,
+}
+
+/// Every rank's state at the end of a frame (collective).
+fn vote(world: &World, mine: State) -> Vec<u8> {
+    let mut all = vec![0u8; world.size()];
+    world.comm.all_gather_into(&(mine as u8), &mut all[..]);
+    all
+}
+
+/// The split run on every rank; `plan` is checked and agreed on by every rank.
+pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode> {
+    let (rank, size) = (world.rank(), world.size());
+    let config = &plan.config;
+    let prepared = (|| {
+        check(config, args, size)?;
+        let dims = decompose::dims(config, size)?;
+        let gpu = plan.gpus.first().ok_or_else(|| anyhow!("no device opened"))?.clone();
+        let layout = layout(config, &gpu, size, &dims)?;
+        Ok((dims, gpu, layout))
+    })();
+    let (dims, gpu, layout) = world.agree("planning the split domain", prepared)?;
+    let mut hash = output_fingerprint(config, &layout);
+    let own = hash;
+    world.comm.process_at_rank(0).broadcast_into(&mut hash);
+    let same = if hash == own {
+        Ok(())
+    } else {
+        Err(anyhow!(
+            "its config makes a different output than rank 0's: start every rank with the same config and --set"
+        ))
+    };
+    world.agree("comparing the ranks' outputs", same)?;
+
+    let periodic = [true; 3];
+    let counts = dims.map(|d| d as i32);
+    // No reordering: a rank's Cartesian rank is its world rank, as messages name it.
+    let cart = world.comm.create_cartesian_communicator(&counts, &periodic, false).ok_or_else(|| {
+        anyhow!("MPI_Cart_create gave rank {rank} no place in the {} topology", decompose::text(&dims))
+    })?;
+    let coords: Vec<i32> = cart.rank_to_coordinates(cart.rank());
+    let coords: [usize; 3] = std::array::from_fn(|a| coords[a].max(0) as usize);
+    let shape = config.grid_shape().to_vec();
+    let (offset, block_shape) = decompose::block(&shape, &dims, &coords);
+    if rank == 0 {
+        println!("{}", decompose::describe(&shape, &dims));
+    }
+
+    let started = start_block(config, &gpu, &shape, &offset, &block_shape);
+    let (mut sim, fields) = world.agree("starting the block simulation", started)?;
+    let mut sink = match config.sink_name() {
+        "hdf5" => Some(MpiBlockSink::new(config.sink_options().clone(), world.comm.duplicate(), &offset, &block_shape)),
+        _ => None,
+    };
+    if let Some(s) = &mut sink {
+        let begun = s.begin(&layout).with_context(|| format!("{}: output.path", config.origin("output.path")));
+        world.agree("creating the shared file", begun)?;
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let on_ctrl_c = Arc::clone(&stop);
+    ctrlc::set_handler(move || on_ctrl_c.store(true, Ordering::Relaxed))
+        .context("cannot install the Ctrl-C handler")?;
+
+    let near = neighbours(&cart);
+    let nfields = config.kernel.fields().len();
+    let mut ghosts = Faces::new(sim.block(), nfields);
+    let mut times = Times::default();
+    let mut failed: Option<anyhow::Error> = None;
+    let mut interrupted = false;
+    let mut written = 0u64;
+    let frames = config.file.run.frames;
+    let steps = config.file.run.steps_per_frame;
+    let start = Instant::now();
+    for frame in 0..frames {
+        let mut block = Vec::new();
+        for _ in 0..steps {
+            step(&mut sim, nfields, &cart, &near, &mut ghosts, &mut times, &mut failed);
+        }
+        if failed.is_none() {
+            let t = Instant::now();
+            match sim.read_block(&fields) {
+                Ok(b) => block = b,
+                Err(e) => failed = Some(anyhow::Error::from(e).context(format!("reading frame {frame} back"))),
+            }
+            times.compute += t.elapsed().as_secs_f64();
+        }
+        let mine = match (&failed, stop.load(Ordering::Relaxed)) {
+            (Some(_), _) => State::Failed,
+            (None, true) => State::Stopping,
+            (None, false) => State::Going,
+        };
+        let all = vote(world, mine);
+        if all.contains(&(State::Failed as u8)) {
+            break;
+        }
+        if let Some(s) = &mut sink {
+            let t = Instant::now();
+            let cells = block.len() / fields.len().max(1);
+            let bytes: Vec<Vec<u8>> =
+                block.chunks(cells.max(1)).map(|f| f.iter().flat_map(|v| v.to_le_bytes()).collect()).collect();
+            let parts: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+            if let Err(e) = s.write_block(sim.steps(), &parts) {
+                failed = Some(anyhow::Error::from(e).context(format!("writing frame {frame}")));
+            }
+            times.write += t.elapsed().as_secs_f64();
+        }
+        if failed.is_none() {
+            written += 1;
+        }
+        if all.contains(&(State::Stopping as u8)) && frame + 1 < frames {
+            interrupted = true;
+            break;
+        }
+    }
+    // A write that failed on the last frame is known to its rank only: `finish` (collective)
+    // tells the others, and the file is not marked complete.
+    let finished = match &mut sink {
+        Some(s) => {
+            if failed.is_some() {
+                s.fail();
+            }
+            let t = Instant::now();
+            let r = s.finish().map(drop);
+            times.close = t.elapsed().as_secs_f64();
+            r
+        }
+        None => Ok(()),
+    };
+    times.wall = start.elapsed().as_secs_f64();
+    let outcome = match (failed, finished) {
+        (Some(e), _) => Err(e),
+        (None, Err(e)) => Err(anyhow::Error::from(e).context("closing the shared file")),
+        (None, Ok(())) => Ok(()),
+    };
+
+    let mut slowest = [0f64; 6];
+    world.comm.all_reduce_into(&times.to_array()[..], &mut slowest[..], SystemOperation::max());
+    let all_written = {
+        let mut n = 0u64;
+        world.comm.all_reduce_into(&written, &mut n, SystemOperation::min());
+        n
+    };
+    if rank == 0 {
+        report(config, &shape, all_written, Times::from_array(slowest), size);
+    }
+    world.agree(
+        &format!("running its block {} at {}", decompose::text(&block_shape), decompose::text(&offset)),
+        outcome,
+    )?;
+    if interrupted {
+        if rank == 0 {
+            eprintln!(
+                "interrupted: {all_written} of {frames} frames written; the file was closed cleanly (a split run is not resumable)"
+            );
+        }
+        return Ok(ExitCode::from(INTERRUPTED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// This rank's block of the job's initial state on its device, and the indices of the stored
+/// fields.
+fn start_block(
+    config: &Config,
+    gpu: &wgpipe::compute::GpuDevice,
+    shape: &[usize],
+    offset: &[usize],
+    block_shape: &[usize],
+) -> anyhow::Result<(BlockSim, Vec<usize>)> {
+    let grid = Grid::new(shape)?;
+    let block = wgpipe::compute::Block::new(&grid, offset, block_shape)?;
+    let Some(Job { producer: Producer::Kernel { kernel, init }, .. }) = config.jobs(1, |_| false).into_iter().next()
+    else {
+        bail!("a split run needs a field kernel");
+    };
+    let fields = kernel.field_indices(config.output_fields())?;
+    let initial = block.extract(&init(&grid), kernel.fields.len())?;
+    let sim = BlockSim::new(gpu, &kernel, &block, &initial)?;
+    Ok((sim, fields))
+}
+
+/// One step: faces out, ghosts in, the kernel. A rank that failed still joins the exchange
+/// (with what its buffers hold) so that its neighbours do not wait forever.
+fn step(
+    sim: &mut BlockSim,
+    fields: usize,
+    cart: &CartesianCommunicator,
+    near: &[(i32, i32); 3],
+    ghosts: &mut Faces,
+    times: &mut Times,
+    failed: &mut Option<anyhow::Error>,
+) {
+    let t = Instant::now();
+    let faces = if failed.is_none() {
+        sim.read_faces().map_err(|e| *failed = Some(anyhow::Error::from(e).context("reading the faces back"))).ok()
+    } else {
+        None
+    };
+    let empty;
+    let faces = match &faces {
+        Some(f) => f,
+        None => {
+            empty = Faces::new(sim.block(), fields);
+            &empty
+        }
+    };
+    let m = Instant::now();
+    exchange(cart, near, faces, ghosts);
+    times.mpi += m.elapsed().as_secs_f64();
+    if failed.is_none()
+        && let Err(e) = sim.write_ghosts(ghosts)
+    {
+        *failed = Some(anyhow::Error::from(e).context("writing the ghost layers"));
+    }
+    times.halo += t.elapsed().as_secs_f64();
+    if failed.is_none() {
+        let t = Instant::now();
+        // `run_step` only queues the step: waiting for it here charges the kernel to compute
+        // rather than to the next `read_faces`, which would wait for it anyway.
+        let gpu = sim.gpu().clone();
+        if let Err(e) = sim.run_step().and_then(|()| gpu.wait(gpu.queue().submit([]))) {
+            *failed = Some(anyhow::Error::from(e).context(format!("step {}", sim.steps())));
+        }
+        times.compute += t.elapsed().as_secs_f64();
+    }
+}
+
+/// Prints the run's figures (rank 0): the slowest rank's time per frame in each part.
+fn report(config: &Config, shape: &[usize], frames: u64, t: Times, ranks: usize) {
+    let cells: f64 = shape.iter().map(|&n| n as f64).product();
+    let steps = frames as f64 * f64::from(config.file.run.steps_per_frame);
+    let per = |s: f64| if frames == 0 { 0.0 } else { s * 1e3 / frames as f64 };
+    let rate = if t.wall > 0.0 { cells * steps / t.wall } else { 0.0 };
+    println!("frames {frames}, steps {steps}, wall {:.3} s, {rate:.3e} cell-steps/s over {ranks} ranks", t.wall);
+    println!(
+        "per frame, slowest rank: compute {:.2} ms, halo {:.2} ms (MPI exchange {:.2} ms), write {:.2} ms; \
+         closing the file {:.3} s",
+        per(t.compute),
+        per(t.halo),
+        per(t.mpi),
+        per(t.write),
+        t.close
+    );
+    let shown = if config.sink_name() == "null" {
+        "null sink (nothing stored)".to_owned()
+    } else {
+        config.output_path().display().to_string()
+    };
+    println!("output: {shown}");
+}
