@@ -8,6 +8,8 @@
 //!   ([`threads`]).
 //! - `--sink raw --against posix`: the raw sink vs a plain write loop ([`posix`]).
 //! - `--reserve-cost`: the HDF5 sink with and without its disk-space reservation ([`reserve`]).
+//! - `--mpi`: weak and strong scaling of a domain split over MPI ranks ([`mpi`], its own
+//!   options: `cargo xtask bench --mpi --help`).
 //!
 //! Every comparison alternates its runs in one process, because absolute times on a shared
 //! machine drift more than the effects measured.
@@ -17,6 +19,7 @@ mod io;
 pub(crate) mod machine;
 mod measure;
 mod micro;
+mod mpi;
 mod null;
 pub(crate) mod output;
 mod posix;
@@ -38,6 +41,9 @@ use measure::Workload;
 
 /// Entry point of `cargo xtask bench ARGS`.
 pub fn main(argv: Vec<String>) -> Result<ExitCode> {
+    if argv.iter().any(|a| a == "--mpi") {
+        return mpi::main(&argv);
+    }
     let args = args::parse(&argv)?;
     if args.help {
         println!("{}", args::USAGE);

@@ -172,6 +172,23 @@ impl MpiBlockSink {
         Ok(())
     }
 
+    /// [`MpiBlockSink::write_block`] for `float32` fields given as values (`fields[i]`: the
+    /// block's cells of field `i`, C order): no copy on a little-endian host.
+    pub fn write_block_f32(&mut self, step: u64, fields: &[&[f32]]) -> Result<()> {
+        let open = self.open.as_ref().ok_or(Error::Usage("write_block called before begin"))?;
+        if let Some(f) = open.validator.layout().fields.iter().find(|f| f.dtype != crate::frame::DType::F32) {
+            return Err(Error::InvalidLayout(format!("field {} is stored as {}, not float32", f.name, f.dtype)));
+        }
+        if cfg!(target_endian = "little") {
+            let bytes: Vec<&[u8]> = fields.iter().map(|f| bytemuck::cast_slice::<f32, u8>(f)).collect();
+            self.write_block(step, &bytes)
+        } else {
+            let owned: Vec<Vec<u8>> = fields.iter().map(|f| f.iter().flat_map(|v| v.to_le_bytes()).collect()).collect();
+            let bytes: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+            self.write_block(step, &bytes)
+        }
+    }
+
     /// Marks the run failed on this rank: the file will not be marked complete.
     pub fn fail(&mut self) {
         if let Some(open) = &mut self.open {

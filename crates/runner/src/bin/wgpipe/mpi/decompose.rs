@@ -69,9 +69,10 @@ pub fn describe(shape: &[usize], dims: &[usize; 3]) -> String {
     let largest: Vec<usize> = (0..3).map(|a| split_axis(shape[a], dims[a], 0).1).collect();
     let even = (0..3).all(|a| shape[a] % dims[a] == 0);
     format!(
-        "domain {} split {} over {ranks} ranks, blocks {}{}",
+        "domain {} split {} over {ranks} rank{}, blocks {}{}",
         text(shape),
         text(dims),
+        if ranks == 1 { "" } else { "s" },
         if even { "" } else { "up to " },
         text(&largest)
     )
@@ -105,6 +106,7 @@ mod tests {
     fn the_printed_line_names_grid_split_and_blocks() {
         assert_eq!(describe(&[64, 64, 64], &[2, 1, 1]), "domain 64x64x64 split 2x1x1 over 2 ranks, blocks 32x64x64");
         assert_eq!(describe(&[5, 4, 4], &[2, 2, 1]), "domain 5x4x4 split 2x2x1 over 4 ranks, blocks up to 3x2x4");
+        assert_eq!(describe(&[8, 8, 8], &[1, 1, 1]), "domain 8x8x8 split 1x1x1 over 1 rank, blocks 8x8x8");
         assert_eq!(block(&[5, 4, 4], &[2, 2, 1], &[1, 0, 0]), (vec![3, 0, 0], vec![2, 2, 4]));
     }
 }

@@ -262,10 +262,8 @@ pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode
         if let Some(s) = &mut sink {
             let t = Instant::now();
             let cells = block.len() / fields.len().max(1);
-            let bytes: Vec<Vec<u8>> =
-                block.chunks(cells.max(1)).map(|f| f.iter().flat_map(|v| v.to_le_bytes()).collect()).collect();
-            let parts: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
-            if let Err(e) = s.write_block(sim.steps(), &parts) {
+            let parts: Vec<&[f32]> = block.chunks(cells.max(1)).collect();
+            if let Err(e) = s.write_block_f32(sim.steps(), &parts) {
                 failed = Some(anyhow::Error::from(e).context(format!("writing frame {frame}")));
             }
             times.write += t.elapsed().as_secs_f64();
@@ -397,7 +395,11 @@ fn report(config: &Config, shape: &[usize], frames: u64, t: Times, ranks: usize)
     let steps = frames as f64 * f64::from(config.file.run.steps_per_frame);
     let per = |s: f64| if frames == 0 { 0.0 } else { s * 1e3 / frames as f64 };
     let rate = if t.wall > 0.0 { cells * steps / t.wall } else { 0.0 };
-    println!("frames {frames}, steps {steps}, wall {:.3} s, {rate:.3e} cell-steps/s over {ranks} ranks", t.wall);
+    println!(
+        "frames {frames}, steps {steps}, wall {:.3} s, {rate:.3e} cell-steps/s over {ranks} rank{}",
+        t.wall,
+        if ranks == 1 { "" } else { "s" }
+    );
     println!(
         "per frame, slowest rank: compute {:.2} ms, halo {:.2} ms (MPI exchange {:.2} ms), write {:.2} ms; \
          closing the file {:.3} s",

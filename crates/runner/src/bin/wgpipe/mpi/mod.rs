@@ -128,7 +128,13 @@ fn shared_sink(plan: &Plan, world: &World, append: bool) -> anyhow::Result<Box<d
     }
 }
 
-/// `wgpipe run` on every rank of an MPI job of more than one rank.
+/// Whether the config names a `grid.decomposition`: such a run goes through the split-domain
+/// code even on one rank. A config that does not load is left to the serial path to report.
+pub fn split_requested(args: &RunArgs) -> bool {
+    Config::load(args.config.as_deref(), &args.sets).is_ok_and(|c| c.decomposition().is_some())
+}
+
+/// `wgpipe run` on every rank of an MPI job of more than one rank, or of a split domain.
 pub fn run(args: &RunArgs, world: &World) -> anyhow::Result<ExitCode> {
     let (rank, size) = (world.rank(), world.size());
     let planned = plan(args, size);
