@@ -32,6 +32,7 @@ use wgpipe::{Job, Producer};
 
 use super::decompose;
 use super::{World, output_fingerprint};
+use crate::progress::ProgressMode;
 use crate::run::{INTERRUPTED, Plan, RunArgs};
 
 /// Seconds each rank spent per part of the run, reduced (max) over the ranks for the report.
@@ -197,13 +198,12 @@ pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode
     };
     world.agree("comparing the ranks' outputs", same)?;
 
-    let periodic = [true; 3];
     let counts = dims.map(|d| d as i32);
     // No reordering: a rank's Cartesian rank is its world rank, as messages name it.
-    let cart = world.comm.create_cartesian_communicator(&counts, &periodic, false).ok_or_else(|| {
+    let cart = world.comm.create_cartesian_communicator(&counts, &[true; 3], false).ok_or_else(|| {
         anyhow!("MPI_Cart_create gave rank {rank} no place in the {} topology", decompose::text(&dims))
     })?;
-    let coords: Vec<i32> = cart.rank_to_coordinates(cart.rank());
+    let coords = cart.rank_to_coordinates(cart.rank());
     let coords: [usize; 3] = std::array::from_fn(|a| coords[a].max(0) as usize);
     let shape = config.grid_shape().to_vec();
     let (offset, block_shape) = decompose::block(&shape, &dims, &coords);
@@ -212,7 +212,7 @@ pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode
     }
 
     let started = start_block(config, &gpu, &shape, &offset, &block_shape);
-    let (mut sim, fields) = world.agree("starting the block simulation", started)?;
+    let (sim, stored) = world.agree("starting the block simulation", started)?;
     let mut sink = match config.sink_name() {
         "hdf5" => Some(MpiBlockSink::new(config.sink_options().clone(), world.comm.duplicate(), &offset, &block_shape)),
         _ => None,
@@ -221,89 +221,39 @@ pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode
         let begun = s.begin(&layout).with_context(|| format!("{}: output.path", config.origin("output.path")));
         world.agree("creating the shared file", begun)?;
     }
-
     let stop = Arc::new(AtomicBool::new(false));
     let on_ctrl_c = Arc::clone(&stop);
     ctrlc::set_handler(move || on_ctrl_c.store(true, Ordering::Relaxed))
         .context("cannot install the Ctrl-C handler")?;
 
-    let near = neighbours(&cart);
-    let nfields = config.kernel.fields().len();
-    let mut ghosts = Faces::new(sim.block(), nfields);
-    let mut times = Times::default();
-    let mut failed: Option<anyhow::Error> = None;
-    let mut interrupted = false;
-    let mut written = 0u64;
-    let frames = config.file.run.frames;
-    let steps = config.file.run.steps_per_frame;
+    let mut stepper = Stepper::new(sim, cart, stored);
     let start = Instant::now();
-    for frame in 0..frames {
-        let mut block = Vec::new();
-        for _ in 0..steps {
-            step(&mut sim, nfields, &cart, &near, &mut ghosts, &mut times, &mut failed);
-        }
-        if failed.is_none() {
-            let t = Instant::now();
-            match sim.read_block(&fields) {
-                Ok(b) => block = b,
-                Err(e) => failed = Some(anyhow::Error::from(e).context(format!("reading frame {frame} back"))),
-            }
-            times.compute += t.elapsed().as_secs_f64();
-        }
-        let mine = match (&failed, stop.load(Ordering::Relaxed)) {
-            (Some(_), _) => State::Failed,
-            (None, true) => State::Stopping,
-            (None, false) => State::Going,
-        };
-        let all = vote(world, mine);
-        if all.contains(&(State::Failed as u8)) {
-            break;
-        }
-        if let Some(s) = &mut sink {
-            let t = Instant::now();
-            let cells = block.len() / fields.len().max(1);
-            let parts: Vec<&[f32]> = block.chunks(cells.max(1)).collect();
-            if let Err(e) = s.write_block_f32(sim.steps(), &parts) {
-                failed = Some(anyhow::Error::from(e).context(format!("writing frame {frame}")));
-            }
-            times.write += t.elapsed().as_secs_f64();
-        }
-        if failed.is_none() {
-            written += 1;
-        }
-        if all.contains(&(State::Stopping as u8)) && frame + 1 < frames {
-            interrupted = true;
-            break;
-        }
-    }
+    let (written, interrupted) = run_frames(args, world, config, &mut stepper, sink.as_mut(), &stop);
     // A write that failed on the last frame is known to its rank only: `finish` (collective)
     // tells the others, and the file is not marked complete.
     let finished = match &mut sink {
         Some(s) => {
-            if failed.is_some() {
+            if stepper.failed.is_some() {
                 s.fail();
             }
             let t = Instant::now();
             let r = s.finish().map(drop);
-            times.close = t.elapsed().as_secs_f64();
+            stepper.times.close = t.elapsed().as_secs_f64();
             r
         }
         None => Ok(()),
     };
-    times.wall = start.elapsed().as_secs_f64();
-    let outcome = match (failed, finished) {
+    stepper.times.wall = start.elapsed().as_secs_f64();
+    let outcome = match (stepper.failed.take(), finished) {
         (Some(e), _) => Err(e),
         (None, Err(e)) => Err(anyhow::Error::from(e).context("closing the shared file")),
         (None, Ok(())) => Ok(()),
     };
 
     let mut slowest = [0f64; 6];
-    world.comm.all_reduce_into(&times.to_array()[..], &mut slowest[..], SystemOperation::max());
-    let all_written = {
-        let mut n = 0u64;
-        world.comm.all_reduce_into(&written, &mut n, SystemOperation::min());
-        n
-    };
+    world.comm.all_reduce_into(&stepper.times.to_array()[..], &mut slowest[..], SystemOperation::max());
+    let mut all_written = 0u64;
+    world.comm.all_reduce_into(&written, &mut all_written, SystemOperation::min());
     if rank == 0 {
         report(config, &shape, all_written, Times::from_array(slowest), size);
     }
@@ -314,12 +264,64 @@ pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode
     if interrupted {
         if rank == 0 {
             eprintln!(
-                "interrupted: {all_written} of {frames} frames written; the file was closed cleanly (a split run is not resumable)"
+                "interrupted: {all_written} of {} frames written; the file was closed cleanly (a split run is not \
+                 resumable)",
+                config.file.run.frames
             );
         }
         return Ok(ExitCode::from(INTERRUPTED));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Every frame: its steps, the block read back, the ranks' vote, the collective write.
+/// Returns the frames this rank wrote and whether a stop ended the run early.
+fn run_frames(
+    args: &RunArgs,
+    world: &World,
+    config: &Config,
+    stepper: &mut Stepper,
+    mut sink: Option<&mut MpiBlockSink>,
+    stop: &AtomicBool,
+) -> (u64, bool) {
+    let frames = config.file.run.frames;
+    let mut progress = Lines::new(args.progress);
+    let start = Instant::now();
+    let mut written = 0u64;
+    for frame in 0..frames {
+        for _ in 0..config.file.run.steps_per_frame {
+            stepper.step();
+        }
+        let block = stepper.read_frame(frame);
+        let mine = match (&stepper.failed, stop.load(Ordering::Relaxed)) {
+            (Some(_), _) => State::Failed,
+            (None, true) => State::Stopping,
+            (None, false) => State::Going,
+        };
+        let all = vote(world, mine);
+        if all.contains(&(State::Failed as u8)) {
+            break;
+        }
+        if let Some(s) = sink.as_deref_mut() {
+            let t = Instant::now();
+            let cells = block.len() / stepper.stored.len().max(1);
+            let parts: Vec<&[f32]> = block.chunks(cells.max(1)).collect();
+            if let Err(e) = s.write_block_f32(stepper.sim.steps(), &parts) {
+                stepper.fail(e, format!("writing frame {frame}"));
+            }
+            stepper.times.write += t.elapsed().as_secs_f64();
+        }
+        if stepper.failed.is_none() {
+            written += 1;
+        }
+        if world.rank() == 0 {
+            progress.frame_done(written, frames, start.elapsed().as_secs_f64());
+        }
+        if all.contains(&(State::Stopping as u8)) && frame + 1 < frames {
+            return (written, true);
+        }
+    }
+    (written, false)
 }
 
 /// This rank's block of the job's initial state on its device, and the indices of the stored
@@ -343,49 +345,81 @@ fn start_block(
     Ok((sim, fields))
 }
 
-/// One step: faces out, ghosts in, the kernel. A rank that failed still joins the exchange
-/// (with what its buffers hold) so that its neighbours do not wait forever.
-fn step(
-    sim: &mut BlockSim,
-    fields: usize,
-    cart: &CartesianCommunicator,
-    near: &[(i32, i32); 3],
-    ghosts: &mut Faces,
-    times: &mut Times,
-    failed: &mut Option<anyhow::Error>,
-) {
-    let t = Instant::now();
-    let faces = if failed.is_none() {
-        sim.read_faces().map_err(|e| *failed = Some(anyhow::Error::from(e).context("reading the faces back"))).ok()
-    } else {
-        None
-    };
-    let empty;
-    let faces = match &faces {
-        Some(f) => f,
-        None => {
-            empty = Faces::new(sim.block(), fields);
-            &empty
-        }
-    };
-    let m = Instant::now();
-    exchange(cart, near, faces, ghosts);
-    times.mpi += m.elapsed().as_secs_f64();
-    if failed.is_none()
-        && let Err(e) = sim.write_ghosts(ghosts)
-    {
-        *failed = Some(anyhow::Error::from(e).context("writing the ghost layers"));
+/// This rank's part of the run between the start and the file's end: its block simulation,
+/// its place in the topology, its times, and the first error it met.
+struct Stepper {
+    sim: BlockSim,
+    cart: CartesianCommunicator,
+    near: [(i32, i32); 3],
+    ghosts: Faces,
+    /// Fields of the kernel (all exchanged).
+    nfields: usize,
+    /// Stored fields (indices into the kernel's).
+    stored: Vec<usize>,
+    times: Times,
+    failed: Option<anyhow::Error>,
+}
+
+impl Stepper {
+    fn new(sim: BlockSim, cart: CartesianCommunicator, stored: Vec<usize>) -> Self {
+        let nfields = sim.spec().fields.len();
+        let ghosts = Faces::new(sim.block(), nfields);
+        let near = neighbours(&cart);
+        Stepper { sim, cart, near, ghosts, nfields, stored, times: Times::default(), failed: None }
     }
-    times.halo += t.elapsed().as_secs_f64();
-    if failed.is_none() {
+
+    fn fail(&mut self, e: impl Into<anyhow::Error>, what: String) {
+        self.failed = Some(e.into().context(what));
+    }
+
+    /// One step: faces out, ghosts in, the kernel. A rank that failed still joins the
+    /// exchange (with zero faces) so that its neighbours do not wait forever.
+    fn step(&mut self) {
         let t = Instant::now();
-        // `run_step` only queues the step: waiting for it here charges the kernel to compute
-        // rather than to the next `read_faces`, which would wait for it anyway.
-        let gpu = sim.gpu().clone();
-        if let Err(e) = sim.run_step().and_then(|()| gpu.wait(gpu.queue().submit([]))) {
-            *failed = Some(anyhow::Error::from(e).context(format!("step {}", sim.steps())));
+        let faces = match &self.failed {
+            None => match self.sim.read_faces() {
+                Ok(f) => f,
+                Err(e) => {
+                    self.fail(e, "reading the faces back".to_owned());
+                    Faces::new(self.sim.block(), self.nfields)
+                }
+            },
+            Some(_) => Faces::new(self.sim.block(), self.nfields),
+        };
+        let m = Instant::now();
+        exchange(&self.cart, &self.near, &faces, &mut self.ghosts);
+        self.times.mpi += m.elapsed().as_secs_f64();
+        if self.failed.is_none()
+            && let Err(e) = self.sim.write_ghosts(&self.ghosts)
+        {
+            self.fail(e, "writing the ghost layers".to_owned());
         }
-        times.compute += t.elapsed().as_secs_f64();
+        self.times.halo += t.elapsed().as_secs_f64();
+        if self.failed.is_none() {
+            let t = Instant::now();
+            // `run_step` only queues the step: waiting for it here charges the kernel to
+            // compute rather than to the next `read_faces`, which would wait for it anyway.
+            let gpu = self.sim.gpu().clone();
+            if let Err(e) = self.sim.run_step().and_then(|()| gpu.wait(gpu.queue().submit([]))) {
+                let step = self.sim.steps();
+                self.fail(e, format!("step {step}"));
+            }
+            self.times.compute += t.elapsed().as_secs_f64();
+        }
+    }
+
+    /// The stored fields of the block after `frame`'s steps (empty after a failure).
+    fn read_frame(&mut self, frame: u64) -> Vec<f32> {
+        if self.failed.is_some() {
+            return Vec::new();
+        }
+        let t = Instant::now();
+        let block = self.sim.read_block(&self.stored).unwrap_or_else(|e| {
+            self.fail(e, format!("reading frame {frame} back"));
+            Vec::new()
+        });
+        self.times.compute += t.elapsed().as_secs_f64();
+        block
     }
 }
 
@@ -415,4 +449,30 @@ fn report(config: &Config, shape: &[usize], frames: u64, t: Times, ranks: usize)
         config.output_path().display().to_string()
     };
     println!("output: {shown}");
+}
+
+/// Rank 0's progress lines during a split run (frames are written by all ranks together, so
+/// rank 0's count is the job's): `--progress frames` a line per frame, `plain` (and `auto`)
+/// a line every 2 s, `json` and `none` nothing.
+struct Lines {
+    mode: ProgressMode,
+    last: f64,
+}
+
+impl Lines {
+    fn new(mode: ProgressMode) -> Self {
+        Lines { mode, last: 0.0 }
+    }
+
+    fn frame_done(&mut self, written: u64, frames: u64, seconds: f64) {
+        let due = match self.mode {
+            ProgressMode::Frames => true,
+            ProgressMode::Auto | ProgressMode::Plain => seconds - self.last >= 2.0 || written == frames,
+            ProgressMode::Json | ProgressMode::None => false,
+        };
+        if due {
+            self.last = seconds;
+            eprintln!("[{seconds:>6.1} s] written {written}/{frames} frames");
+        }
+    }
 }
