@@ -67,7 +67,7 @@ pub fn text(v: &[usize]) -> String {
 pub fn describe(shape: &[usize], dims: &[usize; 3]) -> String {
     let ranks: usize = dims.iter().product();
     let largest: Vec<usize> = (0..3).map(|a| split_axis(shape[a], dims[a], 0).1).collect();
-    let even = (0..3).all(|a| shape[a] % dims[a] == 0);
+    let even = (0..3).all(|a| shape[a].is_multiple_of(dims[a]));
     format!(
         "domain {} split {} over {ranks} rank{}, blocks {}{}",
         text(shape),
