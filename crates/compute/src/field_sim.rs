@@ -18,9 +18,11 @@ pub(crate) struct Layout {
     pub buffers: Grid,
     /// The cells a step updates, one invocation each.
     pub updated: Grid,
-    /// The whole grid, and the first updated cell's position in it (`[z, y, x]`).
+    /// The whole grid (`global_index` and the noise count its cells).
     pub global: Grid,
+    /// The first updated cell's position in `global`, `[z, y, x]`.
     pub offset: [usize; 3],
+    /// The prelude's mapping from invocations to cells.
     pub indexing: Indexing,
 }
 

@@ -205,7 +205,37 @@ fn neighbour(blocks: &[&Block], i: usize, axis: usize, side: Side) -> Option<usi
 /// One step's halo exchange between blocks computed in this process (several blocks on one
 /// device, or on several devices of one machine, or the one block of a single rank): reads
 /// every block's faces, hands each its neighbours' ([`exchange_faces`]) and writes them into
-/// its ghosts. Call it before every [`BlockSim::run_step`].
+/// its ghosts. Call it before every [`BlockSim::run_step`], the first included.
+///
+/// ```
+/// use wgpipe_compute::gray_scott_3d::{self, GrayScott3dParams};
+/// use wgpipe_compute::{open_devices, Block, BlockSim, DeviceSelector, FieldSim, Grid, exchange_in_process};
+///
+/// let gpu = open_devices(&DeviceSelector::All, 1)?.remove(0);
+/// let kernel = GrayScott3dParams { noise: 0.01, ..Default::default() }.kernel(1);
+/// let grid = Grid::new(&[16, 12, 8])?;
+/// let initial = gray_scott_3d::initial_state(&grid);
+/// // Two uneven halves along z.
+/// let halves = [Block::new(&grid, &[0, 0, 0], &[7, 12, 8])?, Block::new(&grid, &[7, 0, 0], &[9, 12, 8])?];
+/// let mut sims = halves
+///     .iter()
+///     .map(|b| BlockSim::new(&gpu, &kernel, b, &b.extract(&initial, 2)?))
+///     .collect::<Result<Vec<_>, _>>()?;
+/// for _ in 0..10 {
+///     exchange_in_process(&mut sims)?;
+///     for sim in &mut sims {
+///         sim.run_step()?;
+///     }
+/// }
+/// let mut gathered = vec![0.0; initial.len()];
+/// for sim in &sims {
+///     sim.block().place(&sim.read_block(&[0, 1])?, 2, &mut gathered)?;
+/// }
+/// let mut whole = FieldSim::new(&gpu, &kernel, &grid, &initial)?;
+/// whole.run_steps(10)?;
+/// assert_eq!(gathered, whole.read_state()?); // bit for bit, noise included
+/// # Ok::<(), wgpipe_compute::Error>(())
+/// ```
 pub fn exchange_in_process(sims: &mut [BlockSim]) -> Result<()> {
     let Some(first) = sims.first() else { return Ok(()) };
     let boundary = first.spec().boundary;

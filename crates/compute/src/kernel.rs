@@ -60,11 +60,10 @@ impl WgslSource {
 /// binds `grid` (nx, ny, nz, cells), each field as `NAME_in` (this step, read-only) and
 /// `NAME_out` (next step), and offers `in_grid(id)`, `cell(id)` (the cell and its neighbours'
 /// indices), `neighbour(c, ..)`, the rank's Laplacian per field (`laplacian3_NAME`,
-/// `laplacian9_NAME`, `laplacian7_NAME`), `global_index(c)` (the cell's index in the whole grid),
-/// `uniform_noise(i)` (draw it as `uniform_noise(global_index(c))`, so that a grid split into
-/// blocks draws the same noise) and the step `clock`. A kernel
-/// with parameters declares its own `struct Params` bound at `@group(0) @binding(1)`;
-/// [`KernelSpec::params`] fills it.
+/// `laplacian9_NAME`, `laplacian7_NAME`), `global_index(c)` (the cell's index in the whole
+/// grid), `uniform_noise(i)` (draw it as `uniform_noise(global_index(c))`, so that a grid split
+/// into blocks draws the same noise) and the step `clock`. A kernel with parameters declares
+/// its own `struct Params` bound at `@group(0) @binding(1)`; [`KernelSpec::params`] fills it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelSpec {
     /// Kernel name for messages and metadata.

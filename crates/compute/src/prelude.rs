@@ -480,6 +480,19 @@ mod tests {
     }
 
     #[test]
+    fn block_indexing_skips_the_ghosts_and_keys_noise_by_the_global_index() {
+        let whole = generate(3, Boundary::Periodic, &["u"]).unwrap();
+        assert!(whole.contains("fn global_index(c: Cell) -> u32 {\n    return c.i;\n}"), "{whole}");
+        let block = generate_for(3, Boundary::Periodic, &["u"], Indexing::Block).unwrap();
+        assert!(block.contains("return id.x < grid.nx - 2u && id.y < grid.ny - 2u && id.z < grid.nz - 2u;"));
+        assert!(block.contains("c.xm = id.x;") && block.contains("c.zp = (id.z + 2u) * plane;"), "{block}");
+        assert!(block.contains("let z = grid.offset_z + c.z - 1u;"), "{block}");
+        let line = generate_for(1, Boundary::Periodic, &["u"], Indexing::Block).unwrap();
+        assert!(line.contains("return id.x < grid.nx - 2u && id.y < grid.ny && id.z < grid.nz;"), "{line}");
+        assert!(line.contains("return grid.offset_x + c.x - 1u;"), "{line}");
+    }
+
+    #[test]
     fn boundaries_parse_by_name() {
         for b in Boundary::ALL {
             assert_eq!(b.name().parse::<Boundary>(), Ok(b));

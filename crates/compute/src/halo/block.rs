@@ -50,6 +50,42 @@ impl Block {
         Ok(Block { global: *global, local, offset: offset.to_vec() })
     }
 
+    /// Block `coords` of `global` cut into `parts[a]` blocks along each axis `a` (C order, like
+    /// an MPI Cartesian topology's dims and coords): along an axis of `n` cells, the first
+    /// `n % p` blocks have one cell more than the others, `n / p`.
+    ///
+    /// Errors when a list has not the grid's rank, an axis is cut into 0 parts or into more
+    /// parts than it has cells, or a coordinate is not below its axis' parts.
+    pub fn of_decomposition(global: &Grid, parts: &[usize], coords: &[usize]) -> Result<Block> {
+        let invalid = |message: String| Error::InvalidBlock {
+            what: format!("at coordinates {coords:?} of the decomposition {parts:?}"),
+            global: global.to_string(),
+            message,
+        };
+        let rank = global.rank();
+        if parts.len() != rank || coords.len() != rank {
+            return Err(invalid(format!(
+                "the grid has rank {rank}: give {rank} part counts and {rank} coordinates, slowest axis first"
+            )));
+        }
+        let mut offset = Vec::with_capacity(rank);
+        let mut shape = Vec::with_capacity(rank);
+        for (axis, ((n, p), c)) in global.shape().iter().zip(parts).zip(coords).enumerate() {
+            if *p == 0 || p > n {
+                return Err(invalid(format!(
+                    "axis {axis} of {n} cells cannot be cut into {p} blocks: use 1 to {n} parts along it"
+                )));
+            }
+            if c >= p {
+                return Err(invalid(format!("coordinate {c} along axis {axis} is not below its {p} parts")));
+            }
+            let (base, rem) = (n / p, n % p);
+            offset.push(c * base + c.min(&rem));
+            shape.push(base + usize::from(c < &rem));
+        }
+        Block::new(global, &offset, &shape)
+    }
+
     /// The block that is the whole grid (one rank computing everything).
     pub fn whole(global: &Grid) -> Block {
         Block { global: *global, local: *global, offset: vec![0; global.rank()] }
@@ -203,6 +239,30 @@ mod tests {
         let e = b.extract(&state[1..], 2).unwrap_err().to_string();
         assert!(e.contains("global state holds 119 values, expected 2 fields × 60 cells"), "{e}");
         assert!(b.place(&part[1..], 2, &mut back).unwrap_err().to_string().contains("block state holds 15"));
+    }
+
+    #[test]
+    fn decompositions_cut_every_axis_as_evenly_as_possible() {
+        let g = grid(&[24, 20, 16]);
+        let parts = [5, 1, 3];
+        let mut covered = vec![0u8; g.cells()];
+        for z in 0..5 {
+            for x in 0..3 {
+                let b = Block::of_decomposition(&g, &parts, &[z, 0, x]).unwrap();
+                // 24 = 5 + 5 + 5 + 5 + 4 along z, 16 = 6 + 5 + 5 along x.
+                assert_eq!(b.shape(), [if z < 4 { 5 } else { 4 }, 20, if x < 1 { 6 } else { 5 }]);
+                let ones = vec![1.0; b.cells()];
+                let mut mark = vec![0.0; g.cells()];
+                b.place(&ones, 1, &mut mark).unwrap();
+                covered.iter_mut().zip(&mark).for_each(|(c, m)| *c += *m as u8);
+            }
+        }
+        assert!(covered.iter().all(|c| *c == 1), "the blocks tile the grid exactly once");
+        let e = |p: &[usize], c: &[usize]| Block::of_decomposition(&g, p, c).unwrap_err().to_string();
+        assert!(e(&[1, 21, 1], &[0, 0, 0]).contains("axis 1 of 20 cells cannot be cut into 21 blocks"));
+        assert!(e(&[1, 0, 1], &[0, 0, 0]).contains("into 0 blocks"));
+        assert!(e(&[2, 2, 2], &[0, 2, 0]).contains("coordinate 2 along axis 1 is not below its 2 parts"));
+        assert!(e(&[2, 2], &[0, 0]).contains("give 3 part counts"));
     }
 
     #[test]

@@ -39,14 +39,17 @@ const FACES_WORKGROUP: u32 = 64;
 /// 64³ block of the 2-field Gray-Scott that is 196 608 bytes each way, against 2 MiB of state.
 ///
 /// Supported: rank 1 and 3 (3- and 7-point stencils need only faces); rank 2 (the 9-point
-/// Laplacian reads diagonal neighbours, which need corner ghosts) is refused. A split grid
-/// must be periodic; a zero-flux kernel runs only on the whole grid (its ghosts then mirror
-/// its own boundary layers: [`super::exchange_faces`]).
+/// Laplacian reads diagonal neighbours, which need corner ghosts) is refused. Only faces are
+/// exchanged: the ghost edges and corners of a 3-D block stay 0, so a kernel must read its
+/// neighbours through the faces only (`laplacian7_NAME`, or `neighbour` with one non-zero
+/// offset). A split grid must be periodic; a zero-flux kernel runs only on the whole grid (its
+/// ghosts then mirror its own boundary layers: [`crate::exchange_faces`]).
 pub struct BlockSim {
     sim: FieldSim,
     block: Block,
-    /// The block's buffers, ghosts included (the inner [`FieldSim`]'s grid).
-    padded: Grid,
+    /// The block's own cells inside its buffers (the inner [`FieldSim`]'s grid, ghosts
+    /// included): offset 1 on every axis.
+    interior: Block,
     /// Every face of every field: what pack writes, then the ghosts unpack reads.
     faces: wgpu::Buffer,
     /// `faces` copied for the host to map.
@@ -211,7 +214,7 @@ impl BlockSim {
         Ok(BlockSim {
             sim,
             block: block.clone(),
-            padded,
+            interior,
             faces,
             staging,
             pack,
@@ -283,9 +286,9 @@ impl BlockSim {
                 .staging
                 .get_mapped_range(..)
                 .map_err(|e| Error::Gpu { device: gpu.label().to_owned(), message: e.to_string() })?;
-            let values = faces.as_mut_slice();
-            let bytes = values.len() * 4;
-            values.copy_from_slice(&bytemuck::pod_collect_to_vec::<u8, f32>(&view[..bytes]));
+            let values: &mut [u8] = bytemuck::cast_slice_mut(faces.as_mut_slice());
+            let bytes = values.len();
+            values.copy_from_slice(&view[..bytes]);
         }
         self.staging.unmap();
         Ok(faces)
@@ -332,8 +335,6 @@ impl BlockSim {
     /// The block's own cells of `fields` (indices into the kernel's fields), field after field,
     /// C order of the block: what a rank writes as its hyperslab of a frame. Blocking.
     pub fn read_block(&self, fields: &[usize]) -> Result<Vec<f32>> {
-        let padded_values = self.sim.read_fields(fields)?;
-        let interior = Block::new(&self.padded, &vec![1; self.padded.rank()], self.block.shape())?;
-        interior.extract(&padded_values, fields.len())
+        self.interior.extract(&self.sim.read_fields(fields)?, fields.len())
     }
 }
