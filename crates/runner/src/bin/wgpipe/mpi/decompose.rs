@@ -1,9 +1,10 @@
 //! How a 3-D grid is split over MPI ranks: the ranks along each axis (`grid.decomposition`
-//! or `MPI_Dims_create`), and each rank's block of cells (remainders spread over the first
-//! ranks of an axis, so blocks differ by at most one cell per axis).
+//! or `MPI_Dims_create`); each rank's block is [`Block::of_decomposition`]'s (remainders
+//! spread over the first ranks of an axis, so blocks differ by at most one cell per axis).
 
 use anyhow::bail;
 
+use wgpipe::compute::{Block, Grid};
 use wgpipe::config::Config;
 
 /// Ranks along z, y and x: the config's `grid.decomposition` (already checked against the
@@ -46,36 +47,25 @@ fn dims_create(ranks: usize) -> anyhow::Result<[usize; 3]> {
     Ok(dims.map(|d| d as usize))
 }
 
-/// The part of one axis of `n` cells that part `i` of `p` gets: `(offset, length)`.
-pub fn split_axis(n: usize, p: usize, i: usize) -> (usize, usize) {
-    let (base, extra) = (n / p, n % p);
-    (i * base + i.min(extra), base + usize::from(i < extra))
-}
-
-/// The block (offset, shape) of the rank at Cartesian `coords` of `dims` in a grid of `shape`.
-pub fn block(shape: &[usize], dims: &[usize; 3], coords: &[usize; 3]) -> (Vec<usize>, Vec<usize>) {
-    (0..3).map(|a| split_axis(shape[a], dims[a], coords[a])).unzip()
-}
-
 /// `[a, b, c]` as `axbxc`.
 pub fn text(v: &[usize]) -> String {
     v.iter().map(usize::to_string).collect::<Vec<_>>().join("x")
 }
 
-/// The line `wgpipe run` prints on rank 0: the grid, the split, and the blocks (the largest
-/// when they differ).
-pub fn describe(shape: &[usize], dims: &[usize; 3]) -> String {
+/// The line `wgpipe run` prints on rank 0: the grid, the split, and the blocks (the largest,
+/// rank 0's, when they differ).
+pub fn describe(grid: &Grid, dims: &[usize; 3]) -> anyhow::Result<String> {
     let ranks: usize = dims.iter().product();
-    let largest: Vec<usize> = (0..3).map(|a| split_axis(shape[a], dims[a], 0).1).collect();
-    let even = (0..3).all(|a| shape[a].is_multiple_of(dims[a]));
-    format!(
+    let first = Block::of_decomposition(grid, dims, &[0, 0, 0])?;
+    let even = grid.shape().iter().zip(dims).all(|(n, p)| n.is_multiple_of(*p));
+    Ok(format!(
         "domain {} split {} over {ranks} rank{}, blocks {}{}",
-        text(shape),
+        text(grid.shape()),
         text(dims),
         if ranks == 1 { "" } else { "s" },
         if even { "" } else { "up to " },
-        text(&largest)
-    )
+        text(first.shape())
+    ))
 }
 
 #[cfg(test)]
@@ -83,30 +73,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn axes_split_into_parts_that_tile_them_and_differ_by_at_most_one() {
-        for n in 1..40 {
-            for p in 1..=n {
-                let parts: Vec<_> = (0..p).map(|i| split_axis(n, p, i)).collect();
-                let mut next = 0;
-                for &(o, l) in &parts {
-                    assert_eq!(o, next, "n {n} p {p}: {parts:?}");
-                    assert!(l == n / p || l == n / p + 1, "n {n} p {p}: {parts:?}");
-                    next = o + l;
-                }
-                assert_eq!(next, n, "n {n} p {p}: {parts:?}");
-            }
-        }
-        assert_eq!(split_axis(10, 4, 0), (0, 3));
-        assert_eq!(split_axis(10, 4, 1), (3, 3));
-        assert_eq!(split_axis(10, 4, 2), (6, 2));
-        assert_eq!(split_axis(10, 4, 3), (8, 2));
-    }
-
-    #[test]
-    fn the_printed_line_names_grid_split_and_blocks() {
-        assert_eq!(describe(&[64, 64, 64], &[2, 1, 1]), "domain 64x64x64 split 2x1x1 over 2 ranks, blocks 32x64x64");
-        assert_eq!(describe(&[5, 4, 4], &[2, 2, 1]), "domain 5x4x4 split 2x2x1 over 4 ranks, blocks up to 3x2x4");
-        assert_eq!(describe(&[8, 8, 8], &[1, 1, 1]), "domain 8x8x8 split 1x1x1 over 1 rank, blocks 8x8x8");
-        assert_eq!(block(&[5, 4, 4], &[2, 2, 1], &[1, 0, 0]), (vec![3, 0, 0], vec![2, 2, 4]));
+    fn the_printed_line_names_grid_split_and_blocks() -> anyhow::Result<()> {
+        let line = |shape: &[usize], dims: [usize; 3]| describe(&Grid::new(shape)?, &dims);
+        assert_eq!(line(&[64, 64, 64], [2, 1, 1])?, "domain 64x64x64 split 2x1x1 over 2 ranks, blocks 32x64x64");
+        assert_eq!(line(&[5, 4, 4], [2, 2, 1])?, "domain 5x4x4 split 2x2x1 over 4 ranks, blocks up to 3x2x4");
+        assert_eq!(line(&[8, 8, 8], [1, 1, 1])?, "domain 8x8x8 split 1x1x1 over 1 rank, blocks 8x8x8");
+        Ok(())
     }
 }

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, anyhow, bail};
-use wgpipe::compute::{BlockSim, Faces, Grid, Side};
+use wgpipe::compute::{Block, BlockSim, Faces, Grid, Side};
 use wgpipe::config::Config;
 use wgpipe::storage::mpi::collective::SystemOperation;
 use wgpipe::storage::mpi::point_to_point::send_receive_into_with_tags;
@@ -203,15 +203,19 @@ pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode
     let cart = world.comm.create_cartesian_communicator(&counts, &[true; 3], false).ok_or_else(|| {
         anyhow!("MPI_Cart_create gave rank {rank} no place in the {} topology", decompose::text(&dims))
     })?;
-    let coords = cart.rank_to_coordinates(cart.rank());
-    let coords: [usize; 3] = std::array::from_fn(|a| coords[a].max(0) as usize);
+    let coords: Vec<usize> = cart.rank_to_coordinates(cart.rank()).iter().map(|&c| c.max(0) as usize).collect();
     let shape = config.grid_shape().to_vec();
-    let (offset, block_shape) = decompose::block(&shape, &dims, &coords);
+    let placed = Grid::new(&shape).map_err(anyhow::Error::from).and_then(|grid| {
+        let line = decompose::describe(&grid, &dims)?;
+        Ok((Block::of_decomposition(&grid, &dims, &coords)?, line))
+    });
+    let (block, line) = world.agree("placing its block", placed)?;
     if rank == 0 {
-        println!("{}", decompose::describe(&shape, &dims));
+        println!("{line}");
     }
+    let (offset, block_shape) = (block.offset().to_vec(), block.shape().to_vec());
 
-    let started = start_block(config, &gpu, &shape, &offset, &block_shape);
+    let started = start_block(config, &gpu, &block);
     let (sim, stored) = world.agree("starting the block simulation", started)?;
     let mut sink = match config.sink_name() {
         "hdf5" => Some(MpiBlockSink::new(config.sink_options().clone(), world.comm.duplicate(), &offset, &block_shape)),
@@ -329,19 +333,15 @@ fn run_frames(
 fn start_block(
     config: &Config,
     gpu: &wgpipe::compute::GpuDevice,
-    shape: &[usize],
-    offset: &[usize],
-    block_shape: &[usize],
+    block: &Block,
 ) -> anyhow::Result<(BlockSim, Vec<usize>)> {
-    let grid = Grid::new(shape)?;
-    let block = wgpipe::compute::Block::new(&grid, offset, block_shape)?;
     let Some(Job { producer: Producer::Kernel { kernel, init }, .. }) = config.jobs(1, |_| false).into_iter().next()
     else {
         bail!("a split run needs a field kernel");
     };
     let fields = kernel.field_indices(config.output_fields())?;
-    let initial = block.extract(&init(&grid), kernel.fields.len())?;
-    let sim = BlockSim::new(gpu, &kernel, &block, &initial)?;
+    let initial = block.extract(&init(block.global()), kernel.fields.len())?;
+    let sim = BlockSim::new(gpu, &kernel, block, &initial)?;
     Ok((sim, fields))
 }
 
