@@ -261,10 +261,9 @@ pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode
     if rank == 0 {
         report(config, &shape, all_written, Times::from_array(slowest), size);
     }
-    world.agree(
-        &format!("running its block {} at {}", decompose::text(&block_shape), decompose::text(&offset)),
-        outcome,
-    )?;
+    let outcome =
+        outcome.with_context(|| format!("block {} at {}", decompose::text(&block_shape), decompose::text(&offset)));
+    world.agree("running the split domain", outcome)?;
     if interrupted {
         if rank == 0 {
             eprintln!(
