@@ -4,9 +4,9 @@
 //! The ranks form a periodic Cartesian topology (`grid.decomposition`, or `MPI_Dims_create`);
 //! each computes its block of the grid on one device with a one-cell ghost layer
 //! ([`BlockSim`]). Every step: the block's boundary layers are read back (`read_faces`), sent
-//! to the six neighbours and the neighbours' received (`MPI_Sendrecv` per face and direction;
-//! a rank that is its own neighbour along an axis copies), written into the ghost layers, and
-//! the step runs. Every frame the ranks agree that all went well, then write their blocks
+//! to the six neighbours and the neighbours' received (all twelve messages posted at once with
+//! `MPI_Isend`/`MPI_Irecv`, then waited for; a rank that is its own neighbour along an axis
+//! copies), written into the ghost layers, and the step runs. Every frame the ranks agree that all went well, then write their blocks
 //! collectively as hyperslabs of one dataset per field ([`MpiBlockSink`]). Noise is drawn
 //! from the global cell index, so the file is bit-identical to the same config run on one
 //! rank.
@@ -24,9 +24,9 @@ use anyhow::{Context, anyhow, bail};
 use wgpipe::compute::{Block, BlockSim, Faces, Grid, Side};
 use wgpipe::config::Config;
 use wgpipe::storage::mpi::collective::SystemOperation;
-use wgpipe::storage::mpi::point_to_point::send_receive_into_with_tags;
+use wgpipe::storage::mpi::request::multiple_scope;
 use wgpipe::storage::mpi::topology::CartesianCommunicator;
-use wgpipe::storage::mpi::traits::{Communicator, CommunicatorCollectives, Root};
+use wgpipe::storage::mpi::traits::{Communicator, CommunicatorCollectives, Destination, Root, Source};
 use wgpipe::storage::{DType, MpiBlockSink, NullSink, StreamLayout};
 use wgpipe::{Job, Producer};
 
@@ -130,33 +130,41 @@ fn neighbours(cart: &CartesianCommunicator) -> [(i32, i32); 3] {
 
 /// Sends each face to the neighbour on its side and receives the neighbours' faces into the
 /// ghost layers: `ghosts(a, Low)` is the low neighbour's `faces(a, High)`, and the other way.
+/// Every receive and send of the step is posted at once (`MPI_Irecv`/`MPI_Isend`, tagged by
+/// axis and direction) and waited for together, so a step costs one round of messages rather
+/// than one per face; a rank that is its own neighbour along an axis copies instead.
 fn exchange(cart: &CartesianCommunicator, near: &[(i32, i32); 3], faces: &Faces, ghosts: &mut Faces) {
     let me = cart.rank();
-    for (axis, &(low, high)) in near.iter().enumerate() {
-        if low == me && high == me {
-            ghosts.get_mut(axis, Side::Low).copy_from_slice(faces.get(axis, Side::High));
-            ghosts.get_mut(axis, Side::High).copy_from_slice(faces.get(axis, Side::Low));
-            continue;
-        }
-        let (up, down) = (2 * axis as i32, 2 * axis as i32 + 1);
-        let (to_low, to_high) = (cart.process_at_rank(low), cart.process_at_rank(high));
-        send_receive_into_with_tags(
-            faces.get(axis, Side::High),
-            &to_high,
-            up,
-            ghosts.get_mut(axis, Side::Low),
-            &to_low,
-            up,
-        );
-        send_receive_into_with_tags(
-            faces.get(axis, Side::Low),
-            &to_low,
-            down,
-            ghosts.get_mut(axis, Side::High),
-            &to_high,
-            down,
-        );
+    // The ghost layers as disjoint slices, in `Faces`' order: axis 0 low, axis 0 high, ...
+    let mut slots: Vec<&mut [f32]> = Vec::with_capacity(6);
+    let lens = ghosts.lens();
+    let mut rest = ghosts.as_mut_slice();
+    for len in lens {
+        let (slot, tail) = rest.split_at_mut(len);
+        slots.push(slot);
+        rest = tail;
     }
+    let mut slots = slots.into_iter();
+    multiple_scope(4 * near.len(), |scope, requests| {
+        for (axis, &(low, high)) in near.iter().enumerate() {
+            let (Some(ghost_low), Some(ghost_high)) = (slots.next(), slots.next()) else {
+                break;
+            };
+            if low == me && high == me {
+                ghost_low.copy_from_slice(faces.get(axis, Side::High));
+                ghost_high.copy_from_slice(faces.get(axis, Side::Low));
+                continue;
+            }
+            let (up, down) = (2 * axis as i32, 2 * axis as i32 + 1);
+            let (to_low, to_high) = (cart.process_at_rank(low), cart.process_at_rank(high));
+            requests.add(to_low.immediate_receive_into_with_tag(scope, ghost_low, up));
+            requests.add(to_high.immediate_receive_into_with_tag(scope, ghost_high, down));
+            requests.add(to_high.immediate_send_with_tag(scope, faces.get(axis, Side::High), up));
+            requests.add(to_low.immediate_send_with_tag(scope, faces.get(axis, Side::Low), down));
+        }
+        let mut done = Vec::with_capacity(4 * near.len());
+        requests.wait_all(&mut done);
+    });
 }
 
 /// What a rank tells the others at the end of a frame.
