@@ -277,3 +277,37 @@ fn a_custom_kernel_takes_the_grids_rank_and_the_boundary() {
     assert_eq!(job.kernel().unwrap().rank, 3);
     assert_eq!(job.kernel().unwrap().boundary, wgpipe::compute::Boundary::ZeroFlux);
 }
+
+#[test]
+fn grid_decomposition_is_checked_at_its_key_and_against_the_rank_count() {
+    let base = "[kernel]\nname = \"gray-scott-3d\"\n[output]\nsink = \"null\"\n[grid]\nshape = [8, 6, 4]\n";
+    let c = Config::parse("c.toml", &format!("{base}decomposition = [2, 3, 1]\n"), ".", &[]).unwrap();
+    assert_eq!(c.decomposition(), Some(&[2, 3, 1][..]));
+    assert!(c.check_ranks(6).is_ok());
+    let e = c.check_ranks(4).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.starts_with("c.toml line 7: grid.decomposition: [2, 3, 1] splits the grid over 6 MPI ranks"), "{e}");
+    assert!(e.contains("this run has 4") && e.contains("mpirun -n 6"), "{e}");
+    let plain = Config::parse("c.toml", base, ".", &[]).unwrap();
+    assert_eq!(plain.decomposition(), None);
+    assert!(plain.check_ranks(4).is_ok(), "without the key MPI chooses the split");
+
+    let e = err(&format!("{base}decomposition = [1, 7, 1]\n"));
+    assert!(e.starts_with("c.toml line 7: grid.decomposition: 7 ranks along axis 1 (y), whose size is 6"), "{e}");
+    let e = err(&format!("{base}decomposition = [0, 1, 1]\n"));
+    assert!(e.contains("grid.decomposition: 0 ranks along axis 0 (z)"), "{e}");
+    let e = err(&format!("{base}decomposition = [2, 1]\n"));
+    assert!(e.contains("grid.decomposition: 2 factors: give [pz, py, px]"), "{e}");
+    let e = err(&format!("{base}decomposition = [2, 1, 1]\n[kernel.params]\n")
+        .replace("name = \"gray-scott-3d\"\n", "name = \"gray-scott-3d\"\nboundary = \"zero-flux\"\n"));
+    assert!(e.contains("grid.decomposition: a split grid is periodic"), "{e}");
+    let e = err(&format!("{base}decomposition = [2, 1, 1]\n")
+        .replace("sink = \"null\"\n", "sink = \"null\"\ndtype = \"f16\"\n"));
+    assert!(e.contains("grid.decomposition: a split run writes float32 fields, and output.dtype is \"f16\""), "{e}");
+    let e = err(&format!("{base}decomposition = [2, 1, 1]\n[sweep]\nfeed = [0.01, 0.02]\n"));
+    assert!(e.contains("grid.decomposition: a batch ([[runs]] or [sweep]) is shared out"), "{e}");
+    let e = err("[output]\nsink = \"null\"\n[grid]\nshape = [8, 8]\ndecomposition = [2, 1, 1]\n");
+    assert!(e.starts_with("c.toml line 5: grid.decomposition: a 2-D grid cannot be split"), "{e}");
+    let set = Config::parse("c.toml", base, ".", &["grid.decomposition=[1, 1, 5]".to_owned()]).err();
+    let e = set.map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("--set grid.decomposition=[1, 1, 5]") && e.contains("whose size is 4"), "{e}");
+}

@@ -29,6 +29,7 @@ const KEYS: &[&str] = &[
     "grid.rows",
     "grid.cols",
     "grid.shape",
+    "grid.decomposition",
     "kernel.boundary",
     "kernel.params.noise",
     "run.frames",
@@ -132,6 +133,7 @@ fn value_for(key: &str) -> BoxedStrategy<String> {
         "grid.shape" => {
             texts(&["[16, 16]", "[8, 8, 8]", "[64]", "[]", "[1, 2, 3, 4]", "[0, 4]", "[100000, 100000]", "16"])
         }
+        "grid.decomposition" => texts(&["[2, 1, 1]", "[1, 2, 2]", "[8, 8, 8]", "[0, 1, 1]", "[2, 1]", "[]", "2"]),
         "kernel.wgsl" => texts(&["\"heat.wgsl\"", "\"gray_scott.wgsl\"", "\"missing.wgsl\"", "\"/dev/null\""]),
         "kernel.fields" | "output.fields" => {
             texts(&["[\"u\"]", "[\"v\"]", "[\"u\", \"v\"]", "[]", "[\"steps\"]", "[\"a b\"]", "[\"u\", \"u\"]"])

@@ -1,7 +1,9 @@
 //! `mpirun -n 2 wgpipe run` (cargo feature `mpi`; run with `cargo test-mpi --test mpi`): the
 //! runs of a batch shared over two ranks land in one HDF5 file, bit-identical to the same
-//! batch run by one process, readable by h5py; a rank that fails or disagrees ends the job
-//! with an error naming it, without hanging. Every `mpirun` runs under `timeout`.
+//! batch run by one process, readable by h5py; a single 3-D run split over 2 and 4 ranks
+//! writes one file bit-identical to one process's, with and without noise; a rank that fails
+//! or disagrees ends the job with an error naming it, without hanging. Every `mpirun` runs
+//! under `timeout`.
 #![cfg(feature = "mpi")]
 #![expect(clippy::unwrap_used, reason = "tests fail loudly")]
 
@@ -219,4 +221,146 @@ fn resume_under_mpirun_adds_the_missing_runs_to_the_shared_file() {
     assert_eq!(got.len(), 5);
     assert!(got == want, "the resumed shared file differs from one serial run of the whole sweep");
     assert!(open_output(dir.path().join("out.h5")).unwrap().complete());
+}
+
+/// `configs/gray-scott-3d.toml` scaled down: an odd z (blocks of unequal depth), few frames.
+const DOMAIN: [&str; 5] = [
+    "grid.shape=[23, 20, 16]",
+    "run.frames=3",
+    "run.steps_per_frame=5",
+    "devices.select=\"vulkan\"",
+    "output.overwrite=true",
+];
+
+/// A temp dir holding the shipped 3-D config as `gs3d.toml`.
+fn domain_setup() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/gray-scott-3d.toml");
+    std::fs::copy(shipped, dir.path().join("gs3d.toml")).unwrap();
+    dir
+}
+
+/// `WGPIPE run gs3d.toml` with [`DOMAIN`], `sets` and the output `path`, as `mpirun` takes
+/// them (the binary first).
+fn domain_args(path: &str, sets: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> =
+        vec![WGPIPE.into(), "run".into(), "gs3d.toml".into(), "--progress".into(), "none".into()];
+    for set in DOMAIN.iter().chain(sets).map(|s| (*s).to_owned()).chain([format!("output.path={path}")]) {
+        args.extend(["--set".to_owned(), set]);
+    }
+    args
+}
+
+/// Every field, frame and step of stream 0 of two outputs are equal, bit for bit.
+fn assert_same_stream(a: &Path, b: &Path) {
+    let (oa, ob) = (open_output(a).unwrap(), open_output(b).unwrap());
+    assert!(oa.complete(), "{} is not marked complete", a.display());
+    assert_eq!(oa.fields(), ob.fields());
+    let (sa, sb) = (&oa.streams()[0], &ob.streams()[0]);
+    assert_eq!((oa.streams().len(), sa.name.as_str(), sa.frames, sa.complete), (1, "stream0", 3, true));
+    assert_eq!(sa.attributes, sb.attributes, "stream attributes");
+    for field in 0..oa.fields().len() {
+        for i in 0..sa.frames {
+            let (fa, fb) = (oa.read_field(0, field, i).unwrap(), ob.read_field(0, field, i).unwrap());
+            assert!(fa == fb, "{} field {field} frame {i} differs from {}", a.display(), b.display());
+        }
+    }
+    assert_eq!(oa.steps(0).unwrap(), ob.steps(0).unwrap());
+    assert_eq!(oa.steps(0).unwrap(), [5, 10, 15]);
+}
+
+#[test]
+fn a_split_domain_is_bit_identical_to_one_process_with_and_without_noise() {
+    let dir = domain_setup();
+    let d = dir.path();
+    // (ranks, noise, decomposition, the split rank 0 prints)
+    let cases: [(&str, &str, Option<&str>, &str); 4] = [
+        ("2", "0", None, "domain 23x20x16 split 2x1x1 over 2 ranks, blocks up to 12x20x16"),
+        ("2", "0.01", None, "domain 23x20x16 split 2x1x1 over 2 ranks, blocks up to 12x20x16"),
+        ("4", "0.01", None, "domain 23x20x16 split 2x2x1 over 4 ranks, blocks up to 12x10x16"),
+        ("4", "0", Some("grid.decomposition=[1, 2, 2]"), "domain 23x20x16 split 1x2x2 over 4 ranks, blocks 23x10x8"),
+    ];
+    for noise in ["0", "0.01"] {
+        let serial = Command::new(WGPIPE)
+            .args(&domain_args(&format!("serial-{noise}.h5"), &[&format!("kernel.params.noise={noise}")])[1..])
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert!(serial.status.success(), "{}", text(&serial));
+    }
+    // The noise reaches the fields (else "identical with noise" would hold trivially).
+    assert!(
+        common::read_all(&d.join("serial-0.h5")) != common::read_all(&d.join("serial-0.01.h5")),
+        "noise 0.01 left u unchanged"
+    );
+    for (i, (ranks, noise, decomposition, split)) in cases.iter().enumerate() {
+        let path = format!("split-{i}.h5");
+        let noise_set = format!("kernel.params.noise={noise}");
+        let sets: Vec<&str> = std::iter::once(noise_set.as_str()).chain(*decomposition).collect();
+        let args = domain_args(&path, &sets);
+        let mut mpi_args: Vec<&str> = vec!["-n", ranks];
+        mpi_args.extend(args.iter().map(String::as_str));
+        let out = mpirun(d, &mpi_args);
+        assert!(out.status.success(), "case {i}: {}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(stdout.lines().next(), Some(*split), "case {i}: {}", text(&out));
+        assert!(stdout.contains("per frame, slowest rank: compute "), "case {i}: {}", text(&out));
+        assert_same_stream(&d.join(&path), &d.join(format!("serial-{noise}.h5")));
+    }
+
+    // h5py reads the split file as the serial one: same datasets, shapes, values and
+    // netCDF-4 dimensions, the split recorded.
+    let python = common::python::python_with(&["h5py", "numpy"]);
+    let script = r#"
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+assert a.attrs["complete"] and a.attrs["mpi_ranks"] == 4 and a.attrs["decomposition"] == "2x2x1", dict(a.attrs)
+assert sorted(a["stream0"]) == sorted(b["stream0"]), (sorted(a["stream0"]), sorted(b["stream0"]))
+for f in a["stream0"]:
+    assert np.array_equal(a["stream0"][f][...], b["stream0"][f][...]), f
+assert a["stream0/u"].shape == (3, 23, 20, 16), a["stream0/u"].shape
+assert list(a["stream0/v"].attrs["dims"]) == list(b["stream0/v"].attrs["dims"])
+print("ok")
+"#;
+    let out =
+        Command::new(python).args(["-c", script, "split-2.h5", "serial-0.01.h5"]).current_dir(d).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
+}
+
+#[test]
+fn a_decomposition_that_does_not_match_the_ranks_is_refused_at_its_key() {
+    let dir = domain_setup();
+    let d = dir.path();
+    let args = domain_args("bad.h5", &["grid.decomposition=[2, 2, 1]"]);
+    let mut mpi_args: Vec<&str> = vec!["-n", "2"];
+    mpi_args.extend(args.iter().map(String::as_str));
+    let out = mpirun(d, &mpi_args);
+    assert!(!out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("grid.decomposition: [2, 2, 1] splits the grid over 4 MPI ranks, and this run has 2"),
+        "{}",
+        text(&out)
+    );
+    assert!(stderr.contains("mpirun -n 4"), "{}", text(&out));
+    // Without mpirun a run has one rank.
+    let serial = Command::new(WGPIPE).args(&args[1..]).current_dir(d).output().unwrap();
+    assert!(!serial.status.success(), "{}", text(&serial));
+    assert!(String::from_utf8_lossy(&serial.stderr).contains("and this run has 1"), "{}", text(&serial));
+    assert!(!d.join("bad.h5").exists(), "no file is created");
+
+    // A rank started with another config is named, and nothing is written.
+    let mut mpmd: Vec<&str> = vec!["-n", "1"];
+    let same = domain_args("bad.h5", &[]);
+    let other = domain_args("bad.h5", &["kernel.params.feed=0.02"]);
+    mpmd.extend(same.iter().map(String::as_str));
+    mpmd.extend([":", "-n", "1"]);
+    mpmd.extend(other.iter().map(String::as_str));
+    let out = mpirun(d, &mpmd);
+    assert!(!out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("MPI rank 1 of 2, comparing the ranks' outputs"), "{}", text(&out));
+    assert!(stderr.contains("MPI rank(s) [1] of 2 failed"), "{}", text(&out));
+    assert!(!d.join("bad.h5").exists(), "no file is created");
 }

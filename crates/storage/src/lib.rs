@@ -61,7 +61,7 @@ pub use frame::{DType, Frame};
 #[cfg(feature = "hdf5")]
 pub use hdf5::Hdf5Sink;
 #[cfg(feature = "mpi")]
-pub use hdf5::MpiHdf5Sink;
+pub use hdf5::{MpiBlockSink, MpiHdf5Sink};
 /// The MPI crate the `mpi` feature links, so that callers pass communicators of the same version.
 #[cfg(feature = "mpi")]
 pub use mpi;

@@ -9,6 +9,8 @@
 //! - `--sink raw|hdf5 --compare-dtype`: f32 vs f16 output, bytes and write time ([`dtype`]).
 //! - `--sink raw --against posix`: the raw sink vs a plain write loop ([`posix`]).
 //! - `--reserve-cost`: the HDF5 sink with and without its disk-space reservation ([`reserve`]).
+//! - `--mpi`: weak and strong scaling of a domain split over MPI ranks ([`mpi`], its own
+//!   options: `cargo xtask bench --mpi --help`).
 //!
 //! Every comparison alternates its runs in one process, because absolute times on a shared
 //! machine drift more than the effects measured.
@@ -19,6 +21,7 @@ mod io;
 pub(crate) mod machine;
 mod measure;
 mod micro;
+mod mpi;
 mod null;
 pub(crate) mod output;
 mod posix;
@@ -40,6 +43,9 @@ use measure::Workload;
 
 /// Entry point of `cargo xtask bench ARGS`.
 pub fn main(argv: Vec<String>) -> Result<ExitCode> {
+    if argv.iter().any(|a| a == "--mpi") {
+        return mpi::main(&argv);
+    }
     let args = args::parse(&argv)?;
     if args.help {
         println!("{}", args::USAGE);

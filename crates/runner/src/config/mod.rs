@@ -13,6 +13,7 @@
 //! ```
 
 mod batch;
+mod decomposition;
 mod error;
 mod kernel;
 mod model;
@@ -76,6 +77,8 @@ pub struct Config {
     sink_options: SinkOptions,
     fields: Vec<String>,
     shape: Vec<usize>,
+    /// `grid.decomposition`, checked against the grid and kernel.
+    decomposition: Option<Vec<usize>>,
     source: Source,
     dtype: OutputDType,
 }
@@ -120,6 +123,7 @@ impl Config {
                 ),
             ));
         }
+        let decomposition = decomposition::check(&file, &shape, &kernel, &runs, &source)?;
         let selector = validate::selector(&file, &source)?;
         let sink_options = SinkOptions::new(file.output.path.clone())
             .with_overwrite(file.output.overwrite)
@@ -132,7 +136,7 @@ impl Config {
             .with_xdmf(file.output.xdmf)
             .with_swmr(file.output.swmr);
         let dtype = validate::output_dtype(&file, &source)?;
-        let config = Config { file, kernel, runs, selector, sink_options, fields, shape, source, dtype };
+        let config = Config { file, kernel, runs, selector, sink_options, fields, shape, decomposition, source, dtype };
         // Sizes now, before any device opens: each selected adapter gives at least
         // `devices.count` devices, whose limits are checked once they are open.
         config.check_sizes(&vec![DeviceSize::unopened(); config.file.devices.count])?;
@@ -205,6 +209,32 @@ impl Config {
     /// The grid's shape, slowest axis first (`grid.shape`, or `[grid.rows, grid.cols]`).
     pub fn grid_shape(&self) -> &[usize] {
         &self.shape
+    }
+
+    /// `grid.decomposition`: the MPI ranks along z, y and x a single 3-D run is split over,
+    /// if the config chooses them.
+    pub fn decomposition(&self) -> Option<&[usize]> {
+        self.decomposition.as_deref()
+    }
+
+    /// Checks that `grid.decomposition`, if given, splits the grid over exactly `ranks`
+    /// ranks (1 for a run without `mpirun`).
+    pub fn check_ranks(&self, ranks: usize) -> Result<()> {
+        let Some(parts) = &self.decomposition else {
+            return Ok(());
+        };
+        let want: usize = parts.iter().product();
+        if want == ranks {
+            return Ok(());
+        }
+        Err(self.source.invalid(
+            decomposition::KEY,
+            format!(
+                "{parts:?} splits the grid over {want} MPI ranks, and this run has {ranks}: start it with \
+                 `mpirun -n {want}`, or change or remove {}",
+                decomposition::KEY
+            ),
+        ))
     }
 
     /// The key the grid was given under, for messages about it.

@@ -69,6 +69,9 @@ pub struct GridSection {
     pub rows: Option<usize>,
     /// Columns of a 2-D grid.
     pub cols: Option<usize>,
+    /// `[pz, py, px]`: the MPI ranks along each axis when a single 3-D run is split over the
+    /// ranks of `mpirun` (their product must be the rank count); without it MPI chooses.
+    pub decomposition: Option<Vec<usize>>,
 }
 
 /// The grid edge of the default 2-D grid.

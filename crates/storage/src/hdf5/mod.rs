@@ -7,6 +7,8 @@ mod direct;
 mod format;
 #[cfg(feature = "mpi")]
 mod mpi;
+#[cfg(feature = "mpi")]
+mod mpi_block;
 mod netcdf;
 pub(crate) mod read;
 mod reserve;
@@ -16,4 +18,6 @@ mod xdmf;
 
 #[cfg(feature = "mpi")]
 pub use mpi::MpiHdf5Sink;
+#[cfg(feature = "mpi")]
+pub use mpi_block::MpiBlockSink;
 pub use sink::Hdf5Sink;

@@ -46,21 +46,22 @@ use crate::validate::{STEPS_NAME, Validator};
 const TIMESTAMP_BYTES: usize = 64;
 
 /// The datasets of one stream.
-struct StreamSets {
+pub(super) struct StreamSets {
     group: Group,
-    fields: Vec<Dataset>,
-    steps: Dataset,
+    pub(super) fields: Vec<Dataset>,
+    pub(super) steps: Dataset,
 }
 
-/// State between `begin` and `finish`.
-struct Shared {
+/// State between `begin` and `finish` (shared with [`super::mpi_block`], which writes into
+/// the same datasets collectively).
+pub(super) struct Shared {
     file: File,
-    validator: Validator,
-    streams: Vec<StreamSets>,
+    pub(super) validator: Validator,
+    pub(super) streams: Vec<StreamSets>,
     /// Frames each stream's datasets were created for.
-    expected: Vec<u64>,
-    scratch: Vec<u64>,
-    failed: bool,
+    pub(super) expected: Vec<u64>,
+    pub(super) scratch: Vec<u64>,
+    pub(super) failed: bool,
     others_complete: bool,
 }
 
@@ -91,7 +92,7 @@ impl std::fmt::Debug for MpiHdf5Sink {
 }
 
 /// The ranks where `ok` is false, gathered on every rank (collective).
-fn failed_ranks(comm: &SimpleCommunicator, ok: bool) -> Vec<usize> {
+pub(super) fn failed_ranks(comm: &SimpleCommunicator, ok: bool) -> Vec<usize> {
     let mut all = vec![0u8; comm.size().max(0) as usize];
     comm.all_gather_into(&u8::from(ok), &mut all[..]);
     all.iter().enumerate().filter(|(_, ok)| **ok == 0).map(|(r, _)| r).collect()
@@ -100,7 +101,7 @@ fn failed_ranks(comm: &SimpleCommunicator, ok: bool) -> Vec<usize> {
 /// Makes every rank agree on the outcome of a step they all took (collective): a rank that
 /// failed returns its own error, the others an [`Error::OtherRank`] naming it. Without this,
 /// the ranks that succeeded would go on to the next collective call and wait forever.
-fn agree<T>(comm: &SimpleCommunicator, result: Result<T>, action: impl FnOnce() -> String) -> Result<T> {
+pub(super) fn agree<T>(comm: &SimpleCommunicator, result: Result<T>, action: impl FnOnce() -> String) -> Result<T> {
     let ranks = failed_ranks(comm, result.is_ok());
     match result {
         Err(e) => Err(e),
@@ -117,7 +118,7 @@ impl MpiHdf5Sink {
         MpiHdf5Sink { options, comm, open: None, summary: SinkSummary::default() }
     }
 
-    fn path(&self) -> &Path {
+    pub(super) fn path(&self) -> &Path {
         &self.options.path
     }
 
@@ -178,8 +179,13 @@ impl MpiHdf5Sink {
         }
     }
 
+    /// The communicator of the collective calls.
+    pub(super) fn comm(&self) -> &SimpleCommunicator {
+        &self.comm
+    }
+
     /// The collective creation of the file, its groups and datasets.
-    fn create(&mut self, layout: &StreamLayout) -> Result<Shared> {
+    pub(super) fn create(&mut self, layout: &StreamLayout) -> Result<Shared> {
         let path = self.path().to_path_buf();
         let checked = self.check_supported(layout).and_then(|chunks| {
             let existing = if self.options.append {
@@ -313,6 +319,39 @@ fn store(open: &mut Shared, frame: &Frame, path: &Path) -> Result<()> {
         .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), path, e))
 }
 
+/// The collective end of a shared file: streams that hold fewer than their expected frames
+/// (`frames`, the same on every rank) are shrunk to what they hold, the `frames`/`complete`
+/// attributes are written (complete only if no rank failed), and the file closes.
+pub(super) fn close(comm: &SimpleCommunicator, open: Shared, frames: &[u64], path: &Path) -> Result<()> {
+    let failed_ranks = failed_ranks(comm, !open.failed);
+    let l = open.validator.layout();
+    let finished = (|| -> hdf5::Result<()> {
+        let mut every_stream_complete = true;
+        for (((sets, spec), &n), &expected) in open.streams.iter().zip(&l.streams).zip(frames).zip(&open.expected) {
+            if n < expected {
+                let rows = n as usize;
+                for (ds, f) in sets.fields.iter().zip(&l.fields) {
+                    let (dims, rank) = with_frames(rows, &f.shape);
+                    ds.resize(&dims[..rank])?;
+                }
+                sets.steps.resize(rows)?;
+            }
+            set_attr(&sets.group, "frames", &AttrValue::from(n))?;
+            let complete = failed_ranks.is_empty() && spec.expected_frames.is_none_or(|e| e == n);
+            set_bool(&sets.group, "complete", complete)?;
+            every_stream_complete &= complete;
+        }
+        set_bool(&open.file, "complete", every_stream_complete && open.others_complete)?;
+        Ok(())
+    })();
+    // Under MPI-IO a file closes only when none of its objects is open.
+    let Shared { file, streams, .. } = open;
+    drop(streams);
+    let closed = file.close();
+    finished.map_err(|e| h5err("cannot finish", path, e))?;
+    closed.map_err(|e| h5err("cannot close", path, e))
+}
+
 impl Sink for MpiHdf5Sink {
     fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
         self.check_supported(layout).map(drop)
@@ -355,32 +394,7 @@ impl Sink for MpiHdf5Sink {
         // Each stream is written by one rank: the sum is its frame count.
         let mut frames = vec![0u64; open.expected.len()];
         self.comm.all_reduce_into(open.validator.frames(), &mut frames[..], SystemOperation::sum());
-        let failed_ranks = failed_ranks(&self.comm, !open.failed);
-        let l = open.validator.layout();
-        let finished = (|| -> hdf5::Result<()> {
-            for (((sets, spec), &n), &expected) in open.streams.iter().zip(&l.streams).zip(&frames).zip(&open.expected)
-            {
-                if n < expected {
-                    let rows = n as usize;
-                    for (ds, f) in sets.fields.iter().zip(&l.fields) {
-                        let (dims, rank) = with_frames(rows, &f.shape);
-                        ds.resize(&dims[..rank])?;
-                    }
-                    sets.steps.resize(rows)?;
-                }
-                set_attr(&sets.group, "frames", &AttrValue::from(n))?;
-                let complete = failed_ranks.is_empty() && spec.expected_frames.is_none_or(|e| e == n);
-                set_bool(&sets.group, "complete", complete)?;
-            }
-            set_bool(&open.file, "complete", failed_ranks.is_empty() && open.others_complete)?;
-            Ok(())
-        })();
-        // Under MPI-IO a file closes only when none of its objects is open.
-        let Shared { file, streams, .. } = open;
-        drop(streams);
-        let closed = file.close();
-        finished.map_err(|e| h5err("cannot finish", &path, e))?;
-        closed.map_err(|e| h5err("cannot close", &path, e))?;
+        close(&self.comm, open, &frames, &path)?;
         self.summary.write_seconds += start.elapsed().as_secs_f64();
         Ok(std::mem::take(&mut self.summary))
     }

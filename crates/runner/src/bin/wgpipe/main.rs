@@ -56,12 +56,13 @@ fn main() -> ExitCode {
 }
 
 /// `wgpipe run`: the serial run, or under `mpirun` with more than one rank (feature `mpi`)
-/// the batch shared over the ranks.
+/// the batch shared over the ranks or the domain split over them (also on one rank when
+/// `grid.decomposition` asks for it, the baseline of the scaling measurements).
 fn run(args: &run::RunArgs) -> anyhow::Result<ExitCode> {
     #[cfg(feature = "mpi")]
     {
         let world = mpi::World::init()?;
-        if world.size() > 1 {
+        if world.size() > 1 || mpi::split_requested(args) {
             return mpi::run(args, &world);
         }
     }

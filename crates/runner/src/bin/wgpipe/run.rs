@@ -41,12 +41,14 @@ pub struct Plan {
     pub jobs: Vec<wgpipe::Job>,
 }
 
-/// Loads and checks the config, the output path and the devices, and lists the jobs still to
-/// run; `None` when `--resume` finds every run complete.
-pub fn plan(args: &RunArgs) -> anyhow::Result<Option<Plan>> {
+/// Loads and checks the config (for a run of `ranks` MPI ranks: 1 without `mpirun`), the
+/// output path and the devices, and lists the jobs still to run; `None` when `--resume` finds
+/// every run complete.
+pub fn plan(args: &RunArgs, ranks: usize) -> anyhow::Result<Option<Plan>> {
     // Everything that can be checked without a device is checked before one opens: the whole
     // config (sizes included), then the output path.
     let config = Config::load(args.config.as_deref(), &args.sets)?;
+    config.check_ranks(ranks)?;
     let path = config.output_path();
     if !args.resume && config.sink_name() != "null" && !config.file.output.overwrite && path.exists() {
         bail!(
@@ -83,7 +85,7 @@ pub fn plan(args: &RunArgs) -> anyhow::Result<Option<Plan>> {
 }
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let Some(Plan { config, gpus, jobs }) = plan(args)? else {
+    let Some(Plan { config, gpus, jobs }) = plan(args, 1)? else {
         return Ok(ExitCode::SUCCESS);
     };
     let path = config.output_path();

@@ -1,5 +1,6 @@
 //! `mpirun -n R wgpipe run CONFIG` (cargo feature `mpi`): the jobs of a batch spread over
-//! the ranks, every stream in one HDF5 file shared through MPI-IO.
+//! the ranks, every stream in one HDF5 file shared through MPI-IO; a single run of a 3-D
+//! field kernel is instead one domain split over the ranks ([`domain`]).
 //!
 //! Every rank loads the same config and expands the same job list; rank `r` runs jobs
 //! `i % R == r` on its own devices (which pull them from a queue as in a serial run). The
@@ -8,6 +9,8 @@
 //! preparation and the ranks agree (a rank that failed is named and every rank stops, where
 //! going on would hang the others); a panic aborts the whole job.
 
+mod decompose;
+mod domain;
 mod progress;
 mod report;
 
@@ -125,24 +128,22 @@ fn shared_sink(plan: &Plan, world: &World, append: bool) -> anyhow::Result<Box<d
     }
 }
 
-/// `wgpipe run` on every rank of an MPI job of more than one rank.
+/// Whether the config names a `grid.decomposition`: such a run goes through the split-domain
+/// code even on one rank. A config that does not load is left to the serial path to report.
+pub fn split_requested(args: &RunArgs) -> bool {
+    Config::load(args.config.as_deref(), &args.sets).is_ok_and(|c| c.decomposition().is_some())
+}
+
+/// `wgpipe run` on every rank of an MPI job of more than one rank, or of a split domain.
 pub fn run(args: &RunArgs, world: &World) -> anyhow::Result<ExitCode> {
     let (rank, size) = (world.rank(), world.size());
-    let planned = plan(args).and_then(|p| {
-        if let Some(p) = &p
-            && p.config.runs().is_empty()
-        {
-            bail!(
-                "{}: under mpirun the ranks share out the runs of a batch: give [[runs]] or a [sweep] \
-                 (a single run has nothing to share)",
-                p.config.source_name()
-            );
-        }
-        Ok(p)
-    });
+    let planned = plan(args, size);
     let Some(plan) = world.agree("checking the config, the output and the devices", planned)? else {
         return Ok(ExitCode::SUCCESS);
     };
+    if domain::is_split(&plan.config) {
+        return domain::run(args, world, plan);
+    }
     let stop = StopHandle::default();
     let built = shared_sink(&plan, world, args.resume).and_then(|sink| {
         let config = &plan.config;

@@ -1,0 +1,260 @@
+//! One stream whose every frame is split over the MPI ranks (cargo feature `mpi`): each rank
+//! holds a block of the grid and writes it, collectively, as its hyperslab of the frame.
+//!
+//! The file is the one [`MpiHdf5Sink`] creates for the same layout (same groups, datasets,
+//! attributes and netCDF-4 dimensions as the serial [`super::Hdf5Sink`]'s), so readers cannot
+//! tell how it was written. The collective schedule is:
+//!
+//! - `begin` (collective): the blocks are checked on every rank (a bad one on any rank fails
+//!   them all), then [`MpiHdf5Sink`]'s creation of the whole file.
+//! - `write_block` (collective): every rank writes its hyperslab of the next frame of every
+//!   field with `H5Dwrite` in collective mode (`H5Pset_dxpl_mpio(COLLECTIVE)`, which
+//!   hdf5-metno does not wrap); rank 0 alone writes the frame's step, independently.
+//! - `finish` (collective): the frame count is the least any rank wrote, the `frames` and
+//!   `complete` attributes are written, the file closes.
+//!
+//! It takes offsets, shapes and bytes only: where the blocks come from (GPUs) is the caller's.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use hdf5::{Dataset, Dataspace, H5Type, Hyperslab, SliceOrIndex};
+use mpi::collective::SystemOperation;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::{Communicator, CommunicatorCollectives};
+use ndarray::ArrayView1;
+
+use super::format::{h5err, le_elements, with_elem_type};
+use super::mpi::{MpiHdf5Sink, Shared, agree, close};
+use crate::error::{Error, Result};
+use crate::options::SinkOptions;
+use crate::schema::StreamLayout;
+use crate::sink::SinkSummary;
+
+/// Writes one stream whose frames are split into blocks, one per MPI rank, into one shared
+/// HDF5 file.
+///
+/// Every rank of the communicator builds one with its own block (`offset` and `shape` per
+/// grid axis, C order) and the same options, calls [`MpiBlockSink::begin`] with the same
+/// layout (one stream, its expected frames given, every field of the grid's shape), then
+/// [`MpiBlockSink::write_block`] once per frame and [`MpiBlockSink::finish`] once, all
+/// collectively. The blocks should tile the grid: a cell no rank covers is left unwritten.
+pub struct MpiBlockSink {
+    sink: MpiHdf5Sink,
+    offset: Vec<usize>,
+    shape: Vec<usize>,
+    open: Option<Shared>,
+    /// Frames this rank has written.
+    written: u64,
+    summary: SinkSummary,
+}
+
+impl std::fmt::Debug for MpiBlockSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MpiBlockSink")
+            .field("sink", &self.sink)
+            .field("offset", &self.offset)
+            .field("shape", &self.shape)
+            .finish()
+    }
+}
+
+impl MpiBlockSink {
+    /// A sink writing the block at `offset` of extent `shape` of every frame, into
+    /// `options.path` together with the other ranks of `comm` (give it a communicator of its
+    /// own: `world.duplicate()`).
+    pub fn new(options: SinkOptions, comm: SimpleCommunicator, offset: &[usize], shape: &[usize]) -> Self {
+        MpiBlockSink {
+            sink: MpiHdf5Sink::new(options, comm),
+            offset: offset.to_vec(),
+            shape: shape.to_vec(),
+            open: None,
+            written: 0,
+            summary: SinkSummary::default(),
+        }
+    }
+
+    /// Cells of this rank's block.
+    fn cells(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Whether the layout is one stream of fields this block fits in.
+    fn check_block(&self, layout: &StreamLayout) -> Result<()> {
+        if layout.streams.len() != 1 {
+            return Err(Error::InvalidLayout(format!(
+                "a frame split into blocks is written as one stream, the layout has {}",
+                layout.streams.len()
+            )));
+        }
+        for f in &layout.fields {
+            let fits = f.shape.len() == self.shape.len()
+                && self.offset.len() == self.shape.len()
+                && f.shape.iter().zip(&self.offset).zip(&self.shape).all(|((&n, &o), &s)| s >= 1 && o + s <= n);
+            if !fits {
+                return Err(Error::InvalidLayout(format!(
+                    "the block at offset {:?} of shape {:?} does not lie within field {} of shape {:?}",
+                    self.offset, self.shape, f.name, f.shape
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Collective: checks every rank's block, then creates the file (see the module docs).
+    pub fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
+        let start = Instant::now();
+        if self.open.is_some() {
+            return Err(Error::Usage("begin called twice"));
+        }
+        let path = self.sink.path().display().to_string();
+        agree(self.sink.comm(), self.check_block(layout), || format!("checking the blocks of {path}"))?;
+        self.open = Some(self.sink.create(layout)?);
+        self.summary.write_seconds += start.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// Collective: writes this rank's block of the next frame, taken at `step`. `fields`
+    /// holds one entry per layout field: the block's elements in C order, little-endian, in
+    /// the field's element type. Every rank calls it once per frame, even one whose own
+    /// data failed (it passes what it has; the run then ends as failed).
+    pub fn write_block(&mut self, step: u64, fields: &[&[u8]]) -> Result<()> {
+        let start = Instant::now();
+        let path = self.sink.path().to_path_buf();
+        let (cells, offset, shape) = (self.cells(), &self.offset, &self.shape);
+        let root = self.sink.comm().rank() == 0;
+        let open = self.open.as_mut().ok_or(Error::Usage("write_block called before begin"))?;
+        let n = self.written;
+        let layout = open.validator.layout();
+        let name = &layout.streams[0].name;
+        if n >= open.expected[0] {
+            return Err(Error::FrameMismatch {
+                stream: 0,
+                index: n,
+                reason: format!("stream {name:?} was created for {} frames", open.expected[0]),
+            });
+        }
+        if fields.len() != layout.fields.len() {
+            return Err(Error::InvalidLayout(format!(
+                "write_block got {} fields, the layout has {}",
+                fields.len(),
+                layout.fields.len()
+            )));
+        }
+        let row = n as usize;
+        let mut bytes = 0u64;
+        for ((ds, spec), data) in open.streams[0].fields.iter().zip(&layout.fields).zip(fields) {
+            let want = cells * spec.dtype.size();
+            if data.len() != want {
+                return Err(Error::InvalidLayout(format!(
+                    "block of field {} has {} bytes, its {cells} cells of {} take {want}",
+                    spec.name,
+                    data.len(),
+                    spec.dtype
+                )));
+            }
+            with_elem_type!(spec.dtype, T => write_hyperslab::<T>(ds, row, offset, shape, data, &mut open.scratch))
+                .map_err(|e| {
+                    h5err(format!("cannot write frame {n} of {name}/{} (collectively) to", spec.name), &path, e)
+                })?;
+            bytes += data.len() as u64;
+        }
+        if root {
+            open.streams[0]
+                .steps
+                .write_slice(ArrayView1::from(&[step][..]), row..row + 1)
+                .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), &path, e))?;
+        }
+        self.written += 1;
+        self.summary.frames += 1;
+        self.summary.bytes += bytes;
+        self.summary.write_seconds += start.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// [`MpiBlockSink::write_block`] for `float32` fields given as values (`fields[i]`: the
+    /// block's cells of field `i`, C order): no copy on a little-endian host.
+    pub fn write_block_f32(&mut self, step: u64, fields: &[&[f32]]) -> Result<()> {
+        let open = self.open.as_ref().ok_or(Error::Usage("write_block called before begin"))?;
+        if let Some(f) = open.validator.layout().fields.iter().find(|f| f.dtype != crate::frame::DType::F32) {
+            return Err(Error::InvalidLayout(format!("field {} is stored as {}, not float32", f.name, f.dtype)));
+        }
+        if cfg!(target_endian = "little") {
+            let bytes: Vec<&[u8]> = fields.iter().map(|f| bytemuck::cast_slice::<f32, u8>(f)).collect();
+            self.write_block(step, &bytes)
+        } else {
+            let owned: Vec<Vec<u8>> = fields.iter().map(|f| f.iter().flat_map(|v| v.to_le_bytes()).collect()).collect();
+            let bytes: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+            self.write_block(step, &bytes)
+        }
+    }
+
+    /// Marks the run failed on this rank: the file will not be marked complete.
+    pub fn fail(&mut self) {
+        if let Some(open) = &mut self.open {
+            open.failed = true;
+        }
+    }
+
+    /// Collective: every rank calls it, whatever happened to its frames. The stream holds
+    /// the frames every rank wrote.
+    pub fn finish(&mut self) -> Result<SinkSummary> {
+        let start = Instant::now();
+        let path: PathBuf = self.sink.path().to_path_buf();
+        let open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;
+        let mut frames = 0u64;
+        self.sink.comm().all_reduce_into(&self.written, &mut frames, SystemOperation::min());
+        close(self.sink.comm(), open, &[frames], &path)?;
+        self.summary.write_seconds += start.elapsed().as_secs_f64();
+        Ok(std::mem::take(&mut self.summary))
+    }
+}
+
+/// Writes `data` (the block's elements, little-endian) as the block at `offset` of extent
+/// `shape` in frame `row` of `ds`, collectively: every rank of the file's communicator calls
+/// it for the same frame.
+#[expect(
+    unsafe_code,
+    reason = "hdf5-metno 0.15 has no transfer property list: collective H5Dwrite goes through hdf5-sys"
+)]
+fn write_hyperslab<T: H5Type + bytemuck::Pod>(
+    ds: &Dataset,
+    row: usize,
+    offset: &[usize],
+    shape: &[usize],
+    data: &[u8],
+    scratch: &mut Vec<u64>,
+) -> hdf5::Result<()> {
+    use hdf5_sys::h5d::H5Dwrite;
+    use hdf5_sys::h5p::H5FD_mpio_xfer_t::H5FD_MPIO_COLLECTIVE;
+    use hdf5_sys::h5p::{H5P_CLS_DATASET_XFER, H5Pclose, H5Pcreate, H5Pset_dxpl_mpio};
+
+    let values = le_elements::<T>(data, scratch).map_err(|e| format!("cannot view the block as elements: {e}"))?;
+    let slab: Vec<SliceOrIndex> = std::iter::once(SliceOrIndex::from(row..row + 1))
+        .chain(offset.iter().zip(shape).map(|(&o, &s)| SliceOrIndex::from(o..o + s)))
+        .collect();
+    let file_space = ds.space()?.select(Hyperslab::from(slab))?;
+    let mem_space = Dataspace::try_new(std::iter::once(1).chain(shape.iter().copied()).collect::<Vec<_>>())?;
+    let mem_type = hdf5::Datatype::from_type::<T>()?;
+    hdf5::sync::sync(|| {
+        // SAFETY: the property list is created, used and closed here; `ds`, the two dataspaces
+        // and the datatype are open objects borrowed for the call; the memory space holds
+        // exactly `values.len()` elements of `T` (checked by the caller: cells × size), which
+        // H5Dwrite only reads; the HDF5 lock is held (`sync`).
+        unsafe {
+            let dxpl = hdf5::h5check(H5Pcreate(*H5P_CLS_DATASET_XFER))?;
+            let written = hdf5::h5check(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE)).and_then(|_| {
+                hdf5::h5check(H5Dwrite(
+                    ds.id(),
+                    mem_type.id(),
+                    mem_space.id(),
+                    file_space.id(),
+                    dxpl,
+                    values.as_ptr().cast(),
+                ))
+            });
+            H5Pclose(dxpl);
+            written.map(drop)
+        }
+    })
+}

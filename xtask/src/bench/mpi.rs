@@ -1,0 +1,349 @@
+//! `cargo xtask bench --mpi`: weak and strong scaling of the 3-D Gray-Scott model split over
+//! MPI ranks (`mpirun -n R wgpipe run configs/gray-scott-3d.toml` with `grid.decomposition`),
+//! with the halo-exchange and write time the runs report.
+//!
+//! The MPI build of `wgpipe` (`cargo build-mpi --release`) is launched as a child; this task
+//! itself links neither MPI nor parallel HDF5. Each rank count runs through the split-domain
+//! code (one rank too: `grid.decomposition = [1, 1, 1]`), the repetitions alternate over the
+//! rank counts, and every figure is the median [min–max] of the repetitions. lavapipe runs
+//! with `LP_NUM_THREADS=1`, so R ranks use about R cores.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Map, Value, json};
+
+use super::args::number;
+use super::machine::load_average;
+use super::output::{ScratchDir, write_json};
+use super::stats::Summary;
+
+/// Usage text of `cargo xtask bench --mpi`.
+pub const USAGE: &str = "\
+usage: cargo xtask bench --mpi [options]     (build first: cargo build-mpi --release)
+
+  --ranks LIST         rank counts, comma-separated (default 1,2,4)
+  --block N            weak scaling: an N^3 block per rank (default 32)
+  --grid N             strong scaling: an N^3 grid (default 64)
+  --frames F           frames per run (default 10)
+  --steps-per-frame S  steps per frame (default 10)
+  --reps K             alternating repetitions (default 3; figures are median [min-max])
+  --bin PATH           the MPI build of wgpipe (default target-mpi/release/wgpipe)
+  --launcher CMD       MPI launcher (default $WGPIPE_MPIRUN, else mpirun.mpich)
+  --out DIR            where the HDF5 files go (default: the current directory)
+  --json FILE          every figure as JSON";
+
+/// What to measure.
+#[derive(Debug, Clone, PartialEq)]
+struct Args {
+    ranks: Vec<usize>,
+    block: usize,
+    grid: usize,
+    frames: u64,
+    steps_per_frame: u32,
+    reps: usize,
+    bin: PathBuf,
+    launcher: String,
+    out: Option<PathBuf>,
+    json: Option<PathBuf>,
+    help: bool,
+}
+
+fn parse(argv: &[String]) -> Result<Args> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut a = Args {
+        ranks: vec![1, 2, 4],
+        block: 32,
+        grid: 64,
+        frames: 10,
+        steps_per_frame: 10,
+        reps: 3,
+        bin: root.join("target-mpi/release/wgpipe"),
+        launcher: std::env::var("WGPIPE_MPIRUN").unwrap_or_else(|_| "mpirun.mpich".to_owned()),
+        out: None,
+        json: None,
+        help: false,
+    };
+    let mut it = argv.iter();
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
+            _ => (arg.as_str(), None),
+        };
+        let mut value = || -> Result<String> {
+            match inline.clone() {
+                Some(v) => Ok(v),
+                None => it.next().cloned().with_context(|| format!("{flag} needs a value")),
+            }
+        };
+        match flag {
+            "--mpi" => {}
+            "--ranks" => a.ranks = value()?.split(',').map(|r| number(flag, r.trim())).collect::<Result<_>>()?,
+            "--block" => a.block = number(flag, &value()?)?,
+            "--grid" => a.grid = number(flag, &value()?)?,
+            "--frames" => a.frames = number(flag, &value()?)?,
+            "--steps-per-frame" => a.steps_per_frame = number(flag, &value()?)?,
+            "--reps" => a.reps = number(flag, &value()?)?,
+            "--bin" => a.bin = PathBuf::from(value()?),
+            "--launcher" => a.launcher = value()?,
+            "--out" => a.out = Some(PathBuf::from(value()?)),
+            "--json" => a.json = Some(PathBuf::from(value()?)),
+            "--help" | "-h" => a.help = true,
+            other => bail!("unknown argument {other:?} for --mpi\n\n{USAGE}"),
+        }
+    }
+    if a.ranks.is_empty() || a.ranks.contains(&0) || !a.ranks.contains(&1) {
+        bail!("--ranks needs 1 (the baseline of the efficiencies) and counts of 1 or more, e.g. 1,2,4");
+    }
+    if a.block == 0 || a.grid == 0 || a.frames == 0 || a.steps_per_frame == 0 || a.reps == 0 {
+        bail!("--block, --grid, --frames, --steps-per-frame and --reps must be at least 1");
+    }
+    Ok(a)
+}
+
+/// `ranks` as three factors, largest first, as balanced as can be (what `MPI_Dims_create`
+/// chooses): each prime factor, largest first, multiplies the smallest factor so far.
+fn dims(ranks: usize) -> [usize; 3] {
+    let mut primes = Vec::new();
+    let (mut n, mut p) = (ranks, 2);
+    while n > 1 {
+        while n % p == 0 {
+            primes.push(p);
+            n /= p;
+        }
+        p += 1;
+    }
+    let mut d = [1usize; 3];
+    for p in primes.into_iter().rev() {
+        if let Some(smallest) = d.iter_mut().min() {
+            *smallest *= p;
+        }
+    }
+    d.sort_unstable_by(|a, b| b.cmp(a));
+    d
+}
+
+/// What one run reports (rank 0's closing lines), per frame of the slowest rank.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Figures {
+    wall_s: f64,
+    compute_ms: f64,
+    halo_ms: f64,
+    mpi_ms: f64,
+    write_ms: f64,
+}
+
+/// The number after `key` in `text` (up to the next space, `,` or `;`).
+fn after(text: &str, key: &str) -> Option<f64> {
+    let rest = &text[text.find(key)? + key.len()..];
+    rest.split([' ', ',', ';']).next()?.parse().ok()
+}
+
+/// Reads [`Figures`] from the `frames ..., wall ... s` and `per frame, slowest rank: ...`
+/// lines `wgpipe run` prints on rank 0 after a split run.
+fn figures(stdout: &str) -> Option<Figures> {
+    let wall = stdout.lines().find(|l| l.starts_with("frames "))?;
+    let per = stdout.lines().find(|l| l.starts_with("per frame, slowest rank:"))?;
+    Some(Figures {
+        wall_s: after(wall, "wall ")?,
+        compute_ms: after(per, "compute ")?,
+        halo_ms: after(per, "halo ")?,
+        mpi_ms: after(per, "MPI exchange ")?,
+        write_ms: after(per, "write ")?,
+    })
+}
+
+/// One configuration: `ranks` ranks on a grid of `shape`.
+struct Case {
+    ranks: usize,
+    shape: [usize; 3],
+    dims: [usize; 3],
+}
+
+impl Case {
+    fn text(v: &[usize; 3]) -> String {
+        v.map(|n| n.to_string()).join("x")
+    }
+
+    /// Runs it once under the launcher.
+    fn run(&self, a: &Args, out: &Path) -> Result<Figures> {
+        let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/gray-scott-3d.toml");
+        let list = |v: &[usize; 3]| format!("[{}, {}, {}]", v[0], v[1], v[2]);
+        let sets = [
+            format!("grid.shape={}", list(&self.shape)),
+            format!("grid.decomposition={}", list(&self.dims)),
+            format!("run.frames={}", a.frames),
+            format!("run.steps_per_frame={}", a.steps_per_frame),
+            format!("output.path={}", out.join("bench-mpi.h5").display()),
+            "output.overwrite=true".to_owned(),
+        ];
+        let mut cmd = Command::new("timeout");
+        cmd.args(["600", &a.launcher, "-n", &self.ranks.to_string()]).arg(&a.bin).arg("run").arg(&config);
+        for s in &sets {
+            cmd.args(["--set", s]);
+        }
+        cmd.args(["--progress", "none"]).env("LP_NUM_THREADS", "1");
+        let o = cmd.output().with_context(|| format!("cannot start `timeout {}`", a.launcher))?;
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        if !o.status.success() {
+            bail!(
+                "{} ranks on {} failed ({}):\n{stdout}\n{}",
+                self.ranks,
+                Case::text(&self.shape),
+                o.status,
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        figures(&stdout).with_context(|| format!("no figures in the output of {} ranks:\n{stdout}", self.ranks))
+    }
+}
+
+/// Repetitions of one case.
+#[derive(Default)]
+struct Samples {
+    rate: Vec<f64>,
+    halo_step_ms: Vec<f64>,
+    mpi_step_ms: Vec<f64>,
+    write_ms: Vec<f64>,
+}
+
+/// The table of one scaling series and its JSON.
+fn table(title: &str, a: &Args, cases: &[Case], samples: &[Samples]) -> (String, Value) {
+    let base = samples.first().map_or(0.0, |s| Summary::of(&s.rate).median);
+    let mut text = format!(
+        "{title}\n{:>5} {:>10} {:>6} {:>32} {:>10} {:>26} {:>26} {:>24}\n",
+        "ranks",
+        "grid",
+        "split",
+        "cell-steps/s",
+        "efficiency",
+        "halo ms/step",
+        "(of which MPI) ms/step",
+        "write ms/frame"
+    );
+    let mut rows = Vec::new();
+    for (c, s) in cases.iter().zip(samples) {
+        let rate = Summary::of(&s.rate);
+        let efficiency = if base > 0.0 { rate.median / (base * c.ranks as f64) } else { 0.0 };
+        text += &format!(
+            "{:>5} {:>10} {:>6} {:>32} {:>10.2} {:>26} {:>26} {:>24}\n",
+            c.ranks,
+            Case::text(&c.shape),
+            Case::text(&c.dims),
+            format!("{:.3e} [{:.3e}–{:.3e}]", rate.median, rate.min, rate.max),
+            efficiency,
+            Summary::of(&s.halo_step_ms).text(2),
+            Summary::of(&s.mpi_step_ms).text(2),
+            Summary::of(&s.write_ms).text(2),
+        );
+        rows.push(json!({
+            "ranks": c.ranks, "shape": c.shape, "decomposition": c.dims, "efficiency": efficiency,
+            "cell_steps_per_s": Summary::json(&s.rate), "halo_ms_per_step": Summary::json(&s.halo_step_ms),
+            "mpi_ms_per_step": Summary::json(&s.mpi_step_ms), "write_ms_per_frame": Summary::json(&s.write_ms),
+        }));
+    }
+    text += &format!(
+        "({} frames x {} steps per run, {} alternating reps, median [min–max]; efficiency = rate / (ranks x rate of 1 rank))",
+        a.frames, a.steps_per_frame, a.reps
+    );
+    (text, Value::Array(rows))
+}
+
+/// Entry point of `cargo xtask bench --mpi ...`.
+pub fn main(argv: &[String]) -> Result<ExitCode> {
+    let a = parse(argv)?;
+    if a.help {
+        println!("{USAGE}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !a.bin.is_file() {
+        bail!(
+            "{} does not exist: build the MPI variant first with `cargo build-mpi --release` (or give --bin)",
+            a.bin.display()
+        );
+    }
+    let scratch = ScratchDir::under(a.out.as_deref(), "bench-mpi")?;
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!(
+        "machine: {cpus} CPUs, load average {}; lavapipe with LP_NUM_THREADS=1 per rank; writing to {}",
+        load_average().map_or("unknown".to_owned(), |l| format!("{l:.2}")),
+        scratch.path().display()
+    );
+    let weak: Vec<Case> = a
+        .ranks
+        .iter()
+        .map(|&r| {
+            let d = dims(r);
+            Case { ranks: r, shape: d.map(|p| p * a.block), dims: d }
+        })
+        .collect();
+    let strong: Vec<Case> = a.ranks.iter().map(|&r| Case { ranks: r, shape: [a.grid; 3], dims: dims(r) }).collect();
+    let mut weak_s: Vec<Samples> = weak.iter().map(|_| Samples::default()).collect();
+    let mut strong_s: Vec<Samples> = strong.iter().map(|_| Samples::default()).collect();
+    for rep in 0..a.reps {
+        for (cases, samples) in [(&weak, &mut weak_s), (&strong, &mut strong_s)] {
+            for (c, s) in cases.iter().zip(samples.iter_mut()) {
+                let f = c.run(&a, scratch.path())?;
+                let cells: f64 = c.shape.iter().map(|&n| n as f64).product();
+                let steps = a.frames as f64 * f64::from(a.steps_per_frame);
+                s.rate.push(cells * steps / f.wall_s);
+                s.halo_step_ms.push(f.halo_ms / f64::from(a.steps_per_frame));
+                s.mpi_step_ms.push(f.mpi_ms / f64::from(a.steps_per_frame));
+                s.write_ms.push(f.write_ms);
+            }
+        }
+        eprintln!("rep {}/{} done", rep + 1, a.reps);
+    }
+    let (weak_table, weak_json) =
+        table(&format!("weak scaling: a {0}x{0}x{0} block per rank", a.block), &a, &weak, &weak_s);
+    let (strong_table, strong_json) =
+        table(&format!("strong scaling: a {0}x{0}x{0} grid", a.grid), &a, &strong, &strong_s);
+    println!("{weak_table}\n\n{strong_table}");
+    if let Some(path) = &a.json {
+        let mut m = Map::new();
+        m.insert("weak".to_owned(), weak_json);
+        m.insert("strong".to_owned(), strong_json);
+        m.insert("cpus".to_owned(), json!(cpus));
+        m.insert("load_average_1min".to_owned(), json!(load_average()));
+        write_json(path, &Value::Object(m))?;
+        println!("JSON report: {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dims_are_balanced_largest_first_like_mpi_dims_create() {
+        assert_eq!(dims(1), [1, 1, 1]);
+        assert_eq!(dims(2), [2, 1, 1]);
+        assert_eq!(dims(4), [2, 2, 1]);
+        assert_eq!(dims(8), [2, 2, 2]);
+        assert_eq!(dims(12), [3, 2, 2]);
+        assert_eq!(dims(7), [7, 1, 1]);
+    }
+
+    #[test]
+    fn figures_are_read_from_the_lines_wgpipe_prints() {
+        let out = "domain 64x64x64 split 2x1x1 over 2 ranks, blocks 32x64x64\n\
+                   frames 3, steps 15, wall 0.063 s, 1.750e6 cell-steps/s over 2 ranks\n\
+                   per frame, slowest rank: compute 5.92 ms, halo 13.12 ms (MPI exchange 7.99 ms), write 1.93 ms; \
+                   closing the file 0.001 s\noutput: x.h5\n";
+        let f = figures(out);
+        assert_eq!(f, Some(Figures { wall_s: 0.063, compute_ms: 5.92, halo_ms: 13.12, mpi_ms: 7.99, write_ms: 1.93 }));
+        assert_eq!(figures("frames 3, steps 15, wall 0.063 s\n"), None, "the per-frame line is missing");
+    }
+
+    #[test]
+    fn arguments_need_the_one_rank_baseline() {
+        let p = |s: &str| parse(&s.split_whitespace().map(str::to_owned).collect::<Vec<_>>());
+        assert!(p("--mpi --ranks 1,2,4 --block 16 --reps 1").is_ok_and(|a| a.ranks == [1, 2, 4] && a.block == 16));
+        assert!(p("--mpi --ranks 2,4").is_err());
+        assert!(p("--mpi --ranks 1,0").is_err());
+        assert!(p("--mpi --block 0").is_err());
+        assert!(p("--mpi --sink null").is_err());
+    }
+}
