@@ -72,7 +72,8 @@ impl FieldSim {
         }
         let checked = spec.check()?;
         let fields = spec.fields.len();
-        let footprint = gpu.check_grid(grid, fields, fields, checked.workgroup_size)?;
+        // Sized by the cells a workgroup covers, which is what the dispatch divides the grid by.
+        let footprint = gpu.check_grid(grid, fields, fields, checked.cells_per_workgroup())?;
         check_immediates(gpu)?;
         let cells = grid.cells();
         if initial.len() as u64 != footprint.cells * fields as u64 {
@@ -181,7 +182,7 @@ impl FieldSim {
             pipeline,
             buffers,
             bind_groups,
-            workgroup_size: checked.workgroup_size,
+            workgroup_size: checked.cells_per_workgroup(),
             workgroups,
             first_step: 0,
             done: 0,
@@ -221,7 +222,8 @@ impl FieldSim {
         (self.done % 2) as usize
     }
 
-    /// The kernel's workgroup size `[x, y, z]`.
+    /// The cells one workgroup of the kernel covers, `[x, y, z]`: its workgroup size, times its
+    /// `CELLS_PER_INVOCATION_X` along x (the block the dispatch divides the grid into).
     pub fn workgroup_size(&self) -> [u32; 3] {
         self.workgroup_size
     }
