@@ -7,9 +7,11 @@
 // Each invocation updates CELLS_PER_INVOCATION_X consecutive cells of one row, sliding a
 // window of three stencil columns along it: every column of the 3x3 stencil is loaded once
 // per invocation (10 columns for 8 cells) instead of once per cell (24). Loads are what CPU
-// drivers pay for (lavapipe runs each one lane by lane); `cargo xtask bench --kernel`
-// measured 8 cells and a 64x4 workgroup fastest of 1, 2, 4, 8, 16, 32 cells and 16x16,
-// 32x8, 64x4 shapes at 1024x1024 (README, "Kernel throughput").
+// drivers pay for (lavapipe runs each one lane by lane). Measured with `cargo xtask bench
+// --kernel --candidate` at 1024x1024 under load (README, "Kernel throughput"): 8 and 16
+// cells with a 64x4 workgroup were the fastest of 1, 2, 4, 8, 16, 32 cells and 16x16, 32x8,
+// 64x4 shapes (8 keeps narrow grids busier); a shared-memory tile instead
+// (xtask/src/bench/tile_gray_scott.wgsl) ran at half this shader's speed.
 
 struct Params {
     feed: f32,
@@ -34,7 +36,7 @@ struct Column {
     vp: f32,
 }
 
-// The column at x of the rows with offsets ym, y0, yp.
+// The column at x of the rows with offsets ym, y0, yp (a `Cell`'s row offsets).
 fn column(ym: u32, y0: u32, yp: u32, x: u32) -> Column {
     return Column(u_in[ym + x], u_in[y0 + x], u_in[yp + x], v_in[ym + x], v_in[y0 + x], v_in[yp + x]);
 }
@@ -56,28 +58,28 @@ fn laplacian9_of(c: f32, up: f32, down: f32, left: f32, right: f32, ul: f32, ur:
 @compute @workgroup_size(64, 4, 1)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     let x0 = id.x * CELLS_PER_INVOCATION_X;
-    if (x0 >= grid.nx || id.y >= grid.ny) {
+    if (!in_grid(vec3(x0, id.y, id.z))) {
         return;
     }
-    // Row offsets of y - 1, y, y + 1 and the column left of x0, boundary rule applied.
-    let ym = prev_index(id.y, grid.ny) * grid.nx;
-    let y0 = id.y * grid.nx;
-    let yp = next_index(id.y, grid.ny) * grid.nx;
-    var left = column(ym, y0, yp, prev_index(x0, grid.nx));
-    var centre = column(ym, y0, yp, x0);
+    // The window starts at x0 - 1 and x0; cell() applies the boundary rule, so the kernel
+    // never computes a neighbour's index itself.
+    let first = cell(vec3(x0, id.y, id.z));
+    var left = column(first.ym, first.y0, first.yp, first.xm);
+    var centre = column(first.ym, first.y0, first.yp, first.x);
     for (var j = 0u; j < CELLS_PER_INVOCATION_X; j++) {
         let x = x0 + j;
-        // Right of x, boundary rule applied; past the row's end (x >= nx, only when nx is not
-        // a multiple of the cells per invocation) any in-grid column: nothing is written there.
-        let right = column(ym, y0, yp, next_index(min(x, grid.nx - 1u), grid.nx));
+        // Past the row's end (only when nx is no multiple of CELLS_PER_INVOCATION_X) the last
+        // cell stands in, so every load stays in the grid; nothing is written there.
+        let c = cell(vec3(min(x, grid.nx - 1u), id.y, id.z));
+        let right = column(c.ym, c.y0, c.yp, c.xp);
         if (x < grid.nx) {
             let u = centre.u0;
             let v = centre.v0;
             let lu = laplacian9_of(u, centre.um, centre.up, left.u0, right.u0, left.um, right.um, left.up, right.up);
             let lv = laplacian9_of(v, centre.vm, centre.vp, left.v0, right.v0, left.vm, right.vm, left.vp, right.vp);
             let uvv = u * v * v;
-            u_out[y0 + x] = u + params.dt * (params.du * lu - uvv + params.feed * (1.0 - u));
-            v_out[y0 + x] = v + params.dt * (params.dv * lv + uvv - (params.feed + params.kill) * v);
+            u_out[c.i] = u + params.dt * (params.du * lu - uvv + params.feed * (1.0 - u));
+            v_out[c.i] = v + params.dt * (params.dv * lv + uvv - (params.feed + params.kill) * v);
         }
         left = centre;
         centre = right;

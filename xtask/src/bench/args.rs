@@ -11,7 +11,7 @@ usage: cargo xtask bench --sink null|raw|hdf5 [options]
        cargo xtask bench --micro
        cargo xtask bench --reserve-cost [--out DIR] [--rows R --cols C --frames N --reps K]
        cargo xtask bench --sink raw --against posix [--out DIR] [--rows R --cols C --frames N]
-       cargo xtask bench --kernel [--rows R --cols C] [--reps K --devices SEL --candidate FILE.wgsl]
+       cargo xtask bench --kernel [--rows R --cols C] [--reps K --devices SEL --candidate[-3d] FILE]
 
   --sink KIND          null: pipeline vs compute-only overhead (plus the microbenchmarks);
                        raw/hdf5: non-blocking efficiency ratio (async wall / sync wall)
@@ -46,6 +46,7 @@ usage: cargo xtask bench --sink null|raw|hdf5 [options]
                        with --rows/--cols: only the 2-D Gray-Scott on that grid
   --candidate FILE     with --kernel: a 2-D Gray-Scott step shader measured alongside
                        (same prelude, fields and Params), its result compared bit for bit
+  --candidate-3d FILE  the same for the 3-D Gray-Scott cases
   --reserve-cost       the HDF5 sink with its disk-space reservation on and off, alternating
                        (no GPU; default 512x512, 256 frames, fsync in finish, --out DIR)
 
@@ -74,6 +75,7 @@ pub struct Args {
     pub reserve_cost: bool,
     pub kernel: bool,
     pub candidate: Option<PathBuf>,
+    pub candidate_3d: Option<PathBuf>,
     pub help: bool,
 }
 
@@ -100,6 +102,7 @@ impl Default for Args {
             reserve_cost: false,
             kernel: false,
             candidate: None,
+            candidate_3d: None,
             help: false,
         }
     }
@@ -161,6 +164,7 @@ pub fn parse(argv: &[String]) -> Result<Args> {
             "--reserve-cost" => a.reserve_cost = true,
             "--kernel" => a.kernel = true,
             "--candidate" => a.candidate = Some(PathBuf::from(value()?)),
+            "--candidate-3d" => a.candidate_3d = Some(PathBuf::from(value()?)),
             "--help" | "-h" => a.help = true,
             other => bail!("unknown argument {other:?}\n\n{USAGE}"),
         }
@@ -195,8 +199,11 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     if a.kernel && (a.sink.is_some() || a.micro || a.reserve_cost) {
         bail!("--kernel is a benchmark of its own: run it without --sink, --micro and --reserve-cost");
     }
-    if a.candidate.is_some() && !a.kernel {
-        bail!("--candidate names a shader for the kernel bench: add --kernel");
+    if (a.candidate.is_some() || a.candidate_3d.is_some()) && !a.kernel {
+        bail!("--candidate and --candidate-3d name a shader for the kernel bench: add --kernel");
+    }
+    if a.candidate_3d.is_some() && (a.rows.is_some() || a.cols.is_some()) {
+        bail!("--candidate-3d runs on the 3-D cases, which --rows/--cols leave out: drop --rows/--cols");
     }
     if a.sink.is_none() && !a.micro && !a.reserve_cost && !a.kernel && !a.help {
         bail!("choose what to measure: --sink null|raw|hdf5, --kernel, --micro or --reserve-cost\n\n{USAGE}");
@@ -243,6 +250,8 @@ mod tests {
         assert!(a.kernel && a.reps == 7 && a.candidate == Some(PathBuf::from("gs.wgsl")));
         assert!(args("--kernel --sink null").is_err());
         assert!(args("--candidate gs.wgsl --micro").is_err());
+        assert!(args("--kernel --candidate-3d gs3.wgsl").is_ok_and(|a| a.candidate_3d.is_some()));
+        assert!(args("--kernel --candidate-3d gs3.wgsl --rows 64").is_err());
         Ok(())
     }
 }

@@ -10,11 +10,13 @@
 //! bandwidth.
 //!
 //! The 2-D Gray-Scott cases also run [`BASELINE`], the shader before the prelude wrapped
-//! neighbours with `select` (integer `%` per neighbour, fixed 16×16 workgroup), and
-//! optionally a `--candidate` shader; the variants alternate within each repetition (the
-//! order rotates) so that the ratios see the same machine. After the bench every variant has
-//! done the same steps from the same start: the baseline must match the shipped shader bit
-//! for bit (same update, same summation order), a candidate's difference is reported.
+//! neighbours with `select` (integer `%` per neighbour, fixed 16×16 workgroup, one cell per
+//! invocation), the 3-D ones [`ONE_CELL_3D`] (the 3-D shader before it updated several cells
+//! per invocation), and optionally a `--candidate` (2-D) or `--candidate-3d` shader; the
+//! variants alternate within each repetition (the order rotates) so that the ratios see the
+//! same machine. After the bench every variant has done the same steps from the same start:
+//! the kept shaders must match the shipped ones bit for bit (same update, same summation
+//! order), a candidate's difference is reported.
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -29,6 +31,10 @@ use super::stats::Summary;
 
 /// The 2-D Gray-Scott shader before the `select` rewrite, against today's bindings.
 pub const BASELINE: &str = include_str!("baseline_gray_scott.wgsl");
+
+/// The 3-D Gray-Scott shader before it updated several cells per invocation: one cell per
+/// invocation through the prelude's `cell` and `laplacian7_*`.
+pub const ONE_CELL_3D: &str = include_str!("one_cell_gray_scott_3d.wgsl");
 
 /// Cell-steps per timing: about 0.3–0.6 s on lavapipe with two threads, long enough for
 /// the submission overhead to vanish, short enough for the whole bench to take a minute.
@@ -71,8 +77,13 @@ fn wgsl_kernel(name: &str, wgsl: WgslSource, fields: &[&str], params: Vec<f32>, 
 }
 
 /// The shipped kernels and grids measured, with the baseline (and `candidate`) on 2-D Gray-Scott.
-/// With `grid_2d` (rows, cols), only the 2-D Gray-Scott on that grid.
-fn cases(candidate: Option<&WgslSource>, grid_2d: Option<(usize, usize)>) -> Result<Vec<Case>> {
+/// With `grid_2d` (rows, cols), only the 2-D Gray-Scott on that grid. `candidate` runs on
+/// the 2-D Gray-Scott cases, `candidate_3d` on the 3-D ones.
+fn cases(
+    candidate: Option<&WgslSource>,
+    candidate_3d: Option<&WgslSource>,
+    grid_2d: Option<(usize, usize)>,
+) -> Result<Vec<Case>> {
     let gs = GrayScottParams::default();
     let gray_scott_2d = |rows: usize, cols: usize| -> Result<Case> {
         let baseline = WgslSource::new("xtask/src/bench/baseline_gray_scott.wgsl", BASELINE);
@@ -104,12 +115,16 @@ fn cases(candidate: Option<&WgslSource>, grid_2d: Option<(usize, usize)>) -> Res
     };
     let gray_scott_3d = |side: usize| -> Result<Case> {
         let grid = Grid::new(&[side, side, side])?;
-        Ok(Case {
-            kernel: gray_scott_3d::NAME,
-            grid,
-            specs: vec![("current", GrayScott3dParams::default().kernel(SEED))],
-            initial: gray_scott_3d::initial_state(&grid),
-        })
+        let shipped = GrayScott3dParams::default().kernel(SEED);
+        let variant = |wgsl: WgslSource| KernelSpec { wgsl, ..shipped.clone() };
+        let mut specs = vec![
+            ("current", shipped.clone()),
+            ("one-cell", variant(WgslSource::new("xtask/src/bench/one_cell_gray_scott_3d.wgsl", ONE_CELL_3D))),
+        ];
+        if let Some(c) = candidate_3d {
+            specs.push(("candidate", variant(c.clone())));
+        }
+        Ok(Case { kernel: gray_scott_3d::NAME, grid, specs, initial: gray_scott_3d::initial_state(&grid) })
     };
     if let Some((rows, cols)) = grid_2d {
         return Ok(vec![gray_scott_2d(rows, cols)?]);
@@ -123,6 +138,7 @@ pub fn run(
     gpu: &GpuDevice,
     reps: usize,
     candidate: Option<&WgslSource>,
+    candidate_3d: Option<&WgslSource>,
     grid_2d: Option<(usize, usize)>,
 ) -> Result<KernelResult> {
     let mut table = String::new();
@@ -133,7 +149,7 @@ pub fn run(
     );
     let _ = writeln!(table, "  effective bytes: every field read once and written once per cell-step");
     let mut cases_json = Vec::new();
-    for case in cases(candidate, grid_2d)? {
+    for case in cases(candidate, candidate_3d, grid_2d)? {
         let (text, json) = run_case(gpu, &case, reps)?;
         table.push_str(&text);
         cases_json.push(json);
@@ -208,11 +224,12 @@ fn run_case(gpu: &GpuDevice, case: &Case, reps: usize) -> Result<(String, Value)
             let verdict = if same { "bit-identical".to_owned() } else { format!("max |difference| {diff:?}") };
             let _ = writeln!(text, "  {} vs current after {} steps: {verdict}", v.label, current.sim.steps());
             json[format!("check_{}", v.label)] = json!(verdict);
-            if v.label == "baseline" && !same {
+            if v.label != "candidate" && !same {
                 bail!(
-                    "{} {shape}: the baseline and the shipped shader disagree after {} steps ({verdict}); they \
+                    "{} {shape}: the {} shader and the shipped one disagree after {} steps ({verdict}); they \
                      compute the same update in the same order and must give the same bits",
                     case.kernel,
+                    v.label,
                     current.sim.steps()
                 );
             }
@@ -250,7 +267,8 @@ mod tests {
     fn every_case_and_the_tile_candidate_compile_with_their_prelude() -> Result<()> {
         // The shared-memory tile variant kept beside the bench for `--candidate`.
         let candidate = WgslSource::new("tile_gray_scott.wgsl", include_str!("tile_gray_scott.wgsl"));
-        for case in cases(Some(&candidate), None)? {
+        let candidate_3d = WgslSource::new("3-D", shipped::GRAY_SCOTT_3D.source);
+        for case in cases(Some(&candidate), Some(&candidate_3d), None)? {
             for (label, spec) in &case.specs {
                 spec.check().with_context(|| format!("{} ({label})", case.kernel))?;
                 assert_eq!(spec.rank, case.grid.rank(), "{} ({label})", case.kernel);

@@ -102,10 +102,12 @@ fn run_reserve_cost(args: &Args, report: &mut Map<String, Value>) -> Result<()> 
 
 /// `--kernel`: the step kernels on the first selected device.
 fn run_kernel(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
-    let candidate = match &args.candidate {
-        Some(path) => Some(wgpipe::compute::WgslSource::from_file(path).context("reading --candidate")?),
-        None => None,
+    let read = |path: &Option<PathBuf>, flag: &str| match path {
+        Some(path) => wgpipe::compute::WgslSource::from_file(path).map(Some).with_context(|| format!("reading {flag}")),
+        None => Ok(None),
     };
+    let candidate = read(&args.candidate, "--candidate")?;
+    let candidate_3d = read(&args.candidate_3d, "--candidate-3d")?;
     let selector = DeviceSelector::parse(&args.devices).context("reading --devices")?;
     let gpus = open_devices(&selector, 1).context("opening the device to benchmark")?;
     let gpu = gpus.first().context("--devices selected no device")?;
@@ -119,7 +121,7 @@ fn run_kernel(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
         (None, None) => None,
         (rows, cols) => Some((rows.unwrap_or(1024), cols.unwrap_or(1024))),
     };
-    let r = kernel::run(gpu, args.reps, candidate.as_ref(), grid_2d)?;
+    let r = kernel::run(gpu, args.reps, candidate.as_ref(), candidate_3d.as_ref(), grid_2d)?;
     println!("{}", r.table);
     report.insert("kernel".to_owned(), r.json);
     report.insert("machine".to_owned(), machine::describe(std::slice::from_ref(gpu), None));
