@@ -11,7 +11,7 @@
 // --kernel --candidate` at 1024x1024 under load (README, "Kernel throughput"): 8 and 16
 // cells with a 64x4 workgroup were the fastest of 1, 2, 4, 8, 16, 32 cells and 16x16, 32x8,
 // 64x4 shapes (8 keeps narrow grids busier); a shared-memory tile instead
-// (xtask/src/bench/tile_gray_scott.wgsl) ran at half this shader's speed.
+// (xtask/src/bench/tile_gray_scott.wgsl) ran at 1/2.7 of this shader's speed.
 
 struct Params {
     feed: f32,

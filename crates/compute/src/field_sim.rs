@@ -21,6 +21,9 @@ pub struct FieldSim {
     buffers: Vec<[wgpu::Buffer; 2]>,
     bind_groups: [wgpu::BindGroup; 2],
     workgroup_size: [u32; 3],
+    /// Cells one workgroup updates per axis (the workgroup size, times the kernel's
+    /// `CELLS_PER_INVOCATION_X` along x): the block the dispatch divides the grid into.
+    cells_per_workgroup: [u32; 3],
     workgroups: [u32; 3],
     /// The step the initial state stands for (0 unless resumed).
     first_step: u64,
@@ -182,7 +185,8 @@ impl FieldSim {
             pipeline,
             buffers,
             bind_groups,
-            workgroup_size: checked.cells_per_workgroup(),
+            workgroup_size: checked.workgroup_size,
+            cells_per_workgroup: checked.cells_per_workgroup(),
             workgroups,
             first_step: 0,
             done: 0,
@@ -222,10 +226,15 @@ impl FieldSim {
         (self.done % 2) as usize
     }
 
-    /// The cells one workgroup of the kernel covers, `[x, y, z]`: its workgroup size, times its
-    /// `CELLS_PER_INVOCATION_X` along x (the block the dispatch divides the grid into).
+    /// The kernel's workgroup size `[x, y, z]`.
     pub fn workgroup_size(&self) -> [u32; 3] {
         self.workgroup_size
+    }
+
+    /// The cells one workgroup updates, `[x, y, z]`: the workgroup size, times the kernel's
+    /// `CELLS_PER_INVOCATION_X` along x; the dispatch divides the grid into these blocks.
+    pub fn cells_per_workgroup(&self) -> [u32; 3] {
+        self.cells_per_workgroup
     }
 
     /// Bytes of one field.

@@ -166,8 +166,12 @@ impl FrameProducer {
                 sim.spec().fields
             )));
         }
-        let footprint =
-            sim.gpu().check_grid(sim.grid(), sim.spec().fields.len(), config.fields.len(), sim.workgroup_size())?;
+        let footprint = sim.gpu().check_grid(
+            sim.grid(),
+            sim.spec().fields.len(),
+            config.fields.len(),
+            sim.cells_per_workgroup(),
+        )?;
         let (gpu, name) = (sim.gpu().clone(), sim.spec().name.clone());
         let source = FieldFrames { sim, steps_per_frame: config.steps_per_frame, fields: config.fields.clone() };
         debug_assert_eq!(source.frame_bytes(), footprint.frame_bytes);

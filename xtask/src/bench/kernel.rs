@@ -216,7 +216,12 @@ fn run_case(gpu: &GpuDevice, case: &Case, reps: usize) -> Result<(String, Value)
         let state = current.sim.read_state().context("reading the shipped kernel's state")?;
         for v in &variants[1..] {
             let ratio: Vec<f64> = v.seconds.iter().zip(&current.seconds).map(|(o, c)| o / c).collect();
-            let _ = writeln!(text, "  current / {}: {}x speedup (per-repetition ratio)", v.label, Summary::of(&ratio).text(2));
+            let _ = writeln!(
+                text,
+                "  current / {}: {}x speedup (per-repetition ratio)",
+                v.label,
+                Summary::of(&ratio).text(2)
+            );
             json[format!("speedup_over_{}", v.label)] = Summary::json(&ratio);
             let other = v.sim.read_state().with_context(|| format!("reading the {} kernel's state", v.label))?;
             let diff = max_abs_difference(&state, &other);
