@@ -8,10 +8,11 @@
 // window of three stencil columns along it: every column of the 3x3 stencil is loaded once
 // per invocation (10 columns for 8 cells) instead of once per cell (24). Loads are what CPU
 // drivers pay for (lavapipe runs each one lane by lane). Measured with `cargo xtask bench
-// --kernel --candidate` at 1024x1024 under load (README, "Kernel throughput"): 8 and 16
-// cells with a 64x4 workgroup were the fastest of 1, 2, 4, 8, 16, 32 cells and 16x16, 32x8,
-// 64x4 shapes (8 keeps narrow grids busier); a shared-memory tile instead
-// (xtask/src/bench/tile_gray_scott.wgsl) ran at 1/2.7 of this shader's speed.
+// --kernel --candidate` (README, "Kernel throughput"): at 1024x1024, 8 and 16 cells per
+// invocation were the fastest of 1, 2, 4, 8, 16 and 32; a shared-memory tile instead
+// (xtask/src/bench/tile_gray_scott.wgsl) ran at 1/2.65 of this shader's speed. The 8x32
+// workgroup covers a 64x32 block: as fast as 64x4 and 16x16 at 1024x1024, and 1.2x (256x256)
+// to 1.7x (70x64) as fast as 64x4, whose 512-cell-wide block leaves narrower grids idle.
 
 struct Params {
     feed: f32,
@@ -55,7 +56,7 @@ fn laplacian9_of(c: f32, up: f32, down: f32, left: f32, right: f32, ul: f32, ur:
     return s;
 }
 
-@compute @workgroup_size(64, 4, 1)
+@compute @workgroup_size(8, 32, 1)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     let x0 = id.x * CELLS_PER_INVOCATION_X;
     if (!in_grid(vec3(x0, id.y, id.z))) {

@@ -9,9 +9,10 @@
 // Each invocation updates CELLS_PER_INVOCATION_X consecutive cells of one row, sliding a
 // window of three values of the row along it: the row's own values are loaded once per
 // invocation (10 for 8 cells), the four other neighbours (y and z) once per cell, 5 loads per
-// cell and field instead of 7. Measured with `cargo xtask bench --kernel --candidate-3d`
-// under load: 8 cells ran 1.15-1.35x as fast as one cell per invocation at 64^3 and 128^3,
-// 4 cells no faster; the 8x8x4 and 16x4x4 workgroups were within the noise.
+// cell and field instead of 7. Measured with `cargo xtask bench --kernel` (README, "Kernel
+// throughput"): 1.26-1.27x as fast as one cell per invocation at 64^3 and 128^3; with
+// `--candidate-3d` under load, 4 cells were no faster than one, and the 8x8x4 and 16x4x4
+// workgroups within the noise of each other.
 
 struct Params {
     feed: f32,

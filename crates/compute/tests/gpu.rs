@@ -255,7 +255,7 @@ fn cells_per_invocation_shrinks_the_dispatch_and_is_checked() {
     assert_eq!(sim.read_state().unwrap(), expected, "every cell written by invocation x / 3");
 
     let shipped = FieldSim::new(&gpu, &gray_scott::GrayScottParams::default().kernel(), &grid(8, 8), &[0.0; 128]);
-    assert_eq!(shipped.unwrap().cells_per_workgroup(), [512, 4, 1], "the 2-D Gray-Scott: 8 cells × 64 × 4");
+    assert_eq!(shipped.unwrap().cells_per_workgroup(), [64, 32, 1], "the 2-D Gray-Scott: 8 cells × 8 × 32");
     for bad in [": u32 = 0u", ": u32 = 65u", ": i32 = 3i", " = 3", " = 3.0"] {
         let err = FieldSim::new(&gpu, &kernel(bad), &grid(rows, cols), &vec![0.0; rows * cols]).unwrap_err();
         assert!(err.to_string().contains("CELLS_PER_INVOCATION_X must be a u32 literal from 1 to 64"), "{bad}: {err}");

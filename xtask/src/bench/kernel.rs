@@ -1,5 +1,5 @@
-//! `--kernel`: the step kernels alone, on one device, and the shipped 2-D Gray-Scott shader
-//! against the shader it replaced.
+//! `--kernel`: the step kernels alone, on one device, and the shipped Gray-Scott shaders
+//! against the shaders they replaced.
 //!
 //! Every shipped kernel runs on a grid or two ([`cases`]): its [`FieldSim`] is set up once,
 //! warmed up, then timed over `--reps` repetitions of `run_steps(n)` (submit and wait, no
@@ -36,8 +36,9 @@ pub const BASELINE: &str = include_str!("baseline_gray_scott.wgsl");
 /// invocation through the prelude's `cell` and `laplacian7_*`.
 pub const ONE_CELL_3D: &str = include_str!("one_cell_gray_scott_3d.wgsl");
 
-/// Cell-steps per timing: about 0.3–0.6 s on lavapipe with two threads, long enough for
-/// the submission overhead to vanish, short enough for the whole bench to take a minute.
+/// Cell-steps per timing (16 steps at 1024²): 1–2 s for a shipped shader on lavapipe with two
+/// busy threads, 3–5 s for the baseline; long enough for the submission overhead to vanish,
+/// short enough for `--reps 7` of every case to take about 3 minutes.
 const CELL_STEPS_PER_TIMING: usize = 1 << 24;
 
 /// Untimed steps each variant runs first (pipeline compiled, buffers touched).
@@ -72,27 +73,24 @@ struct Case {
     initial: Vec<f32>,
 }
 
-fn wgsl_kernel(name: &str, wgsl: WgslSource, fields: &[&str], params: Vec<f32>, rank: usize) -> KernelSpec {
-    KernelSpec::new(name, wgsl, fields.iter().map(|f| (*f).to_owned()).collect(), params).with_rank(rank)
-}
-
-/// The shipped kernels and grids measured, with the baseline (and `candidate`) on 2-D Gray-Scott.
-/// With `grid_2d` (rows, cols), only the 2-D Gray-Scott on that grid. `candidate` runs on
-/// the 2-D Gray-Scott cases, `candidate_3d` on the 3-D ones.
+/// The shipped kernels and grids measured, each Gray-Scott with its predecessor; `candidate`
+/// runs on the 2-D Gray-Scott cases, `candidate_3d` on the 3-D ones. With `grid_2d` (rows,
+/// cols), only the 2-D Gray-Scott on that grid.
 fn cases(
     candidate: Option<&WgslSource>,
     candidate_3d: Option<&WgslSource>,
     grid_2d: Option<(usize, usize)>,
 ) -> Result<Vec<Case>> {
-    let gs = GrayScottParams::default();
     let gray_scott_2d = |rows: usize, cols: usize| -> Result<Case> {
-        let baseline = WgslSource::new("xtask/src/bench/baseline_gray_scott.wgsl", BASELINE);
+        // Variants differ from the shipped kernel in their WGSL only.
+        let shipped = GrayScottParams::default().kernel();
+        let variant = |wgsl: WgslSource| KernelSpec { wgsl, ..shipped.clone() };
         let mut specs = vec![
-            ("current", gs.kernel()),
-            ("baseline", wgsl_kernel(gray_scott::NAME, baseline, gray_scott::FIELDS, gs.to_uniform(), 2)),
+            ("current", shipped.clone()),
+            ("baseline", variant(WgslSource::new("xtask/src/bench/baseline_gray_scott.wgsl", BASELINE))),
         ];
         if let Some(c) = candidate {
-            specs.push(("candidate", wgsl_kernel(gray_scott::NAME, c.clone(), gray_scott::FIELDS, gs.to_uniform(), 2)));
+            specs.push(("candidate", variant(c.clone())));
         }
         Ok(Case {
             kernel: gray_scott::NAME,
@@ -102,13 +100,9 @@ fn cases(
         })
     };
     let heat = |side: usize| -> Result<Case> {
-        let spec = wgsl_kernel(
-            "heat",
-            WgslSource::new(shipped::HEAT.file, shipped::HEAT.source),
-            shipped::HEAT.fields,
-            vec![HEAT_ALPHA],
-            shipped::HEAT.rank,
-        );
+        let fields = shipped::HEAT.fields.iter().map(|f| (*f).to_owned()).collect();
+        let wgsl = WgslSource::new(shipped::HEAT.file, shipped::HEAT.source);
+        let spec = KernelSpec::new("heat", wgsl, fields, vec![HEAT_ALPHA]).with_rank(shipped::HEAT.rank);
         // The Gray-Scott start's v: a square of ones with noise, something to diffuse.
         let initial = gray_scott::initial_state(side, side, SEED, NOISE).split_off(side * side);
         Ok(Case { kernel: "heat", grid: Grid::new(&[side, side])?, specs: vec![("current", spec)], initial })
@@ -215,20 +209,24 @@ fn run_case(gpu: &GpuDevice, case: &Case, reps: usize) -> Result<(String, Value)
     if let Some(current) = variants.first() {
         let state = current.sim.read_state().context("reading the shipped kernel's state")?;
         for v in &variants[1..] {
+            let key = v.label.replace('-', "_");
             let ratio: Vec<f64> = v.seconds.iter().zip(&current.seconds).map(|(o, c)| o / c).collect();
             let _ = writeln!(
                 text,
-                "  current / {}: {}x speedup (per-repetition ratio)",
+                "  speedup over {}: {}x (its time / the shipped shader's, per repetition)",
                 v.label,
                 Summary::of(&ratio).text(2)
             );
-            json[format!("speedup_over_{}", v.label)] = Summary::json(&ratio);
+            json[format!("speedup_over_{key}")] = Summary::json(&ratio);
             let other = v.sim.read_state().with_context(|| format!("reading the {} kernel's state", v.label))?;
-            let diff = max_abs_difference(&state, &other);
-            let same = diff == Some(0.0) && bit_identical(&state, &other);
-            let verdict = if same { "bit-identical".to_owned() } else { format!("max |difference| {diff:?}") };
-            let _ = writeln!(text, "  {} vs current after {} steps: {verdict}", v.label, current.sim.steps());
-            json[format!("check_{}", v.label)] = json!(verdict);
+            let same = bit_identical(&state, &other);
+            let verdict = match (same, max_abs_difference(&state, &other)) {
+                (true, _) => "bit-identical".to_owned(),
+                (false, Some(d)) => format!("differs: max |difference| {d:e}"),
+                (false, None) => "differs: NaN in a state".to_owned(),
+            };
+            let _ = writeln!(text, "  {} vs shipped after {} steps: {verdict}", v.label, current.sim.steps());
+            json[format!("check_{key}")] = json!(verdict);
             if v.label != "candidate" && !same {
                 bail!(
                     "{} {shape}: the {} shader and the shipped one disagree after {} steps ({verdict}); they \
