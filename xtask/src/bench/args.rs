@@ -38,12 +38,14 @@ usage: cargo xtask bench --sink null|raw|hdf5 [options]
   --sweep              raw/hdf5: io_buffer x compute/I-O ratio table of efficiency ratios,
                        each row's theory from its own measured t_comp and t_io
   --micro              only the microbenchmarks (no GPU)
-  --kernel             the shipped kernels alone (2-D Gray-Scott 1024² and 512², heat 1024²,
-                       3-D Gray-Scott 64³ and 128³): cell-steps/s, effective GB/s (each
-                       field read and written once per cell-step), and the 2-D Gray-Scott
-                       speedup over the shader before the select rewrite, alternating;
-                       lavapipe keeps LP_NUM_THREADS as set (all cores when unset);
-                       with --rows/--cols: only the 2-D Gray-Scott on that grid
+  --kernel             the shipped kernels alone, on the first device --devices selects
+                       (2-D Gray-Scott 1024² and 512², heat 1024², 3-D Gray-Scott 64³
+                       and 128³): cell-steps/s, effective GB/s (each field read and
+                       written once per cell-step), and the Gray-Scott speedups over the
+                       shaders they replaced (2-D: the %-wrapped one; 3-D: one cell per
+                       invocation), alternating, results checked bit for bit; lavapipe
+                       keeps LP_NUM_THREADS as set (all cores when unset); with
+                       --rows/--cols: only the 2-D Gray-Scott on that grid
   --candidate FILE     with --kernel: a 2-D Gray-Scott step shader measured alongside
                        (same prelude, fields and Params), its result compared bit for bit
   --candidate-3d FILE  the same for the 3-D Gray-Scott cases
