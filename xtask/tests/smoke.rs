@@ -51,6 +51,25 @@ fn null_and_raw_benches_write_their_ratios() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `--kernel` on one small 2-D grid: the shipped Gray-Scott, the `%` baseline and a candidate
+/// (the kept shared-memory tile) run, report their rates, and end in the same bits.
+#[test]
+fn kernel_bench_compares_and_checks_its_variants() {
+    let dir = scratch("kernel");
+    let tile = concat!(env!("CARGO_MANIFEST_DIR"), "/src/bench/tile_gray_scott.wgsl");
+    let report = bench(&["--kernel", "--candidate", tile], &dir.join("kernel.json"));
+    let case = &report["kernel"]["cases"][0];
+    assert_eq!(case["grid"], serde_json::json!([32, 32]), "{case}");
+    for variant in ["current", "baseline", "candidate"] {
+        positive(&case["variants"][variant]["cell_steps_per_s"], "median");
+        positive(&case["variants"][variant]["effective_gb_per_s"], "median");
+    }
+    positive(&case["speedup_over_baseline"], "median");
+    assert_eq!(case["check_baseline"], "bit-identical", "{case}");
+    assert_eq!(case["check_candidate"], "bit-identical", "{case}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// The sweep's theory column is computed from the row's own measured t_comp and t_io (not
 /// from the calibration's prediction), and every cell reports its repetitions.
 #[test]

@@ -55,6 +55,9 @@ pub struct FieldSim {
     buffers: Vec<[wgpu::Buffer; 2]>,
     bind_groups: [wgpu::BindGroup; 2],
     workgroup_size: [u32; 3],
+    /// Cells one workgroup updates per axis (the workgroup size, times the kernel's
+    /// `CELLS_PER_INVOCATION_X` along x): the block the dispatch divides the grid into.
+    cells_per_workgroup: [u32; 3],
     workgroups: [u32; 3],
     /// The step the initial state stands for (0 unless resumed).
     first_step: u64,
@@ -113,7 +116,8 @@ impl FieldSim {
         }
         let checked = spec.check_for(layout.indexing)?;
         let fields = spec.fields.len();
-        let footprint = gpu.check_grid(grid, fields, fields, checked.workgroup_size)?;
+        // Sized by the cells a workgroup covers, which is what the dispatch divides the grid by.
+        let footprint = gpu.check_grid(grid, fields, fields, checked.cells_per_workgroup())?;
         check_immediates(gpu)?;
         let cells = grid.cells();
         if initial.len() as u64 != footprint.cells * fields as u64 {
@@ -124,7 +128,8 @@ impl FieldSim {
             )));
         }
         // The updated cells are at most the buffers' cells, whose dispatch `check_grid` checked.
-        let workgroups = GridFootprint::new(&layout.updated, fields, fields, checked.workgroup_size)?.dispatch();
+        // Divided by the cells a workgroup covers (`CELLS_PER_INVOCATION_X` included).
+        let workgroups = GridFootprint::new(&layout.updated, fields, fields, checked.cells_per_workgroup())?.dispatch();
         let dims = layout.uniform();
         let mut params: Vec<f32> = spec.params.clone();
         params.resize(params.len().div_ceil(4).max(1) * 4, 0.0);
@@ -223,6 +228,7 @@ impl FieldSim {
             buffers,
             bind_groups,
             workgroup_size: checked.workgroup_size,
+            cells_per_workgroup: checked.cells_per_workgroup(),
             workgroups,
             first_step: 0,
             done: 0,
@@ -270,6 +276,12 @@ impl FieldSim {
     /// The kernel's workgroup size `[x, y, z]`.
     pub fn workgroup_size(&self) -> [u32; 3] {
         self.workgroup_size
+    }
+
+    /// The cells one workgroup updates, `[x, y, z]`: the workgroup size, times the kernel's
+    /// `CELLS_PER_INVOCATION_X` along x; the dispatch divides the grid into these blocks.
+    pub fn cells_per_workgroup(&self) -> [u32; 3] {
+        self.cells_per_workgroup
     }
 
     /// Bytes of one field.

@@ -53,7 +53,8 @@ impl WgslSource {
 }
 
 /// A field-stencil kernel: named f32 fields on a grid of rank 1, 2 or 3, advanced one step per
-/// dispatch of the WGSL entry point `main`, one invocation per cell.
+/// dispatch of the WGSL entry point `main`, one invocation per cell (or per
+/// `CELLS_PER_INVOCATION_X` consecutive cells along x, when the kernel declares that constant).
 ///
 /// The WGSL is compiled after a prelude generated from [`KernelSpec::rank`],
 /// [`KernelSpec::boundary`] and [`KernelSpec::fields`] ([`KernelSpec::prelude`] shows it): it
@@ -139,7 +140,8 @@ impl KernelSpec {
     }
 
     /// Validates the WGSL with naga after its prelude, and checks that the workgroup shape
-    /// does not extend along axes the kernel's grids lack.
+    /// does not extend along axes the kernel's grids lack and that `CELLS_PER_INVOCATION_X`,
+    /// if declared, is a u32 from 1 to 64.
     pub fn check(&self) -> Result<CheckedWgsl> {
         self.check_for(Indexing::Whole)
     }

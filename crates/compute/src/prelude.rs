@@ -267,6 +267,11 @@ fn write_cell_fn(out: &mut String, rank: usize) -> fmt::Result {
     writeln!(out, "    return id.x < grid.nx && id.y < grid.ny && id.z < grid.nz;")?;
     writeln!(out, "}}")?;
     writeln!(out)?;
+    writeln!(out, "// Cells the kernel updates along x, y and z: the ids in_grid accepts are below these.")?;
+    writeln!(out, "fn extent() -> vec3<u32> {{")?;
+    writeln!(out, "    return vec3(grid.nx, grid.ny, grid.nz);")?;
+    writeln!(out, "}}")?;
+    writeln!(out)?;
     writeln!(out, "// The cell of invocation `id` (x = id.x, y = id.y, z = id.z), with its neighbours.")?;
     writeln!(out, "fn cell(id: vec3<u32>) -> Cell {{")?;
     writeln!(out, "    var c: Cell;")?;
@@ -304,13 +309,13 @@ fn write_block_cell_fn(out: &mut String, rank: usize) -> fmt::Result {
     writeln!(out)?;
     writeln!(out, "// Whether invocation `id` has a cell of the block (the buffers add one ghost layer per face).")?;
     writeln!(out, "fn in_grid(id: vec3<u32>) -> bool {{")?;
-    writeln!(
-        out,
-        "    return id.x < grid.nx{} && id.y < grid.ny{} && id.z < grid.nz{};",
-        ghosts(1),
-        ghosts(2),
-        ghosts(3)
-    )?;
+    writeln!(out, "    let e = extent();")?;
+    writeln!(out, "    return id.x < e.x && id.y < e.y && id.z < e.z;")?;
+    writeln!(out, "}}")?;
+    writeln!(out)?;
+    writeln!(out, "// Cells the kernel updates along x, y and z (the block's, without its ghost layers).")?;
+    writeln!(out, "fn extent() -> vec3<u32> {{")?;
+    writeln!(out, "    return vec3(grid.nx{}, grid.ny{}, grid.nz{});", ghosts(1), ghosts(2), ghosts(3))?;
     writeln!(out, "}}")?;
     writeln!(out)?;
     writeln!(out, "// The block's cell of invocation `id`, at id + 1 in the buffers: the ghost layers hold the")?;
@@ -484,11 +489,12 @@ mod tests {
         let whole = generate(3, Boundary::Periodic, &["u"]).unwrap();
         assert!(whole.contains("fn global_index(c: Cell) -> u32 {\n    return c.i;\n}"), "{whole}");
         let block = generate_for(3, Boundary::Periodic, &["u"], Indexing::Block).unwrap();
-        assert!(block.contains("return id.x < grid.nx - 2u && id.y < grid.ny - 2u && id.z < grid.nz - 2u;"));
+        assert!(block.contains("return vec3(grid.nx - 2u, grid.ny - 2u, grid.nz - 2u);"), "{block}");
+        assert!(whole.contains("return vec3(grid.nx, grid.ny, grid.nz);"), "{whole}");
         assert!(block.contains("c.xm = id.x;") && block.contains("c.zp = (id.z + 2u) * plane;"), "{block}");
         assert!(block.contains("let z = grid.offset_z + c.z - 1u;"), "{block}");
         let line = generate_for(1, Boundary::Periodic, &["u"], Indexing::Block).unwrap();
-        assert!(line.contains("return id.x < grid.nx - 2u && id.y < grid.ny && id.z < grid.nz;"), "{line}");
+        assert!(line.contains("return vec3(grid.nx - 2u, grid.ny, grid.nz);"), "{line}");
         assert!(line.contains("return grid.offset_x + c.x - 1u;"), "{line}");
     }
 

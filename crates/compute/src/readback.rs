@@ -196,8 +196,12 @@ impl FrameProducer {
                 sim.spec().fields
             )));
         }
-        let footprint =
-            sim.gpu().check_grid(sim.grid(), sim.spec().fields.len(), config.fields.len(), sim.workgroup_size())?;
+        let footprint = sim.gpu().check_grid(
+            sim.grid(),
+            sim.spec().fields.len(),
+            config.fields.len(),
+            sim.cells_per_workgroup(),
+        )?;
         let (gpu, name) = (sim.gpu().clone(), sim.spec().name.clone());
         let pack = match dtype {
             OutputDType::F32 => None,

@@ -40,7 +40,19 @@ pub struct CheckedWgsl {
     pub module: naga::Module,
     /// `@workgroup_size` of the entry point `main`.
     pub workgroup_size: [u32; 3],
+    /// Cells each invocation updates along x: the kernel's [`CELLS_PER_INVOCATION_X`]
+    /// constant, 1 when it declares none.
+    pub cells_per_invocation_x: u32,
 }
+
+/// Name of the optional kernel constant (`const CELLS_PER_INVOCATION_X: u32 = 4u;`) saying
+/// that each invocation updates that many consecutive cells along x, from x = id.x × N; the
+/// dispatch then has N times fewer invocations along x. Fewer, wider invocations share the
+/// loads of overlapping stencils, which is what CPU drivers such as lavapipe pay for.
+pub const CELLS_PER_INVOCATION_X: &str = "CELLS_PER_INVOCATION_X";
+
+/// The largest [`CELLS_PER_INVOCATION_X`] accepted.
+pub const MAX_CELLS_PER_INVOCATION_X: u32 = 64;
 
 /// Lines taken by the prelude (and the newline joining it to the kernel).
 fn prelude_lines(prelude: &str) -> u32 {
@@ -103,10 +115,57 @@ pub fn check(file: &str, prelude: &str, kernel: &str) -> Result<CheckedWgsl, Wgs
             },
         )?;
     let workgroup_size = entry.workgroup_size;
-    Ok(CheckedWgsl { source, module, workgroup_size })
+    let cells_per_invocation_x = cells_per_invocation_x(&module, kernel).map_err(|message| WgslError {
+        file: file.to_owned(),
+        line: None,
+        column: None,
+        message,
+    })?;
+    Ok(CheckedWgsl { source, module, workgroup_size, cells_per_invocation_x })
+}
+
+/// The value of the kernel's [`CELLS_PER_INVOCATION_X`] constant (1 when `kernel` declares
+/// none); an error unless it is a u32 in 1..=[`MAX_CELLS_PER_INVOCATION_X`].
+fn cells_per_invocation_x(module: &naga::Module, kernel: &str) -> Result<u32, String> {
+    let constant = module.constants.iter().find(|(_, c)| c.name.as_deref() == Some(CELLS_PER_INVOCATION_X));
+    let value = match constant {
+        Some((_, c)) => match module.global_expressions[c.init] {
+            naga::Expression::Literal(naga::Literal::U32(n)) => Some(n),
+            _ => None,
+        },
+        // naga keeps no abstract-typed constant (`const N = 4;`) in the module: declared
+        // without a type, it would be ignored silently (every cell still updated, by N times
+        // too many invocations), so it is an error too.
+        None if declares_const(kernel, CELLS_PER_INVOCATION_X) => None,
+        None => return Ok(1),
+    };
+    value.filter(|n| (1..=MAX_CELLS_PER_INVOCATION_X).contains(n)).ok_or_else(|| {
+        format!(
+            "{CELLS_PER_INVOCATION_X} must be a u32 literal from 1 to {MAX_CELLS_PER_INVOCATION_X}, e.g. \
+             `const {CELLS_PER_INVOCATION_X}: u32 = 4u;` (the cells each invocation updates along x)"
+        )
+    })
+}
+
+/// Whether `code` has a `const NAME` declaration (by tokens: comments are not parsed).
+fn declares_const(code: &str, name: &str) -> bool {
+    let mut tokens = code.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|t| !t.is_empty());
+    let mut previous = "";
+    tokens.any(|t| {
+        let found = previous == "const" && t == name;
+        previous = t;
+        found
+    })
 }
 
 impl CheckedWgsl {
+    /// Cells one workgroup covers per axis: the workgroup size, times
+    /// [`CheckedWgsl::cells_per_invocation_x`] along x. The dispatch is the grid divided by it.
+    pub fn cells_per_workgroup(&self) -> [u32; 3] {
+        let [x, y, z] = self.workgroup_size;
+        [x.saturating_mul(self.cells_per_invocation_x), y, z]
+    }
+
     /// Member names of the kernel's `struct Params`, in declaration order (the order of
     /// `KernelSpec::params`); empty when it declares none.
     pub fn params_members(&self) -> Vec<String> {

@@ -35,6 +35,39 @@ fn gray_scott_matches_cpu_twin_over_512_steps() {
     assert!(max_abs_diff(&on_gpu, &init) > 0.05, "the state did not evolve");
 }
 
+/// The shipped 2-D shader updates 8 cells of a row per invocation (`CELLS_PER_INVOCATION_X`):
+/// rows shorter than 8, rows of 8 and rows that end mid-invocation, with either boundary rule,
+/// give one step equal to the twin written from the model (cpu_twin's stencil). One step of
+/// an irregular state: a wrong neighbour or a skipped cell shows as a difference of O(0.01).
+#[test]
+fn gray_scott_updates_every_cell_of_ragged_rows_with_either_boundary() {
+    let gpu = gpu();
+    let p = gray_scott::GrayScottParams::default();
+    for (rows, cols) in [(3, 1), (5, 7), (4, 8), (6, 17), (2, 24), (3, 70)] {
+        let grid = grid(rows, cols);
+        let cells = grid.cells();
+        // Values in [0, 1), no two neighbours alike.
+        let init: Vec<f32> =
+            (0..2 * cells).map(|i| (wgpipe_compute::noise::uniform_noise(5, i as u32, 0) + 1.0) * 0.5).collect();
+        for boundary in Boundary::ALL {
+            let spec = p.kernel().with_boundary(boundary);
+            let mut sim = FieldSim::new(&gpu, &spec, &grid, &init).unwrap();
+            sim.run_steps(1).unwrap();
+            let on_gpu = sim.read_state().unwrap();
+            let (u, v) = init.split_at(cells);
+            let mut twin = vec![0.0f32; 2 * cells];
+            for c in cpu_twin::Cell::all(&grid, boundary) {
+                let (lu, lv) = (cpu_twin::laplacian9(u, &c), cpu_twin::laplacian9(v, &c));
+                let uvv = u[c.i] * v[c.i] * v[c.i];
+                twin[c.i] = u[c.i] + p.dt * (p.du * lu - uvv + p.feed * (1.0 - u[c.i]));
+                twin[cells + c.i] = v[c.i] + p.dt * (p.dv * lv + uvv - (p.feed + p.kill) * v[c.i]);
+            }
+            let diff = max_abs_diff(&on_gpu, &twin);
+            assert!(diff <= 1e-6, "{grid} grid, {boundary}: GPU and twin differ by {diff}");
+        }
+    }
+}
+
 #[test]
 fn other_parameters_reach_the_shader() {
     let gpu = gpu();
@@ -192,6 +225,41 @@ fn invalid_wgsl_reports_file_line_and_column() {
 
     let err = WgslSource::from_file("/nonexistent/step.wgsl").unwrap_err();
     assert!(err.to_string().contains("/nonexistent/step.wgsl"), "{err}");
+}
+
+/// `CELLS_PER_INVOCATION_X = N`: invocation x updates cells N·x .. N·x + N − 1 of its row, the
+/// dispatch covers the grid with N times fewer invocations along x (neither fewer, which
+/// would leave cells unwritten, nor more), and a value outside 1–64 or not a u32 is refused.
+#[test]
+fn cells_per_invocation_shrinks_the_dispatch_and_is_checked() {
+    let gpu = gpu();
+    let kernel = |value: &str| {
+        let code = format!(
+            "const CELLS_PER_INVOCATION_X{value};\n\
+             @compute @workgroup_size(4, 2)\n\
+             fn main(@builtin(global_invocation_id) id: vec3<u32>) {{\n\
+                 for (var j = 0u; j < 3u; j++) {{\n\
+                     let x = id.x * 3u + j;\n\
+                     if (x < grid.nx && id.y < grid.ny) {{ u_out[id.y * grid.nx + x] = f32(id.x) + 1.0; }}\n\
+                 }}\n\
+             }}\n"
+        );
+        KernelSpec::new("n", WgslSource::new("n.wgsl", code), vec!["u".into()], vec![])
+    };
+    let (rows, cols) = (5, 29);
+    let mut sim = FieldSim::new(&gpu, &kernel(": u32 = 3u"), &grid(rows, cols), &vec![0.0; rows * cols]).unwrap();
+    assert_eq!(sim.workgroup_size(), [4, 2, 1]);
+    assert_eq!(sim.cells_per_workgroup(), [12, 2, 1], "4 invocations of 3 cells along x, 2 rows");
+    sim.run_steps(1).unwrap();
+    let expected: Vec<f32> = (0..rows * cols).map(|i| ((i % cols) / 3) as f32 + 1.0).collect();
+    assert_eq!(sim.read_state().unwrap(), expected, "every cell written by invocation x / 3");
+
+    let shipped = FieldSim::new(&gpu, &gray_scott::GrayScottParams::default().kernel(), &grid(8, 8), &[0.0; 128]);
+    assert_eq!(shipped.unwrap().cells_per_workgroup(), [64, 32, 1], "the 2-D Gray-Scott: 8 cells × 8 × 32");
+    for bad in [": u32 = 0u", ": u32 = 65u", ": i32 = 3i", " = 3", " = 3.0"] {
+        let err = FieldSim::new(&gpu, &kernel(bad), &grid(rows, cols), &vec![0.0; rows * cols]).unwrap_err();
+        assert!(err.to_string().contains("CELLS_PER_INVOCATION_X must be a u32 literal from 1 to 64"), "{bad}: {err}");
+    }
 }
 
 /// A kernel naga accepts but wgpu rejects (a binding outside wgpipe's layout) is an error

@@ -18,15 +18,16 @@ pub fn stored_dtype(dtype: OutputDType) -> DType {
     }
 }
 
-/// Distinct workgroup sizes of `kernels`, each distinct shader validated once (a batch of
-/// many runs of one kernel differs only in parameters).
+/// Distinct cells per workgroup of `kernels` (the block each dispatch divides the grid into:
+/// the workgroup size, times `CELLS_PER_INVOCATION_X` along x), each distinct shader
+/// validated once (a batch of many runs of one kernel differs only in parameters).
 pub(crate) fn kernel_workgroup_sizes<'a>(kernels: impl IntoIterator<Item = &'a KernelSpec>) -> Result<Vec<[u32; 3]>> {
     let mut checked: Vec<(&KernelSpec, [u32; 3])> = Vec::new();
     for kernel in kernels {
         if checked.iter().any(|(k, _)| k.wgsl == kernel.wgsl && k.fields == kernel.fields) {
             continue;
         }
-        checked.push((kernel, kernel.check()?.workgroup_size));
+        checked.push((kernel, kernel.check()?.cells_per_workgroup()));
     }
     let mut sizes: Vec<[u32; 3]> = checked.into_iter().map(|(_, s)| s).collect();
     sizes.sort_unstable();

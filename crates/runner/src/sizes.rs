@@ -33,7 +33,8 @@ pub(crate) struct RunShape {
     pub frame_fields: usize,
     pub staging_buffers: usize,
     pub io_buffer: usize,
-    /// Distinct workgroup sizes of the run's kernels.
+    /// Distinct cells per workgroup of the run's kernels (workgroup size, times the kernel's
+    /// `CELLS_PER_INVOCATION_X` along x): what each dispatch divides the grid into.
     pub workgroup_sizes: Vec<[u32; 3]>,
 }
 

@@ -11,6 +11,7 @@ usage: cargo xtask bench --sink null|raw|hdf5 [options]
        cargo xtask bench --micro
        cargo xtask bench --reserve-cost [--out DIR] [--rows R --cols C --frames N --reps K]
        cargo xtask bench --sink raw --against posix [--out DIR] [--rows R --cols C --frames N]
+       cargo xtask bench --kernel [--rows R --cols C] [--reps K --devices SEL --candidate[-3d] FILE]
 
   --sink KIND          null: pipeline vs compute-only overhead (plus the microbenchmarks);
                        raw/hdf5: non-blocking efficiency ratio (async wall / sync wall)
@@ -41,6 +42,17 @@ usage: cargo xtask bench --sink null|raw|hdf5 [options]
   --sweep              raw/hdf5: io_buffer x compute/I-O ratio table of efficiency ratios,
                        each row's theory from its own measured t_comp and t_io
   --micro              only the microbenchmarks (no GPU)
+  --kernel             the shipped kernels alone, on the first device --devices selects
+                       (2-D Gray-Scott 1024² and 512², heat 1024², 3-D Gray-Scott 64³
+                       and 128³): cell-steps/s, effective GB/s (each field read and
+                       written once per cell-step), and the Gray-Scott speedups over the
+                       shaders they replaced (2-D: the %-wrapped one; 3-D: one cell per
+                       invocation), alternating, results checked bit for bit; lavapipe
+                       keeps LP_NUM_THREADS as set (all cores when unset); with
+                       --rows/--cols: only the 2-D Gray-Scott on that grid
+  --candidate FILE     with --kernel: a 2-D Gray-Scott step shader measured alongside
+                       (same prelude, fields and Params), its result compared bit for bit
+  --candidate-3d FILE  the same for the 3-D Gray-Scott cases
   --reserve-cost       the HDF5 sink with its disk-space reservation on and off, alternating
                        (no GPU; default 512x512, 256 frames, fsync in finish, --out DIR)
 
@@ -68,6 +80,9 @@ pub struct Args {
     pub sweep: bool,
     pub micro: bool,
     pub reserve_cost: bool,
+    pub kernel: bool,
+    pub candidate: Option<PathBuf>,
+    pub candidate_3d: Option<PathBuf>,
     pub help: bool,
 }
 
@@ -93,6 +108,9 @@ impl Default for Args {
             sweep: false,
             micro: false,
             reserve_cost: false,
+            kernel: false,
+            candidate: None,
+            candidate_3d: None,
             help: false,
         }
     }
@@ -153,6 +171,9 @@ pub fn parse(argv: &[String]) -> Result<Args> {
             "--sweep" => a.sweep = true,
             "--micro" => a.micro = true,
             "--reserve-cost" => a.reserve_cost = true,
+            "--kernel" => a.kernel = true,
+            "--candidate" => a.candidate = Some(PathBuf::from(value()?)),
+            "--candidate-3d" => a.candidate_3d = Some(PathBuf::from(value()?)),
             "--help" | "-h" => a.help = true,
             other => bail!("unknown argument {other:?}\n\n{USAGE}"),
         }
@@ -193,8 +214,17 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     if a.reserve_cost && (a.sink.is_some() || a.micro) {
         bail!("--reserve-cost is a benchmark of its own: run it without --sink and --micro");
     }
-    if a.sink.is_none() && !a.micro && !a.reserve_cost && !a.help {
-        bail!("choose what to measure: --sink null|raw|hdf5, --micro or --reserve-cost\n\n{USAGE}");
+    if a.kernel && (a.sink.is_some() || a.micro || a.reserve_cost) {
+        bail!("--kernel is a benchmark of its own: run it without --sink, --micro and --reserve-cost");
+    }
+    if (a.candidate.is_some() || a.candidate_3d.is_some()) && !a.kernel {
+        bail!("--candidate and --candidate-3d name a shader for the kernel bench: add --kernel");
+    }
+    if a.candidate_3d.is_some() && (a.rows.is_some() || a.cols.is_some()) {
+        bail!("--candidate-3d runs on the 3-D cases, which --rows/--cols leave out: drop --rows/--cols");
+    }
+    if a.sink.is_none() && !a.micro && !a.reserve_cost && !a.kernel && !a.help {
+        bail!("choose what to measure: --sink null|raw|hdf5, --kernel, --micro or --reserve-cost\n\n{USAGE}");
     }
     Ok(a)
 }
@@ -237,6 +267,12 @@ mod tests {
         assert!(args("--sink raw --against dd").is_err());
         assert!(args("--sink hdf5 --compression deflate --compare-threads 2").is_err());
         assert!(args("--sink hdf5 --compression deflate --compression-threads 0").is_err());
+        let a = args("--kernel --reps 7 --candidate gs.wgsl")?;
+        assert!(a.kernel && a.reps == 7 && a.candidate == Some(PathBuf::from("gs.wgsl")));
+        assert!(args("--kernel --sink null").is_err());
+        assert!(args("--candidate gs.wgsl --micro").is_err());
+        assert!(args("--kernel --candidate-3d gs3.wgsl").is_ok_and(|a| a.candidate_3d.is_some()));
+        assert!(args("--kernel --candidate-3d gs3.wgsl --rows 64").is_err());
         Ok(())
     }
 }

@@ -11,6 +11,8 @@
 //! - `--reserve-cost`: the HDF5 sink with and without its disk-space reservation ([`reserve`]).
 //! - `--mpi`: weak and strong scaling of a domain split over MPI ranks ([`mpi`], its own
 //!   options: `cargo xtask bench --mpi --help`).
+//! - `--kernel`: the step kernels alone, and the 2-D Gray-Scott shader against its
+//!   predecessor ([`kernel`]).
 //!
 //! Every comparison alternates its runs in one process, because absolute times on a shared
 //! machine drift more than the effects measured.
@@ -18,6 +20,7 @@
 pub(crate) mod args;
 mod dtype;
 mod io;
+mod kernel;
 pub(crate) mod machine;
 mod measure;
 mod micro;
@@ -60,6 +63,8 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
     let mut report = Map::new();
     if args.reserve_cost {
         run_reserve_cost(&args, &mut report)?;
+    } else if args.kernel {
+        run_kernel(&args, &mut report)?;
     } else if args.against_posix {
         run_against_posix(&args, &mut report)?;
     } else if let Some(kind) = args.sink.clone() {
@@ -100,6 +105,34 @@ fn run_reserve_cost(args: &Args, report: &mut Map<String, Value>) -> Result<()> 
     println!("{}", r.table);
     report.insert("reserve_cost".to_owned(), r.json);
     report.insert("machine".to_owned(), machine::describe(&[], Some(scratch.path())));
+    Ok(())
+}
+
+/// `--kernel`: the step kernels on the first selected device.
+fn run_kernel(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
+    let read = |path: &Option<PathBuf>, flag: &str| match path {
+        Some(path) => wgpipe::compute::WgslSource::from_file(path).map(Some).with_context(|| format!("reading {flag}")),
+        None => Ok(None),
+    };
+    let candidate = read(&args.candidate, "--candidate")?;
+    let candidate_3d = read(&args.candidate_3d, "--candidate-3d")?;
+    let selector = DeviceSelector::parse(&args.devices).context("reading --devices")?;
+    let gpus = open_devices(&selector, 1).context("opening the device to benchmark")?;
+    let gpu = gpus.first().context("--devices selected no device")?;
+    println!("{}", machine::lp_threads_note());
+    println!(
+        "device: {}, load average {}",
+        gpu.label(),
+        machine::load_average().map_or("unknown".to_owned(), |l| format!("{l:.2}"))
+    );
+    let grid_2d = match (args.rows, args.cols) {
+        (None, None) => None,
+        (rows, cols) => Some((rows.unwrap_or(1024), cols.unwrap_or(1024))),
+    };
+    let r = kernel::run(gpu, args.reps, candidate.as_ref(), candidate_3d.as_ref(), grid_2d)?;
+    println!("{}", r.table);
+    report.insert("kernel".to_owned(), r.json);
+    report.insert("machine".to_owned(), machine::describe(std::slice::from_ref(gpu), None));
     Ok(())
 }
 

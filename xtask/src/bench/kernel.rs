@@ -1,0 +1,283 @@
+//! `--kernel`: the step kernels alone, on one device, and the shipped Gray-Scott shaders
+//! against the shaders they replaced.
+//!
+//! Every shipped kernel runs on a grid or two ([`cases`]): its [`FieldSim`] is set up once,
+//! warmed up, then timed over `--reps` repetitions of `run_steps(n)` (submit and wait, no
+//! readback), `n` chosen so that every timing covers about [`CELL_STEPS_PER_TIMING`]
+//! cell-steps. Figures: cell-steps/s, and effective bytes/s under the byte model *every field
+//! is read once and written once per cell-step* (`2 × fields × 4` bytes: what the step must
+//! move at the least, neighbours served from cache), which compares with a device's memory
+//! bandwidth.
+//!
+//! The 2-D Gray-Scott cases also run [`BASELINE`], the shader before the prelude wrapped
+//! neighbours with `select` (integer `%` per neighbour, fixed 16×16 workgroup, one cell per
+//! invocation), the 3-D ones [`ONE_CELL_3D`] (the 3-D shader before it updated several cells
+//! per invocation), and optionally a `--candidate` (2-D) or `--candidate-3d` shader; the
+//! variants alternate within each repetition (the order rotates) so that the ratios see the
+//! same machine. After the bench every variant has done the same steps from the same start:
+//! the kept shaders must match the shipped ones bit for bit (same update, same summation
+//! order), a candidate's difference is reported.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use wgpipe::compute::gray_scott::{self, GrayScottParams};
+use wgpipe::compute::gray_scott_3d::{self, GrayScott3dParams};
+use wgpipe::compute::{FieldSim, GpuDevice, Grid, KernelSpec, WgslSource, shipped};
+
+use super::stats::Summary;
+
+/// The 2-D Gray-Scott shader before the `select` rewrite, against today's bindings.
+pub const BASELINE: &str = include_str!("baseline_gray_scott.wgsl");
+
+/// The 3-D Gray-Scott shader before it updated several cells per invocation: one cell per
+/// invocation through the prelude's `cell` and `laplacian7_*`.
+pub const ONE_CELL_3D: &str = include_str!("one_cell_gray_scott_3d.wgsl");
+
+/// Cell-steps per timing (16 steps at 1024²): 1–2 s for a shipped shader on lavapipe with two
+/// busy threads, 3–5 s for the baseline; long enough for the submission overhead to vanish,
+/// short enough for `--reps 7` of every case to take about 3 minutes.
+const CELL_STEPS_PER_TIMING: usize = 1 << 24;
+
+/// Untimed steps each variant runs first (pipeline compiled, buffers touched).
+const WARMUP_STEPS: u32 = 2;
+
+/// Seed and noise of the 2-D start state (any fixed values do).
+const SEED: u64 = 7;
+const NOISE: f32 = 0.02;
+
+/// Heat's diffusion parameter, as in `configs/heat.toml`.
+const HEAT_ALPHA: f32 = 0.2;
+
+/// What the kernel bench found.
+pub struct KernelResult {
+    pub json: Value,
+    pub table: String,
+}
+
+/// One kernel variant measured on a case.
+struct Variant {
+    label: &'static str,
+    sim: FieldSim,
+    seconds: Vec<f64>,
+}
+
+/// A kernel on a grid, with the variants that run on it.
+struct Case {
+    kernel: &'static str,
+    grid: Grid,
+    /// Kernels by label; the first is the shipped one.
+    specs: Vec<(&'static str, KernelSpec)>,
+    initial: Vec<f32>,
+}
+
+/// The shipped kernels and grids measured, each Gray-Scott with its predecessor; `candidate`
+/// runs on the 2-D Gray-Scott cases, `candidate_3d` on the 3-D ones. With `grid_2d` (rows,
+/// cols), only the 2-D Gray-Scott on that grid.
+fn cases(
+    candidate: Option<&WgslSource>,
+    candidate_3d: Option<&WgslSource>,
+    grid_2d: Option<(usize, usize)>,
+) -> Result<Vec<Case>> {
+    let gray_scott_2d = |rows: usize, cols: usize| -> Result<Case> {
+        // Variants differ from the shipped kernel in their WGSL only.
+        let shipped = GrayScottParams::default().kernel();
+        let variant = |wgsl: WgslSource| KernelSpec { wgsl, ..shipped.clone() };
+        let mut specs = vec![
+            ("current", shipped.clone()),
+            ("baseline", variant(WgslSource::new("xtask/src/bench/baseline_gray_scott.wgsl", BASELINE))),
+        ];
+        if let Some(c) = candidate {
+            specs.push(("candidate", variant(c.clone())));
+        }
+        Ok(Case {
+            kernel: gray_scott::NAME,
+            grid: Grid::new(&[rows, cols])?,
+            specs,
+            initial: gray_scott::initial_state(rows, cols, SEED, NOISE),
+        })
+    };
+    let heat = |side: usize| -> Result<Case> {
+        let fields = shipped::HEAT.fields.iter().map(|f| (*f).to_owned()).collect();
+        let wgsl = WgslSource::new(shipped::HEAT.file, shipped::HEAT.source);
+        let spec = KernelSpec::new("heat", wgsl, fields, vec![HEAT_ALPHA]).with_rank(shipped::HEAT.rank);
+        // The Gray-Scott start's v: a square of ones with noise, something to diffuse.
+        let initial = gray_scott::initial_state(side, side, SEED, NOISE).split_off(side * side);
+        Ok(Case { kernel: "heat", grid: Grid::new(&[side, side])?, specs: vec![("current", spec)], initial })
+    };
+    let gray_scott_3d = |side: usize| -> Result<Case> {
+        let grid = Grid::new(&[side, side, side])?;
+        let shipped = GrayScott3dParams::default().kernel(SEED);
+        let variant = |wgsl: WgslSource| KernelSpec { wgsl, ..shipped.clone() };
+        let mut specs = vec![
+            ("current", shipped.clone()),
+            ("one-cell", variant(WgslSource::new("xtask/src/bench/one_cell_gray_scott_3d.wgsl", ONE_CELL_3D))),
+        ];
+        if let Some(c) = candidate_3d {
+            specs.push(("candidate", variant(c.clone())));
+        }
+        Ok(Case { kernel: gray_scott_3d::NAME, grid, specs, initial: gray_scott_3d::initial_state(&grid) })
+    };
+    if let Some((rows, cols)) = grid_2d {
+        return Ok(vec![gray_scott_2d(rows, cols)?]);
+    }
+    Ok(vec![gray_scott_2d(1024, 1024)?, gray_scott_2d(512, 512)?, heat(1024)?, gray_scott_3d(64)?, gray_scott_3d(128)?])
+}
+
+/// Runs every case (or the 2-D Gray-Scott on `grid_2d` only) on `gpu` with `reps`
+/// alternating repetitions.
+pub fn run(
+    gpu: &GpuDevice,
+    reps: usize,
+    candidate: Option<&WgslSource>,
+    candidate_3d: Option<&WgslSource>,
+    grid_2d: Option<(usize, usize)>,
+) -> Result<KernelResult> {
+    let mut table = String::new();
+    let _ = writeln!(
+        table,
+        "kernel step throughput on {}: median [min–max] of {reps} repetitions, variants alternating",
+        gpu.label()
+    );
+    let _ = writeln!(table, "  effective bytes: every field read once and written once per cell-step");
+    let mut cases_json = Vec::new();
+    for case in cases(candidate, candidate_3d, grid_2d)? {
+        let (text, json) = run_case(gpu, &case, reps)?;
+        table.push_str(&text);
+        cases_json.push(json);
+    }
+    let json = json!({
+        "reps": reps,
+        "byte_model": "every field read once and written once per cell-step: 2 x fields x 4 bytes",
+        "cases": cases_json,
+    });
+    Ok(KernelResult { json, table })
+}
+
+fn run_case(gpu: &GpuDevice, case: &Case, reps: usize) -> Result<(String, Value)> {
+    let cells = case.grid.cells();
+    let fields = case.specs.first().map_or(1, |(_, s)| s.fields.len());
+    let steps = u32::try_from((CELL_STEPS_PER_TIMING / cells).clamp(4, 1 << 12)).unwrap_or(4);
+    let shape: Vec<String> = case.grid.shape().iter().rev().map(usize::to_string).collect();
+    let shape = shape.join("x");
+    let mut variants = Vec::new();
+    for (label, spec) in &case.specs {
+        let mut sim = FieldSim::new(gpu, spec, &case.grid, &case.initial)
+            .with_context(|| format!("setting up {} ({label}) on {shape}", case.kernel))?;
+        sim.run_steps(WARMUP_STEPS).with_context(|| format!("warming up {} ({label})", case.kernel))?;
+        variants.push(Variant { label, sim, seconds: Vec::with_capacity(reps) });
+    }
+    for rep in 0..reps {
+        let n = variants.len();
+        for k in 0..n {
+            let v = &mut variants[(rep + k) % n];
+            let start = Instant::now();
+            v.sim.run_steps(steps).with_context(|| format!("running {} ({})", case.kernel, v.label))?;
+            v.seconds.push(start.elapsed().as_secs_f64());
+        }
+    }
+    let cell_steps = cells as f64 * f64::from(steps);
+    let bytes = cell_steps * (2 * fields * 4) as f64;
+    let mut text = String::new();
+    let _ = writeln!(text, "{} {shape} ({steps} steps per timing):", case.kernel);
+    let mut variants_json = serde_json::Map::new();
+    for v in &variants {
+        let rate: Vec<f64> = v.seconds.iter().map(|s| cell_steps / s).collect();
+        let gbps: Vec<f64> = v.seconds.iter().map(|s| bytes / s / 1e9).collect();
+        let _ = writeln!(
+            text,
+            "  {:<9} {} Mcell-steps/s, {} GB/s effective",
+            v.label,
+            Summary::of(&rate.iter().map(|r| r / 1e6).collect::<Vec<_>>()).text(1),
+            Summary::of(&gbps).text(2)
+        );
+        variants_json.insert(
+            v.label.to_owned(),
+            json!({
+                "seconds": Summary::json(&v.seconds),
+                "cell_steps_per_s": Summary::json(&rate),
+                "effective_gb_per_s": Summary::json(&gbps),
+            }),
+        );
+    }
+    let mut json = json!({
+        "kernel": case.kernel, "grid": case.grid.shape(), "cells": cells, "fields": fields,
+        "steps_per_timing": steps, "bytes_per_cell_step": 2 * fields * 4, "variants": variants_json,
+    });
+    if let Some(current) = variants.first() {
+        let state = current.sim.read_state().context("reading the shipped kernel's state")?;
+        for v in &variants[1..] {
+            let key = v.label.replace('-', "_");
+            let ratio: Vec<f64> = v.seconds.iter().zip(&current.seconds).map(|(o, c)| o / c).collect();
+            let _ = writeln!(
+                text,
+                "  speedup over {}: {}x (its time / the shipped shader's, per repetition)",
+                v.label,
+                Summary::of(&ratio).text(2)
+            );
+            json[format!("speedup_over_{key}")] = Summary::json(&ratio);
+            let other = v.sim.read_state().with_context(|| format!("reading the {} kernel's state", v.label))?;
+            let same = bit_identical(&state, &other);
+            let verdict = match (same, max_abs_difference(&state, &other)) {
+                (true, _) => "bit-identical".to_owned(),
+                (false, Some(d)) => format!("differs: max |difference| {d:e}"),
+                (false, None) => "differs: NaN in a state".to_owned(),
+            };
+            let _ = writeln!(text, "  {} vs shipped after {} steps: {verdict}", v.label, current.sim.steps());
+            json[format!("check_{key}")] = json!(verdict);
+            if v.label != "candidate" && !same {
+                bail!(
+                    "{} {shape}: the {} shader and the shipped one disagree after {} steps ({verdict}); they \
+                     compute the same update in the same order and must give the same bits",
+                    case.kernel,
+                    v.label,
+                    current.sim.steps()
+                );
+            }
+        }
+    }
+    Ok((text, json))
+}
+
+/// The largest |a - b| over both states, `None` when their lengths differ or one holds NaN.
+fn max_abs_difference(a: &[f32], b: &[f32]) -> Option<f32> {
+    if a.len() != b.len() {
+        return None;
+    }
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).try_fold(0.0f32, |m, d| if d.is_nan() { None } else { Some(m.max(d)) })
+}
+
+fn bit_identical(a: &[f32], b: &[f32]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn differences_and_identity() {
+        assert_eq!(max_abs_difference(&[1.0, 2.0], &[1.0, 2.5]), Some(0.5));
+        assert_eq!(max_abs_difference(&[1.0], &[1.0, 2.0]), None);
+        assert_eq!(max_abs_difference(&[f32::NAN], &[1.0]), None);
+        assert!(bit_identical(&[1.0, -0.0], &[1.0, -0.0]));
+        assert!(!bit_identical(&[0.0], &[-0.0]), "signed zeros differ in bits");
+    }
+
+    #[test]
+    fn every_case_and_the_tile_candidate_compile_with_their_prelude() -> Result<()> {
+        // The shared-memory tile variant kept beside the bench for `--candidate`.
+        let candidate = WgslSource::new("tile_gray_scott.wgsl", include_str!("tile_gray_scott.wgsl"));
+        let candidate_3d = WgslSource::new("3-D", shipped::GRAY_SCOTT_3D.source);
+        for case in cases(Some(&candidate), Some(&candidate_3d), None)? {
+            for (label, spec) in &case.specs {
+                spec.check().with_context(|| format!("{} ({label})", case.kernel))?;
+                assert_eq!(spec.rank, case.grid.rank(), "{} ({label})", case.kernel);
+                assert_eq!(case.initial.len(), case.grid.cells() * spec.fields.len(), "{}", case.kernel);
+            }
+        }
+        Ok(())
+    }
+}
