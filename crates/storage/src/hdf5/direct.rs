@@ -15,8 +15,8 @@
 //! Where the threads live: a scoped pool inside [`DirectWriter::prepare`], started for each
 //! frame. The sink's promise is that a frame is stored when `write` returns, so no work may
 //! run on after it returns, and a pipeline across frames would have to break that promise
-//! or wait for the same thing; splitting a chunk into pieces gives every frame of 512 KiB or
-//! more enough parallel work (a 1 MiB frame, one chunk, is four pieces). Starting scoped
+//! or wait for the same thing; splitting a chunk into pieces gives every frame of 128 KiB or
+//! more parallel work (a 1 MiB frame, one chunk, is sixteen pieces). Starting scoped
 //! threads costs tens of microseconds a frame, against tens of milliseconds of `deflate:6`
 //! per MiB; smaller frames are compressed on the writer thread alone.
 //!
@@ -126,8 +126,13 @@ pub(crate) fn shuffle(src: &[u8], elem: usize, dst: &mut Vec<u8>) {
 
 /// Bytes of uncompressed input per deflate piece: the unit of parallel work. Fixed (not a
 /// function of the thread count), so the stored bytes are the same whatever the number of
-/// threads; 256 KiB makes a 1 MiB chunk four pieces, and costs about 5 bytes per piece.
-pub(crate) const PIECE: usize = 256 << 10;
+/// threads. 64 KiB makes a 1 MiB chunk sixteen pieces, so the threads end a frame together
+/// (pieces of Gray-Scott fields take very different times: with four pieces of 256 KiB, two
+/// threads reached 1.67 [1.37–1.71] times one thread's throughput, with sixteen 1.83
+/// [1.78–1.90], `cargo xtask bench --sink hdf5 --compression deflate:6 --compare-threads 1,2
+/// --out /dev/shm --reps 7`, idle machine). Each piece is primed with the 32 KiB before it,
+/// so the files were no larger (the default run's 0.4 % smaller, the 3-D run's the same).
+pub(crate) const PIECE: usize = 64 << 10;
 /// Deflate's window: each piece is primed with this much of the input before it.
 const WINDOW: usize = 32 << 10;
 
@@ -196,7 +201,7 @@ impl Worker {
     /// output that depended on which pieces the same thread had compressed before, so the
     /// stored bytes changed with the thread count and from run to run (valid streams all,
     /// but not the reproducible chunks this module promises); a new one costs an allocation
-    /// per 256 KiB piece.
+    /// per piece.
     fn run(&mut self, job: &mut Job<'_>) -> Result<(), String> {
         match job {
             Job::Shuffle { input, elem, out } => {
