@@ -8,6 +8,7 @@
 //!   (`cargo xtask soak --help`).
 
 mod bench;
+mod flags;
 mod soak;
 
 use std::process::ExitCode;

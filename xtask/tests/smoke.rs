@@ -77,7 +77,11 @@ fn sweep_rows_carry_their_measured_theory() {
     let dir = scratch("sweep");
     let out = dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
-    let json = bench(&["--sink", "raw", "--sweep", "--out", out.to_str().unwrap()], &dir.join("sweep.json"));
+    // Compressed frames, so that even one step per frame computes in less time than the
+    // writer takes and every target ratio of the sweep is reachable (the raw sink writes a
+    // small frame faster than lavapipe computes a step, which leaves no row to measure).
+    let args = ["--sink", "hdf5", "--compression", "deflate:9", "--rows", "128", "--cols", "128", "--sweep", "--out"];
+    let json = bench(&[&args[..], &[out.to_str().unwrap()]].concat(), &dir.join("sweep.json"));
     let sweep = &json["sweep"];
     assert_eq!(sweep["reps"], 1);
     let measured: Vec<&serde_json::Value> =

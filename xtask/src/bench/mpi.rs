@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+use crate::flags::Flags;
 use anyhow::{Context, Result, bail};
 use serde_json::{Map, Value, json};
 
@@ -65,18 +66,9 @@ fn parse(argv: &[String]) -> Result<Args> {
         json: None,
         help: false,
     };
-    let mut it = argv.iter();
-    while let Some(arg) = it.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = || -> Result<String> {
-            match inline.clone() {
-                Some(v) => Ok(v),
-                None => it.next().cloned().with_context(|| format!("{flag} needs a value")),
-            }
-        };
+    let mut flags = Flags::new(argv);
+    while let Some((flag, inline)) = flags.next_flag() {
+        let mut value = || flags.value(flag, inline);
         match flag {
             "--mpi" => {}
             "--ranks" => a.ranks = value()?.split(',').map(|r| number(flag, r.trim())).collect::<Result<_>>()?,

@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use crate::flags::Flags;
+use anyhow::{Result, bail};
 
 use crate::bench::args::number;
 
@@ -44,18 +45,9 @@ impl Default for Args {
 /// Parses `--flag value` and `--flag=value` forms.
 pub fn parse(argv: &[String]) -> Result<Args> {
     let mut a = Args::default();
-    let mut it = argv.iter();
-    while let Some(arg) = it.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = || -> Result<String> {
-            match inline.clone() {
-                Some(v) => Ok(v),
-                None => it.next().cloned().with_context(|| format!("{flag} needs a value")),
-            }
-        };
+    let mut flags = Flags::new(argv);
+    while let Some((flag, inline)) = flags.next_flag() {
+        let mut value = || flags.value(flag, inline);
         match flag {
             "--frames" => a.frames = number(flag, &value()?)?,
             "--rows" => a.rows = number(flag, &value()?)?,

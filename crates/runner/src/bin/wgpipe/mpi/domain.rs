@@ -26,12 +26,12 @@ use wgpipe::config::Config;
 use wgpipe::storage::mpi::collective::SystemOperation;
 use wgpipe::storage::mpi::request::multiple_scope;
 use wgpipe::storage::mpi::topology::CartesianCommunicator;
-use wgpipe::storage::mpi::traits::{Communicator, CommunicatorCollectives, Destination, Root, Source};
+use wgpipe::storage::mpi::traits::{Communicator, CommunicatorCollectives, Destination, Source};
 use wgpipe::storage::{DType, MpiBlockSink, NullSink, StreamLayout};
 use wgpipe::{Job, Producer};
 
 use super::decompose;
-use super::{World, output_fingerprint};
+use super::{World, agree_on_output};
 use crate::progress::ProgressMode;
 use crate::run::{INTERRUPTED, Plan, RunArgs};
 
@@ -199,17 +199,7 @@ pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode
         Ok((dims, gpu, layout))
     })();
     let (dims, gpu, layout) = world.agree("planning the split domain", prepared)?;
-    let mut hash = output_fingerprint(config, &layout);
-    let own = hash;
-    world.comm.process_at_rank(0).broadcast_into(&mut hash);
-    let same = if hash == own {
-        Ok(())
-    } else {
-        Err(anyhow!(
-            "its config makes a different output than rank 0's: start every rank with the same config and --set"
-        ))
-    };
-    world.agree("comparing the ranks' outputs", same)?;
+    agree_on_output(world, config, &layout)?;
 
     let counts = dims.map(|d| d as i32);
     // No reordering: a rank's Cartesian rank is its world rank, as messages name it.

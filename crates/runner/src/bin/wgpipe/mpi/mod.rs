@@ -114,6 +114,22 @@ fn output_fingerprint(config: &Config, layout: &wgpipe::storage::StreamLayout) -
     h.finish()
 }
 
+/// Every rank checks, collectively, that it would create the output rank 0 would
+/// ([`output_fingerprint`]); a rank that differs is named before any file is touched.
+fn agree_on_output(world: &World, config: &Config, layout: &wgpipe::storage::StreamLayout) -> anyhow::Result<()> {
+    let own = output_fingerprint(config, layout);
+    let mut hash = own;
+    world.comm.process_at_rank(0).broadcast_into(&mut hash);
+    let same = if hash == own {
+        Ok(())
+    } else {
+        Err(anyhow!(
+            "its config makes a different output than rank 0's: start every rank with the same config and --set"
+        ))
+    };
+    world.agree("comparing the ranks' outputs", same)
+}
+
 /// The sink every rank writes through: the shared HDF5 file, or nothing.
 fn shared_sink(plan: &Plan, world: &World, append: bool) -> anyhow::Result<Box<dyn Sink>> {
     let config = &plan.config;
@@ -159,17 +175,7 @@ pub fn run(args: &RunArgs, world: &World) -> anyhow::Result<ExitCode> {
         Ok(pipeline)
     });
     let pipeline = world.agree("building the pipeline", built)?;
-    let mut hash = output_fingerprint(&plan.config, pipeline.layout());
-    let own = hash;
-    world.comm.process_at_rank(0).broadcast_into(&mut hash);
-    let same = if hash == own {
-        Ok(())
-    } else {
-        Err(anyhow!(
-            "its config makes a different output than rank 0's: start every rank with the same config and --set"
-        ))
-    };
-    world.agree("comparing the ranks' outputs", same)?;
+    agree_on_output(world, &plan.config, pipeline.layout())?;
 
     let on_ctrl_c = stop.clone();
     ctrlc::set_handler(move || on_ctrl_c.stop()).context("cannot install the Ctrl-C handler")?;
