@@ -364,3 +364,90 @@ fn a_decomposition_that_does_not_match_the_ranks_is_refused_at_its_key() {
     assert!(stderr.contains("MPI rank(s) [1] of 2 failed"), "{}", text(&out));
     assert!(!d.join("bad.h5").exists(), "no file is created");
 }
+
+/// A rank killed (SIGKILL) in the middle of a split run ends the whole job, without a hang,
+/// and the shared file opens (wgpipe's reader and h5py) holding every frame rank 0 reported
+/// written, bit-identical to the same frames of a run in one process.
+#[test]
+fn a_rank_killed_mid_run_ends_the_job_and_keeps_every_reported_frame() {
+    use std::io::{BufRead, BufReader};
+    let dir = domain_setup();
+    let d = dir.path();
+    let sets = |path: &str| -> Vec<String> {
+        let mut v: Vec<String> = vec!["run".into(), "gs3d.toml".into(), "--progress".into(), "frames".into()];
+        for set in [
+            "grid.shape=[23, 20, 16]",
+            "run.frames=400",
+            "run.steps_per_frame=5",
+            "devices.select=\"vulkan\"",
+            &format!("output.path=\"{path}\""),
+        ] {
+            v.extend(["--set".to_owned(), set.to_owned()]);
+        }
+        v
+    };
+    let serial = Command::new(WGPIPE).args(sets("serial.h5")).current_dir(d).output().unwrap();
+    assert!(serial.status.success(), "{}", text(&serial));
+
+    let mut job = Command::new("timeout")
+        .arg(LIMIT_S)
+        .arg(launcher())
+        .args(["-n", "2", WGPIPE])
+        .args(sets("killed.h5"))
+        .current_dir(d)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Rank 0's progress lines (stderr): "[   0.4 s] written 12/400 frames".
+    let written = |line: &str| -> Option<u64> { line.split("written ").nth(1)?.split('/').next()?.parse().ok() };
+    let mut lines = BufReader::new(job.stderr.take().unwrap()).lines();
+    let mut reported = 0;
+    for line in lines.by_ref() {
+        reported = reported.max(written(&line.unwrap()).unwrap_or(0));
+        if reported >= 5 {
+            break;
+        }
+    }
+    assert!(reported >= 5, "the split run ended before frame 5");
+    // A rank: a process whose program is the wgpipe binary itself (mpirun's own command line
+    // names it too, as an argument).
+    let ranks: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| {
+            let pid = e.ok()?.file_name().into_string().ok()?;
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let argv: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+            let own = argv.first() == Some(&WGPIPE.as_bytes())
+                && argv.iter().any(|a| *a == b"output.path=\"killed.h5\"".as_slice());
+            own.then_some(pid)
+        })
+        .collect();
+    assert_eq!(ranks.len(), 2, "found ranks {ranks:?}");
+    let killed = Command::new("kill").args(["-9", &ranks[1]]).status().unwrap();
+    assert!(killed.success());
+    for line in lines {
+        reported = reported.max(written(&line.unwrap()).unwrap_or(0));
+    }
+    let status = job.wait().unwrap();
+    assert_ne!(status.code(), Some(124), "the job hung after a rank was killed");
+    assert!(!status.success(), "the job succeeded although a rank was killed");
+
+    let out = open_output(d.join("killed.h5")).unwrap();
+    let s = &out.streams()[0];
+    assert!(!out.complete() && !s.complete, "a killed job's file is marked complete");
+    assert!(s.frames >= reported && s.frames < 400, "{} frames in the file, {reported} reported written", s.frames);
+    let whole = open_output(d.join("serial.h5")).unwrap();
+    for field in 0..out.fields().len() {
+        for i in 0..s.frames {
+            let same = out.read_field(0, field, i).unwrap() == whole.read_field(0, field, i).unwrap();
+            assert!(same, "field {field} frame {i} differs from the run in one process");
+        }
+    }
+    assert_eq!(out.steps(0).unwrap(), (1..=s.frames).map(|i| 5 * i).collect::<Vec<_>>());
+    let python = common::python::python_with(&["h5py"]);
+    let script = "import sys, h5py; f = h5py.File(sys.argv[1], 'r'); print(f['stream0/u'].shape[0])";
+    let h5py = Command::new(python).args(["-c", script, "killed.h5"]).current_dir(d).output().unwrap();
+    assert!(h5py.status.success(), "{}", text(&h5py));
+    assert_eq!(String::from_utf8_lossy(&h5py.stdout).trim(), s.frames.to_string());
+}

@@ -55,7 +55,7 @@ pub(super) struct StreamSets {
 /// State between `begin` and `finish` (shared with [`super::mpi_block`], which writes into
 /// the same datasets collectively).
 pub(super) struct Shared {
-    file: File,
+    pub(super) file: File,
     pub(super) validator: Validator,
     pub(super) streams: Vec<StreamSets>,
     /// Frames each stream's datasets were created for.

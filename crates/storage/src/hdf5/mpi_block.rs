@@ -7,9 +7,11 @@
 //!
 //! - `begin` (collective): the blocks are checked on every rank (a bad one on any rank fails
 //!   them all), then [`MpiHdf5Sink`]'s creation of the whole file.
-//! - `write_block` (collective): every rank writes its hyperslab of the next frame of every
-//!   field with `H5Dwrite` in collective mode (`H5Pset_dxpl_mpio(COLLECTIVE)`, which
-//!   hdf5-metno does not wrap); rank 0 alone writes the frame's step, independently.
+//! - `write_block` (collective): the stream's datasets grow by one frame, every rank writes
+//!   its hyperslab of it for every field with `H5Dwrite` in collective mode
+//!   (`H5Pset_dxpl_mpio(COLLECTIVE)`, which hdf5-metno does not wrap), rank 0 alone writes
+//!   the frame's step (independently), and the file is flushed: a job killed after
+//!   `write_block` returned leaves a file that every reader opens, holding that frame.
 //! - `finish` (collective): the frame count is the least any rank wrote, the `frames` and
 //!   `complete` attributes are written, the file closes.
 //!
@@ -24,7 +26,7 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives};
 use ndarray::ArrayView1;
 
-use super::format::{h5err, le_elements, with_elem_type};
+use super::format::{h5err, le_elements, with_elem_type, with_frames};
 use super::mpi::{MpiHdf5Sink, Shared, agree, close};
 use crate::error::{Error, Result};
 use crate::options::SinkOptions;
@@ -109,7 +111,14 @@ impl MpiBlockSink {
         }
         let path = self.sink.path().display().to_string();
         agree(self.sink.comm(), self.check_block(layout), || format!("checking the blocks of {path}"))?;
-        self.open = Some(self.sink.create(layout)?);
+        let open = self.sink.create(layout)?;
+        // The stream starts empty and grows frame by frame, flushed each time, so a job killed
+        // at any point leaves a file that opens with the frames written so far (created at
+        // full length, a killed job left a file with no superblock, or unwritten frames).
+        set_frames(&open, 0)
+            .and_then(|()| open.file.flush())
+            .map_err(|e| h5err("cannot empty the new stream of", self.sink.path(), e))?;
+        self.open = Some(open);
         self.summary.write_seconds += start.elapsed().as_secs_f64();
         Ok(())
     }
@@ -141,9 +150,7 @@ impl MpiBlockSink {
                 layout.fields.len()
             )));
         }
-        let row = n as usize;
-        let mut bytes = 0u64;
-        for ((ds, spec), data) in open.streams[0].fields.iter().zip(&layout.fields).zip(fields) {
+        for (spec, data) in layout.fields.iter().zip(fields) {
             let want = cells * spec.dtype.size();
             if data.len() != want {
                 return Err(Error::InvalidLayout(format!(
@@ -153,6 +160,12 @@ impl MpiBlockSink {
                     spec.dtype
                 )));
             }
+        }
+        let row = n as usize;
+        set_frames(open, row + 1)
+            .map_err(|e| h5err(format!("cannot grow stream {name} to {} frames in", row + 1), &path, e))?;
+        let mut bytes = 0u64;
+        for ((ds, spec), data) in open.streams[0].fields.iter().zip(&layout.fields).zip(fields) {
             with_elem_type!(spec.dtype, T => write_hyperslab::<T>(ds, row, offset, shape, data, &mut open.scratch))
                 .map_err(|e| {
                     h5err(format!("cannot write frame {n} of {name}/{} (collectively) to", spec.name), &path, e)
@@ -165,6 +178,9 @@ impl MpiBlockSink {
                 .write_slice(ArrayView1::from(&[step][..]), row..row + 1)
                 .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), &path, e))?;
         }
+        // Collective: the frame, the new extent and the steps reach the file before the
+        // frame counts as written.
+        open.file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), &path, e))?;
         self.written += 1;
         self.summary.frames += 1;
         self.summary.bytes += bytes;
@@ -208,6 +224,17 @@ impl MpiBlockSink {
         self.summary.write_seconds += start.elapsed().as_secs_f64();
         Ok(std::mem::take(&mut self.summary))
     }
+}
+
+/// Sets the stream's field and step datasets to `frames` frames. Collective: every rank,
+/// the same `frames`.
+fn set_frames(open: &Shared, frames: usize) -> hdf5::Result<()> {
+    let layout = open.validator.layout();
+    for (ds, spec) in open.streams[0].fields.iter().zip(&layout.fields) {
+        let (dims, rank) = with_frames(frames, &spec.shape);
+        ds.resize(&dims[..rank])?;
+    }
+    open.streams[0].steps.resize(frames)
 }
 
 /// Writes `data` (the block's elements, little-endian) as the block at `offset` of extent
