@@ -190,10 +190,7 @@ fn write_generated(
     writeln!(out)?;
     write_cell(out, rank)?;
     write_boundary(out, boundary)?;
-    match indexing {
-        Indexing::Whole => write_cell_fn(out, rank)?,
-        Indexing::Block => write_block_cell_fn(out, rank)?,
-    }
+    write_cell_fn(out, rank, indexing)?;
     write_global_index(out, rank, indexing)?;
     write_neighbour(out, rank)?;
     for (k, name) in fields.iter().enumerate() {
@@ -259,84 +256,67 @@ fn write_boundary(out: &mut String, boundary: Boundary) -> fmt::Result {
     Ok(())
 }
 
-/// `in_grid(id)` and `cell(id)`.
-fn write_cell_fn(out: &mut String, rank: usize) -> fmt::Result {
-    writeln!(out)?;
-    writeln!(out, "// Whether invocation `id` has a cell (the dispatch rounds the grid up to whole workgroups).")?;
-    writeln!(out, "fn in_grid(id: vec3<u32>) -> bool {{")?;
-    writeln!(out, "    return id.x < grid.nx && id.y < grid.ny && id.z < grid.nz;")?;
-    writeln!(out, "}}")?;
-    writeln!(out)?;
-    writeln!(out, "// Cells the kernel updates along x, y and z: the ids in_grid accepts are below these.")?;
-    writeln!(out, "fn extent() -> vec3<u32> {{")?;
-    writeln!(out, "    return vec3(grid.nx, grid.ny, grid.nz);")?;
-    writeln!(out, "}}")?;
-    writeln!(out)?;
-    writeln!(out, "// The cell of invocation `id` (x = id.x, y = id.y, z = id.z), with its neighbours.")?;
-    writeln!(out, "fn cell(id: vec3<u32>) -> Cell {{")?;
-    writeln!(out, "    var c: Cell;")?;
-    writeln!(out, "    c.x = id.x;")?;
-    writeln!(out, "    c.xm = prev_index(id.x, grid.nx);")?;
-    writeln!(out, "    c.xp = next_index(id.x, grid.nx);")?;
-    if rank >= 2 {
-        writeln!(out, "    c.y = id.y;")?;
-        writeln!(out, "    c.ym = prev_index(id.y, grid.ny) * grid.nx;")?;
-        writeln!(out, "    c.y0 = id.y * grid.nx;")?;
-        writeln!(out, "    c.yp = next_index(id.y, grid.ny) * grid.nx;")?;
-    }
-    if rank >= 3 {
-        writeln!(out, "    let plane = grid.nx * grid.ny;")?;
-        writeln!(out, "    c.z = id.z;")?;
-        writeln!(out, "    c.zm = prev_index(id.z, grid.nz) * plane;")?;
-        writeln!(out, "    c.z0 = id.z * plane;")?;
-        writeln!(out, "    c.zp = next_index(id.z, grid.nz) * plane;")?;
-    }
-    let index = match rank {
-        1 => "c.x",
-        2 => "c.y0 + c.x",
-        _ => "c.z0 + c.y0 + c.x",
-    };
-    writeln!(out, "    c.i = {index};")?;
-    writeln!(out, "    return c;")?;
-    writeln!(out, "}}")
-}
-
-/// `in_grid(id)` and `cell(id)` of [`Indexing::Block`]: the block's cell `id` sits at `id + 1`
-/// in buffers with a ghost layer on both faces of every axis the grid has; neighbours are ±1.
-fn write_block_cell_fn(out: &mut String, rank: usize) -> fmt::Result {
+/// `extent()`, `in_grid(id)` and `cell(id)` for `indexing`: the same neighbour offsets
+/// (`c.xm`, `c.y0`, `c.zp`, ...) either way, found by the boundary rule over the whole grid,
+/// or at plain ±1 around the block's cell `id`, which sits at `id + 1` in buffers with a
+/// ghost layer on both faces of every axis the grid has.
+fn write_cell_fn(out: &mut String, rank: usize, indexing: Indexing) -> fmt::Result {
+    let block = indexing == Indexing::Block;
     // Axes the grid lacks have extent 1 and no ghosts.
-    let ghosts = |axis_rank: usize| if rank >= axis_rank { " - 2u" } else { "" };
+    let ghosts = |axis_rank: usize| if block && rank >= axis_rank { " - 2u" } else { "" };
     writeln!(out)?;
-    writeln!(out, "// Whether invocation `id` has a cell of the block (the buffers add one ghost layer per face).")?;
+    if block {
+        writeln!(out, "// Cells the kernel updates along x, y and z (the block's, without its ghost layers).")?;
+    } else {
+        writeln!(out, "// Cells the kernel updates along x, y and z: the grid's.")?;
+    }
+    writeln!(out, "fn extent() -> vec3<u32> {{")?;
+    writeln!(out, "    return vec3(grid.nx{}, grid.ny{}, grid.nz{});", ghosts(1), ghosts(2), ghosts(3))?;
+    writeln!(out, "}}")?;
+    writeln!(out)?;
+    writeln!(out, "// Whether invocation `id` has a cell (the dispatch rounds the cells up to whole workgroups).")?;
     writeln!(out, "fn in_grid(id: vec3<u32>) -> bool {{")?;
     writeln!(out, "    let e = extent();")?;
     writeln!(out, "    return id.x < e.x && id.y < e.y && id.z < e.z;")?;
     writeln!(out, "}}")?;
     writeln!(out)?;
-    writeln!(out, "// Cells the kernel updates along x, y and z (the block's, without its ghost layers).")?;
-    writeln!(out, "fn extent() -> vec3<u32> {{")?;
-    writeln!(out, "    return vec3(grid.nx{}, grid.ny{}, grid.nz{});", ghosts(1), ghosts(2), ghosts(3))?;
-    writeln!(out, "}}")?;
-    writeln!(out)?;
-    writeln!(out, "// The block's cell of invocation `id`, at id + 1 in the buffers: the ghost layers hold the")?;
-    writeln!(out, "// neighbours past the block's faces, so neighbours are plain -1 / +1 (no boundary rule).")?;
+    if block {
+        writeln!(out, "// The block's cell of invocation `id`, at id + 1 in the buffers: the ghost layers hold the")?;
+        writeln!(out, "// neighbours past the block's faces, so neighbours are plain -1 / +1 (no boundary rule).")?;
+    } else {
+        writeln!(out, "// The cell of invocation `id` (x = id.x, y = id.y, z = id.z), with its neighbours.")?;
+    }
+    // Per axis: the cell's coordinate in the buffers, and its neighbours' before and after.
+    let axis = |a: &str, n: &str| -> [String; 3] {
+        if block {
+            [format!("id.{a} + 1u"), format!("id.{a}"), format!("id.{a} + 2u")]
+        } else {
+            [format!("id.{a}"), format!("prev_index(id.{a}, grid.{n})"), format!("next_index(id.{a}, grid.{n})")]
+        }
+    };
+    // `e * stride`, bracketed where `e` is a sum.
+    let times =
+        |e: &str, stride: &str| if e.contains(" + ") { format!("({e}) * {stride}") } else { format!("{e} * {stride}") };
     writeln!(out, "fn cell(id: vec3<u32>) -> Cell {{")?;
     writeln!(out, "    var c: Cell;")?;
-    writeln!(out, "    c.x = id.x + 1u;")?;
-    writeln!(out, "    c.xm = id.x;")?;
-    writeln!(out, "    c.xp = id.x + 2u;")?;
+    let [x, xm, xp] = axis("x", "nx");
+    writeln!(out, "    c.x = {x};")?;
+    writeln!(out, "    c.xm = {xm};")?;
+    writeln!(out, "    c.xp = {xp};")?;
     if rank >= 2 {
-        writeln!(out, "    c.y = id.y + 1u;")?;
-        writeln!(out, "    c.ym = id.y * grid.nx;")?;
+        let [y, ym, yp] = axis("y", "ny");
+        writeln!(out, "    c.y = {y};")?;
+        writeln!(out, "    c.ym = {};", times(&ym, "grid.nx"))?;
         writeln!(out, "    c.y0 = c.y * grid.nx;")?;
-        writeln!(out, "    c.yp = (id.y + 2u) * grid.nx;")?;
+        writeln!(out, "    c.yp = {};", times(&yp, "grid.nx"))?;
     }
     if rank >= 3 {
+        let [z, zm, zp] = axis("z", "nz");
         writeln!(out, "    let plane = grid.nx * grid.ny;")?;
-        writeln!(out, "    c.z = id.z + 1u;")?;
-        writeln!(out, "    c.zm = id.z * plane;")?;
+        writeln!(out, "    c.z = {z};")?;
+        writeln!(out, "    c.zm = {};", times(&zm, "plane"))?;
         writeln!(out, "    c.z0 = c.z * plane;")?;
-        writeln!(out, "    c.zp = (id.z + 2u) * plane;")?;
+        writeln!(out, "    c.zp = {};", times(&zp, "plane"))?;
     }
     let index = match rank {
         1 => "c.x",
