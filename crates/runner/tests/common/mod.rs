@@ -7,6 +7,8 @@ use std::path::Path;
 use wgpipe::compute::{DeviceSelector, GpuDevice, gray_scott, open_devices};
 use wgpipe::storage::open_output;
 
+pub mod cli;
+pub mod netcdf_files;
 pub mod python;
 
 /// `n` devices on the first adapter (lavapipe in CI).
