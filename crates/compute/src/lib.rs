@@ -41,6 +41,7 @@
 //!   ghost layer per face, the halos exchanged every step through [`Faces`]
 //!   ([`exchange_in_process`] within one process); bit-identical to the whole grid's run.
 
+mod adapter_summary;
 mod adapters;
 pub mod cpu_twin;
 mod default_pick;
@@ -61,7 +62,8 @@ pub mod shipped;
 mod timestamps;
 mod wgsl_check;
 
-pub use adapters::{AdapterSummary, DeviceSelector, list_adapters, open_devices};
+pub use adapter_summary::AdapterSummary;
+pub use adapters::{DeviceSelector, list_adapters, open_devices};
 pub use default_pick::{DefaultPick, default_picks};
 pub use device::GpuDevice;
 pub use error::{Error, NO_ADAPTER_HINT, Result};

@@ -153,22 +153,6 @@ impl std::fmt::Debug for FrameProducer {
     }
 }
 
-/// The outcome of a `map_async` callback, after the wait that should have run it.
-pub(crate) fn mapped_result(gpu: &GpuDevice, rx: &mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>) -> Result<()> {
-    let failed = |message: String| Error::Gpu { device: gpu.label().to_owned(), message };
-    match rx.try_recv() {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => {
-            gpu.check()?;
-            Err(failed(format!("mapping a staging buffer failed: {e}")))
-        }
-        Err(_) => {
-            gpu.check()?;
-            Err(failed("a staging buffer was not mapped after its submission finished".to_owned()))
-        }
-    }
-}
-
 impl FrameProducer {
     /// A producer that owns `sim` and reads back `config.fields` every `steps_per_frame` steps,
     /// as f32.
@@ -375,7 +359,7 @@ impl FrameProducer {
         let gpu = &self.gpu;
         let waiting = Instant::now();
         gpu.wait(frame.submission)?;
-        mapped_result(gpu, &frame.mapped)?;
+        gpu.mapped_result(&frame.mapped)?;
         let copying = Instant::now();
         let staging = &self.staging[frame.slot];
         let gpu_time = {
