@@ -30,8 +30,6 @@ const CRATES: &[(&str, &str, &str)] = &[
 const KNOWN_CYCLES: &[(&str, &[&str])] = &[
     // The single checked plan (issue 20, "Plan once") merges these three modules' checks.
     ("wgpipe", &["builder", "pipeline", "preflight"]),
-    ("wgpipe-storage", &["checksum", "error", "frame"]),
-    ("wgpipe", &["report", "trace"]),
 ];
 
 #[test]
