@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 
 use crate::device::GpuDevice;
 use crate::error::{Error, Result};
+use crate::f16_pack::HalfPacker;
 use crate::field_sim::FieldSim;
-use crate::half::{HalfPacker, OutputDType};
+use crate::output_dtype::OutputDType;
 use crate::timestamps::FrameTimer;
 
 /// Produces frames on the GPU: records the work of one frame into a command encoder and the
