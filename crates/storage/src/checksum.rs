@@ -35,7 +35,7 @@ fn data_hash(data: &[u8]) -> u64 {
 }
 
 /// The producer's side of the checksum. Here rather than in `frame.rs` so that the hash a
-/// frame caches and the hash [`Running`] computes are one algorithm, written in one module
+/// frame caches and the hash `Running` computes are one algorithm, written in one module
 /// (and `frame.rs`, which this module reads, does not read it back).
 impl Frame {
     /// Computes [`Frame::data_hash`] now, on the calling thread, so that sinks do not have
