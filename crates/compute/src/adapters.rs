@@ -2,34 +2,10 @@
 
 use std::fmt;
 
+use crate::adapter_summary::AdapterSummary;
 use crate::default_pick::default_picks;
 use crate::device::GpuDevice;
 use crate::error::{Error, Result};
-
-/// What wgpu tells about one adapter, in the order [`list_adapters`] returns them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AdapterSummary {
-    /// Position in [`list_adapters`]; what index selection refers to.
-    pub index: usize,
-    /// Adapter name, e.g. "llvmpipe (LLVM 15.0.6, 256 bits)".
-    pub name: String,
-    /// Backend: Vulkan, Metal, Dx12, Gl.
-    pub backend: wgpu::Backend,
-    /// Discrete, integrated, virtual, CPU, other.
-    pub device_type: wgpu::DeviceType,
-    /// Driver name and version info.
-    pub driver: String,
-    /// PCI vendor id (GL derives it from the vendor string; 0 when unknown).
-    pub vendor: u32,
-    /// PCI device id (0 when the backend does not know it, as on GL).
-    pub device: u32,
-}
-
-impl fmt::Display for AdapterSummary {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {} ({:?}, {:?}, {})", self.index, self.name, self.backend, self.device_type, self.driver)
-    }
-}
 
 /// Which adapters to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,25 +93,6 @@ fn instance() -> wgpu::Instance {
     wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
 }
 
-fn summary(index: usize, adapter: &wgpu::Adapter) -> AdapterSummary {
-    let info = adapter.get_info();
-    let driver = match (info.driver.is_empty(), info.driver_info.is_empty()) {
-        (true, true) => "unknown driver".to_owned(),
-        (false, true) => info.driver.clone(),
-        (true, false) => info.driver_info.clone(),
-        (false, false) => format!("{} {}", info.driver, info.driver_info),
-    };
-    AdapterSummary {
-        index,
-        name: info.name,
-        backend: info.backend,
-        device_type: info.device_type,
-        driver,
-        vendor: info.vendor,
-        device: info.device,
-    }
-}
-
 /// Adapters in a stable order (backend, then name) so indices mean the same thing each run.
 fn enumerate(instance: &wgpu::Instance) -> Vec<(AdapterSummary, wgpu::Adapter)> {
     let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
@@ -143,7 +100,7 @@ fn enumerate(instance: &wgpu::Instance) -> Vec<(AdapterSummary, wgpu::Adapter)> 
         let i = a.get_info();
         (i.backend as u32, i.name, i.device_pci_bus_id)
     });
-    adapters.into_iter().enumerate().map(|(i, a)| (summary(i, &a), a)).collect()
+    adapters.into_iter().enumerate().map(|(i, a)| (AdapterSummary::new(i, &a), a)).collect()
 }
 
 /// Every adapter wgpu sees on every backend.

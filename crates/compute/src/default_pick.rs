@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use crate::adapters::AdapterSummary;
+use crate::adapter_summary::AdapterSummary;
 
 /// Why the default selection takes or leaves one adapter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,9 +1,9 @@
 //! One opened GPU device: wgpu `Device` + `Queue`, with errors captured instead of panicking.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::Duration;
 
-use crate::adapters::AdapterSummary;
+use crate::adapter_summary::AdapterSummary;
 use crate::error::{Error, Result};
 use crate::grid::Grid;
 use crate::limits::GridFootprint;
@@ -123,6 +123,23 @@ impl GpuDevice {
                 Err(Error::Timeout { device: self.label.clone(), seconds: WAIT_TIMEOUT.as_secs() })
             }
             Err(e) => Err(Error::Gpu { device: self.label.clone(), message: e.to_string() }),
+        }
+    }
+
+    /// The outcome of a `map_async` callback, after the wait that should have run it: the
+    /// mapping's error, or the device's fault that kept the callback from running.
+    pub(crate) fn mapped_result(&self, rx: &mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>) -> Result<()> {
+        let failed = |message: String| Error::Gpu { device: self.label.clone(), message };
+        match rx.try_recv() {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => {
+                self.check()?;
+                Err(failed(format!("mapping a staging buffer failed: {e}")))
+            }
+            Err(_) => {
+                self.check()?;
+                Err(failed("a staging buffer was not mapped after its submission finished".to_owned()))
+            }
         }
     }
 

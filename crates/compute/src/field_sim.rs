@@ -370,7 +370,7 @@ impl FieldSim {
         });
         let submission = self.gpu.queue().submit([encoder.finish()]);
         self.gpu.wait(submission)?;
-        crate::readback::mapped_result(&self.gpu, &rx)?;
+        self.gpu.mapped_result(&rx)?;
         let values = {
             let view = staging
                 .get_mapped_range(..)

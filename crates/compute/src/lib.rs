@@ -41,36 +41,39 @@
 //!   ghost layer per face, the halos exchanged every step through [`Faces`]
 //!   ([`exchange_in_process`] within one process); bit-identical to the whole grid's run.
 
+mod adapter_summary;
 mod adapters;
 pub mod cpu_twin;
 mod default_pick;
 mod device;
 mod error;
+mod f16_pack;
 mod field_sim;
 pub mod gray_scott;
 pub mod gray_scott_3d;
 mod grid;
-mod half;
 mod halo;
 mod kernel;
 mod limits;
 pub mod noise;
+mod output_dtype;
 mod prelude;
 mod readback;
 pub mod shipped;
 mod timestamps;
 mod wgsl_check;
 
-pub use adapters::{AdapterSummary, DeviceSelector, list_adapters, open_devices};
+pub use adapter_summary::AdapterSummary;
+pub use adapters::{DeviceSelector, list_adapters, open_devices};
 pub use default_pick::{DefaultPick, default_picks};
 pub use device::GpuDevice;
 pub use error::{Error, NO_ADAPTER_HINT, Result};
 pub use field_sim::FieldSim;
 pub use grid::Grid;
-pub use half::OutputDType;
 pub use halo::{Block, BlockSim, Faces, Side, exchange_faces, exchange_in_process};
 pub use kernel::{KernelSpec, MAX_WGSL_BYTES, WgslSource};
 pub use limits::GridFootprint;
+pub use output_dtype::OutputDType;
 pub use prelude::{Boundary, Indexing, UnknownBoundary, workgroup_size};
 pub use readback::{FrameInfo, FrameProducer, FrameSource, ReadbackConfig};
 pub use wgsl_check::{CELLS_PER_INVOCATION_X, CheckedWgsl, MAX_CELLS_PER_INVOCATION_X, PRELUDE_NAME, WgslError};

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 
 use crate::device::GpuDevice;
 use crate::error::{Error, Result};
+use crate::f16_pack::HalfPacker;
 use crate::field_sim::FieldSim;
-use crate::half::{HalfPacker, OutputDType};
+use crate::output_dtype::OutputDType;
 use crate::timestamps::FrameTimer;
 
 /// Produces frames on the GPU: records the work of one frame into a command encoder and the
@@ -150,22 +151,6 @@ impl std::fmt::Debug for FrameProducer {
             .field("config", &self.config)
             .field("submitted", &self.submitted)
             .finish()
-    }
-}
-
-/// The outcome of a `map_async` callback, after the wait that should have run it.
-pub(crate) fn mapped_result(gpu: &GpuDevice, rx: &mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>) -> Result<()> {
-    let failed = |message: String| Error::Gpu { device: gpu.label().to_owned(), message };
-    match rx.try_recv() {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => {
-            gpu.check()?;
-            Err(failed(format!("mapping a staging buffer failed: {e}")))
-        }
-        Err(_) => {
-            gpu.check()?;
-            Err(failed("a staging buffer was not mapped after its submission finished".to_owned()))
-        }
     }
 }
 
@@ -375,7 +360,7 @@ impl FrameProducer {
         let gpu = &self.gpu;
         let waiting = Instant::now();
         gpu.wait(frame.submission)?;
-        mapped_result(gpu, &frame.mapped)?;
+        gpu.mapped_result(&frame.mapped)?;
         let copying = Instant::now();
         let staging = &self.staging[frame.slot];
         let gpu_time = {

@@ -25,6 +25,7 @@
 //! ```
 
 mod builder;
+mod chrome_trace;
 pub mod config;
 mod error;
 mod job;
@@ -40,6 +41,7 @@ mod worker;
 mod writer;
 
 pub use builder::{MAX_DEVICE_COPIES, PerStreamInit, PipelineBuilder, gray_scott_3d_attributes, gray_scott_attributes};
+pub use chrome_trace::chrome_trace;
 pub use error::{Error, Failure, Result};
 pub use job::{BoxError, InitFn, Job, Producer, SourceFn};
 pub use pipeline::Pipeline;
@@ -48,7 +50,7 @@ pub use preflight::stored_dtype;
 pub use progress::{DeviceProgress, Progress, ProgressSnapshot};
 pub use report::{ComputeSource, DeviceReport, IoMode, RunReport, WriterReport};
 pub use run_state::StopHandle;
-pub use trace::{Span, SpanKind, chrome_trace};
+pub use trace::{Span, SpanKind};
 pub use wgpipe_compute::FrameSource;
 
 /// The GPU half: adapters, devices, kernels, readback (crate `wgpipe-compute`).

@@ -1,14 +1,12 @@
 //! Optional timeline of a run: what each thread did when, for Chrome's trace viewer and
-//! Perfetto, to see compute and I/O overlap (or fail to).
+//! Perfetto, to see compute and I/O overlap (or fail to). This module records the spans;
+//! [`crate::chrome_trace`] writes a finished run's spans out.
 //!
 //! Each thread records into its own vector (no sharing, no locks); the vectors come back in
 //! the thread's report when it ends. Recording is off unless asked for
 //! ([`crate::PipelineBuilder::trace`]) and costs one branch per span when off.
 
-use std::fmt::Write as _;
 use std::time::{Duration, Instant};
-
-use crate::report::RunReport;
 
 /// What a span of a thread's time was spent on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -81,47 +79,4 @@ impl Recorder {
     pub fn into_spans(self) -> Vec<Span> {
         self.spans.unwrap_or_default()
     }
-}
-
-fn escape(s: &str) -> String {
-    s.chars()
-        .flat_map(|c| match c {
-            '"' => vec!['\\', '"'],
-            '\\' => vec!['\\', '\\'],
-            c if c.is_control() => vec![' '],
-            c => vec![c],
-        })
-        .collect()
-}
-
-/// The run's spans in Chrome's trace event format (JSON), one track per thread: open it at
-/// <https://ui.perfetto.dev> or `chrome://tracing`.
-pub fn chrome_trace(report: &RunReport) -> String {
-    let mut threads: Vec<(String, &[Span])> =
-        report.devices.iter().map(|d| (format!("device {}", d.device), d.spans.as_slice())).collect();
-    threads.push(("writer".to_owned(), report.writer.spans.as_slice()));
-    let mut out = String::from("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
-    let mut first = true;
-    for (tid, (name, spans)) in threads.iter().enumerate() {
-        if !first {
-            out.push_str(",\n");
-        }
-        first = false;
-        let _ = write!(
-            out,
-            "{{\"ph\":\"M\",\"pid\":1,\"tid\":{tid},\"name\":\"thread_name\",\"args\":{{\"name\":\"{}\"}}}}",
-            escape(name)
-        );
-        for s in spans.iter() {
-            let _ = write!(
-                out,
-                ",\n{{\"ph\":\"X\",\"pid\":1,\"tid\":{tid},\"name\":\"{}\",\"ts\":{:.3},\"dur\":{:.3}}}",
-                s.kind.name(),
-                s.start.as_secs_f64() * 1e6,
-                s.duration.as_secs_f64() * 1e6
-            );
-        }
-    }
-    out.push_str("\n]}\n");
-    out
 }

@@ -1,5 +1,8 @@
 //! Appending to an existing output ([`crate::SinkOptions::append`], what `--resume` uses):
 //! the checks every file-writing sink makes before it touches the output.
+//!
+//! "Append" means this one thing in this crate: adding streams to an output that exists. A
+//! sink *writes* a frame (and its datasets or files grow by it); that is not appending.
 
 use std::path::Path;
 

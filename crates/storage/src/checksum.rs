@@ -30,8 +30,21 @@ pub fn frame_checksum(frame: &Frame) -> u64 {
 
 /// The hash of a frame's bytes alone (XXH3-64 seeded with their length), before it is mixed
 /// with the frame's stream and index: what [`Frame::hash_data`] caches.
-pub(crate) fn data_hash(data: &[u8]) -> u64 {
+fn data_hash(data: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64_with_seed(data, data.len() as u64)
+}
+
+/// The producer's side of the checksum. Here rather than in `frame.rs` so that the hash a
+/// frame caches and the hash `Running` computes are one algorithm, written in one module
+/// (and `frame.rs`, which this module reads, does not read it back).
+impl Frame {
+    /// Computes [`Frame::data_hash`] now, on the calling thread, so that sinks do not have
+    /// to (the wgpipe runner calls it on the device thread that produced the frame).
+    #[must_use]
+    pub fn hash_data(mut self) -> Self {
+        self.data_hash = Some(data_hash(&self.data));
+        self
+    }
 }
 
 /// Mixes the data's hash with the frame's stream and index.

@@ -1,6 +1,9 @@
 //! Errors of the storage crate.
 
 use std::path::PathBuf;
+use std::str::FromStr;
+
+use crate::frame::DType;
 
 /// Result with the storage crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -155,7 +158,7 @@ pub enum Error {
         /// The field.
         field: String,
         /// Its element type.
-        dtype: crate::frame::DType,
+        dtype: DType,
     },
     /// Another MPI rank failed a step every rank takes together (feature `mpi`); that rank
     /// reports its own error.
@@ -175,5 +178,23 @@ impl Error {
     /// An [`Error::Io`] for `path`.
     pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { action, path: path.into(), source }
+    }
+}
+
+/// Parses any of the three spellings: `f32`, `float32` or `<f4` (likewise for every type).
+///
+/// Here rather than beside [`DType`] because its error is this crate's [`Error`], which names
+/// `DType` itself ([`Error::NotFloat`]): `frame.rs` stays below this module.
+impl FromStr for DType {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        DType::ALL.into_iter().find(|d| s == d.short_name() || s == d.name() || s == d.numpy_str()).ok_or_else(|| {
+            let names: Vec<&str> = DType::ALL.iter().map(|d| d.short_name()).collect();
+            Error::InvalidLayout(format!(
+                "element type {s:?} is unknown: use one of {} (or numpy's spelling, e.g. float32 or <f4)",
+                names.join(", ")
+            ))
+        })
     }
 }

@@ -2,9 +2,6 @@
 //! element types their fields hold.
 
 use std::fmt;
-use std::str::FromStr;
-
-use crate::error::Error;
 
 /// Element type of one field's values; always little-endian in a frame and on disk.
 ///
@@ -94,21 +91,6 @@ impl fmt::Display for DType {
     }
 }
 
-/// Parses any of the three spellings: `f32`, `float32` or `<f4` (likewise for every type).
-impl FromStr for DType {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self, Error> {
-        DType::ALL.into_iter().find(|d| s == d.short_name() || s == d.name() || s == d.numpy_str()).ok_or_else(|| {
-            let names: Vec<&str> = DType::ALL.iter().map(|d| d.short_name()).collect();
-            Error::InvalidLayout(format!(
-                "element type {s:?} is unknown: use one of {} (or numpy's spelling, e.g. float32 or <f4)",
-                names.join(", ")
-            ))
-        })
-    }
-}
-
 /// One snapshot of one stream: every field of the layout at one simulation step.
 ///
 /// A frame owns its bytes so that it can move through a channel while its producer reuses
@@ -142,14 +124,6 @@ impl Frame {
     /// order).
     pub fn new(stream: usize, index: u64, step: u64, data: Vec<u8>) -> Self {
         Frame { stream, index, step, data, data_hash: None }
-    }
-
-    /// Computes [`Frame::data_hash`] now, on the calling thread, so that sinks do not have
-    /// to (the wgpipe runner calls it on the device thread that produced the frame).
-    #[must_use]
-    pub fn hash_data(mut self) -> Self {
-        self.data_hash = Some(crate::checksum::data_hash(&self.data));
-        self
     }
 }
 

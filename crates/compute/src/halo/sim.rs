@@ -279,7 +279,7 @@ impl BlockSim {
         });
         let submission = gpu.queue().submit([encoder.finish()]);
         gpu.wait(submission)?;
-        crate::readback::mapped_result(gpu, &rx)?;
+        gpu.mapped_result(&rx)?;
         let mut faces = self.layout.clone();
         {
             let view = self
