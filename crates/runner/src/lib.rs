@@ -28,6 +28,7 @@ mod builder;
 pub mod config;
 mod error;
 mod job;
+mod lockstep;
 mod pipeline;
 mod pool;
 mod preflight;
@@ -35,6 +36,8 @@ mod progress;
 mod report;
 mod run_state;
 mod sizes;
+#[cfg(feature = "mpi")]
+pub mod split;
 mod trace;
 mod worker;
 mod writer;
