@@ -25,7 +25,9 @@ use crate::timestamps::FrameTimer;
 /// and copies the frame's bytes, in the layout it declared to the pipeline (its fields one
 /// after the other, each in C order, little-endian), into `staging` from offset 0 (`staging`
 /// may be larger: frames are rounded up to whole words, and timestamps may follow). It must
-/// not submit work or map buffers itself in `encode_frame`: the encoder is submitted for it.
+/// not map `staging` itself: the encoder is submitted for it, and the buffer mapped. It may
+/// submit work of its own before it records the frame's copy (steps that need the host in
+/// between, as a split domain's halo exchange does): the queue runs it first.
 pub trait FrameSource: Send {
     /// Bytes of one frame; every frame has this size (at most the device's `max_buffer_size`).
     fn frame_bytes(&self) -> u64;

@@ -56,6 +56,9 @@ pub struct PipelineBuilder {
     pub(crate) trace: bool,
     /// `(index, count)`: run only the jobs `i` with `i % count == index` (see [`PipelineBuilder::shard`]).
     pub(crate) shard: (usize, usize),
+    /// One grid split over MPI ranks (see [`PipelineBuilder::split_domain`]).
+    #[cfg(feature = "mpi")]
+    pub(crate) split: Option<crate::split::SplitDomain>,
 }
 
 impl Default for PipelineBuilder {
@@ -78,6 +81,8 @@ impl Default for PipelineBuilder {
             stop: StopHandle::default(),
             trace: false,
             shard: (0, 1),
+            #[cfg(feature = "mpi")]
+            split: None,
         }
     }
 }
@@ -254,6 +259,20 @@ impl PipelineBuilder {
     /// and the report count this shard only. Default: `(0, 1)`, every job.
     pub fn shard(mut self, index: usize, count: usize) -> Self {
         self.shard = (index, count);
+        self
+    }
+
+    /// Runs one grid split over the ranks of an MPI communicator (feature `mpi`): this
+    /// process computes the block of the grid that `split` gives its rank, on one device,
+    /// exchanging halos with the neighbouring ranks every step, and its sink receives its
+    /// block of every frame (give it [`crate::split::SplitDomain::block_sink`], or a
+    /// `NullSink`). The work is one field kernel ([`PipelineBuilder::gray_scott_3d`],
+    /// [`PipelineBuilder::kernel`], or one kernel job) on the grid of `split`; the output is
+    /// bit-identical to the same run in one process. Every rank builds and runs the same
+    /// pipeline; they stop together (see [`crate::split`]).
+    #[cfg(feature = "mpi")]
+    pub fn split_domain(mut self, split: crate::split::SplitDomain) -> Self {
+        self.split = Some(split);
         self
     }
 

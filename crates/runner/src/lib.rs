@@ -29,6 +29,7 @@ mod chrome_trace;
 pub mod config;
 mod error;
 mod job;
+mod lockstep;
 mod pipeline;
 mod pool;
 mod preflight;
@@ -36,6 +37,8 @@ mod progress;
 mod report;
 mod run_state;
 mod sizes;
+#[cfg(feature = "mpi")]
+pub mod split;
 mod trace;
 mod worker;
 mod writer;

@@ -10,6 +10,7 @@ use wgpipe_storage::{Sink, StreamLayout};
 use crate::builder::{Devices, PipelineBuilder, Work};
 use crate::error::{Error, Failure, Result};
 use crate::job::Job;
+use crate::lockstep::Lockstep;
 use crate::pool::BufferPool;
 use crate::preflight::{check_grid, check_job_names, kernel_workgroup_sizes, preflight};
 use crate::progress::Progress;
@@ -38,6 +39,8 @@ pub struct Pipeline {
     trace: bool,
     /// See [`PipelineBuilder::shard`].
     shard: (usize, usize),
+    /// A split domain's rank: votes with the other ranks, computes a block.
+    lockstep: Option<Lockstep>,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -106,7 +109,15 @@ impl Pipeline {
         };
         // Sizes against the devices, the sink and the host, before anything is allocated.
         let devices: Vec<DeviceSize> = gpus.iter().map(DeviceSize::of).collect();
-        let mut layout = preflight(&b, grid.as_ref(), &jobs, workgroup_sizes, sink.as_ref(), &devices)?;
+        // A split domain's sizes are its block's.
+        #[cfg(feature = "mpi")]
+        let sized = match &b.split {
+            Some(split) => Some(split.sized_grid(&b.shape)?),
+            None => grid,
+        };
+        #[cfg(not(feature = "mpi"))]
+        let sized = grid;
+        let mut layout = preflight(&b, sized.as_ref(), &jobs, workgroup_sizes, sink.as_ref(), &devices)?;
         let (shard, shards) = b.shard;
         // A shard's adapters are its own: the shards' sinks must write the same attributes.
         if shards == 1 {
@@ -115,6 +126,13 @@ impl Pipeline {
                 gpus.iter().map(|g| g.label().to_owned()).collect::<Vec<_>>().join("; ").into(),
             );
         }
+        #[cfg(feature = "mpi")]
+        let (jobs, lockstep) = match b.split.take() {
+            Some(split) => split.into_run(&b, jobs, &gpus, &mut layout)?,
+            None => (jobs, None),
+        };
+        #[cfg(not(feature = "mpi"))]
+        let lockstep = None;
 
         // Cannot overflow: preflight checked it.
         let local_jobs = (0..jobs.len()).filter(|i| i % shards == shard).count();
@@ -125,7 +143,8 @@ impl Pipeline {
             staging_buffers: b.staging_buffers,
             fields: Vec::new(), // per job, from its kernel's field order
             // Sync mode is the blocking baseline: nothing may compute while a frame is written.
-            work_ahead: b.mode == IoMode::Async,
+            // A split domain's frames exchange halos between steps: one frame in flight.
+            work_ahead: b.mode == IoMode::Async && lockstep.is_none(),
         };
         Ok(Pipeline {
             progress: Arc::new(Progress::new(gpus.len(), total_frames)),
@@ -142,6 +161,7 @@ impl Pipeline {
             stop: b.stop,
             trace: b.trace,
             shard: b.shard,
+            lockstep,
         })
     }
 
@@ -187,11 +207,16 @@ impl Pipeline {
             stop,
             trace,
             shard: (shard, shards),
+            lockstep,
         } = self;
         sink.begin(&layout)?;
         let start = Instant::now();
         let state = Arc::new(RunState::new(stop));
-        let frame_bytes = layout.frame_bytes()?;
+        let frame_bytes = match &lockstep {
+            Some(l) => l.frame_bytes,
+            None => layout.frame_bytes()?,
+        };
+        let cells = lockstep.as_ref().map_or(grid.map_or(0, |g| g.cells() as u64), |l| l.cells);
         let pool = BufferPool::new(frame_bytes, gpus.len() * 2 + io_buffer + 1);
         let writer = Arc::new(Mutex::new(FrameWriter { sink, pool: pool.clone(), progress: Arc::clone(&progress) }));
 
@@ -219,6 +244,7 @@ impl Pipeline {
             output_dtype,
             gpu_timestamps,
             fields: layout.fields.iter().map(|f| f.name.clone()).collect(),
+            lockstep,
         };
 
         let mut report = RunReport { mode, ..Default::default() };
@@ -267,8 +293,7 @@ impl Pipeline {
         }
         report.finish_seconds = finishing.elapsed().as_secs_f64();
         report.wall_seconds = start.elapsed().as_secs_f64();
-        // Cell-steps mean something for field kernels only.
-        let cells = grid.map_or(0, |g| g.cells() as u64);
+        // Cell-steps mean something for field kernels only (`cells`: 0 for frame sources).
         report.cell_steps =
             report.devices.iter().map(|d| d.frames).sum::<u64>() * u64::from(readback.steps_per_frame) * cells;
         if report.sink.frames == 0 {

@@ -41,6 +41,11 @@ impl RunState {
         self.user_stop.is_stopped() || self.failed.load(Ordering::Relaxed)
     }
 
+    /// Whether a failure ended the whole run ([`RunState::fail`]).
+    pub fn has_failed(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
+    }
+
     /// Records a failure that ends the whole run (the sink is broken, a thread panicked).
     pub fn fail(&self, thread: &str, message: String) {
         self.record(thread, message);

@@ -8,6 +8,7 @@ use wgpipe_compute::{FieldSim, FrameProducer, GpuDevice, Grid, OutputDType, Read
 use wgpipe_storage::Frame;
 
 use crate::job::{Job, Producer};
+use crate::lockstep::{Lockstep, Verdict};
 use crate::pool::BufferPool;
 use crate::progress::Progress;
 use crate::report::DeviceReport;
@@ -38,6 +39,8 @@ pub(crate) struct WorkerContext {
     /// Whether frames are timed with GPU timestamp queries where the device has them.
     pub gpu_timestamps: bool,
     pub fields: Vec<String>,
+    /// A run in step with other processes (a split domain): votes at each frame boundary.
+    pub lockstep: Option<Lockstep>,
 }
 
 /// Why a job ended early.
@@ -71,7 +74,8 @@ pub(crate) fn device_thread(
     let report = DeviceReport { device: gpu.label().to_owned(), ..Default::default() };
     let mut worker = DeviceWorker { d, gpu, ctx, handoff, report, recorder };
     let thread = format!("device {}", gpu.label());
-    while !ctx.state.should_stop() {
+    // A run in lockstep takes its job whatever the state: the job's first vote is collective.
+    while ctx.lockstep.is_some() || !ctx.state.should_stop() {
         let Ok((stream, job)) = ctx.jobs.try_recv() else { break };
         worker.report.jobs.push(job.name.clone());
         match worker.run_job(stream, job) {
@@ -97,43 +101,60 @@ impl DeviceWorker<'_> {
         let (d, gpu, ctx) = (*d, *gpu, *ctx);
         let name = job.name.clone();
         let fail = |e: wgpipe_compute::Error| Stop::Device(format!("stream {name}: {e}"));
-        // A device lost while it ran an earlier job takes no more: the error names this stream.
-        gpu.check().map_err(fail)?;
-        let mut producer = match job.producer {
-            Producer::Kernel { kernel, init } => {
-                let grid = ctx.grid.ok_or_else(|| Stop::Device(format!("stream {name}: a kernel job needs a grid")))?;
-                let indices = kernel.field_indices(&ctx.fields).map_err(fail)?;
-                let init = init(&grid);
-                let sim = FieldSim::new(gpu, &kernel, &grid, &init).map_err(fail)?;
-                drop(init);
-                let config = ReadbackConfig { fields: indices, ..ctx.readback.clone() };
-                FrameProducer::with_dtype(sim, config, ctx.output_dtype).map_err(fail)?
-            }
-            Producer::Source(open) => {
-                let source =
-                    open(gpu).map_err(|e| Stop::Device(format!("stream {name}: opening its frame source: {e}")))?;
-                let expected = ctx.pool.frame_bytes() as u64;
-                if source.frame_bytes() != expected {
-                    return Err(Stop::Device(format!(
-                        "stream {name}: its frame source makes frames of {} bytes, but the frame layout holds {expected}",
-                        source.frame_bytes()
-                    )));
+        let thread = format!("device {}", gpu.label());
+        let lockstep = ctx.lockstep.as_ref();
+        let opened = (|| {
+            // A device lost while it ran an earlier job takes no more: the error names this stream.
+            gpu.check().map_err(fail)?;
+            let producer = match job.producer {
+                Producer::Kernel { kernel, init } => {
+                    let grid =
+                        ctx.grid.ok_or_else(|| Stop::Device(format!("stream {name}: a kernel job needs a grid")))?;
+                    let indices = kernel.field_indices(&ctx.fields).map_err(fail)?;
+                    let init = init(&grid);
+                    let sim = FieldSim::new(gpu, &kernel, &grid, &init).map_err(fail)?;
+                    drop(init);
+                    let config = ReadbackConfig { fields: indices, ..ctx.readback.clone() };
+                    FrameProducer::with_dtype(sim, config, ctx.output_dtype).map_err(fail)?
                 }
-                FrameProducer::from_source(gpu, name.clone(), source, ctx.readback.clone()).map_err(fail)?
-            }
-        };
+                Producer::Source(open) => {
+                    let source =
+                        open(gpu).map_err(|e| Stop::Device(format!("stream {name}: opening its frame source: {e}")))?;
+                    let expected = ctx.pool.frame_bytes() as u64;
+                    if source.frame_bytes() != expected {
+                        return Err(Stop::Device(format!(
+                            "stream {name}: its frame source makes frames of {} bytes, but the frame layout holds {expected}",
+                            source.frame_bytes()
+                        )));
+                    }
+                    FrameProducer::from_source(gpu, name.clone(), source, ctx.readback.clone()).map_err(fail)?
+                }
+            };
+            Ok(producer)
+        })();
+        if let Some(l) = lockstep
+            && l.settle(opened.is_err(), &ctx.state, &thread) != Verdict::Go
+        {
+            return opened.and(Err(Stop::Run));
+        }
+        let mut producer = opened?;
         if !ctx.gpu_timestamps {
             producer = producer.without_timestamps();
         }
         loop {
-            if ctx.state.should_stop() {
+            if lockstep.is_none() && ctx.state.should_stop() {
                 return Err(Stop::Run);
             }
             let mut data = ctx.pool.take();
             let start = Instant::now();
-            let info = producer.next_into(&mut data).map_err(fail)?;
+            let produced = producer.next_into(&mut data).map_err(fail);
             report.compute_seconds += start.elapsed().as_secs_f64();
-            let Some(info) = info else {
+            let verdict = lockstep.map_or(Verdict::Go, |l| l.settle(produced.is_err(), &ctx.state, &thread));
+            if verdict == Verdict::Abandon {
+                ctx.pool.give(data);
+                return produced.and(Err(Stop::Run));
+            }
+            let Some(info) = produced? else {
                 ctx.pool.give(data);
                 return Ok(());
             };
@@ -157,8 +178,9 @@ impl DeviceWorker<'_> {
                     let blocked = start.elapsed();
                     report.blocked_seconds += blocked.as_secs_f64();
                     recorder.at(SpanKind::Blocked, start, blocked);
-                    if sent.is_err() {
-                        return Err(Stop::Run); // the writer stopped; it said why
+                    // The writer stopped and said why; in lockstep the next vote tells the others.
+                    if sent.is_err() && lockstep.is_none() {
+                        return Err(Stop::Run);
                     }
                 }
                 Handoff::Direct(writer) => {
@@ -169,9 +191,14 @@ impl DeviceWorker<'_> {
                     recorder.at(SpanKind::Write, start, took);
                     if let Err(e) = written {
                         ctx.state.fail(&format!("device {} (writing)", gpu.label()), e.to_string());
-                        return Err(Stop::Run);
+                        if lockstep.is_none() {
+                            return Err(Stop::Run);
+                        }
                     }
                 }
+            }
+            if verdict == Verdict::Last {
+                return Err(Stop::Run);
             }
         }
     }

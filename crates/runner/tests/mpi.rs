@@ -8,6 +8,8 @@
 #![expect(clippy::unwrap_used, reason = "tests fail loudly")]
 
 mod common;
+#[path = "../../../examples/mpi_split.rs"]
+mod mpi_split;
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -450,4 +452,65 @@ fn a_rank_killed_mid_run_ends_the_job_and_keeps_every_reported_frame() {
     let h5py = Command::new(python).args(["-c", script, "killed.h5"]).current_dir(d).output().unwrap();
     assert!(h5py.status.success(), "{}", text(&h5py));
     assert_eq!(String::from_utf8_lossy(&h5py.stdout).trim(), s.frames.to_string());
+}
+
+/// Where [`the_mpi_split_example_runs_under_mpirun_as_in_one_process`] has each rank write;
+/// its entry test runs the example only when this is set.
+const EXAMPLE_OUTPUT: &str = "WGPIPE_MPI_SPLIT_EXAMPLE_OUTPUT";
+
+/// The entry point of the example under `mpirun` (every rank runs this test binary with
+/// `--ignored --exact` and this test's name): `examples/mpi_split.rs`'s run, split over the
+/// ranks.
+#[test]
+#[ignore = "run under mpirun by the_mpi_split_example_runs_under_mpirun_as_in_one_process"]
+fn mpi_split_example_entry() {
+    let path =
+        std::env::var(EXAMPLE_OUTPUT).unwrap_or_else(|_| panic!("{EXAMPLE_OUTPUT}: set by the test that starts this"));
+    mpi_split::run(Path::new(&path), false).unwrap();
+}
+
+/// `examples/mpi_split.rs` under `mpirun -n 2` writes one file bit-identical to the same run
+/// in one process (not split), read back with wgpipe's reader.
+#[test]
+fn the_mpi_split_example_runs_under_mpirun_as_in_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let (split, whole) = (dir.path().join("split.h5"), dir.path().join("whole.h5"));
+    mpi_split::run(&whole, true).unwrap();
+    let me = std::env::current_exe().unwrap();
+    let out = Command::new("timeout")
+        .arg(LIMIT_S)
+        .arg(launcher())
+        .args(["-n", "2"])
+        .arg(&me)
+        .args(["--ignored", "--exact", "mpi_split_example_entry", "--nocapture"])
+        .env(EXAMPLE_OUTPUT, &split)
+        .current_dir(dir.path())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run `timeout mpirun`: {e}; install MPICH: sudo apt-get install mpich"));
+    assert_ne!(out.status.code(), Some(124), "the example hung under mpirun: {}", text(&out));
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("domain 24x16x16 split 2x1x1 over 2 ranks, blocks 12x16x16"), "{}", text(&out));
+    for rank in
+        ["rank 0: 4 frames of block [12, 16, 16] at [0, 0, 0]", "rank 1: 4 frames of block [12, 16, 16] at [12, 0, 0]"]
+    {
+        assert!(stdout.contains(rank), "{rank}: {}", text(&out));
+    }
+    let (a, b) = (open_output(&split).unwrap(), open_output(&whole).unwrap());
+    assert!(a.complete(), "the split file is not marked complete");
+    assert_eq!(a.fields(), b.fields());
+    let (sa, sb) = (&a.streams()[0], &b.streams()[0]);
+    assert_eq!((a.streams().len(), sa.frames, sa.complete), (1, 4, true));
+    assert_eq!(sa.frames, sb.frames);
+    for field in 0..a.fields().len() {
+        for i in 0..sa.frames {
+            assert!(
+                a.read_field(0, field, i).unwrap() == b.read_field(0, field, i).unwrap(),
+                "field {field} frame {i}"
+            );
+        }
+    }
+    assert_eq!(a.steps(0).unwrap(), b.steps(0).unwrap());
+    // The noise reaches the fields: frame 0 differs from the last.
+    assert!(a.read_field(0, 0, 0).unwrap() != a.read_field(0, 0, 3).unwrap(), "the fields do not change");
 }

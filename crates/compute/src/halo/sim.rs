@@ -332,6 +332,39 @@ impl BlockSim {
         gpu.check()
     }
 
+    /// Records copies of the block's own cells of `fields` (indices into the kernel's fields;
+    /// an index out of range copies nothing) into `target` from offset 0: field after field,
+    /// C order of the block, f32 — [`BlockSim::read_block`]'s layout, on the GPU, so a
+    /// [`crate::FrameSource`] can read a block back through the staging ring. One copy per
+    /// row of the block along its last axis (the rows are not contiguous in the buffers,
+    /// which hold the ghosts too).
+    pub fn encode_block_copy(&self, encoder: &mut wgpu::CommandEncoder, fields: &[usize], target: &wgpu::Buffer) {
+        let padded = self.interior.global().shape();
+        let shape = self.block.shape();
+        let (row, rows) = match shape.split_last() {
+            Some((&row, outer)) => (row, outer.iter().product::<usize>()),
+            None => return,
+        };
+        let field_bytes = (self.block.cells() * 4) as u64;
+        for (k, &f) in fields.iter().enumerate() {
+            let Some(current) = self.sim.current(f) else { continue };
+            for r in 0..rows {
+                // The row's index along each outer axis, slowest first, then its first cell
+                // in the padded buffer (offset 1 on every axis).
+                let (mut rest, mut cell) = (r, 0usize);
+                let mut stride = padded[padded.len() - 1];
+                for axis in (0..shape.len() - 1).rev() {
+                    cell += (rest % shape[axis] + 1) * stride;
+                    rest /= shape[axis];
+                    stride *= padded[axis];
+                }
+                let from = ((cell + 1) * 4) as u64;
+                let to = k as u64 * field_bytes + (r * row * 4) as u64;
+                encoder.copy_buffer_to_buffer(current, from, target, to, (row * 4) as u64);
+            }
+        }
+    }
+
     /// The block's own cells of `fields` (indices into the kernel's fields), field after field,
     /// C order of the block: what a rank writes as its hyperslab of a frame. Blocking.
     pub fn read_block(&self, fields: &[usize]) -> Result<Vec<f32>> {

@@ -29,9 +29,10 @@ use ndarray::ArrayView1;
 use super::format::{h5err, le_elements, with_elem_type, with_frames};
 use super::mpi::{MpiHdf5Sink, Shared, agree, close};
 use crate::error::{Error, Result};
+use crate::frame::Frame;
 use crate::options::SinkOptions;
 use crate::schema::StreamLayout;
-use crate::sink::SinkSummary;
+use crate::sink::{Sink, SinkSummary};
 
 /// Writes one stream whose frames are split into blocks, one per MPI rank, into one shared
 /// HDF5 file.
@@ -223,6 +224,52 @@ impl MpiBlockSink {
         close(self.sink.comm(), open, &[frames], &path)?;
         self.summary.write_seconds += start.elapsed().as_secs_f64();
         Ok(std::mem::take(&mut self.summary))
+    }
+}
+
+/// The block sink as a [`Sink`] (the pipeline's writer thread drives it): a frame's `data`
+/// is this rank's block of every field, one after the other. `write` is collective, and
+/// after it every rank learns whether every rank's write succeeded: when one failed, every
+/// rank's `write` errs (the others with [`Error::OtherRank`]) and the file is not marked
+/// complete, so the ranks stop at the same frame.
+impl Sink for MpiBlockSink {
+    fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
+        MpiBlockSink::begin(self, layout)
+    }
+
+    fn write(&mut self, frame: &Frame) -> Result<()> {
+        let result = if frame.stream == 0 {
+            let cells = self.cells();
+            let sizes: Vec<usize> = match &self.open {
+                Some(open) => open.validator.layout().fields.iter().map(|f| cells * f.dtype.size()).collect(),
+                None => Vec::new(),
+            };
+            let mut at = 0;
+            let parts: Vec<&[u8]> = sizes
+                .iter()
+                .map(|&n| {
+                    at += n;
+                    frame.data.get(at - n..at).unwrap_or_default()
+                })
+                .collect();
+            self.write_block(frame.step, &parts)
+        } else {
+            Err(Error::FrameMismatch {
+                stream: frame.stream,
+                index: frame.index,
+                reason: "a frame split into blocks is written as one stream, stream 0".to_owned(),
+            })
+        };
+        let path = self.sink.path().display().to_string();
+        let agreed = agree(self.sink.comm(), result, || format!("writing frame {} of {path}", frame.index));
+        if agreed.is_err() {
+            self.fail();
+        }
+        agreed
+    }
+
+    fn finish(&mut self) -> Result<SinkSummary> {
+        MpiBlockSink::finish(self)
     }
 }
 

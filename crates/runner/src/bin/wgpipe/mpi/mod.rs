@@ -9,7 +9,6 @@
 //! preparation and the ranks agree (a rank that failed is named and every rank stops, where
 //! going on would hang the others); a panic aborts the whole job.
 
-mod decompose;
 mod domain;
 mod progress;
 mod report;
@@ -184,11 +183,7 @@ pub fn run(args: &RunArgs, world: &World) -> anyhow::Result<ExitCode> {
     reporter.finish();
 
     let config = &plan.config;
-    let shown = if config.sink_name() == "null" {
-        "null sink (nothing stored)".to_owned()
-    } else {
-        config.output_path().display().to_string()
-    };
+    let shown = shown_output(config);
     let (outcome, summary) = match &result {
         Ok(r) => (report::Outcome::Done, Some(r)),
         Err(Error::Interrupted { report }) => (report::Outcome::Interrupted, Some(report.as_ref())),
@@ -218,6 +213,14 @@ pub fn run(args: &RunArgs, world: &World) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(INTERRUPTED));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where the frames went, for the summary's last line.
+fn shown_output(config: &Config) -> String {
+    match config.sink_name() {
+        "null" => "null sink (nothing stored)".to_owned(),
+        _ => config.output_path().display().to_string(),
+    }
 }
 
 /// The error text of a failed run.

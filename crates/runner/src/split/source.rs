@@ -1,0 +1,98 @@
+//! A rank's block of a split domain as a [`FrameSource`]: each frame runs its steps with the
+//! halo exchange, then records the copy of the block's stored fields into the staging ring,
+//! so the device thread reads it back like any other frame.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use wgpipe_compute::{BlockSim, Faces, FrameSource, GpuDevice, wgpu};
+
+use super::exchange::{exchange, neighbours};
+use super::{HaloTimes, Topology};
+use crate::job::BoxError;
+
+/// One rank's block simulation, its place in the topology, and the first error it met.
+pub(crate) struct BlockFrames {
+    sim: BlockSim,
+    topology: Arc<Topology>,
+    near: [(i32, i32); 3],
+    ghosts: Faces,
+    /// Fields of the kernel (all exchanged).
+    fields: usize,
+    /// Stored fields (indices into the kernel's).
+    stored: Vec<usize>,
+    steps_per_frame: u32,
+    times: Arc<HaloTimes>,
+    /// The first error of this frame: the rank goes on joining the exchanges (with zero
+    /// faces) until the frame ends, so its neighbours never wait forever.
+    failed: Option<String>,
+}
+
+impl BlockFrames {
+    pub(crate) fn new(
+        sim: BlockSim,
+        topology: Arc<Topology>,
+        stored: Vec<usize>,
+        steps_per_frame: u32,
+        times: Arc<HaloTimes>,
+    ) -> Self {
+        let fields = sim.spec().fields.len();
+        let ghosts = Faces::new(sim.block(), fields);
+        let near = neighbours(&topology.cart);
+        BlockFrames { sim, topology, near, ghosts, fields, stored, steps_per_frame, times, failed: None }
+    }
+
+    fn fail(&mut self, what: String) {
+        self.failed.get_or_insert(what);
+    }
+
+    /// One step: faces out, ghosts in, the kernel (waited for, so that its time is the
+    /// kernel's and not the next exchange's). A rank that failed still joins the exchange.
+    fn step(&mut self) {
+        let start = Instant::now();
+        let faces = match self.failed {
+            None => self.sim.read_faces().unwrap_or_else(|e| {
+                self.fail(format!("reading the faces back: {e}"));
+                Faces::new(self.sim.block(), self.fields)
+            }),
+            Some(_) => Faces::new(self.sim.block(), self.fields),
+        };
+        let mpi = Instant::now();
+        exchange(&self.topology.cart, &self.near, &faces, &mut self.ghosts);
+        let mpi = mpi.elapsed();
+        if self.failed.is_none()
+            && let Err(e) = self.sim.write_ghosts(&self.ghosts)
+        {
+            self.fail(format!("writing the ghost layers: {e}"));
+        }
+        self.times.add(start.elapsed(), mpi);
+        if self.failed.is_none() {
+            let gpu: GpuDevice = self.sim.gpu().clone();
+            if let Err(e) = self.sim.run_step().and_then(|()| gpu.wait(gpu.queue().submit([]))) {
+                self.fail(format!("step {}: {e}", self.sim.steps()));
+            }
+        }
+    }
+}
+
+impl FrameSource for BlockFrames {
+    fn frame_bytes(&self) -> u64 {
+        (self.stored.len() * self.sim.block().cells() * 4) as u64
+    }
+
+    fn encode_frame(
+        &mut self,
+        index: u64,
+        encoder: &mut wgpu::CommandEncoder,
+        staging: &wgpu::Buffer,
+    ) -> Result<u64, BoxError> {
+        for _ in 0..self.steps_per_frame {
+            self.step();
+        }
+        if let Some(e) = self.failed.take() {
+            return Err(format!("block at {:?} of frame {index}: {e}", self.sim.block().offset()).into());
+        }
+        self.sim.encode_block_copy(encoder, &self.stored, staging);
+        Ok(self.sim.steps())
+    }
+}
