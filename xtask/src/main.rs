@@ -6,10 +6,13 @@
 //!   (`cargo xtask bench --help`).
 //! - `soak`: many frames through every sink, failing if memory or descriptors grow
 //!   (`cargo xtask soak --help`).
+//! - `codegen`: writes the files generated from the source, such as the configuration
+//!   reference (`cargo xtask codegen --help`; in the library, so that tests call it).
 
 mod bench;
-mod flags;
 mod soak;
+
+use xtask::{codegen, flags};
 
 use std::process::ExitCode;
 
@@ -18,16 +21,16 @@ fn main() -> ExitCode {
     let result = match args.next().as_deref() {
         Some("bench") => bench::main(args.collect()),
         Some("soak") => soak::main(args.collect()),
+        Some("codegen") => codegen::main(args.collect()),
         Some("help" | "--help" | "-h") | None => {
             println!(
-                "usage: cargo xtask <task>\n\ntasks:\n  bench   measure the pipeline (cargo xtask bench --help)\n  \
-                 soak    check that long runs do not leak (cargo xtask soak --help)"
+                "usage: cargo xtask <task>\n\ntasks:\n  bench    measure the pipeline (cargo xtask bench --help)\n  \
+                 soak     check that long runs do not leak (cargo xtask soak --help)\n  \
+                 codegen  write the generated files, or --check them (cargo xtask codegen --help)"
             );
             return ExitCode::SUCCESS;
         }
-        Some(other) => {
-            Err(anyhow::anyhow!("unknown task {other:?}: try `cargo xtask bench --help` or `cargo xtask soak --help`"))
-        }
+        Some(other) => Err(anyhow::anyhow!("unknown task {other:?}: try `cargo xtask help`")),
     };
     match result {
         Ok(code) => code,

@@ -3,7 +3,7 @@
 //! A [`Config`] is read from TOML (every key optional, unknown keys refused), with
 //! `key=value` overrides applied on top, and checked completely before any GPU or file is
 //! touched. Every error names the key and the line (or `--set` argument) it came from.
-//! The key reference is the README's "Configuration reference".
+//! The key reference is docs/src/config-reference.md, generated from `model.rs`.
 //!
 //! ```
 //! let config = wgpipe::config::Config::parse("inline", "[grid]\nshape = [32, 48]\n[output]\nsink = \"null\"", ".", &[])?;

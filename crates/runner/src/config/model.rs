@@ -2,6 +2,12 @@
 //!
 //! Every key has a default, so an empty file is a valid (Gray-Scott) run. Range checks live
 //! in `validate.rs`, so that they can name the line or `--set` argument a value came from.
+//!
+//! The doc comments here are the user's reference: `cargo xtask codegen` turns them into
+//! `docs/src/config-reference.md` (a test fails when that page is stale). A key's doc comment
+//! says what it does, then in paragraphs of their own `Accepted values: ...` (unless its type
+//! lists them: booleans and enums) and, where the model leaves its default unset or empty,
+//! `Default: ...`. Types, defaults and enum values come from the code itself.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -10,84 +16,186 @@ use std::path::PathBuf;
 use serde::de::{self, SeqAccess, Unexpected, Visitor};
 use serde::{Deserialize, Deserializer};
 
-/// A whole config file.
+/// A run configuration: the TOML file that `wgpipe run CONFIG` reads.
+///
+/// Every key is optional: an empty file is a valid run (the 2-D Gray-Scott model on 256 × 256
+/// cells, 100 frames into `output.h5`), and without a file `wgpipe run` runs the built-in
+/// `configs/gray-scott.toml`. A key this page does not list is an error that names the valid
+/// keys of its table. `wgpipe run --set KEY=VALUE` sets a key on top of the file, the value
+/// read as TOML, else as a bare string (`--set grid.shape=[64,64,64]`, `--set
+/// output.sink=raw`; repeatable). Everything is checked before any GPU or file is touched, and
+/// every error names the key, the line or `--set` it came from, and what is accepted.
+///
+/// Programs that embed wgpipe read the same files with `wgpipe::config::Config::load`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
-    /// `[kernel]`: what runs.
+    /// What runs: a built-in model or your own WGSL shader, and its parameters.
     #[serde(default)]
     pub kernel: KernelSection,
-    /// `[grid]`: the size of every field.
+    /// The grid every field lives on, and its split over MPI ranks.
     #[serde(default)]
     pub grid: GridSection,
-    /// `[run]`: frames, steps and the initial state.
+    /// How many frames each stream stores, the steps between them, and the initial state.
     #[serde(default)]
     pub run: RunSection,
-    /// `[devices]`: which adapters.
+    /// Which GPU adapters compute, and how many devices each one opens.
     #[serde(default)]
     pub devices: DevicesSection,
-    /// `[io]`: how frames get to the sink.
+    /// How frames travel from the devices to the sink.
     #[serde(default)]
     pub io: IoSection,
-    /// `[output]`: where frames go.
+    /// Where and how frames are stored.
     #[serde(default)]
     pub output: OutputSection,
-    /// `[[runs]]`: a batch of named runs, each overriding some keys.
+    /// A batch of named runs, each one a stream of the output with its own parameters, seed or noise.
     #[serde(default)]
     pub runs: Vec<RunEntry>,
-    /// `[sweep]`: a batch over the cartesian product of parameter lists.
+    /// A batch over the cartesian product of parameter lists: `NAME = [values]` for each kernel
+    /// parameter to vary, and `seed = [values]` to vary the seed.
+    ///
+    /// Each combination is one run and one stream of the output, named from its values in key
+    /// order (`feed0.02_kill0.05`), the last key varying fastest; parameters not listed keep
+    /// their `[kernel.params]` value. A sweep makes at most 100 000 runs, and a config holds
+    /// either `[[runs]]` or a `[sweep]`, not both.
+    ///
+    /// Accepted values: a table whose keys are the kernel's parameter names or `seed`, each a
+    /// non-empty array of finite numbers (whole numbers from 0 for `seed`).
+    ///
+    /// Default: no sweep: a single run, or the `[[runs]]` batch.
     #[serde(default)]
     pub sweep: Option<BTreeMap<String, Vec<f64>>>,
 }
 
-/// `[kernel]`.
+/// `[kernel]`: the kernel every stream runs, the 2-D Gray-Scott model unless this table
+/// says otherwise.
+///
+/// Built in are `"gray-scott"` (2-D reaction-diffusion) and `"gray-scott-3d"` (the 3-D model
+/// of the ADIOS2 tutorial, with u and v stored). A custom kernel is a WGSL step shader
+/// (`kernel.wgsl`) with its field names (`kernel.fields`); its parameters are the members of
+/// the shader's `struct Params`, set in `[kernel.params]`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KernelSection {
-    /// `"gray-scott"` (built in, 2-D), `"gray-scott-3d"` (built in, 3-D), or the name of a
-    /// custom kernel given by `wgsl`.
+    /// The kernel's name: a built-in model, or with `kernel.wgsl` the name a custom kernel is
+    /// reported and stored under.
+    ///
+    /// Accepted values: `"gray-scott"` (built in, 2-D) or `"gray-scott-3d"` (built in, 3-D, the
+    /// ADIOS2 tutorial's model); with `kernel.wgsl`, any name.
+    ///
+    /// Default: `"gray-scott"`; with `kernel.wgsl`, the shader file's name without its extension.
     pub name: Option<String>,
-    /// Path of a custom step shader (relative to the config file's directory).
+    /// A custom kernel: the path of its WGSL step shader, relative to the config file's
+    /// directory. It needs `kernel.fields`, and runs on grids of any rank.
+    ///
+    /// Accepted values: a path to a WGSL file written as a wgpipe kernel (validated when the
+    /// config loads).
+    ///
+    /// Default: none: the built-in kernel `kernel.name` runs.
     pub wgsl: Option<PathBuf>,
-    /// Field names of a custom kernel, in the shader's layout order.
+    /// The field names of a custom kernel, in the order its shader lays them out. Each stored
+    /// field keeps its name in the output (an HDF5 dataset, a raw file).
+    ///
+    /// Accepted values: names of letters, digits, `-`, `_` and `.` (not `.`, `..` or `steps`),
+    /// only with `kernel.wgsl`.
+    ///
+    /// Default: none: a custom kernel needs it; the built-in kernels have the fields `u` and `v`.
     pub fields: Option<Vec<String>>,
-    /// What the stencil sees beyond the grid's faces: `"periodic"` (default) or `"zero-flux"`.
+    /// What the stencil sees beyond the grid's faces, for built-in and custom kernels alike.
+    ///
+    /// Accepted values: `"periodic"` (each face wraps around to the opposite one) or
+    /// `"zero-flux"` (each face mirrors its cell: nothing flows across it).
+    ///
+    /// Default: `"periodic"`.
     pub boundary: Option<String>,
-    /// Parameters by name: for a custom kernel, the members of its `struct Params`.
+    /// The kernel's parameters by name, as `[kernel.params]` with `feed = 0.02` and so on. A
+    /// built-in kernel's parameters not given keep their defaults; a custom kernel needs every
+    /// member of its shader's `struct Params`.
+    ///
+    /// Accepted values: finite numbers, by name. `"gray-scott"`: `feed`, `kill`, `du`, `dv` and
+    /// `dt`; `"gray-scott-3d"`: those and `noise` (added to u's rate each step, drawn from the
+    /// seed, cell and step); a custom kernel: the members of its `struct Params`.
+    ///
+    /// Default: `"gray-scott"`: `feed = 0.014`, `kill = 0.054`, `du = 0.1`, `dv = 0.05`,
+    /// `dt = 1.0`; `"gray-scott-3d"`: `feed = 0.01`, `kill = 0.05`, `du = 0.2`, `dv = 0.1`,
+    /// `dt = 2.0`, `noise = 1e-7`.
     #[serde(default)]
     pub params: BTreeMap<String, f64>,
 }
 
-/// `[grid]`: `shape = [nz, ny, nx]` (any rank from 1 to 3, C order), or the 2-D spelling
-/// `rows`/`cols`; not both. Without any, 256 × 256.
+/// `[grid]`: the grid every field lives on, in C order (the last axis varies fastest),
+/// given as `shape` (rank 1 to 3) or, in 2-D, as `rows` and `cols`; not both. Without
+/// either, 256 × 256.
+///
+/// A grid holds at most 2^32 − 1 cells, and its rank is the kernel's: 2 for `"gray-scott"`,
+/// 3 for `"gray-scott-3d"`, any for a custom kernel.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GridSection {
-    /// The shape, slowest axis first: `[nx]`, `[ny, nx]` or `[nz, ny, nx]`.
+    /// The grid's size along each axis, slowest axis first.
+    ///
+    /// Accepted values: `[nx]`, `[ny, nx]` or `[nz, ny, nx]`, each size 1 or more; not with
+    /// `grid.rows` or `grid.cols`.
+    ///
+    /// Default: `[grid.rows, grid.cols]`, so `[256, 256]` when neither is given.
     pub shape: Option<Vec<usize>>,
-    /// Rows of a 2-D grid (`shape = [rows, cols]`).
+    /// Rows of a 2-D grid: `rows` and `cols` are the 2-D spelling of `shape = [rows, cols]`.
+    ///
+    /// Accepted values: 1 or more; not with `grid.shape`.
+    ///
+    /// Default: 256.
     pub rows: Option<usize>,
-    /// Columns of a 2-D grid.
+    /// Columns of a 2-D grid (see `grid.rows`).
+    ///
+    /// Accepted values: 1 or more; not with `grid.shape`.
+    ///
+    /// Default: 256.
     pub cols: Option<usize>,
-    /// `[pz, py, px]`: the MPI ranks along each axis when a single 3-D run is split over the
-    /// ranks of `mpirun` (their product must be the rank count); without it MPI chooses.
+    /// `[pz, py, px]`: how many MPI ranks a single 3-D run is split over along z, y and x when
+    /// it runs under `mpirun` (cargo feature `mpi`); each rank computes and stores its own block
+    /// of the grid.
+    ///
+    /// Accepted values: three whole numbers, each from 1 to its axis's size, whose product is the
+    /// number of ranks (1 without `mpirun`); only for a 3-D grid and a single run (no `[[runs]]`
+    /// or `[sweep]`) with `kernel.boundary = "periodic"` and `output.dtype = "f32"`.
+    ///
+    /// Default: MPI chooses the split when a single 3-D run has more than one rank.
     pub decomposition: Option<Vec<usize>>,
 }
 
 /// The grid edge of the default 2-D grid.
 pub const DEFAULT_GRID_EDGE: usize = 256;
 
-/// `[run]`.
+/// `[run]`: how many frames each stream stores, the kernel steps between two frames, and
+/// the initial state.
+///
+/// The 2-D Gray-Scott model starts from u = 1, v = 0, with the centred square (rows and
+/// columns 2/5 to 3/5) at u = 0, v = 1. A custom kernel starts with every field 0 except the
+/// last, which is 1 on that square (on the centred box of a 3-D grid). `run.noise` then adds
+/// seeded uniform noise. The 3-D model starts from the ADIOS2 tutorial's cube, without
+/// initial noise.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RunSection {
-    /// Frames per stream.
+    /// Frames each stream stores.
+    ///
+    /// Accepted values: 1 or more.
     pub frames: u64,
-    /// Kernel steps between frames.
+    /// Kernel steps computed between two stored frames.
+    ///
+    /// Accepted values: 1 to 4294967295.
     pub steps_per_frame: u32,
-    /// Seed of the initial noise (stream i of a single run uses seed + i).
+    /// Seed of the initial noise (and of the 3-D model's noise). Stream `d` of a single run
+    /// uses `seed + d`, so that the devices' streams differ; the runs of a batch use it unless
+    /// they set their own.
+    ///
+    /// Accepted values: whole numbers from 0.
     pub seed: u64,
-    /// Amplitude of uniform noise added to the initial state, in [0, 1].
+    /// Amplitude of the uniform noise added to the initial state (the result clamped to
+    /// [0, 1]).
+    ///
+    /// Accepted values: a number from 0 to 1; 0 for `"gray-scott-3d"`, whose noise is
+    /// `kernel.params.noise`.
     pub noise: f32,
 }
 
@@ -100,11 +208,13 @@ impl Default for RunSection {
 /// `devices.select`: a selector string, one adapter index, or a list of indices.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Select {
-    /// `"all"`, a backend, a list like `"0,1"` or a name substring.
+    /// `"all"` (each physical adapter once, hardware preferred: see `wgpipe devices`),
+    /// `"all-backends"` (every adapter on every backend), a backend (`"vulkan"`, `"gl"`,
+    /// `"metal"`, `"dx12"`), a list of indices such as `"0,1"`, or a part of an adapter's name.
     Text(String),
-    /// One adapter index, as listed by `wgpipe devices`.
+    /// One adapter index, as `wgpipe devices` lists them.
     Index(usize),
-    /// Adapter indices as listed by `wgpipe devices`.
+    /// Adapter indices, as `wgpipe devices` lists them, such as `[0, 1]`.
     Indices(Vec<usize>),
 }
 
@@ -169,13 +279,19 @@ impl<'de> Deserialize<'de> for Select {
     }
 }
 
-/// `[devices]`.
+/// `[devices]`: the GPU adapters that compute. Each selected adapter is opened `count`
+/// times, and each opened device has its own thread: a single run stores one stream per
+/// device, a batch hands its runs out to the devices as they become free.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DevicesSection {
-    /// Which adapters.
+    /// Which adapters compute. `wgpipe devices` lists the adapters wgpu sees, with their
+    /// indices.
     pub select: Select,
-    /// How many times each selected adapter is opened.
+    /// How many times each selected adapter is opened: each copy is a device with its own
+    /// thread (and, in a single run, its own stream).
+    ///
+    /// Accepted values: 1 to 1024.
     pub count: usize,
 }
 
@@ -185,26 +301,34 @@ impl Default for DevicesSection {
     }
 }
 
-/// `io.mode`.
+/// `io.mode`: who stores the frames.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
-    /// A writer thread stores frames while the devices compute.
+    /// A writer thread stores frames while the devices compute the next ones.
     #[default]
     Async,
-    /// Each device thread stores its own frames (the baseline).
+    /// Each device thread stores its own frames between its steps (the baseline that shows
+    /// what the writer thread saves).
     Sync,
 }
 
-/// `[io]`.
+/// `[io]`: how frames travel from the devices to the sink. The frames waiting and the
+/// readback buffers take host memory, which the run checks before it starts.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct IoSection {
-    /// Async or sync.
+    /// Who stores the frames: a writer thread beside the devices, or the devices' own threads.
     pub mode: Mode,
-    /// Frames that may wait between the devices and the writer (0 = hand over directly).
+    /// Frames that may wait between the devices and the writer thread: room to absorb a slow
+    /// write without stalling the GPUs, at the cost of host memory.
+    ///
+    /// Accepted values: 0 or more (0 hands each frame over directly).
     pub io_buffer: usize,
-    /// Staging buffers per device readback ring.
+    /// Staging buffers in each device's readback ring: how many frames may be on their way
+    /// back from the GPU while it computes the next ones.
+    ///
+    /// Accepted values: 1 or more.
     pub staging_buffers: usize,
 }
 
@@ -214,34 +338,70 @@ impl Default for IoSection {
     }
 }
 
-/// `[output]`.
+/// `[output]`: where the frames are stored and how: the sink (an HDF5 file, a raw
+/// directory, or nothing), which fields in which element type, compression and durability.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OutputSection {
-    /// Sink name: one of `wgpipe::storage::SINK_NAMES`.
+    /// The sink that stores the frames.
+    ///
+    /// Accepted values: `"hdf5"` (one HDF5 file, a group per stream), `"raw"` (a directory of
+    /// little-endian binary files, one per stream and field, with JSON metadata, readable with
+    /// `numpy.fromfile`) or `"null"` (stores nothing and counts the frames: for measuring the
+    /// pipeline).
     pub sink: String,
-    /// Output file (hdf5) or directory (raw), relative to the working directory.
+    /// Where the output goes: the HDF5 file, or the raw sink's directory, relative to the
+    /// working directory. The null sink ignores it.
+    ///
+    /// Accepted values: a path whose parent directory exists; an existing output is refused
+    /// unless `output.overwrite` replaces it (or `wgpipe run --resume` adds to it).
     pub path: PathBuf,
-    /// Replace an existing output.
+    /// Replace an existing output of the same kind at `output.path` instead of refusing to
+    /// start.
     pub overwrite: bool,
-    /// Fields stored per frame (default: `["v"]` for Gray-Scott, every field otherwise).
+    /// The fields stored per frame, a subset of the kernel's.
+    ///
+    /// Accepted values: a non-empty list of the kernel's field names (`"u"` and `"v"` for the
+    /// built-in kernels).
+    ///
+    /// Default: `["v"]` for `"gray-scott"`; every field for `"gray-scott-3d"` and custom kernels.
     pub fields: Option<Vec<String>>,
-    /// Element type of the stored fields: `"f32"` (default) or `"f16"` (computed in f32,
-    /// converted on the GPU: half the bytes read back and written).
+    /// The element type the fields are stored as. Kernels compute in f32 either way; `"f16"`
+    /// converts each frame on the GPU, halving the bytes read back, queued and written.
+    ///
+    /// Accepted values: `"f32"` (the values as computed) or `"f16"` (IEEE half precision, about 3
+    /// significant digits); `"f32"` for a split grid (`grid.decomposition`).
     pub dtype: String,
-    /// `"none"`, `"deflate"`, `"deflate:LEVEL"`, `"blosc-lz4"`, `"blosc-lz4:LEVEL"`, `"blosc-zstd"` or
-    /// `"blosc-zstd:LEVEL"` (HDF5 only; blosc needs cargo feature `blosc`).
+    /// How the HDF5 sink compresses its chunks. `LEVEL` runs from 1 to 9; without it,
+    /// deflate uses 4, blosc-lz4 5 and blosc-zstd 3. The blosc compressors need wgpipe built with
+    /// cargo feature `blosc`: a build without it refuses them here.
+    ///
+    /// Accepted values: `"none"`, `"deflate"`, `"deflate:LEVEL"`, `"blosc-lz4"`,
+    /// `"blosc-lz4:LEVEL"`, `"blosc-zstd"` or `"blosc-zstd:LEVEL"`; other than `"none"`, hdf5
+    /// only.
     pub compression: String,
-    /// Frames per HDF5 chunk.
+    /// Frames per HDF5 chunk. 1 writes each frame as whole chunks, the fastest and the most
+    /// crash-proof; more frames per chunk help compression. The raw sink has no chunks.
+    ///
+    /// Accepted values: 1 or more, with one chunk (`chunk_frames` × one field's part of a frame)
+    /// under 2^32 values and 2^32 bytes.
     pub chunk_frames: usize,
-    /// Threads compressing a frame's HDF5 chunks at once with deflate (default: the
-    /// machine's cores, up to 4; 1 compresses on the writer thread alone).
+    /// Threads compressing each frame's HDF5 chunks at once with `"deflate"` (and
+    /// `chunk_frames = 1`); 1 compresses on the writer thread alone. With blosc, the size of
+    /// c-blosc's own thread pool (one setting per process).
+    ///
+    /// Accepted values: 1 or more.
+    ///
+    /// Default: the machine's cores, at most 4.
     pub compression_threads: Option<usize>,
-    /// fsync the output when the run ends.
+    /// Force the output to stable storage (fsync) when the run ends, so that a finished run
+    /// survives a power cut; costs the time the disk needs to absorb the page cache.
     pub fsync: bool,
-    /// Write an XDMF sidecar (`OUT.xdmf`) for ParaView and VisIt (hdf5 only).
+    /// Also write an XDMF description, `OUT.xdmf` beside `OUT.h5`, when the run ends, so that
+    /// ParaView and VisIt open the output. hdf5 only.
     pub xdmf: bool,
-    /// Single-writer/multiple-reader mode: readers follow frames during the run (hdf5 only).
+    /// Single-writer/multiple-reader mode (HDF5 SWMR): readers can open the file and follow
+    /// the frames while the run writes them. hdf5 only; not with `wgpipe run --resume`.
     pub swmr: bool,
 }
 
@@ -263,35 +423,55 @@ impl Default for OutputSection {
     }
 }
 
-/// One `[[runs]]` entry: a named stream overriding parameters, seed or noise.
+/// `[[runs]]`: one entry is one named run of a batch, stored as one stream of the output,
+/// with the file's `[kernel.params]`, `run.seed` and `run.noise` except where it overrides
+/// them.
+///
+/// The devices take the runs from a shared queue. A config holds `[[runs]]` or a `[sweep]`,
+/// not both, and at most 100 000 runs.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunEntry {
-    /// Stream name in the output.
+    /// The run's name: the name of its stream in the output (an HDF5 group, the raw sink's
+    /// file prefix).
+    ///
+    /// Accepted values: letters, digits, `-`, `_` and `.`, not `.` or `..`; unique in the batch.
     pub name: String,
-    /// `kernel.params.*` overrides.
+    /// This run's `[kernel.params]` overrides (`kernel.params.feed = 0.03` in the entry).
     #[serde(default)]
     pub kernel: RunKernel,
-    /// `run.seed` / `run.noise` overrides.
+    /// This run's `run.seed` and `run.noise` overrides (`run.seed = 7` in the entry).
     #[serde(default)]
     pub run: RunOverrides,
 }
 
-/// `[[runs]].kernel`.
+/// `[[runs]].kernel`: this run's kernel parameters.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunKernel {
-    /// Parameters replacing `kernel.params` entries for this run.
+    /// Parameters replacing `[kernel.params]` entries for this run.
+    ///
+    /// Accepted values: finite numbers, by the kernel's parameter names (see `kernel.params`).
+    ///
+    /// Default: none: the run uses `[kernel.params]` as they are.
     #[serde(default)]
     pub params: BTreeMap<String, f64>,
 }
 
-/// `[[runs]].run`.
+/// `[[runs]].run`: this run's seed and noise.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunOverrides {
-    /// Seed for this run.
+    /// This run's seed.
+    ///
+    /// Accepted values: whole numbers from 0.
+    ///
+    /// Default: `run.seed`.
     pub seed: Option<u64>,
-    /// Noise for this run.
+    /// This run's initial noise amplitude.
+    ///
+    /// Accepted values: a number from 0 to 1.
+    ///
+    /// Default: `run.noise`.
     pub noise: Option<f32>,
 }
