@@ -7,16 +7,19 @@
 //!
 //! - `begin` (collective): the blocks are checked on every rank (a bad one on any rank fails
 //!   them all), then [`MpiHdf5Sink`]'s creation of the whole file.
-//! - `write_block` (collective): the stream's datasets grow by one frame, every rank writes
-//!   its hyperslab of it for every field with `H5Dwrite` in collective mode
-//!   (`H5Pset_dxpl_mpio(COLLECTIVE)`, which hdf5-metno does not wrap), rank 0 alone writes
-//!   the frame's step (independently), and the file is flushed: a job killed after
-//!   `write_block` returned leaves a file that every reader opens, holding that frame.
+//! - `write` (collective): the ranks agree that every rank's frame fits its block; the
+//!   stream's datasets grow by one frame, every rank writes its hyperslab of it for every
+//!   field with `H5Dwrite` in collective mode (`H5Pset_dxpl_mpio(COLLECTIVE)`, which
+//!   hdf5-metno does not wrap), rank 0 alone writes the frame's step (independently), and the
+//!   file is flushed: a job killed after `write` returned leaves a file that every reader
+//!   opens, holding that frame. Then the ranks agree that every rank succeeded, so a failure
+//!   on one rank is an error on all of them, at the same frame.
 //! - `finish` (collective): the frame count is the least any rank wrote, the `frames` and
 //!   `complete` attributes are written, the file closes.
 //!
 //! It takes offsets, shapes and bytes only: where the blocks come from (GPUs) is the caller's.
 
+use std::ops::Range;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -29,9 +32,10 @@ use ndarray::ArrayView1;
 use super::format::{h5err, le_elements, with_elem_type, with_frames};
 use super::mpi::{MpiHdf5Sink, Shared, agree, close};
 use crate::error::{Error, Result};
+use crate::frame::Frame;
 use crate::options::SinkOptions;
 use crate::schema::StreamLayout;
-use crate::sink::SinkSummary;
+use crate::sink::{Sink, SinkSummary};
 
 /// Writes one stream whose frames are split into blocks, one per MPI rank, into one shared
 /// HDF5 file.
@@ -39,8 +43,9 @@ use crate::sink::SinkSummary;
 /// Every rank of the communicator builds one with its own block (`offset` and `shape` per
 /// grid axis, C order) and the same options, calls [`MpiBlockSink::begin`] with the same
 /// layout (one stream, its expected frames given, every field of the grid's shape), then
-/// [`MpiBlockSink::write_block`] once per frame and [`MpiBlockSink::finish`] once, all
-/// collectively. The blocks should tile the grid: a cell no rank covers is left unwritten.
+/// [`MpiBlockSink::write`] once per frame with its own block and [`MpiBlockSink::finish`]
+/// once, all collectively: a [`Sink`] whose frames are blocks. The blocks should tile the
+/// grid: a cell no rank covers is left unwritten.
 pub struct MpiBlockSink {
     sink: MpiHdf5Sink,
     offset: Vec<usize>,
@@ -103,8 +108,112 @@ impl MpiBlockSink {
         Ok(())
     }
 
+    /// Bytes of this rank's block of each field, in layout order: where each field lies in a
+    /// frame given to `write`.
+    fn block_ranges(&self, layout: &StreamLayout) -> Vec<Range<usize>> {
+        let cells = self.cells();
+        let mut at = 0;
+        layout
+            .fields
+            .iter()
+            .map(|f| {
+                let r = at..at + cells * f.dtype.size();
+                at = r.end;
+                r
+            })
+            .collect()
+    }
+
+    /// Errors unless `frame` is this rank's block of the stream's next frame: stream 0, the
+    /// next index, and the block's bytes of every field. Local: the caller agrees on it.
+    fn check_frame(&self, open: &Shared, frame: &Frame) -> Result<Vec<Range<usize>>> {
+        let layout = open.validator.layout();
+        let name = &layout.streams[0].name;
+        let mismatch = |reason: String| Err(Error::FrameMismatch { stream: frame.stream, index: frame.index, reason });
+        if frame.stream != 0 {
+            return mismatch(format!("a frame split into blocks has one stream, {name:?} (stream id 0)"));
+        }
+        if frame.index != self.written {
+            return mismatch(format!(
+                "index {} is not the next one of stream {name:?}: expected {}",
+                frame.index, self.written
+            ));
+        }
+        if self.written >= open.expected[0] {
+            return mismatch(format!("stream {name:?} was created for {} frames", open.expected[0]));
+        }
+        let ranges = self.block_ranges(layout);
+        let want = ranges.last().map_or(0, |r| r.end);
+        if frame.data.len() != want {
+            let fields: Vec<String> = layout.fields.iter().map(|f| format!("{} {}", f.name, f.dtype)).collect();
+            return mismatch(format!(
+                "{} data bytes differ from this rank's block of every field: {want} bytes ({} cells of shape {:?} at \
+                 offset {:?}, for {})",
+                frame.data.len(),
+                self.cells(),
+                self.shape,
+                self.offset,
+                fields.join(", ")
+            ));
+        }
+        Ok(ranges)
+    }
+
+    /// Collective: writes this rank's block of the next frame, taken at `step`, `fields[i]`
+    /// holding field `i`'s bytes (checked). Every rank makes the same collective calls.
+    fn store(&mut self, step: u64, fields: &[&[u8]]) -> Result<()> {
+        let path = self.sink.path().to_path_buf();
+        let (offset, shape) = (&self.offset, &self.shape);
+        let root = self.sink.comm().rank() == 0;
+        let open = self.open.as_mut().ok_or(Error::Usage("write called before begin"))?;
+        let n = self.written;
+        let layout = open.validator.layout();
+        let name = &layout.streams[0].name;
+        let row = n as usize;
+        set_frames(open, row + 1)
+            .map_err(|e| h5err(format!("cannot grow stream {name} to {} frames in", row + 1), &path, e))?;
+        for ((ds, spec), data) in open.streams[0].fields.iter().zip(&layout.fields).zip(fields) {
+            with_elem_type!(spec.dtype, T => write_hyperslab::<T>(ds, row, offset, shape, data, &mut open.scratch))
+                .map_err(|e| {
+                    h5err(format!("cannot write frame {n} of {name}/{} (collectively) to", spec.name), &path, e)
+                })?;
+        }
+        if root {
+            open.streams[0]
+                .steps
+                .write_slice(ArrayView1::from(&[step][..]), row..row + 1)
+                .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), &path, e))?;
+        }
+        // Collective: the frame, the new extent and the steps reach the file before the
+        // frame counts as written.
+        open.file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), &path, e))
+    }
+
+    /// Collective: [`Sink::write`] for `float32` fields given as values (`fields[i]`: the
+    /// block's cells of field `i`, C order), taken at `step`.
+    pub fn write_block_f32(&mut self, step: u64, fields: &[&[f32]]) -> Result<()> {
+        let data: Vec<u8> = fields.iter().flat_map(|f| f.iter().flat_map(|v| v.to_le_bytes())).collect();
+        self.write(&Frame::new(0, self.written, step, data))
+    }
+
+    /// Marks the run failed on this rank: the file will not be marked complete.
+    pub fn fail(&mut self) {
+        if let Some(open) = &mut self.open {
+            open.failed = true;
+        }
+    }
+}
+
+impl Sink for MpiBlockSink {
+    /// Local: what [`MpiHdf5Sink`] checks, and that this rank's block lies within every field.
+    fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
+        self.sink.check_layout(layout)?;
+        self.check_block(layout)
+    }
+
     /// Collective: checks every rank's block, then creates the file (see the module docs).
-    pub fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
+    /// `layout` is the whole grid's: one stream, every field of the grid's shape.
+    fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         let start = Instant::now();
         if self.open.is_some() {
             return Err(Error::Usage("begin called twice"));
@@ -123,98 +232,38 @@ impl MpiBlockSink {
         Ok(())
     }
 
-    /// Collective: writes this rank's block of the next frame, taken at `step`. `fields`
-    /// holds one entry per layout field: the block's elements in C order, little-endian, in
-    /// the field's element type. Every rank calls it once per frame, even one whose own
-    /// data failed (it passes what it has; the run then ends as failed).
-    pub fn write_block(&mut self, step: u64, fields: &[&[u8]]) -> Result<()> {
+    /// Collective: writes this rank's block of the next frame. `frame.data` holds the block
+    /// of every field, back to back in layout order, each in C order with the block's shape;
+    /// `frame.step` is the step. Every rank calls it once per frame. The ranks first agree
+    /// that every frame fits its block, then write, then agree that every rank succeeded:
+    /// on a failure anywhere every rank returns an error (the failing one its own, the others
+    /// [`Error::OtherRank`] naming it), so the writers of all ranks stop at the same frame
+    /// and none waits in a collective call that another will never make.
+    fn write(&mut self, frame: &Frame) -> Result<()> {
         let start = Instant::now();
-        let path = self.sink.path().to_path_buf();
-        let (cells, offset, shape) = (self.cells(), &self.offset, &self.shape);
-        let root = self.sink.comm().rank() == 0;
-        let open = self.open.as_mut().ok_or(Error::Usage("write_block called before begin"))?;
-        let n = self.written;
-        let layout = open.validator.layout();
-        let name = &layout.streams[0].name;
-        if n >= open.expected[0] {
-            return Err(Error::FrameMismatch {
-                stream: 0,
-                index: n,
-                reason: format!("stream {name:?} was created for {} frames", open.expected[0]),
-            });
+        let path = self.sink.path().display().to_string();
+        let open = self.open.as_ref().ok_or(Error::Usage("write called before begin"))?;
+        if open.failed {
+            // Every rank's `failed` is the same after a write (it follows the agreement).
+            return Err(Error::Usage("write called after a failed write: call finish"));
         }
-        if fields.len() != layout.fields.len() {
-            return Err(Error::InvalidLayout(format!(
-                "write_block got {} fields, the layout has {}",
-                fields.len(),
-                layout.fields.len()
-            )));
+        let n = frame.index;
+        let checked = self.check_frame(open, frame);
+        let ranges = agree(self.sink.comm(), checked, || format!("checking frame {n} of {path}"))?;
+        let fields: Vec<&[u8]> = ranges.into_iter().map(|r| &frame.data[r]).collect();
+        let stored = self.store(frame.step, &fields);
+        if let Err(e) = agree(self.sink.comm(), stored, || format!("writing frame {n} of {path}")) {
+            self.fail();
+            return Err(e);
         }
-        for (spec, data) in layout.fields.iter().zip(fields) {
-            let want = cells * spec.dtype.size();
-            if data.len() != want {
-                return Err(Error::InvalidLayout(format!(
-                    "block of field {} has {} bytes, its {cells} cells of {} take {want}",
-                    spec.name,
-                    data.len(),
-                    spec.dtype
-                )));
-            }
-        }
-        let row = n as usize;
-        set_frames(open, row + 1)
-            .map_err(|e| h5err(format!("cannot grow stream {name} to {} frames in", row + 1), &path, e))?;
-        let mut bytes = 0u64;
-        for ((ds, spec), data) in open.streams[0].fields.iter().zip(&layout.fields).zip(fields) {
-            with_elem_type!(spec.dtype, T => write_hyperslab::<T>(ds, row, offset, shape, data, &mut open.scratch))
-                .map_err(|e| {
-                    h5err(format!("cannot write frame {n} of {name}/{} (collectively) to", spec.name), &path, e)
-                })?;
-            bytes += data.len() as u64;
-        }
-        if root {
-            open.streams[0]
-                .steps
-                .write_slice(ArrayView1::from(&[step][..]), row..row + 1)
-                .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), &path, e))?;
-        }
-        // Collective: the frame, the new extent and the steps reach the file before the
-        // frame counts as written.
-        open.file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), &path, e))?;
         self.written += 1;
-        self.summary.frames += 1;
-        self.summary.bytes += bytes;
-        self.summary.write_seconds += start.elapsed().as_secs_f64();
+        self.summary.record(frame, start);
         Ok(())
-    }
-
-    /// [`MpiBlockSink::write_block`] for `float32` fields given as values (`fields[i]`: the
-    /// block's cells of field `i`, C order): no copy on a little-endian host.
-    pub fn write_block_f32(&mut self, step: u64, fields: &[&[f32]]) -> Result<()> {
-        let open = self.open.as_ref().ok_or(Error::Usage("write_block called before begin"))?;
-        if let Some(f) = open.validator.layout().fields.iter().find(|f| f.dtype != crate::frame::DType::F32) {
-            return Err(Error::InvalidLayout(format!("field {} is stored as {}, not float32", f.name, f.dtype)));
-        }
-        if cfg!(target_endian = "little") {
-            let bytes: Vec<&[u8]> = fields.iter().map(|f| bytemuck::cast_slice::<f32, u8>(f)).collect();
-            self.write_block(step, &bytes)
-        } else {
-            let owned: Vec<Vec<u8>> = fields.iter().map(|f| f.iter().flat_map(|v| v.to_le_bytes()).collect()).collect();
-            let bytes: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
-            self.write_block(step, &bytes)
-        }
-    }
-
-    /// Marks the run failed on this rank: the file will not be marked complete.
-    pub fn fail(&mut self) {
-        if let Some(open) = &mut self.open {
-            open.failed = true;
-        }
     }
 
     /// Collective: every rank calls it, whatever happened to its frames. The stream holds
     /// the frames every rank wrote.
-    pub fn finish(&mut self) -> Result<SinkSummary> {
+    fn finish(&mut self) -> Result<SinkSummary> {
         let start = Instant::now();
         let path: PathBuf = self.sink.path().to_path_buf();
         let open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;

@@ -27,7 +27,7 @@ use wgpipe::storage::mpi::collective::SystemOperation;
 use wgpipe::storage::mpi::request::multiple_scope;
 use wgpipe::storage::mpi::topology::CartesianCommunicator;
 use wgpipe::storage::mpi::traits::{Communicator, CommunicatorCollectives, Destination, Source};
-use wgpipe::storage::{DType, MpiBlockSink, NullSink, StreamLayout};
+use wgpipe::storage::{DType, MpiBlockSink, NullSink, Sink, StreamLayout};
 use wgpipe::{Job, Producer};
 
 use super::decompose;
