@@ -48,6 +48,7 @@ mod null;
 mod open;
 mod options;
 mod prepare;
+mod protocol;
 mod raw;
 mod read;
 mod schema;
@@ -59,16 +60,17 @@ pub use checksum::frame_checksum;
 pub use error::{Error, Result};
 pub use frame::{DType, Frame};
 #[cfg(feature = "hdf5")]
-pub use hdf5::Hdf5Sink;
+pub use hdf5::{Hdf5Backend, Hdf5Sink};
 #[cfg(feature = "mpi")]
-pub use hdf5::{MpiBlockSink, MpiHdf5Sink};
+pub use hdf5::{MpiBlockBackend, MpiBlockSink, MpiHdf5Backend, MpiHdf5Sink};
 /// The MPI crate the `mpi` feature links, so that callers pass communicators of the same version.
 #[cfg(feature = "mpi")]
 pub use mpi;
-pub use null::NullSink;
+pub use null::{NullBackend, NullSink};
 pub use open::{SINK_NAMES, check_output, open_output, open_sink};
 pub use options::{Compression, SinkOptions, default_compression_threads};
-pub use raw::RawSink;
+pub use protocol::{Backend, Checked, Fields, Outcome};
+pub use raw::{RawBackend, RawSink};
 pub use read::{FieldData, Output, OutputFormat, StreamSummary};
 pub use schema::{AXIS_ORDER, AttrValue, Attributes, FieldSpec, MAX_RANK, StreamInfo, StreamLayout};
 pub use sink::{Sink, SinkSummary};

@@ -1,12 +1,12 @@
 //! One stream whose every frame is split over the MPI ranks (cargo feature `mpi`): each rank
 //! holds a block of the grid and writes it, collectively, as its hyperslab of the frame.
 //!
-//! The file is the one [`MpiHdf5Sink`] creates for the same layout (same groups, datasets,
+//! The file is the one [`super::MpiHdf5Sink`] creates for the same layout (same groups, datasets,
 //! attributes and netCDF-4 dimensions as the serial [`super::Hdf5Sink`]'s), so readers cannot
 //! tell how it was written. The collective schedule is:
 //!
 //! - `begin` (collective): the blocks are checked on every rank (a bad one on any rank fails
-//!   them all), then [`MpiHdf5Sink`]'s creation of the whole file.
+//!   them all), then the shared file's creation (`mpi.rs`), the stream empty.
 //! - `write` (collective): the ranks agree that every rank's frame fits its block; the
 //!   stream's datasets grow by one frame, every rank writes its hyperslab of it for every
 //!   field with `H5Dwrite` in collective mode (`H5Pset_dxpl_mpio(COLLECTIVE)`, which
@@ -19,73 +19,73 @@
 //!
 //! It takes offsets, shapes and bytes only: where the blocks come from (GPUs) is the caller's.
 
-use std::ops::Range;
 use std::path::PathBuf;
-use std::time::Instant;
 
 use hdf5::{Dataset, Dataspace, H5Type, Hyperslab, SliceOrIndex};
 use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives};
-use ndarray::ArrayView1;
 
-use super::format::{h5err, le_elements, with_elem_type, with_frames};
-use super::mpi::{MpiHdf5Sink, Shared, agree, close};
+use super::format::{h5err, le_elements, with_elem_type};
+use super::mpi::{MpiHdf5Backend, Shared, agree, close, failed_ranks};
 use crate::error::{Error, Result};
 use crate::frame::Frame;
 use crate::options::SinkOptions;
+use crate::protocol::{Backend, Checked, Fields, Outcome};
 use crate::schema::StreamLayout;
-use crate::sink::{Sink, SinkSummary};
 
-/// Writes one stream whose frames are split into blocks, one per MPI rank, into one shared
-/// HDF5 file.
-///
-/// Every rank of the communicator builds one with its own block (`offset` and `shape` per
-/// grid axis, C order) and the same options, calls [`MpiBlockSink::begin`] with the same
-/// layout (one stream, its expected frames given, every field of the grid's shape), then
-/// [`MpiBlockSink::write`] once per frame with its own block and [`MpiBlockSink::finish`]
-/// once, all collectively: a [`Sink`] whose frames are blocks. The blocks should tile the
-/// grid: a cell no rank covers is left unwritten.
-pub struct MpiBlockSink {
-    sink: MpiHdf5Sink,
+/// The backend of [`MpiBlockSink`]: one stream whose frames are split into blocks, one per
+/// MPI rank, written into one shared HDF5 file.
+pub struct MpiBlockBackend {
+    shared: MpiHdf5Backend,
     offset: Vec<usize>,
     shape: Vec<usize>,
     open: Option<Shared>,
-    /// Frames this rank has written.
-    written: u64,
-    summary: SinkSummary,
 }
 
-impl std::fmt::Debug for MpiBlockSink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MpiBlockSink")
-            .field("sink", &self.sink)
-            .field("offset", &self.offset)
-            .field("shape", &self.shape)
-            .finish()
-    }
-}
+/// Writes one stream whose frames are split into blocks, one per MPI rank, into one shared
+/// HDF5 file: [`MpiBlockBackend`] driven through the sink protocol.
+///
+/// Every rank of the communicator builds one with its own block (`offset` and `shape` per
+/// grid axis, C order) and the same options, calls `begin` with the same layout (the whole
+/// grid's: one stream, its expected frames given, every field of the grid's shape), then
+/// `write` once per frame with its own block of every field and `finish` once, all
+/// collectively. The blocks should tile the grid: a cell no rank covers is left unwritten.
+pub type MpiBlockSink = Checked<MpiBlockBackend>;
 
 impl MpiBlockSink {
     /// A sink writing the block at `offset` of extent `shape` of every frame, into
     /// `options.path` together with the other ranks of `comm` (give it a communicator of its
     /// own: `world.duplicate()`).
     pub fn new(options: SinkOptions, comm: SimpleCommunicator, offset: &[usize], shape: &[usize]) -> Self {
-        MpiBlockSink {
-            sink: MpiHdf5Sink::new(options, comm),
+        Checked::from(MpiBlockBackend {
+            shared: MpiHdf5Backend::new(options, comm),
             offset: offset.to_vec(),
             shape: shape.to_vec(),
             open: None,
-            written: 0,
-            summary: SinkSummary::default(),
-        }
+        })
     }
 
-    /// Cells of this rank's block.
-    fn cells(&self) -> usize {
-        self.shape.iter().product()
+    /// Collective: `write` of the next frame, taken at `step`, from `float32` fields given
+    /// as values (`fields[i]`: the block's cells of field `i`, C order).
+    pub fn write_block_f32(&mut self, step: u64, fields: &[&[f32]]) -> Result<()> {
+        let data: Vec<u8> = fields.iter().flat_map(|f| f.iter().flat_map(|v| v.to_le_bytes())).collect();
+        let index = self.frames().first().copied().unwrap_or(0);
+        crate::sink::Sink::write(self, &Frame::new(0, index, step, data))
     }
+}
 
+impl std::fmt::Debug for MpiBlockBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MpiBlockBackend")
+            .field("shared", &self.shared)
+            .field("offset", &self.offset)
+            .field("shape", &self.shape)
+            .finish()
+    }
+}
+
+impl MpiBlockBackend {
     /// Whether the layout is one stream of fields this block fits in.
     fn check_block(&self, layout: &StreamLayout) -> Result<()> {
         if layout.streams.len() != 1 {
@@ -108,182 +108,101 @@ impl MpiBlockSink {
         Ok(())
     }
 
-    /// Bytes of this rank's block of each field, in layout order: where each field lies in a
-    /// frame given to `write`.
-    fn block_ranges(&self, layout: &StreamLayout) -> Vec<Range<usize>> {
-        let cells = self.cells();
-        let mut at = 0;
-        layout
-            .fields
-            .iter()
-            .map(|f| {
-                let r = at..at + cells * f.dtype.size();
-                at = r.end;
-                r
-            })
-            .collect()
-    }
-
-    /// Errors unless `frame` is this rank's block of the stream's next frame: stream 0, the
-    /// next index, and the block's bytes of every field. Local: the caller agrees on it.
-    fn check_frame(&self, open: &Shared, frame: &Frame) -> Result<Vec<Range<usize>>> {
-        let layout = open.validator.layout();
-        let name = &layout.streams[0].name;
-        let mismatch = |reason: String| Err(Error::FrameMismatch { stream: frame.stream, index: frame.index, reason });
-        if frame.stream != 0 {
-            return mismatch(format!("a frame split into blocks has one stream, {name:?} (stream id 0)"));
-        }
-        if frame.index != self.written {
-            return mismatch(format!(
-                "index {} is not the next one of stream {name:?}: expected {}",
-                frame.index, self.written
-            ));
-        }
-        if self.written >= open.expected[0] {
-            return mismatch(format!("stream {name:?} was created for {} frames", open.expected[0]));
-        }
-        let ranges = self.block_ranges(layout);
-        let want = ranges.last().map_or(0, |r| r.end);
-        if frame.data.len() != want {
-            let fields: Vec<String> = layout.fields.iter().map(|f| format!("{} {}", f.name, f.dtype)).collect();
-            return mismatch(format!(
-                "{} data bytes differ from this rank's block of every field: {want} bytes ({} cells of shape {:?} at \
-                 offset {:?}, for {})",
-                frame.data.len(),
-                self.cells(),
-                self.shape,
-                self.offset,
-                fields.join(", ")
-            ));
-        }
-        Ok(ranges)
-    }
-
-    /// Collective: writes this rank's block of the next frame, taken at `step`, `fields[i]`
-    /// holding field `i`'s bytes (checked). Every rank makes the same collective calls.
-    fn store(&mut self, step: u64, fields: &[&[u8]]) -> Result<()> {
-        let path = self.sink.path().to_path_buf();
+    /// Collective: writes this rank's block (`fields`) of frame `n`, taken at `step`.
+    fn store(&mut self, n: u64, step: u64, fields: Fields<'_>) -> Result<()> {
+        let path = self.shared.path().to_path_buf();
         let (offset, shape) = (&self.offset, &self.shape);
-        let root = self.sink.comm().rank() == 0;
+        let root = self.shared.comm().rank() == 0;
         let open = self.open.as_mut().ok_or(Error::Usage("write called before begin"))?;
-        let n = self.written;
-        let layout = open.validator.layout();
+        let layout = &open.layout;
         let name = &layout.streams[0].name;
         let row = n as usize;
-        set_frames(open, row + 1)
+        let sets = &open.streams[0];
+        super::schema::resize(sets, layout, row + 1)
             .map_err(|e| h5err(format!("cannot grow stream {name} to {} frames in", row + 1), &path, e))?;
-        for ((ds, spec), data) in open.streams[0].fields.iter().zip(&layout.fields).zip(fields) {
+        for ((ds, spec), data) in sets.fields.iter().zip(&layout.fields).zip(fields.iter()) {
             with_elem_type!(spec.dtype, T => write_hyperslab::<T>(ds, row, offset, shape, data, &mut open.scratch))
                 .map_err(|e| {
                     h5err(format!("cannot write frame {n} of {name}/{} (collectively) to", spec.name), &path, e)
                 })?;
         }
         if root {
-            open.streams[0]
-                .steps
-                .write_slice(ArrayView1::from(&[step][..]), row..row + 1)
+            super::schema::write_step(sets, row, step)
                 .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), &path, e))?;
         }
         // Collective: the frame, the new extent and the steps reach the file before the
         // frame counts as written.
         open.file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), &path, e))
     }
-
-    /// Collective: [`Sink::write`] for `float32` fields given as values (`fields[i]`: the
-    /// block's cells of field `i`, C order), taken at `step`.
-    pub fn write_block_f32(&mut self, step: u64, fields: &[&[f32]]) -> Result<()> {
-        let data: Vec<u8> = fields.iter().flat_map(|f| f.iter().flat_map(|v| v.to_le_bytes())).collect();
-        self.write(&Frame::new(0, self.written, step, data))
-    }
-
-    /// Marks the run failed on this rank: the file will not be marked complete.
-    pub fn fail(&mut self) {
-        if let Some(open) = &mut self.open {
-            open.failed = true;
-        }
-    }
 }
 
-impl Sink for MpiBlockSink {
-    /// Local: what [`MpiHdf5Sink`] checks, and that this rank's block lies within every field.
+impl Backend for MpiBlockBackend {
+    /// Local: what [`MpiHdf5Backend`] checks, and that this rank's block lies within every
+    /// field.
     fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
-        self.sink.check_layout(layout)?;
+        self.shared.check_layout(layout)?;
         self.check_block(layout)
     }
 
-    /// Collective: checks every rank's block, then creates the file (see the module docs).
-    /// `layout` is the whole grid's: one stream, every field of the grid's shape.
-    fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
-        let start = Instant::now();
-        if self.open.is_some() {
-            return Err(Error::Usage("begin called twice"));
+    /// Frames are this rank's block of every field.
+    fn frame_layout(&self, layout: &StreamLayout) -> Option<StreamLayout> {
+        let mut block = layout.clone();
+        for f in &mut block.fields {
+            f.shape.clone_from(&self.shape);
         }
-        let path = self.sink.path().display().to_string();
-        agree(self.sink.comm(), self.check_block(layout), || format!("checking the blocks of {path}"))?;
-        let open = self.sink.create(layout)?;
-        // The stream starts empty and grows frame by frame, flushed each time, so a job killed
-        // at any point leaves a file that opens with the frames written so far (created at
-        // full length, a killed job left a file with no superblock, or unwritten frames).
-        set_frames(&open, 0)
-            .and_then(|()| open.file.flush())
-            .map_err(|e| h5err("cannot empty the new stream of", self.sink.path(), e))?;
-        self.open = Some(open);
-        self.summary.write_seconds += start.elapsed().as_secs_f64();
+        Some(block)
+    }
+
+    /// Collective: checks every rank's block, then creates the file (see the module docs),
+    /// its stream empty: it grows frame by frame, flushed each time, so a job killed at any
+    /// point leaves a file that opens with the frames written so far.
+    fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
+        let path = self.shared.path().display().to_string();
+        agree(self.shared.comm(), self.check_block(layout), || format!("checking the blocks of {path}"))?;
+        self.open = Some(self.shared.create(layout, false)?);
         Ok(())
     }
 
-    /// Collective: writes this rank's block of the next frame. `frame.data` holds the block
-    /// of every field, back to back in layout order, each in C order with the block's shape;
-    /// `frame.step` is the step. Every rank calls it once per frame. The ranks first agree
-    /// that every frame fits its block, then write, then agree that every rank succeeded:
-    /// on a failure anywhere every rank returns an error (the failing one its own, the others
+    /// Collective: every rank calls it once per frame with its block of every field (checked
+    /// against the block by the protocol). The ranks first agree that every rank's frame was
+    /// accepted, then write, then agree that every rank succeeded: on a failure anywhere
+    /// every rank returns an error (the failing one its own, the others
     /// [`Error::OtherRank`] naming it), so the writers of all ranks stop at the same frame
     /// and none waits in a collective call that another will never make.
-    fn write(&mut self, frame: &Frame) -> Result<()> {
-        let start = Instant::now();
-        let path = self.sink.path().display().to_string();
-        let open = self.open.as_ref().ok_or(Error::Usage("write called before begin"))?;
-        if open.failed {
-            // Every rank's `failed` is the same after a write (it follows the agreement).
-            return Err(Error::Usage("write called after a failed write: call finish"));
-        }
+    fn write(&mut self, frame: &Frame, fields: Fields<'_>) -> Result<Option<u64>> {
+        let path = self.shared.path().display().to_string();
         let n = frame.index;
-        let checked = self.check_frame(open, frame);
-        let ranges = agree(self.sink.comm(), checked, || format!("checking frame {n} of {path}"))?;
-        let fields: Vec<&[u8]> = ranges.into_iter().map(|r| &frame.data[r]).collect();
-        let stored = self.store(frame.step, &fields);
-        if let Err(e) = agree(self.sink.comm(), stored, || format!("writing frame {n} of {path}")) {
-            self.fail();
-            return Err(e);
-        }
-        self.written += 1;
-        self.summary.record(frame, start);
-        Ok(())
+        let open = self.open.as_ref().ok_or(Error::Usage("write called before begin"))?;
+        let stream = &open.layout.streams[0];
+        let expected = stream.expected_frames.unwrap_or(0);
+        let fits = if n < expected {
+            Ok(())
+        } else {
+            let reason = format!("stream {:?} was created for {expected} frames", stream.name);
+            Err(Error::FrameMismatch { stream: 0, index: n, reason })
+        };
+        agree(self.shared.comm(), fits, || format!("checking frame {n} of {path}"))?;
+        let stored = self.store(n, frame.step, fields);
+        agree(self.shared.comm(), stored, || format!("writing frame {n} of {path}")).map(|()| None)
+    }
+
+    /// Collective: a frame this rank was given did not fit its block; the other ranks learn
+    /// it in their `write` (the agreement on the frame), and every rank stops taking frames.
+    fn refused(&mut self, _error: &Error) -> bool {
+        failed_ranks(self.shared.comm(), false);
+        false
     }
 
     /// Collective: every rank calls it, whatever happened to its frames. The stream holds
     /// the frames every rank wrote.
-    fn finish(&mut self) -> Result<SinkSummary> {
-        let start = Instant::now();
-        let path: PathBuf = self.sink.path().to_path_buf();
+    fn finish(&mut self, outcome: &Outcome<'_>) -> Result<()> {
+        let path: PathBuf = self.shared.path().to_path_buf();
         let open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;
+        let mine = outcome.frames().first().copied().unwrap_or(0);
         let mut frames = 0u64;
-        self.sink.comm().all_reduce_into(&self.written, &mut frames, SystemOperation::min());
-        close(self.sink.comm(), open, &[frames], &path)?;
-        self.summary.write_seconds += start.elapsed().as_secs_f64();
-        Ok(std::mem::take(&mut self.summary))
+        self.shared.comm().all_reduce_into(&mine, &mut frames, SystemOperation::min());
+        close(self.shared.comm(), open, &[frames], outcome.failed(), &path)
     }
-}
-
-/// Sets the stream's field and step datasets to `frames` frames. Collective: every rank,
-/// the same `frames`.
-fn set_frames(open: &Shared, frames: usize) -> hdf5::Result<()> {
-    let layout = open.validator.layout();
-    for (ds, spec) in open.streams[0].fields.iter().zip(&layout.fields) {
-        let (dims, rank) = with_frames(frames, &spec.shape);
-        ds.resize(&dims[..rank])?;
-    }
-    open.streams[0].steps.resize(frames)
 }
 
 /// Writes `data` (the block's elements, little-endian) as the block at `offset` of extent
