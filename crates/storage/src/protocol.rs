@@ -66,7 +66,7 @@ pub trait Backend: Send {
 }
 
 /// The bytes of each field of one frame, in layout order.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Fields<'a> {
     data: &'a [u8],
     ranges: &'a [Range<usize>],
