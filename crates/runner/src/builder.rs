@@ -43,7 +43,10 @@ impl Devices {
     fn open(self) -> Result<Vec<GpuDevice>> {
         match self {
             Devices::Select(selector, count) => Ok(open_devices(&selector, count)?),
-            Devices::Opened(gpus) if gpus.is_empty() => Err(Error::Invalid("no devices given".to_owned())),
+            Devices::Opened(gpus) if gpus.is_empty() => Err(Error::Invalid(
+                "no devices given: pass .gpus(..) at least one opened device, or select adapters with .devices(..)"
+                    .to_owned(),
+            )),
             Devices::Opened(gpus) => Ok(gpus),
         }
     }

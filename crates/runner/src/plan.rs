@@ -1,4 +1,4 @@
-//! A run's plan: everything [`crate::PipelineBuilder::build`] checks, checked once and kept as
+//! A run's plan: everything `PipelineBuilder::build` checks, checked once and kept as
 //! the fixed configuration that the pipeline only reads (nothing in it points back to the
 //! builder).
 //!
@@ -104,5 +104,46 @@ impl Draft {
             work_ahead: settings.mode == IoMode::Async,
         };
         Ok(Plan { settings, grid, jobs, layout, readback, pool_frames: memory.pool_frames, total_frames })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use wgpipe_compute::gray_scott::GrayScottParams;
+    use wgpipe_storage::{Attributes, NullSink};
+
+    use super::*;
+    use crate::pool::BufferPool;
+
+    fn per_device(settings: Settings, devices: usize) -> Result<Plan> {
+        let work = Work::PerDevice {
+            kernel: GrayScottParams::default().kernel(),
+            init: Arc::new(|_, grid: &Grid| vec![0.0; 2 * grid.cells()]),
+            attributes: Arc::new(|_| Attributes::new()),
+        };
+        Draft::new(settings, work)?.plan(&vec![DeviceSize::unopened(); devices], &NullSink::default())
+    }
+
+    #[test]
+    fn the_pool_holds_the_frames_the_memory_check_counted() -> Result<()> {
+        let plan = per_device(Settings { shape: vec![16, 16], io_buffer: 5, ..Settings::default() }, 3)?;
+        assert_eq!(Some(plan.pool_frames), BufferPool::capacity_for(3, 5));
+        assert_eq!(plan.pool_frames, 3 * 2 + 5 + 1);
+        let streams: Vec<&str> = plan.layout.streams.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(streams, ["stream0", "stream1", "stream2"], "one stream per device");
+        assert_eq!(plan.total_frames, 3 * 10);
+        assert!(plan.layout.attributes.contains_key("adapters"));
+        Ok(())
+    }
+
+    #[test]
+    fn a_shard_plans_every_stream_and_counts_its_own_frames() -> Result<()> {
+        let plan = per_device(Settings { shape: vec![16, 16], shard: (1, 2), ..Settings::default() }, 3)?;
+        assert_eq!(plan.layout.streams.len(), 3, "the sink receives every stream of the batch");
+        assert_eq!(plan.total_frames, 10, "stream 1 is the only one of shard 1 of 2");
+        assert!(!plan.layout.attributes.contains_key("adapters"), "each shard has its own adapters");
+        Ok(())
     }
 }

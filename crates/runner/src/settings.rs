@@ -1,4 +1,4 @@
-//! The plain values a [`crate::PipelineBuilder`] collects: what a run's plan checks and then
+//! The plain values a `PipelineBuilder` collects: what a run's plan checks and then
 //! keeps. (The devices, the work and the sink stay the builder's until `build`.)
 
 use wgpipe_compute::OutputDType;
@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::report::IoMode;
 use crate::run_state::StopHandle;
 
-/// Each field is set by the [`crate::PipelineBuilder`] method of the same name, whose doc
+/// Each field is set by the `PipelineBuilder` method of the same name, whose doc
 /// says what it means.
 pub(crate) struct Settings {
     /// The grid's shape, slowest axis first.
