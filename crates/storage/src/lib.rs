@@ -68,7 +68,7 @@ mod validate;
 
 pub use checksum::frame_checksum;
 pub use error::{Error, Result};
-pub use frame::{DType, Frame};
+pub use frame::{DType, Fields, Frame};
 #[cfg(feature = "hdf5")]
 pub use hdf5::{Hdf5Backend, Hdf5Sink};
 #[cfg(feature = "mpi")]
@@ -79,7 +79,7 @@ pub use mpi;
 pub use null::{NullBackend, NullSink};
 pub use open::{SINK_NAMES, check_output, open_output, open_sink};
 pub use options::{Compression, SinkOptions, default_compression_threads};
-pub use protocol::{Backend, Checked, Fields, Outcome};
+pub use protocol::{Backend, Checked, Outcome};
 pub use raw::{RawBackend, RawSink};
 pub use read::{FieldData, Output, OutputFormat, StreamSummary};
 pub use schema::{AXIS_ORDER, AttrValue, Attributes, FieldSpec, MAX_RANK, StreamInfo, StreamLayout};

@@ -1,8 +1,9 @@
 //! The null sink: stores nothing, for measuring compute without storage.
 
 use crate::error::Result;
+use crate::frame::Fields;
 use crate::frame::Frame;
-use crate::protocol::{Backend, Checked, Fields, Outcome};
+use crate::protocol::{Backend, Checked, Outcome};
 use crate::schema::StreamLayout;
 
 /// The backend that stores nothing.

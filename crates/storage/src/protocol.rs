@@ -7,11 +7,10 @@
 //! drift apart between backends, and a sink of yours obeys them by implementing [`Backend`]
 //! (only the storing) and wrapping it in [`Checked`], as the built-in sinks are.
 
-use std::ops::Range;
 use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::frame::Frame;
+use crate::frame::{Fields, Frame};
 use crate::schema::StreamLayout;
 use crate::sink::{Sink, SinkSummary};
 use crate::validate::Validator;
@@ -63,41 +62,6 @@ pub trait Backend: Send {
 
     /// Flushes, marks what is complete ([`Outcome`]) and closes.
     fn finish(&mut self, outcome: &Outcome<'_>) -> Result<()>;
-}
-
-/// The bytes of each field of one frame, in layout order.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Fields<'a> {
-    data: &'a [u8],
-    ranges: &'a [Range<usize>],
-}
-
-impl<'a> Fields<'a> {
-    /// The fields of `data` that lie at `ranges`.
-    pub(crate) fn new(data: &'a [u8], ranges: &'a [Range<usize>]) -> Self {
-        Fields { data, ranges }
-    }
-
-    /// Field `i`'s bytes (empty when there is no field `i`).
-    pub fn get(&self, i: usize) -> &'a [u8] {
-        self.ranges.get(i).and_then(|r| self.data.get(r.clone())).unwrap_or_default()
-    }
-
-    /// Number of fields.
-    pub fn len(&self) -> usize {
-        self.ranges.len()
-    }
-
-    /// Whether there are no fields (never, for a checked layout).
-    pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
-    }
-
-    /// Every field's bytes, in layout order.
-    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
-        let (data, ranges) = (self.data, self.ranges);
-        ranges.iter().map(move |r| data.get(r.clone()).unwrap_or_default())
-    }
 }
 
 /// What the protocol knows when a sink finishes: frames stored per stream, and whether the

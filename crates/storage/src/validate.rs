@@ -7,8 +7,7 @@
 use std::ops::Range;
 
 use crate::error::{Error, Result};
-use crate::frame::Frame;
-use crate::protocol::Fields;
+use crate::frame::{Fields, Frame};
 use crate::schema::{MAX_RANK, StreamLayout};
 
 /// Attribute names the sinks write themselves, refused in a layout's run attributes.

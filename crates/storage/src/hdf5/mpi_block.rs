@@ -29,9 +29,10 @@ use mpi::traits::{Communicator, CommunicatorCollectives};
 use super::format::{h5err, le_elements, with_elem_type};
 use super::mpi::{MpiHdf5Backend, Shared, agree, close, failed_ranks};
 use crate::error::{Error, Result};
+use crate::frame::Fields;
 use crate::frame::Frame;
 use crate::options::SinkOptions;
-use crate::protocol::{Backend, Checked, Fields, Outcome};
+use crate::protocol::{Backend, Checked, Outcome};
 use crate::schema::StreamLayout;
 
 /// The backend of [`MpiBlockSink`]: one stream whose frames are split into blocks, one per
@@ -65,7 +66,6 @@ impl MpiBlockSink {
             open: None,
         })
     }
-
 }
 
 impl std::fmt::Debug for MpiBlockBackend {

@@ -10,10 +10,11 @@ use super::meta::{
     read_run, steps_file, write_json,
 };
 use crate::error::{Error, Result};
+use crate::frame::Fields;
 use crate::frame::Frame;
 use crate::options::SinkOptions;
 use crate::prepare::{OutputKind, Staged, sync_dir};
-use crate::protocol::{Backend, Checked, Fields, Outcome};
+use crate::protocol::{Backend, Checked, Outcome};
 use crate::read::OutputFormat;
 use crate::schema::{AXIS_ORDER, StreamLayout};
 use crate::time::now_rfc3339;
