@@ -1,40 +1,42 @@
 //! A user sink: keeps per-frame statistics (min, max, mean of each field) instead of data.
 //!
-//! Any type implementing `wgpipe::storage::Sink` plugs in; it receives every frame of every
-//! stream in order, on the writer thread, while the GPUs keep computing.
+//! It implements `wgpipe::storage::Backend` (storing only) and is passed wrapped in
+//! `Checked`, which drives it through the sink protocol: it receives every frame of every
+//! stream in order, checked against the layout, on the writer thread, while the GPUs keep
+//! computing, and `Checked` counts and checksums what it took.
 //!
 //! `cargo run --release -p wgpipe --example custom_sink`
 
-use std::ops::Range;
-use std::time::Instant;
-
 use wgpipe::Pipeline;
 use wgpipe::compute::gray_scott::GrayScottParams;
-use wgpipe::storage::{DType, Error, Frame, Result, Sink, SinkSummary, StreamLayout};
+use wgpipe::storage::{Backend, Checked, DType, Error, Fields, Frame, Outcome, Result, StreamLayout};
 
 /// Per stream, per frame: (step, min, max, mean) of the first field.
 #[derive(Default)]
 struct StatsSink {
     names: Vec<String>,
-    /// Where the first field lies in every frame's bytes.
-    first: Range<usize>,
     stats: Vec<Vec<(u64, f32, f32, f32)>>,
-    summary: SinkSummary,
 }
 
-impl Sink for StatsSink {
+impl Backend for StatsSink {
+    /// What this sink cannot take, refused before any device opens.
+    fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
+        if layout.fields.first().is_none_or(|f| f.dtype != DType::F32) {
+            return Err(Error::InvalidLayout("StatsSink needs a float32 first field".into()));
+        }
+        Ok(())
+    }
+
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
-        let first = layout.fields.first().filter(|f| f.dtype == DType::F32);
-        let first = first.and_then(|_| layout.field_range(0));
-        self.first = first.ok_or_else(|| Error::InvalidLayout("StatsSink needs a float32 first field".into()))?;
+        self.check_layout(layout)?;
         self.names = layout.streams.iter().map(|s| s.name.clone()).collect();
         self.stats = vec![Vec::new(); layout.streams.len()];
         Ok(())
     }
 
-    fn write(&mut self, frame: &Frame) -> Result<()> {
-        let start = Instant::now();
-        let field = frame.data.get(self.first.clone()).unwrap_or_default();
+    /// `frame` fits the layout (checked by `Checked`): `fields.get(0)` is the first field.
+    fn write(&mut self, frame: &Frame, fields: Fields<'_>) -> Result<Option<u64>> {
+        let field = fields.get(0);
         let values = field.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
         let (mut min, mut max, mut sum, mut n) = (f32::INFINITY, f32::NEG_INFINITY, 0.0f64, 0usize);
         for v in values {
@@ -47,11 +49,10 @@ impl Sink for StatsSink {
         if let Some(s) = self.stats.get_mut(frame.stream) {
             s.push((frame.step, min, max, mean));
         }
-        self.summary.record(frame, start);
-        Ok(())
+        Ok(None)
     }
 
-    fn finish(&mut self) -> Result<SinkSummary> {
+    fn finish(&mut self, _outcome: &Outcome<'_>) -> Result<()> {
         for (name, stats) in self.names.iter().zip(&self.stats) {
             println!("stream {name}:");
             println!("{:>8} {:>10} {:>10} {:>10}", "step", "min v", "max v", "mean v");
@@ -59,7 +60,7 @@ impl Sink for StatsSink {
                 println!("{step:>8} {min:>10.4} {max:>10.4} {mean:>10.4}");
             }
         }
-        Ok(self.summary.clone())
+        Ok(())
     }
 }
 
@@ -69,7 +70,7 @@ fn main() -> anyhow::Result<()> {
         .frames(10)
         .steps_per_frame(100)
         .gray_scott(GrayScottParams::default(), 0, 0.0)
-        .sink(StatsSink::default())
+        .sink(Checked::from(StatsSink::default()))
         .run()?;
     println!("{report}");
     Ok(())

@@ -2,6 +2,7 @@
 
 use std::io::Read;
 use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::error::{Error, Result};
 use crate::prelude::{self, Boundary, Indexing};
@@ -50,6 +51,34 @@ impl WgslSource {
         }
         Ok(WgslSource { name: path.display().to_string(), code })
     }
+}
+
+/// How many validated shaders [`validated`] remembers (a run has one or a few; the oldest is
+/// forgotten first).
+const REMEMBERED_SHADERS: usize = 32;
+
+/// Shaders naga has validated, by their composed text (prelude and kernel).
+static VALIDATED: Mutex<Vec<Arc<CheckedWgsl>>> = Mutex::new(Vec::new());
+
+/// [`wgsl_check::check`], remembered: one run checks its kernels when its config loads, when
+/// its pipeline is planned and when each job compiles on its device, and naga's validation is
+/// the slow part of each (milliseconds per shader), so a text validated once is not validated
+/// again. The result depends on the text only; errors are not remembered (they end the run).
+fn validated(file: &str, prelude: &str, code: &str) -> std::result::Result<Arc<CheckedWgsl>, wgsl_check::WgslError> {
+    let source = wgsl_check::compose(prelude, code);
+    let remembered = |cache: &[Arc<CheckedWgsl>]| cache.iter().find(|c| c.source == source).cloned();
+    if let Some(checked) = remembered(&VALIDATED.lock().unwrap_or_else(PoisonError::into_inner)) {
+        return Ok(checked);
+    }
+    let checked = Arc::new(wgsl_check::check(file, prelude, code)?);
+    let mut cache = VALIDATED.lock().unwrap_or_else(PoisonError::into_inner);
+    if remembered(&cache).is_none() {
+        if cache.len() >= REMEMBERED_SHADERS {
+            cache.remove(0);
+        }
+        cache.push(Arc::clone(&checked));
+    }
+    Ok(checked)
 }
 
 /// A field-stencil kernel: named f32 fields on a grid of rank 1, 2 or 3, advanced one step per
@@ -142,14 +171,18 @@ impl KernelSpec {
     /// Validates the WGSL with naga after its prelude, and checks that the workgroup shape
     /// does not extend along axes the kernel's grids lack and that `CELLS_PER_INVOCATION_X`,
     /// if declared, is a u32 from 1 to 64.
-    pub fn check(&self) -> Result<CheckedWgsl> {
+    ///
+    /// naga validates each distinct shader (prelude and kernel text) once per process: later
+    /// checks of the same text, by this kernel, its clones or an equal kernel with other
+    /// parameters or seed, return the first result (see [`validated`]).
+    pub fn check(&self) -> Result<Arc<CheckedWgsl>> {
         self.check_for(Indexing::Whole)
     }
 
     /// [`KernelSpec::check`] with the prelude of `indexing`.
-    pub fn check_for(&self, indexing: Indexing) -> Result<CheckedWgsl> {
+    pub fn check_for(&self, indexing: Indexing) -> Result<Arc<CheckedWgsl>> {
         let prelude = self.prelude_for(indexing)?;
-        let checked = wgsl_check::check(&self.wgsl.name, &prelude, &self.wgsl.code)?;
+        let checked = validated(&self.wgsl.name, &prelude, &self.wgsl.code)?;
         let size = checked.workgroup_size;
         if size[self.rank..].iter().any(|n| *n != 1) {
             return Err(Error::InvalidKernel {
@@ -162,5 +195,39 @@ impl KernelSpec {
             });
         }
         Ok(checked)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(code: &str) -> KernelSpec {
+        KernelSpec::new("k", WgslSource::new("k.wgsl", code), vec!["u".to_owned()], Vec::new())
+    }
+
+    const COPY: &str = "@compute @workgroup_size(8, 8)\n\
+                        fn main(@builtin(global_invocation_id) id: vec3<u32>) {\n\
+                        \x20   let c = cell(id);\n    u_out[c.i] = u_in[c.i]; // kernel.rs memo test\n}\n";
+
+    #[test]
+    fn a_shader_is_validated_once_whatever_its_parameters_and_seed() -> Result<()> {
+        let first = kernel(COPY).check()?;
+        let mut other = kernel(COPY).with_seed(7);
+        other.params = vec![1.0];
+        assert!(Arc::ptr_eq(&first, &other.check()?), "the same text is not validated again");
+        let boundary = kernel(COPY).with_boundary(Boundary::ZeroFlux).check()?;
+        assert!(!Arc::ptr_eq(&first, &boundary), "another boundary is another prelude, validated on its own");
+        assert_eq!(first.workgroup_size, [8, 8, 1]);
+        Ok(())
+    }
+
+    #[test]
+    fn a_shader_that_does_not_validate_fails_every_time_naming_its_line() {
+        let bad = kernel(&COPY.replace("u_in[c.i]", "nope"));
+        for _ in 0..2 {
+            let e = bad.check().err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(e.contains("k.wgsl:4:18: no definition in scope for identifier: `nope`"), "{e}");
+        }
     }
 }

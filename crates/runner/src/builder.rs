@@ -1,88 +1,79 @@
-//! The pipeline builder: the few calls an embedding application makes.
+//! The pipeline builder: the few calls an embedding application makes. `build` checks
+//! everything once into a plan (`plan.rs`) and hands it to the [`Pipeline`], which only
+//! reads it.
 
 use std::sync::Arc;
 
-use wgpipe_compute::{DeviceSelector, GpuDevice, Grid, KernelSpec, OutputDType, gray_scott, gray_scott_3d};
+use wgpipe_compute::{
+    DeviceSelector, GpuDevice, Grid, KernelSpec, OutputDType, gray_scott, gray_scott_3d, open_devices,
+};
 use wgpipe_storage::{AttrValue, Attributes, FieldSpec, Sink};
 
 use crate::error::{Error, Result};
-use crate::job::Job;
+use crate::job::{Job, Work};
 use crate::pipeline::Pipeline;
+use crate::plan::Draft;
 use crate::report::IoMode;
 use crate::run_state::StopHandle;
+use crate::settings::Settings;
+use crate::sizes::DeviceSize;
 
 /// The most times one adapter may be opened (`devices(selector, count)`, `devices.count`):
 /// each copy is a device and a thread, and far fewer already share one GPU's time.
 pub const MAX_DEVICE_COPIES: usize = 1024;
 
-/// Builds a stream's initial state from (stream index, grid).
-pub type PerStreamInit = Arc<dyn Fn(usize, &Grid) -> Vec<f32> + Send + Sync>;
-
-/// Where the work comes from.
-pub(crate) enum Work {
-    /// One stream per device, each running `kernel` from `init(stream, grid)`.
-    PerDevice { kernel: KernelSpec, init: PerStreamInit, attributes: Arc<dyn Fn(usize) -> Attributes + Send + Sync> },
-    /// A batch of jobs that the devices pull from a shared queue.
-    Jobs(Vec<Job>),
-}
-
 /// Which devices to run on.
-pub(crate) enum Devices {
+enum Devices {
     Select(DeviceSelector, usize),
     Opened(Vec<GpuDevice>),
 }
 
+impl Devices {
+    /// Errors unless each adapter is opened 1 to [`MAX_DEVICE_COPIES`] times.
+    fn check(&self) -> Result<()> {
+        match self {
+            Devices::Select(_, count) if !(1..=MAX_DEVICE_COPIES).contains(count) => {
+                Err(Error::Invalid(format!("devices(.., {count}): open each adapter 1 to {MAX_DEVICE_COPIES} times")))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The devices, opened if the builder was given a selection.
+    fn open(self) -> Result<Vec<GpuDevice>> {
+        match self {
+            Devices::Select(selector, count) => Ok(open_devices(&selector, count)?),
+            Devices::Opened(gpus) if gpus.is_empty() => Err(Error::Invalid(
+                "no devices given: pass .gpus(..) at least one opened device, or select adapters with .devices(..)"
+                    .to_owned(),
+            )),
+            Devices::Opened(gpus) => Ok(gpus),
+        }
+    }
+}
+
+impl Pipeline {
+    /// Starts configuring a pipeline.
+    pub fn builder() -> PipelineBuilder {
+        PipelineBuilder::default()
+    }
+}
+
 /// Configures a [`Pipeline`]; see the crate docs for an example.
 pub struct PipelineBuilder {
-    pub(crate) devices: Devices,
-    /// The grid's shape, slowest axis first (checked by `build`).
-    pub(crate) shape: Vec<usize>,
-    pub(crate) frames: u64,
-    pub(crate) steps_per_frame: u32,
-    pub(crate) staging_buffers: usize,
-    pub(crate) io_buffer: usize,
-    pub(crate) mode: IoMode,
-    pub(crate) fields: Option<Vec<String>>,
-    /// The element type kernels' fields are stored as.
-    pub(crate) output_dtype: OutputDType,
-    /// Time frames on the GPU with timestamp queries where the device has them.
-    pub(crate) gpu_timestamps: bool,
-    /// The fields of frames from frame sources.
-    pub(crate) frame_layout: Option<Vec<FieldSpec>>,
-    pub(crate) work: Option<Work>,
-    pub(crate) sink: Option<Box<dyn Sink>>,
-    pub(crate) attributes: Attributes,
-    pub(crate) stop: StopHandle,
-    pub(crate) trace: bool,
-    /// `(index, count)`: run only the jobs `i` with `i % count == index` (see [`PipelineBuilder::shard`]).
-    pub(crate) shard: (usize, usize),
-    /// One grid split over MPI ranks (see [`PipelineBuilder::split_domain`]).
-    #[cfg(feature = "mpi")]
-    pub(crate) split: Option<crate::split::SplitDomain>,
+    devices: Devices,
+    settings: Settings,
+    work: Option<Work>,
+    sink: Option<Box<dyn Sink>>,
 }
 
 impl Default for PipelineBuilder {
     fn default() -> Self {
         PipelineBuilder {
             devices: Devices::Select(DeviceSelector::All, 1),
-            shape: vec![256, 256],
-            frames: 10,
-            steps_per_frame: 32,
-            staging_buffers: 2,
-            io_buffer: 2,
-            mode: IoMode::Async,
-            fields: None,
-            output_dtype: OutputDType::F32,
-            gpu_timestamps: true,
-            frame_layout: None,
+            settings: Settings::default(),
             work: None,
             sink: None,
-            attributes: Attributes::new(),
-            stop: StopHandle::default(),
-            trace: false,
-            shard: (0, 1),
-            #[cfg(feature = "mpi")]
-            split: None,
         }
     }
 }
@@ -103,7 +94,7 @@ impl PipelineBuilder {
     /// The grid's shape in C order, slowest axis first: `[nx]`, `[ny, nx]` or `[nz, ny, nx]`
     /// (default `[256, 256]`). The kernels' rank must match; `build` checks the shape.
     pub fn shape(mut self, shape: impl Into<Vec<usize>>) -> Self {
-        self.shape = shape.into();
+        self.settings.shape = shape.into();
         self
     }
 
@@ -114,37 +105,37 @@ impl PipelineBuilder {
 
     /// Frames per stream (default 10).
     pub fn frames(mut self, frames: u64) -> Self {
-        self.frames = frames;
+        self.settings.frames = frames;
         self
     }
 
     /// Kernel steps between frames (default 32).
     pub fn steps_per_frame(mut self, steps: u32) -> Self {
-        self.steps_per_frame = steps;
+        self.settings.steps_per_frame = steps;
         self
     }
 
     /// Staging buffers in each device's readback ring (default 2).
     pub fn staging_buffers(mut self, n: usize) -> Self {
-        self.staging_buffers = n;
+        self.settings.staging_buffers = n;
         self
     }
 
     /// Capacity of the channel between devices and writer (default 2; 0 = rendezvous).
     pub fn io_buffer(mut self, n: usize) -> Self {
-        self.io_buffer = n;
+        self.settings.io_buffer = n;
         self
     }
 
     /// Async (default) or sync I/O.
     pub fn mode(mut self, mode: IoMode) -> Self {
-        self.mode = mode;
+        self.settings.mode = mode;
         self
     }
 
     /// Fields each frame holds (default: every field of the kernel; `v` for Gray-Scott).
     pub fn fields<S: Into<String>>(mut self, fields: impl IntoIterator<Item = S>) -> Self {
-        self.fields = Some(fields.into_iter().map(Into::into).collect());
+        self.settings.fields = Some(fields.into_iter().map(Into::into).collect());
         self
     }
 
@@ -153,14 +144,14 @@ impl PipelineBuilder {
     /// channel and sink move half the bytes. Frame sources give their own types in
     /// [`PipelineBuilder::frame_layout`].
     pub fn output_dtype(mut self, dtype: OutputDType) -> Self {
-        self.output_dtype = dtype;
+        self.settings.output_dtype = dtype;
         self
     }
 
     /// Whether the report's compute time comes from GPU timestamp queries on devices that
     /// have `TIMESTAMP_QUERY` (default true); false measures it on the host everywhere.
     pub fn gpu_timestamps(mut self, on: bool) -> Self {
-        self.gpu_timestamps = on;
+        self.settings.gpu_timestamps = on;
         self
     }
 
@@ -191,8 +182,8 @@ impl PipelineBuilder {
             }),
             attributes: Arc::new(move |d| gray_scott_attributes(&params, seed.wrapping_add(d as u64), noise)),
         });
-        if self.fields.is_none() {
-            self.fields = Some(vec!["v".to_owned()]);
+        if self.settings.fields.is_none() {
+            self.settings.fields = Some(vec!["v".to_owned()]);
         }
         self
     }
@@ -207,8 +198,8 @@ impl PipelineBuilder {
             init: Arc::new(|_, grid: &Grid| gray_scott_3d::initial_state(grid)),
             attributes: Arc::new(move |d| gray_scott_3d_attributes(&params, seed.wrapping_add(d as u64))),
         });
-        if self.fields.is_none() {
-            self.fields = Some(gray_scott_3d::FIELDS.iter().map(|f| (*f).to_owned()).collect());
+        if self.settings.fields.is_none() {
+            self.settings.fields = Some(gray_scott_3d::FIELDS.iter().map(|f| (*f).to_owned()).collect());
         }
         self
     }
@@ -217,7 +208,7 @@ impl PipelineBuilder {
     /// type and shape of each (what the sink stores; the source copies them into its staging
     /// buffer one after the other, each in C order).
     pub fn frame_layout(mut self, fields: Vec<FieldSpec>) -> Self {
-        self.frame_layout = Some(fields);
+        self.settings.frame_layout = Some(fields);
         self
     }
 
@@ -235,20 +226,20 @@ impl PipelineBuilder {
 
     /// Adds a run-level metadata entry (stored as a file attribute).
     pub fn attribute(mut self, key: impl Into<String>, value: impl Into<AttrValue>) -> Self {
-        self.attributes.insert(key.into(), value.into());
+        self.settings.attributes.insert(key.into(), value.into());
         self
     }
 
     /// Uses `stop` to stop the run from elsewhere (e.g. a Ctrl-C handler).
     pub fn stop_handle(mut self, stop: StopHandle) -> Self {
-        self.stop = stop;
+        self.settings.stop = stop;
         self
     }
 
     /// Records a per-thread timeline of the run into the report's `spans`, for
     /// [`crate::chrome_trace`] (off by default).
     pub fn trace(mut self, on: bool) -> Self {
-        self.trace = on;
+        self.settings.trace = on;
         self
     }
 
@@ -258,7 +249,7 @@ impl PipelineBuilder {
     /// can create the same shared output; stream ids stay those of the whole batch. Progress
     /// and the report count this shard only. Default: `(0, 1)`, every job.
     pub fn shard(mut self, index: usize, count: usize) -> Self {
-        self.shard = (index, count);
+        self.settings.shard = (index, count);
         self
     }
 
@@ -272,13 +263,18 @@ impl PipelineBuilder {
     /// pipeline; they stop together (see [`crate::split`]).
     #[cfg(feature = "mpi")]
     pub fn split_domain(mut self, split: crate::split::SplitDomain) -> Self {
-        self.split = Some(split);
+        self.settings.split = Some(split);
         self
     }
 
-    /// Checks the configuration, validates the kernels and opens the devices.
+    /// Checks the configuration, validates the kernels and opens the devices, then checks
+    /// every size against the devices, the sink and the host: each check runs once, and
+    /// nothing is allocated or created before they all pass.
     pub fn build(self) -> Result<Pipeline> {
-        Pipeline::from_builder(self)
+        let (draft, devices, sink) = self.draft()?;
+        let gpus = devices.open()?;
+        let plan = draft.plan(&gpus.iter().map(DeviceSize::of).collect::<Vec<_>>(), sink.as_ref())?;
+        Ok(Pipeline::new(plan, gpus, sink))
     }
 
     /// Builds and runs.
@@ -286,35 +282,26 @@ impl PipelineBuilder {
         self.build()?.run()
     }
 
-    pub(crate) fn check(&self) -> Result<()> {
-        let invalid = |m: &str| Err(Error::Invalid(m.to_owned()));
-        if let Devices::Select(_, count) = self.devices
-            && !(1..=MAX_DEVICE_COPIES).contains(&count)
-        {
-            return Err(Error::Invalid(format!(
-                "devices(.., {count}): open each adapter 1 to {MAX_DEVICE_COPIES} times"
-            )));
-        }
-        if self.frames == 0 {
-            return invalid("frames must be at least 1");
-        }
-        if self.steps_per_frame == 0 {
-            return invalid("steps_per_frame must be at least 1");
-        }
-        if self.staging_buffers == 0 {
-            return invalid("staging_buffers must be at least 1");
-        }
-        let (index, count) = self.shard;
-        if index >= count {
-            return Err(Error::Invalid(format!("shard({index}, {count}): the index must be below the count")));
-        }
-        if self.sink.is_none() {
-            return invalid("no sink: call .sink(..) with a sink, e.g. wgpipe::storage::NullSink::default()");
-        }
-        if self.work.is_none() {
-            return invalid("no work: call .gray_scott(..), .kernel(..) or .jobs(..)");
-        }
-        Ok(())
+    /// The checks of [`PipelineBuilder::build`] on `count` devices that are not opened (their
+    /// limits unknown): what the config module runs before any device opens.
+    pub(crate) fn check_unopened(self, count: usize) -> Result<()> {
+        let (draft, _, sink) = self.draft()?;
+        draft.plan(&vec![DeviceSize::unopened(); count], sink.as_ref()).map(drop)
+    }
+
+    /// Everything checked before any device opens.
+    fn draft(self) -> Result<(Draft, Devices, Box<dyn Sink>)> {
+        let PipelineBuilder { devices, settings, work, sink } = self;
+        devices.check()?;
+        let Some(sink) = sink else {
+            return Err(Error::Invalid(
+                "no sink: call .sink(..) with a sink, e.g. wgpipe::storage::NullSink::default()".to_owned(),
+            ));
+        };
+        let Some(work) = work else {
+            return Err(Error::Invalid("no work: call .gray_scott(..), .kernel(..) or .jobs(..)".to_owned()));
+        };
+        Ok((Draft::new(settings, work)?, devices, sink))
     }
 }
 

@@ -1,6 +1,8 @@
 //! Jobs: the unit of work a device pulls from the queue. Each job is one output stream,
 //! produced either by a field-stencil kernel or by an application's own [`FrameSource`].
 
+use std::sync::Arc;
+
 use wgpipe_compute::{FrameSource, GpuDevice, Grid, KernelSpec};
 use wgpipe_storage::{AttrValue, Attributes};
 
@@ -80,5 +82,47 @@ impl Job {
     pub fn with_attribute(mut self, key: impl Into<String>, value: impl Into<AttrValue>) -> Self {
         self.attributes.insert(key.into(), value.into());
         self
+    }
+}
+
+/// Builds a stream's initial state from (stream index, grid).
+pub type PerStreamInit = Arc<dyn Fn(usize, &Grid) -> Vec<f32> + Send + Sync>;
+
+/// Where a run's jobs come from.
+pub(crate) enum Work {
+    /// One stream per device, each running `kernel` from `init(stream, grid)`.
+    PerDevice { kernel: KernelSpec, init: PerStreamInit, attributes: Arc<dyn Fn(usize) -> Attributes + Send + Sync> },
+    /// A batch of jobs that the devices pull from a shared queue.
+    Jobs(Vec<Job>),
+}
+
+impl Work {
+    /// The kernels of the jobs (none when frame sources produce the frames), known before any
+    /// device opens.
+    pub(crate) fn kernels(&self) -> Vec<&KernelSpec> {
+        match self {
+            Work::PerDevice { kernel, .. } => vec![kernel],
+            Work::Jobs(jobs) => jobs.iter().filter_map(Job::kernel).collect(),
+        }
+    }
+
+    /// The jobs, on the devices `labels` names: per-device work makes stream `d` for device
+    /// `d`, its noise keyed with the kernel's seed + d so that the streams differ.
+    pub(crate) fn into_jobs(self, labels: &[&str]) -> Vec<Job> {
+        match self {
+            Work::PerDevice { kernel, init, attributes } => labels
+                .iter()
+                .enumerate()
+                .map(|(d, label)| {
+                    let init = Arc::clone(&init);
+                    let kernel = kernel.clone().with_seed(kernel.seed.wrapping_add(d as u64));
+                    let mut job = Job::new(format!("stream{d}"), kernel, move |grid: &Grid| init(d, grid));
+                    job.attributes = attributes(d);
+                    job.attributes.insert("device".to_owned(), (*label).into());
+                    job
+                })
+                .collect(),
+            Work::Jobs(jobs) => jobs,
+        }
     }
 }

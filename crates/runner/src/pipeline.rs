@@ -4,51 +4,35 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use crossbeam_channel::bounded;
-use wgpipe_compute::{GpuDevice, Grid, OutputDType, ReadbackConfig, open_devices};
+use wgpipe_compute::GpuDevice;
 use wgpipe_storage::{Sink, StreamLayout};
 
-use crate::builder::{Devices, PipelineBuilder, Work};
 use crate::error::{Error, Failure, Result};
-use crate::job::Job;
-use crate::lockstep::Lockstep;
+use crate::plan::Plan;
 use crate::pool::BufferPool;
-use crate::preflight::{check_grid, check_job_names, kernel_workgroup_sizes, preflight};
 use crate::progress::Progress;
 use crate::report::{IoMode, RunReport};
 use crate::run_state::{RunState, StopHandle};
-use crate::sizes::DeviceSize;
+use crate::settings::Settings;
 use crate::trace::Recorder;
 use crate::worker::{Handoff, WorkerContext, device_thread};
 use crate::writer::{FrameWriter, lock, writer_thread};
 
 /// A run ready to start: see [`Pipeline::builder`].
 pub struct Pipeline {
+    /// What `build` checked: the pipeline only reads it.
+    plan: Plan,
     gpus: Vec<GpuDevice>,
-    jobs: Vec<Job>,
     sink: Box<dyn Sink>,
-    layout: StreamLayout,
-    /// The kernels' grid (every field of `layout` has its shape); `None` for frame sources.
-    grid: Option<Grid>,
-    readback: ReadbackConfig,
-    output_dtype: OutputDType,
-    gpu_timestamps: bool,
-    io_buffer: usize,
-    mode: IoMode,
     progress: Arc<Progress>,
-    stop: StopHandle,
-    trace: bool,
-    /// See [`PipelineBuilder::shard`].
-    shard: (usize, usize),
-    /// A split domain's rank: votes with the other ranks, computes a block.
-    lockstep: Option<Lockstep>,
 }
 
 impl std::fmt::Debug for Pipeline {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pipeline")
             .field("gpus", &self.gpus)
-            .field("jobs", &self.jobs)
-            .field("layout", &self.layout)
+            .field("jobs", &self.plan.jobs)
+            .field("layout", &self.plan.layout)
             .finish()
     }
 }
@@ -63,106 +47,10 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 impl Pipeline {
-    /// Starts configuring a pipeline.
-    pub fn builder() -> PipelineBuilder {
-        PipelineBuilder::default()
-    }
-
-    pub(crate) fn from_builder(mut b: PipelineBuilder) -> Result<Self> {
-        b.check()?;
-        let (Some(work), Some(sink)) = (b.work.take(), b.sink.take()) else {
-            return Err(Error::Invalid("no work or no sink".to_owned()));
-        };
-        // Validate kernels and names before touching any device or file: a WGSL error or a
-        // bad stream name costs nothing.
-        let (workgroup_sizes, grid) = match &work {
-            Work::PerDevice { kernel, .. } => {
-                (kernel_workgroup_sizes([kernel])?, Some(check_grid(&b.shape, [kernel])?))
-            }
-            Work::Jobs(jobs) => {
-                check_job_names(jobs)?;
-                let kernels = || jobs.iter().filter_map(Job::kernel);
-                let grid = if kernels().next().is_some() { Some(check_grid(&b.shape, kernels())?) } else { None };
-                (kernel_workgroup_sizes(kernels())?, grid)
-            }
-        };
-        let gpus = match b.devices {
-            Devices::Select(ref selector, count) => open_devices(selector, count)?,
-            Devices::Opened(ref gpus) if gpus.is_empty() => {
-                return Err(Error::Invalid("no devices given".to_owned()));
-            }
-            Devices::Opened(ref mut gpus) => std::mem::take(gpus),
-        };
-        let jobs: Vec<Job> = match work {
-            Work::PerDevice { kernel, init, attributes } => (0..gpus.len())
-                .map(|d| {
-                    let init = Arc::clone(&init);
-                    // Each stream keys the prelude's noise with its own seed.
-                    let kernel = kernel.clone().with_seed(kernel.seed.wrapping_add(d as u64));
-                    let mut job = Job::new(format!("stream{d}"), kernel, move |grid: &Grid| init(d, grid));
-                    job.attributes = attributes(d);
-                    job.attributes.insert("device".to_owned(), gpus[d].label().into());
-                    job
-                })
-                .collect(),
-            Work::Jobs(jobs) => jobs,
-        };
-        // Sizes against the devices, the sink and the host, before anything is allocated.
-        let devices: Vec<DeviceSize> = gpus.iter().map(DeviceSize::of).collect();
-        // A split domain's sizes are its block's.
-        #[cfg(feature = "mpi")]
-        let sized = match &b.split {
-            Some(split) => Some(split.sized_grid(&b.shape)?),
-            None => grid,
-        };
-        #[cfg(not(feature = "mpi"))]
-        let sized = grid;
-        let mut layout = preflight(&b, sized.as_ref(), &jobs, workgroup_sizes, sink.as_ref(), &devices)?;
-        let (shard, shards) = b.shard;
-        // A shard's adapters are its own: the shards' sinks must write the same attributes.
-        if shards == 1 {
-            layout.attributes.insert(
-                "adapters".to_owned(),
-                gpus.iter().map(|g| g.label().to_owned()).collect::<Vec<_>>().join("; ").into(),
-            );
-        }
-        #[cfg(feature = "mpi")]
-        let (jobs, lockstep) = match b.split.take() {
-            Some(split) => split.into_run(&b, jobs, &gpus, &mut layout)?,
-            None => (jobs, None),
-        };
-        #[cfg(not(feature = "mpi"))]
-        let lockstep = None;
-
-        // Cannot overflow: preflight checked it.
-        let local_jobs = (0..jobs.len()).filter(|i| i % shards == shard).count();
-        let total_frames = b.frames.saturating_mul(local_jobs as u64);
-        let readback = ReadbackConfig {
-            steps_per_frame: b.steps_per_frame,
-            frames: b.frames,
-            staging_buffers: b.staging_buffers,
-            fields: Vec::new(), // per job, from its kernel's field order
-            // Sync mode is the blocking baseline: nothing may compute while a frame is written.
-            // A split domain's frames exchange halos between steps: one frame in flight.
-            work_ahead: b.mode == IoMode::Async && lockstep.is_none(),
-        };
-        Ok(Pipeline {
-            progress: Arc::new(Progress::new(gpus.len(), total_frames)),
-            gpus,
-            jobs,
-            sink,
-            layout,
-            grid,
-            readback,
-            output_dtype: b.output_dtype,
-            gpu_timestamps: b.gpu_timestamps,
-            io_buffer: b.io_buffer,
-            mode: b.mode,
-            stop: b.stop,
-            trace: b.trace,
-            shard: b.shard,
-            lockstep,
-        })
+    /// The run `plan` describes, on `gpus` (the devices it was planned on), writing to `sink`.
+    pub(crate) fn new(plan: Plan, gpus: Vec<GpuDevice>, sink: Box<dyn Sink>) -> Self {
+        let progress = Arc::new(Progress::new(gpus.len(), plan.total_frames));
+        Pipeline { plan, gpus, sink, progress }
     }
 
     /// Live progress, for a reporter thread.
@@ -172,7 +60,7 @@ impl Pipeline {
 
     /// A handle that stops the run from another thread.
     pub fn stop_handle(&self) -> StopHandle {
-        self.stop.clone()
+        self.plan.settings.stop.clone()
     }
 
     /// The devices the run uses.
@@ -182,7 +70,7 @@ impl Pipeline {
 
     /// What the sink will receive.
     pub fn layout(&self) -> &StreamLayout {
-        &self.layout
+        &self.plan.layout
     }
 
     /// Runs every job to the end and closes the output.
@@ -192,32 +80,19 @@ impl Pipeline {
     /// [`Error::Interrupted`] after a stop; in both cases the output holds every frame
     /// written and was closed properly.
     pub fn run(self) -> Result<RunReport> {
-        let Pipeline {
-            gpus,
-            jobs,
-            mut sink,
-            layout,
-            grid,
-            readback,
-            output_dtype,
-            gpu_timestamps,
-            io_buffer,
-            mode,
-            progress,
-            stop,
-            trace,
-            shard: (shard, shards),
-            lockstep,
-        } = self;
+        let Pipeline { plan, gpus, mut sink, progress } = self;
+        let Plan { settings, grid, jobs, layout, readback, pool_frames, total_frames: _, lockstep } = plan;
+        let Settings { output_dtype, gpu_timestamps, io_buffer, mode, stop, trace, shard: (shard, shards), .. } =
+            settings;
         sink.begin(&layout)?;
         let start = Instant::now();
         let state = Arc::new(RunState::new(stop));
-        let frame_bytes = match &lockstep {
-            Some(l) => l.frame_bytes,
-            None => layout.frame_bytes()?,
+        // A split domain's frames are its block's; cell-steps mean something for field kernels only.
+        let (frame_bytes, cells) = match &lockstep {
+            Some(l) => (l.frame_bytes, l.cells),
+            None => (layout.frame_bytes()?, grid.map_or(0, |g| g.cells() as u64)),
         };
-        let cells = lockstep.as_ref().map_or(grid.map_or(0, |g| g.cells() as u64), |l| l.cells);
-        let pool = BufferPool::new(frame_bytes, gpus.len() * 2 + io_buffer + 1);
+        let pool = BufferPool::new(frame_bytes, pool_frames);
         let writer = Arc::new(Mutex::new(FrameWriter { sink, pool: pool.clone(), progress: Arc::clone(&progress) }));
 
         let (job_tx, job_rx) = bounded(jobs.len());
@@ -293,7 +168,6 @@ impl Pipeline {
         }
         report.finish_seconds = finishing.elapsed().as_secs_f64();
         report.wall_seconds = start.elapsed().as_secs_f64();
-        // Cell-steps mean something for field kernels only (`cells`: 0 for frame sources).
         report.cell_steps =
             report.devices.iter().map(|d| d.frames).sum::<u64>() * u64::from(readback.steps_per_frame) * cells;
         if report.sink.frames == 0 {

@@ -6,9 +6,9 @@ use crossbeam_channel::{Receiver, Sender, TrySendError, bounded};
 /// A pool of equally sized byte buffers, shared by the device threads (which take) and the
 /// thread that writes frames (which gives back).
 ///
-/// Buffers are allocated only when none is free. At most `devices × 2 + io_buffer + 1`
-/// buffers can be out at once (one being filled and one being handed off per device, the
-/// channel's capacity, one being written), so allocation stops after the first frames.
+/// Buffers are allocated only when none is free. A run's pool holds
+/// [`BufferPool::capacity_for`] buffers, as many as can be out at once, so allocation stops
+/// after the first frames.
 #[derive(Debug, Clone)]
 pub struct BufferPool {
     give: Sender<Vec<u8>>,
@@ -21,6 +21,14 @@ impl BufferPool {
     pub fn new(size: usize, capacity: usize) -> Self {
         let (give, take) = bounded(capacity.max(1));
         BufferPool { give, take, size }
+    }
+
+    /// The most frames a run of `devices` device threads and a channel of `io_buffer` frames
+    /// has out at once: one being filled and one being handed off per device, the channel's,
+    /// and one being written (`devices × 2 + io_buffer + 1`); `None` on overflow. The pipeline
+    /// sizes its pool by it, and the host-memory check counts it.
+    pub fn capacity_for(devices: usize, io_buffer: usize) -> Option<usize> {
+        devices.checked_mul(2)?.checked_add(io_buffer)?.checked_add(1)
     }
 
     /// A buffer of the pool's size: a recycled one when available, else a new one.
@@ -70,5 +78,12 @@ mod tests {
         assert_eq!(pool.idle(), 2, "capacity bounds the idle buffers");
         pool.give(vec![0; 8]);
         assert_eq!(pool.idle(), 2, "wrong-sized buffers are not pooled");
+    }
+
+    #[test]
+    fn a_runs_capacity_is_two_frames_per_device_the_channels_and_one_being_written() {
+        assert_eq!(BufferPool::capacity_for(3, 4), Some(3 * 2 + 4 + 1));
+        assert_eq!(BufferPool::capacity_for(1, 0), Some(3));
+        assert_eq!(BufferPool::capacity_for(usize::MAX / 2, 1), None);
     }
 }

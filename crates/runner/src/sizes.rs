@@ -12,14 +12,15 @@
 //! - host memory to this module, since the runner owns the frame pool and the channel and
 //!   starts the staging rings.
 //!
-//! [`crate::Pipeline`]'s build calls [`check`] once the devices are open; the config module
-//! calls it before any device opens (device limits unknown then), so the command line
+//! A run's plan calls [`check`] once the devices are known: `build` once they are open, the
+//! config module on devices not opened yet (their limits unknown then), so the command line
 //! refuses most impossible runs before touching a GPU.
 
 use wgpipe_compute::{GpuDevice, Grid, GridFootprint, wgpu};
 use wgpipe_storage::{Sink, StreamLayout};
 
 use crate::error::{Error, Result};
+use crate::pool::BufferPool;
 use crate::writer::Envelope;
 
 /// The sizes a run is made of.
@@ -62,13 +63,19 @@ impl DeviceSize {
     pub(crate) fn unopened() -> Self {
         DeviceSize { label: String::new(), limits: None, host_memory: false }
     }
+
+    /// The device's label (empty before it is opened).
+    pub(crate) fn label(&self) -> &str {
+        &self.label
+    }
 }
 
 /// The most host memory a run holds at once, by what holds it (bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct HostMemory {
-    /// Frames the pool can hand out at once: two per device, the channel's, one being written.
-    pub pool_frames: u64,
+    /// Frames the pool can hand out at once ([`BufferPool::capacity_for`]): the pool the
+    /// pipeline allocates holds exactly these.
+    pub pool_frames: usize,
     /// Bytes of one frame.
     pub frame_bytes: u64,
     /// The frame pool's and the channel's own slots.
@@ -94,9 +101,9 @@ impl HostMemory {
     fn of(shape: &RunShape, devices: &[DeviceSize], frame_bytes: u64, state_bytes: u64) -> Option<Self> {
         let n = devices.len() as u64;
         let io = shape.io_buffer as u64;
-        let pool_frames = sum(&[n.checked_mul(2), Some(io), Some(1)])?;
+        let pool_frames = BufferPool::capacity_for(devices.len(), shape.io_buffer)?;
         let slot = std::mem::size_of::<Envelope>() as u64 + 8;
-        let bookkeeping = sum(&[pool_frames.checked_mul(slot), io.checked_mul(slot)])?;
+        let bookkeeping = sum(&[(pool_frames as u64).checked_mul(slot), io.checked_mul(slot)])?;
         let staging = n.checked_mul(shape.staging_buffers as u64)?.checked_mul(frame_bytes)?;
         let initial = n.checked_mul(state_bytes)?;
         let cpu = devices.iter().filter(|d| d.host_memory).count() as u64;
@@ -107,7 +114,7 @@ impl HostMemory {
     /// Everything together, or `None` on overflow.
     pub(crate) fn total(&self) -> Option<u64> {
         sum(&[
-            self.pool_frames.checked_mul(self.frame_bytes),
+            (self.pool_frames as u64).checked_mul(self.frame_bytes),
             Some(self.bookkeeping),
             Some(self.staging),
             Some(self.initial),
@@ -152,7 +159,7 @@ pub(crate) fn check_host(shape: &RunShape, devices: usize, need: &HostMemory, av
     if total.is_some_and(|t| t <= available) {
         return Ok(());
     }
-    let frames = need.pool_frames.checked_mul(need.frame_bytes);
+    let frames = (need.pool_frames as u64).checked_mul(need.frame_bytes);
     let shown = |v: Option<u64>| v.map_or_else(|| "more than 2^64 bytes".to_owned(), bytes);
     let mut parts = vec![format!(
         "frame pool {} (frames of {} bytes: 2 per device × {devices} devices + io_buffer {} + 1)",
@@ -192,8 +199,14 @@ pub(crate) fn check_host(shape: &RunShape, devices: usize, need: &HostMemory, av
 }
 
 /// Checks `shape` on `devices` for `sink` and its `layout`, in this order: what the kernels can
-/// index, each opened device's limits, the sink's limits (and names), host memory.
-pub(crate) fn check(shape: &RunShape, devices: &[DeviceSize], sink: &dyn Sink, layout: &StreamLayout) -> Result<()> {
+/// index, each opened device's limits, the sink's limits (and names), host memory. Returns
+/// the host memory the run holds, whose frame pool the pipeline allocates.
+pub(crate) fn check(
+    shape: &RunShape,
+    devices: &[DeviceSize],
+    sink: &dyn Sink,
+    layout: &StreamLayout,
+) -> Result<HostMemory> {
     let (frame_bytes, state_bytes) = match &shape.grid {
         Some(grid) => {
             let mut footprint = None;
@@ -221,7 +234,8 @@ pub(crate) fn check(shape: &RunShape, devices: &[DeviceSize], sink: &dyn Sink, l
         message: "the host memory the run needs overflows 64-bit arithmetic: lower io_buffer and staging_buffers"
             .to_owned(),
     })?;
-    check_host(shape, devices.len(), &need, available_memory())
+    check_host(shape, devices.len(), &need, available_memory())?;
+    Ok(need)
 }
 
 #[cfg(test)]

@@ -58,7 +58,7 @@ fn with_frame(data: u64, frame: &Frame) -> u64 {
 /// Why the checksum is XXH3 and fed this way: the earlier checksum (four multiply lanes,
 /// ~8 GB/s) plus a second read of a frame larger than the cache cost the raw sink 11–14 %
 /// against a plain `write` loop of the same bytes on tmpfs (`cargo xtask bench --sink raw
-/// --against posix`; the README has the figures).
+/// --against posix`; the guide's benchmarks page has the figures).
 pub(crate) struct Running {
     state: xxhash_rust::xxh3::Xxh3,
 }

@@ -9,6 +9,11 @@
 //! format of its own) is held only to what it reports: the frame and byte counts and the
 //! checksum in its [`SinkSummary`], and the checks on what it must refuse.
 //!
+//! The rules of the protocol (call order, frames checked against the layout, `complete`) are
+//! enforced by [`crate::Checked`], so a sink of yours that implements [`crate::Backend`] and
+//! is wrapped in it passes those checks without code of its own; a sink that implements
+//! [`Sink`] directly must keep them itself, and the suite tells whether it does.
+//!
 //! ```
 //! use wgpipe_storage::{NullSink, Sink, conformance};
 //!
@@ -72,6 +77,8 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("out-of-order indices are refused", out_of_order_indices_are_refused),
     ("finish after a refused write keeps earlier frames, incomplete", finish_after_refused_write),
     ("calls out of order are usage errors", calls_out_of_order_are_usage_errors),
+    ("every call after finish is a usage error", calls_after_finish_are_usage_errors),
+    ("a run stopped early marks its short streams and the output incomplete", stopped_run_is_incomplete),
     ("unusable layouts are refused before anything is created", unusable_layouts_are_refused),
 ];
 
@@ -415,6 +422,43 @@ fn calls_out_of_order_are_usage_errors(subject: &Subject<'_>, dir: &Path) -> Res
     let again = sink.begin(&layout);
     ensure!(matches!(again, Err(Error::Usage(_))), "begin twice gave {again:?}, not Error::Usage");
     ctx("finish", sink.finish())?;
+    Ok(())
+}
+
+fn calls_after_finish_are_usage_errors(subject: &Subject<'_>, dir: &Path) -> Result<(), String> {
+    let path = dir.join("out");
+    let layout = every_dtype_and_rank(None);
+    let mut sink = ctx("making the sink", (subject.make)(&path))?;
+    ctx("begin", sink.begin(&layout))?;
+    ctx("write", sink.write(&frame(&layout, 0, 0)))?;
+    ctx("finish", sink.finish())?;
+    let late = sink.write(&frame(&layout, 0, 1));
+    ensure!(matches!(late, Err(Error::Usage(_))), "write after finish gave {late:?}, not Error::Usage");
+    let late = sink.finish();
+    ensure!(matches!(late, Err(Error::Usage(_))), "finish twice gave {late:?}, not Error::Usage");
+    let late = sink.begin(&layout);
+    ensure!(matches!(late, Err(Error::Usage(_))), "begin after finish gave {late:?}, not Error::Usage");
+    if let Some(out) = read_back(subject, &path)? {
+        holds(&out, &layout, &[frame(&layout, 0, 0)], &[1, 0])?;
+    }
+    Ok(())
+}
+
+/// What a user's stop leaves: one stream with all its expected frames, the other short.
+fn stopped_run_is_incomplete(subject: &Subject<'_>, dir: &Path) -> Result<(), String> {
+    let path = dir.join("out");
+    let layout = every_dtype_and_rank(Some(3));
+    let given: Vec<Frame> = (0..3).map(|i| frame(&layout, 0, i)).chain([frame(&layout, 1, 0)]).collect();
+    store(subject, &path, &layout, &given)?;
+    if let Some(out) = read_back(subject, &path)? {
+        holds(&out, &layout, &given, &[3, 1])?;
+        let complete: Vec<bool> = out.streams().iter().map(|s| s.complete).collect();
+        ensure!(
+            complete == [true, false],
+            "streams with 3 and 1 of 3 expected frames are marked complete {complete:?}, not [true, false]"
+        );
+        ensure!(!out.complete(), "the output is marked complete while a stream is short of its expected frames");
+    }
     Ok(())
 }
 

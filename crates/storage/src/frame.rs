@@ -2,6 +2,7 @@
 //! element types their fields hold.
 
 use std::fmt;
+use std::ops::Range;
 
 /// Element type of one field's values; always little-endian in a frame and on disk.
 ///
@@ -150,5 +151,40 @@ mod tests {
         }
         let e = "f8".parse::<DType>().err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.contains("\"f8\"") && e.contains("u8, u16, u32, i32, f16, f32, f64"), "{e}");
+    }
+}
+
+/// The bytes of each field of one frame, in layout order.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fields<'a> {
+    data: &'a [u8],
+    ranges: &'a [Range<usize>],
+}
+
+impl<'a> Fields<'a> {
+    /// The fields of `data` that lie at `ranges`.
+    pub(crate) fn new(data: &'a [u8], ranges: &'a [Range<usize>]) -> Self {
+        Fields { data, ranges }
+    }
+
+    /// Field `i`'s bytes (empty when there is no field `i`).
+    pub fn get(&self, i: usize) -> &'a [u8] {
+        self.ranges.get(i).and_then(|r| self.data.get(r.clone())).unwrap_or_default()
+    }
+
+    /// Number of fields.
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// Whether there are no fields (never, for a checked layout).
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// Every field's bytes, in layout order.
+    pub fn iter(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let (data, ranges) = (self.data, self.ranges);
+        ranges.iter().map(move |r| data.get(r.clone()).unwrap_or_default())
     }
 }

@@ -32,10 +32,20 @@
 //! A [`Sink`] is driven in push mode: [`Sink::begin`] once with the layout, then
 //! [`Sink::write`] for every frame (in production order within each stream; streams may
 //! interleave), then [`Sink::finish`], which flushes, closes and returns a [`SinkSummary`].
+//! That protocol is enforced in one place, [`Checked`]: a storage backend implements
+//! [`Backend`] (creating, storing, closing) and every call reaches it checked: call order,
+//! the layout, each frame's stream, index and size; [`Checked`] counts and checksums what was
+//! stored and tells the backend at `finish` which streams are complete ([`Outcome`]). The
+//! built-in sinks are backends wrapped this way, and yours gets the same with
+//! `Checked::from(your_backend)`.
+//!
 //! Three sinks ship with the crate, chosen by name with [`open_sink`]: `null` (counts and
 //! checksums), `raw` (little-endian files readable by `numpy.fromfile`) and `hdf5` (one
-//! self-describing file; cargo feature `hdf5`, on by default). [`open_output`] reads what
-//! `raw` and `hdf5` stored back, and [`conformance`] is the suite every sink passes.
+//! self-describing file; cargo feature `hdf5`, on by default); with feature `mpi`, the HDF5
+//! file can also be shared by MPI ranks (`MpiHdf5Sink`: each rank its own streams;
+//! `MpiBlockSink`: each rank its block of every frame). [`open_output`] reads what `raw` and
+//! `hdf5` stored back, and [`conformance`] is the suite every sink passes. A new backend is a
+//! folder under `src/` and one line in `open.rs`.
 
 mod append;
 mod checksum;
@@ -48,6 +58,7 @@ mod null;
 mod open;
 mod options;
 mod prepare;
+mod protocol;
 mod raw;
 mod read;
 mod schema;
@@ -57,18 +68,19 @@ mod validate;
 
 pub use checksum::frame_checksum;
 pub use error::{Error, Result};
-pub use frame::{DType, Frame};
+pub use frame::{DType, Fields, Frame};
 #[cfg(feature = "hdf5")]
-pub use hdf5::Hdf5Sink;
+pub use hdf5::{Hdf5Backend, Hdf5Sink};
 #[cfg(feature = "mpi")]
-pub use hdf5::{MpiBlockSink, MpiHdf5Sink};
+pub use hdf5::{MpiBlockBackend, MpiBlockSink, MpiHdf5Backend, MpiHdf5Sink};
 /// The MPI crate the `mpi` feature links, so that callers pass communicators of the same version.
 #[cfg(feature = "mpi")]
 pub use mpi;
-pub use null::NullSink;
+pub use null::{NullBackend, NullSink};
 pub use open::{SINK_NAMES, check_output, open_output, open_sink};
 pub use options::{Compression, SinkOptions, default_compression_threads};
-pub use raw::RawSink;
+pub use protocol::{Backend, Checked, Outcome};
+pub use raw::{RawBackend, RawSink};
 pub use read::{FieldData, Output, OutputFormat, StreamSummary};
 pub use schema::{AXIS_ORDER, AttrValue, Attributes, FieldSpec, MAX_RANK, StreamInfo, StreamLayout};
 pub use sink::{Sink, SinkSummary};

@@ -1,31 +1,77 @@
 //! The one module that names backends: a sink name and options to a [`Sink`], an output
 //! path to a reader. Everything else in the crate is backend-neutral or one backend's own.
+//!
+//! A backend is one folder under `src/` and one line of [`BACKENDS`]; its name is then a
+//! valid `output.sink` in the runner's config (which checks names against [`SINK_NAMES`]).
 
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::null::NullSink;
 use crate::options::SinkOptions;
 use crate::prepare::OutputKind;
-use crate::raw::RawSink;
 use crate::read::Output;
 use crate::sink::Sink;
 
-/// Names accepted by [`open_sink`], in the order they are listed to users.
-pub const SINK_NAMES: &[&str] = &["null", "raw", "hdf5"];
+/// What this module knows of a backend.
+struct Registered {
+    /// The name users choose it by (`output.sink`).
+    name: &'static str,
+    /// Makes its sink (options already checked), wrapped in the protocol.
+    open: fn(&SinkOptions) -> Result<Box<dyn Sink>>,
+    /// What it writes at `SinkOptions::path`, checked by [`check_output`]; `None`: nothing.
+    output: Option<OutputKind>,
+    /// Whether a path holds its output, and how to read it; `None`: it stores nothing
+    /// [`open_output`] reads.
+    read: Option<Reads>,
+}
 
-/// Creates the sink called `kind` (one of [`SINK_NAMES`]) with `options`.
+/// How [`open_output`] reads a backend's output: whether a path holds one, and opening it.
+type Reads = (fn(&Path) -> bool, fn(&Path) -> Result<Output>);
+
+/// Every backend, in the order they are listed to users (and their outputs recognised).
+const BACKENDS: [Registered; 3] = [
+    Registered { name: "null", open: |_| Ok(Box::new(crate::null::NullSink::new())), output: None, read: None },
+    Registered {
+        name: "raw",
+        open: |o| Ok(Box::new(crate::raw::RawSink::new(o.clone()))),
+        output: Some(OutputKind::RawDir),
+        read: Some((Path::is_dir, crate::raw::read::open)),
+    },
+    Registered {
+        name: "hdf5",
+        open: hdf5_sink,
+        output: Some(OutputKind::File),
+        read: Some((|p| !p.is_dir(), hdf5_output)),
+    },
+];
+
+/// Names accepted by [`open_sink`], in the order they are listed to users.
+pub const SINK_NAMES: &[&str] = &names();
+
+/// The names of [`BACKENDS`].
+const fn names() -> [&'static str; BACKENDS.len()] {
+    let mut out = [""; BACKENDS.len()];
+    let mut i = 0;
+    while i < BACKENDS.len() {
+        out[i] = BACKENDS[i].name;
+        i += 1;
+    }
+    out
+}
+
+/// The backend called `kind`.
+fn backend(kind: &str) -> Result<&'static Registered> {
+    BACKENDS.iter().find(|b| b.name == kind).ok_or_else(|| Error::UnknownSink(kind.to_owned(), SINK_NAMES.join(", ")))
+}
+
+/// Creates the sink called `kind` (one of [`SINK_NAMES`]) with `options`, driven through the
+/// sink protocol ([`crate::Checked`]).
 ///
 /// Nothing is created on disk until [`Sink::begin`]; this only checks the name and options,
 /// so a bad config fails before any GPU work starts.
 pub fn open_sink(kind: &str, options: &SinkOptions) -> Result<Box<dyn Sink>> {
     options.check()?;
-    match kind {
-        "null" => Ok(Box::new(NullSink::new())),
-        "raw" => Ok(Box::new(RawSink::new(options.clone()))),
-        "hdf5" => hdf5_sink(options),
-        other => Err(Error::UnknownSink(other.to_owned(), SINK_NAMES.join(", "))),
-    }
+    (backend(kind)?.open)(options)
 }
 
 /// Checks, changing nothing on disk, that the sink called `kind` can write its output at
@@ -33,15 +79,25 @@ pub fn open_sink(kind: &str, options: &SinkOptions) -> Result<Box<dyn Sink>> {
 /// `overwrite` may replace it (same kind) or `append` adds to it. `begin` makes the same
 /// checks; call this to refuse a bad path before opening devices.
 pub fn check_output(kind: &str, options: &SinkOptions) -> Result<()> {
-    let kind = match kind {
-        "raw" => OutputKind::RawDir,
-        "hdf5" => OutputKind::File,
-        _ => return Ok(()),
-    };
+    let Some(kind) = backend(kind).ok().and_then(|b| b.output) else { return Ok(()) };
     if options.append && std::fs::symlink_metadata(&options.path).is_ok() {
         return Ok(()); // `begin` checks that the existing output matches the layout
     }
     crate::prepare::check(&options.path, options.overwrite, kind).map(|_| ())
+}
+
+/// Opens what a sink wrote at `path`: a raw directory or an HDF5 file.
+///
+/// Counts the frames every stream holds completely, so an output left by a killed run opens
+/// too and reports what survived.
+pub fn open_output(path: impl AsRef<Path>) -> Result<Output> {
+    let path = path.as_ref();
+    std::fs::metadata(path).map_err(|e| Error::io("cannot open output", path, e))?;
+    let readers = BACKENDS.iter().filter_map(|b| b.read);
+    match readers.into_iter().find(|(holds, _)| holds(path)) {
+        Some((_, read)) => read(path),
+        None => Err(Error::BadOutput { path: path.to_path_buf(), reason: "no backend reads it".into() }),
+    }
 }
 
 #[cfg(feature = "hdf5")]
@@ -53,19 +109,6 @@ fn hdf5_sink(options: &SinkOptions) -> Result<Box<dyn Sink>> {
 #[cfg(not(feature = "hdf5"))]
 fn hdf5_sink(_options: &SinkOptions) -> Result<Box<dyn Sink>> {
     Err(Error::FeatureDisabled { what: "the hdf5 sink", feature: "hdf5" })
-}
-
-/// Opens what a sink wrote at `path`: a raw directory or an HDF5 file.
-///
-/// Counts the frames every stream holds completely, so an output left by a killed run opens
-/// too and reports what survived.
-pub fn open_output(path: impl AsRef<Path>) -> Result<Output> {
-    let path = path.as_ref();
-    let meta = std::fs::metadata(path).map_err(|e| Error::io("cannot open output", path, e))?;
-    if meta.is_dir() {
-        return crate::raw::read::open(path);
-    }
-    hdf5_output(path)
 }
 
 #[cfg(feature = "hdf5")]

@@ -118,12 +118,12 @@ pub struct SinkOptions {
     pub append: bool,
     /// HDF5 only: reserve disk space ahead of every frame (fallocate) and respect the file
     /// size limit, so that a full disk or `ulimit -f` stops the run between two frames and
-    /// leaves a file holding every frame written, never a damaged one (README,
+    /// leaves a file holding every frame written, never a damaged one (the guide,
     /// "Reliability"). On by default; turning it off only makes sense to measure its cost.
     pub reserve_space: bool,
     /// HDF5 only: write an XDMF sidecar (`OUT.xdmf` beside `OUT.h5`) when the sink finishes,
     /// describing every stream as a time series on a uniform grid, so that ParaView and
-    /// VisIt open the run with no code (README, "Reading the output").
+    /// VisIt open the run with no code (the guide, "Output formats and reading them").
     pub xdmf: bool,
     /// HDF5 only: open the file in single-writer/multiple-reader mode once its streams are
     /// created, so that readers (h5py `File(path, "r", swmr=True)`) can follow frames while

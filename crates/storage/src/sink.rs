@@ -41,11 +41,17 @@ impl SinkSummary {
     }
 }
 
-/// A storage backend, driven in push mode by one writer thread.
+/// What a pipeline drives: a sink in push mode, called by one writer thread.
 ///
 /// Call order: `begin` once, `write` for each frame (frames of one stream arrive in index
 /// order; streams interleave), `finish` once. After an error from `write` the sink must still
 /// accept `finish`, which leaves every frame written before the error readable.
+///
+/// Every built-in sink is a [`crate::Backend`] driven through [`crate::Checked`], which
+/// enforces these rules, checks every frame against the layout and defines `complete` once
+/// for all of them. Write your own sink the same way (implement `Backend`, pass
+/// `Checked::from(yours)`) and it gets the same checks; implement `Sink` directly only to
+/// wrap another sink (a decorator), and then check it with [`crate::conformance`].
 pub trait Sink: Send {
     /// Checks, without creating or allocating anything, that `begin` would accept `layout`:
     /// names, reserved attributes, and this sink's own size limits (an HDF5 chunk). A runner

@@ -7,7 +7,7 @@
 use std::ops::Range;
 
 use crate::error::{Error, Result};
-use crate::frame::Frame;
+use crate::frame::{Fields, Frame};
 use crate::schema::{MAX_RANK, StreamLayout};
 
 /// Attribute names the sinks write themselves, refused in a layout's run attributes.
@@ -155,19 +155,14 @@ impl Validator {
         Ok(Validator { layout: layout.clone(), ranges, frame_bytes, next: vec![0; layout.streams.len()] })
     }
 
-    /// The layout given to `begin`.
-    pub(crate) fn layout(&self) -> &StreamLayout {
-        &self.layout
-    }
-
     /// Frames committed so far, per stream.
     pub(crate) fn frames(&self) -> &[u64] {
         &self.next
     }
 
-    /// The bytes of field `i` of a frame that passed [`Validator::check`].
-    pub(crate) fn field<'a>(&self, frame: &'a Frame, i: usize) -> &'a [u8] {
-        self.ranges.get(i).and_then(|r| frame.data.get(r.clone())).unwrap_or_default()
+    /// The bytes of every field of a frame that passed [`Validator::check`].
+    pub(crate) fn fields<'a>(&'a self, frame: &'a Frame) -> Fields<'a> {
+        Fields::new(&frame.data, &self.ranges)
     }
 
     /// Errors unless `frame` is the next frame of its stream and holds the layout's bytes.

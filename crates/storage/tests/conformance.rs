@@ -13,7 +13,10 @@ use std::time::Instant;
 
 use common::{Case, cases, tempdir};
 use wgpipe_storage::conformance::{CHECKS, Failure, Subject, run_all};
-use wgpipe_storage::{Frame, NullSink, RawSink, Result, Sink, SinkOptions, SinkSummary, StreamLayout, open_sink};
+use wgpipe_storage::{
+    Backend, Checked, Fields, Frame, NullSink, Outcome, RawSink, Result, Sink, SinkOptions, SinkSummary, StreamLayout,
+    open_sink,
+};
 
 /// Runs the suite on `case`'s sink, each check's outputs under `dir`.
 fn run_case(case: &Case, dir: &Path) -> Vec<Failure> {
@@ -119,4 +122,72 @@ fn the_suite_catches_a_sink_that_loses_frames_even_without_reading_back() {
     let failures = run_all(&Subject { label: "drops frames", make: &make, reads_back: false }, dir.path());
     let round_trip = failures.iter().find(|f| f.check == CHECKS[0].0).expect("the round trip check fails");
     assert!(round_trip.message.contains("frames, 6 were written"), "{round_trip}");
+}
+
+/// A user's backend that checks nothing itself: it keeps the steps it is given.
+#[derive(Default)]
+struct KeepsSteps {
+    steps: Vec<u64>,
+}
+
+impl Backend for KeepsSteps {
+    fn begin(&mut self, _layout: &StreamLayout) -> Result<()> {
+        Ok(())
+    }
+    fn write(&mut self, frame: &Frame, _fields: Fields<'_>) -> Result<Option<u64>> {
+        self.steps.push(frame.step);
+        Ok(None)
+    }
+    fn finish(&mut self, _outcome: &Outcome<'_>) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_users_backend_wrapped_in_checked_gets_the_whole_protocol() {
+    let dir = tempdir();
+    let make = |_: &Path| -> Result<Box<dyn Sink>> { Ok(Box::new(Checked::from(KeepsSteps::default()))) };
+    let failures = run_all(&Subject { label: "keeps steps", make: &make, reads_back: false }, dir.path());
+    let text: Vec<String> = failures.iter().map(ToString::to_string).collect();
+    assert!(failures.is_empty(), "{}", text.join("\n"));
+}
+
+/// The same backend as a `Sink` of its own, without `Checked`: nothing checks its calls.
+struct Unchecked {
+    inner: KeepsSteps,
+    summary: SinkSummary,
+}
+
+impl Sink for Unchecked {
+    fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
+        self.inner.begin(layout)
+    }
+    fn write(&mut self, frame: &Frame) -> Result<()> {
+        let start = Instant::now();
+        self.inner.write(frame, Fields::default())?;
+        self.summary.record(frame, start);
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<SinkSummary> {
+        Ok(std::mem::take(&mut self.summary))
+    }
+}
+
+#[test]
+fn the_suite_catches_a_sink_that_skips_the_protocol() {
+    let dir = tempdir();
+    let make = |_: &Path| -> Result<Box<dyn Sink>> {
+        Ok(Box::new(Unchecked { inner: KeepsSteps::default(), summary: SinkSummary::default() }))
+    };
+    let failures = run_all(&Subject { label: "unchecked", make: &make, reads_back: false }, dir.path());
+    let failed: Vec<&str> = failures.iter().map(|f| f.check).collect();
+    for check in [
+        "mismatching frames are refused and nothing is written",
+        "out-of-order indices are refused",
+        "calls out of order are usage errors",
+        "every call after finish is a usage error",
+        "unusable layouts are refused before anything is created",
+    ] {
+        assert!(failed.contains(&check), "the suite did not catch {check:?}: {failures:?}");
+    }
 }

@@ -33,7 +33,7 @@ const RSS_TOLERANCE_KIB: u64 = 1024;
 /// keeps the nodes of each dataset's chunk index (a v1 B-tree, one chunk per frame) in
 /// memory, about 380 bytes per chunk, until its caches fill and the growth stops (near
 /// 15 MiB, after some 40,000 chunks, with plain hdf5-metno calls and no wgpipe code; the
-/// figures are in the README). 512 bytes per frame covers that and still fails a sink that
+/// figures are on the guide's benchmarks page). 512 bytes per frame covers that and still fails a sink that
 /// leaks a frame's worth.
 const HDF5_INDEX_BYTES_PER_FRAME: u64 = 512;
 

@@ -23,7 +23,7 @@ mod validate;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use wgpipe_compute::{DeviceSelector, GpuDevice, Grid, OutputDType};
+use wgpipe_compute::{DeviceSelector, Grid, OutputDType};
 use wgpipe_storage::{SinkOptions, check_output, open_sink};
 
 pub use batch::{MAX_RUNS, RunSpec};
@@ -34,9 +34,7 @@ pub use model::{
     RunOverrides, RunSection, Select,
 };
 
-use crate::preflight::{check_grid, kernel_workgroup_sizes, preflight};
-use crate::sizes::DeviceSize;
-use crate::{IoMode, Job, PipelineBuilder};
+use crate::{IoMode, Job, Pipeline, PipelineBuilder};
 use source::Source;
 
 /// The built-in default run: the text of `configs/gray-scott.toml`.
@@ -137,17 +135,27 @@ impl Config {
             .with_swmr(file.output.swmr);
         let dtype = validate::output_dtype(&file, &source)?;
         let config = Config { file, kernel, runs, selector, sink_options, fields, shape, decomposition, source, dtype };
-        // Sizes now, before any device opens: each selected adapter gives at least
-        // `devices.count` devices, whose limits are checked once they are open.
-        config.check_sizes(&vec![DeviceSize::unopened(); config.file.devices.count])?;
+        config.check_plan()?;
         Ok(config)
     }
 
-    /// Checks the run's sizes against opened devices: their limits (buffer sizes, dispatch)
-    /// and the host memory they need together, as `Pipeline` building does, but naming the
-    /// config key and where it was set. Call it right after opening the devices.
-    pub fn check_devices(&self, gpus: &[GpuDevice]) -> Result<()> {
-        self.check_sizes(&gpus.iter().map(DeviceSize::of).collect::<Vec<_>>())
+    /// The pipeline's plan of this config, checked before any device opens, on the
+    /// `devices.count` devices each selected adapter gives at least (their limits are checked
+    /// by [`Config::build`] once they are open): sizes, the sink's limits, host memory.
+    fn check_plan(&self) -> Result<()> {
+        let count = self.file.devices.count;
+        let sink = open_sink(self.sink_name(), &self.sink_options)
+            .map_err(|e| self.source.invalid("output.sink", e.to_string()))?;
+        let builder = self.builder().jobs(self.jobs(count, |_| false)).sink(sink);
+        builder.check_unopened(count).map_err(|e| self.locate(e))
+    }
+
+    /// Builds `builder`, which [`Config::builder`] made and the caller gave devices, jobs and
+    /// a sink: the pipeline's checks against the opened devices (their limits, the host memory
+    /// they need together) run once, and an error names the config key to change and where it
+    /// was set.
+    pub fn build(&self, builder: PipelineBuilder) -> Result<Pipeline> {
+        builder.build().map_err(|e| self.locate(e))
     }
 
     /// Checks, changing nothing, that the output can be written at `output.path` (its
@@ -156,20 +164,6 @@ impl Config {
     pub fn check_output(&self, append: bool) -> Result<()> {
         let options = self.sink_options.clone().with_append(append);
         check_output(self.sink_name(), &options).map_err(|e| self.source.invalid("output.path", e.to_string()))
-    }
-
-    /// The pipeline's own checks on this config's jobs, sink and `devices`.
-    fn check_sizes(&self, devices: &[DeviceSize]) -> Result<()> {
-        let sink = open_sink(self.sink_name(), &self.sink_options)
-            .map_err(|e| self.source.invalid("output.sink", e.to_string()))?;
-        let jobs = self.jobs(devices.len(), |_| false);
-        let sizes = kernel_workgroup_sizes(jobs.iter().filter_map(Job::kernel)).map_err(|e| self.locate(e))?;
-        let grid = check_grid(&self.shape, jobs.iter().filter_map(Job::kernel)).map_err(|e| match e {
-            crate::Error::Invalid(m) => self.source.invalid(self.grid_key(), m),
-            e => self.locate(e),
-        })?;
-        preflight(&self.builder(), Some(&grid), &jobs, sizes, sink.as_ref(), devices).map_err(|e| self.locate(e))?;
-        Ok(())
     }
 
     /// A pipeline error as a config error, at the key it is about.
@@ -237,11 +231,6 @@ impl Config {
         ))
     }
 
-    /// The key the grid was given under, for messages about it.
-    fn grid_key(&self) -> &'static str {
-        if self.file.grid.shape.is_some() { "grid.shape" } else { "grid" }
-    }
-
     /// Fields stored per frame.
     pub fn output_fields(&self) -> &[String] {
         &self.fields
@@ -254,7 +243,7 @@ impl Config {
 
     /// The storage type of the stored fields: what the output holds (`output.dtype`).
     pub fn stored_dtype(&self) -> wgpipe_storage::DType {
-        crate::preflight::stored_dtype(self.dtype)
+        crate::stored_dtype(self.dtype)
     }
 
     /// Where `key`'s value came from, for messages about it.
@@ -312,7 +301,7 @@ impl Config {
     /// A builder with grid, frames, steps, I/O and fields set; add devices, jobs and a sink.
     pub fn builder(&self) -> PipelineBuilder {
         let f = &self.file;
-        crate::Pipeline::builder()
+        Pipeline::builder()
             .shape(self.shape.clone())
             .frames(f.run.frames)
             .steps_per_frame(f.run.steps_per_frame)

@@ -54,7 +54,6 @@ use mpi::traits::Communicator;
 use wgpipe_compute::{Block, BlockSim, GpuDevice, Grid, OutputDType};
 use wgpipe_storage::{MpiBlockSink, SinkOptions, StreamLayout};
 
-use crate::builder::PipelineBuilder;
 use crate::error::{Error, Result};
 use crate::job::{Job, Producer};
 use crate::lockstep::Lockstep;
@@ -213,23 +212,24 @@ impl SplitDomain {
     /// the adapters (ranks may differ there).
     pub(crate) fn into_run(
         self,
-        b: &PipelineBuilder,
+        output_dtype: OutputDType,
+        steps_per_frame: u32,
         mut jobs: Vec<Job>,
-        gpus: &[GpuDevice],
+        devices: usize,
         layout: &mut StreamLayout,
     ) -> Result<(Vec<Job>, Option<Lockstep>)> {
-        if gpus.len() != 1 {
+        if devices != 1 {
             return Err(Error::Invalid(format!(
                 "a split domain runs its block on one device per rank, and {} were given: open one \
                  (.devices(selector, 1) or .gpus(vec![gpu]))",
-                gpus.len()
+                devices
             )));
         }
-        if b.output_dtype != OutputDType::F32 {
+        if output_dtype != OutputDType::F32 {
             return Err(Error::Invalid(format!(
                 "fields would be stored as {}: a run split over MPI ranks writes float32 fields; use \
                  .output_dtype(OutputDType::F32) (or run it in one process)",
-                b.output_dtype
+                output_dtype
             )));
         }
         let (Some(job), true) = (jobs.pop(), jobs.is_empty()) else {
@@ -261,7 +261,7 @@ impl SplitDomain {
 
         let votes = MpiVotes { topology: Arc::clone(&self.topology) };
         let lockstep = Lockstep { agreement: Arc::new(votes), frame_bytes, cells: block.cells() as u64 };
-        let (topology, times, steps_per_frame) = (self.topology, self.times, b.steps_per_frame);
+        let (topology, times, steps_per_frame) = (self.topology, self.times, steps_per_frame);
         let job = Job::from_source(name, move |gpu: &GpuDevice| {
             let fields = kernel.fields.len();
             let initial = block.extract(&init(block.global()), fields)?;

@@ -11,7 +11,7 @@ use ndarray::{ArrayView1, ArrayViewD, IxDyn};
 
 use crate::error::Error;
 use crate::frame::DType;
-use crate::schema::{AttrValue, FieldSpec, MAX_RANK};
+use crate::schema::{AttrValue, FieldSpec, MAX_RANK, StreamLayout};
 
 /// Root attribute listing the field names in layout order.
 pub(crate) const FIELDS_ATTR: &str = "fields";
@@ -204,6 +204,23 @@ pub(crate) fn chunk_shape(shape: &[usize], elem: usize, chunk_frames: usize) -> 
         ));
     }
     Ok(std::iter::once(chunk_frames).chain(part).collect())
+}
+
+/// [`chunk_shape`] of every field of `layout`, or the error naming the field whose
+/// `chunk_frames` frames pass HDF5's chunk limit (a frame alone never does: it is split).
+pub(crate) fn chunk_shapes(layout: &StreamLayout, chunk_frames: usize) -> crate::error::Result<Vec<Vec<usize>>> {
+    let cf = chunk_frames.max(1);
+    layout
+        .fields
+        .iter()
+        .map(|f| {
+            chunk_shape(&f.shape, f.dtype.size(), cf).map_err(|message| Error::ChunkTooLarge {
+                field: format!("{} ({})", f.name, f.describe()),
+                chunk_frames: cf,
+                message,
+            })
+        })
+        .collect()
 }
 
 /// `[n, *shape]` in a fixed array (no allocation per frame), as a slice length.

@@ -12,12 +12,13 @@ mod mpi_block;
 mod netcdf;
 pub(crate) mod read;
 mod reserve;
+mod schema;
 mod sink;
 mod swmr;
 mod xdmf;
 
 #[cfg(feature = "mpi")]
-pub use mpi::MpiHdf5Sink;
+pub use mpi::{MpiHdf5Backend, MpiHdf5Sink};
 #[cfg(feature = "mpi")]
-pub use mpi_block::MpiBlockSink;
-pub use sink::Hdf5Sink;
+pub use mpi_block::{MpiBlockBackend, MpiBlockSink};
+pub use sink::{Hdf5Backend, Hdf5Sink};

@@ -1,87 +1,84 @@
 //! One stream whose every frame is split over the MPI ranks (cargo feature `mpi`): each rank
 //! holds a block of the grid and writes it, collectively, as its hyperslab of the frame.
 //!
-//! The file is the one [`MpiHdf5Sink`] creates for the same layout (same groups, datasets,
+//! The file is the one [`super::MpiHdf5Sink`] creates for the same layout (same groups, datasets,
 //! attributes and netCDF-4 dimensions as the serial [`super::Hdf5Sink`]'s), so readers cannot
 //! tell how it was written. The collective schedule is:
 //!
 //! - `begin` (collective): the blocks are checked on every rank (a bad one on any rank fails
-//!   them all), then [`MpiHdf5Sink`]'s creation of the whole file.
-//! - `write_block` (collective): the stream's datasets grow by one frame, every rank writes
-//!   its hyperslab of it for every field with `H5Dwrite` in collective mode
-//!   (`H5Pset_dxpl_mpio(COLLECTIVE)`, which hdf5-metno does not wrap), rank 0 alone writes
-//!   the frame's step (independently), and the file is flushed: a job killed after
-//!   `write_block` returned leaves a file that every reader opens, holding that frame.
+//!   them all), then the shared file's creation (`mpi.rs`), the stream empty.
+//! - `write` (collective): the ranks agree that every rank's frame fits its block; the
+//!   stream's datasets grow by one frame, every rank writes its hyperslab of it for every
+//!   field with `H5Dwrite` in collective mode (`H5Pset_dxpl_mpio(COLLECTIVE)`, which
+//!   hdf5-metno does not wrap), rank 0 alone writes the frame's step (independently), and the
+//!   file is flushed: a job killed after `write` returned leaves a file that every reader
+//!   opens, holding that frame. Then the ranks agree that every rank succeeded, so a failure
+//!   on one rank is an error on all of them, at the same frame.
 //! - `finish` (collective): the frame count is the least any rank wrote, the `frames` and
 //!   `complete` attributes are written, the file closes.
 //!
 //! It takes offsets, shapes and bytes only: where the blocks come from (GPUs) is the caller's.
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use hdf5::{Dataset, Dataspace, H5Type, Hyperslab, SliceOrIndex};
 use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives};
-use ndarray::ArrayView1;
 
-use super::format::{h5err, le_elements, with_elem_type, with_frames};
-use super::mpi::{MpiHdf5Sink, Shared, agree, close};
+use super::format::{h5err, le_elements, with_elem_type};
+use super::mpi::{MpiHdf5Backend, Shared, agree, close, failed_ranks};
 use crate::error::{Error, Result};
+use crate::frame::Fields;
 use crate::frame::Frame;
 use crate::options::SinkOptions;
+use crate::protocol::{Backend, Checked, Outcome};
 use crate::schema::StreamLayout;
-use crate::sink::{Sink, SinkSummary};
 
-/// Writes one stream whose frames are split into blocks, one per MPI rank, into one shared
-/// HDF5 file.
-///
-/// Every rank of the communicator builds one with its own block (`offset` and `shape` per
-/// grid axis, C order) and the same options, calls [`MpiBlockSink::begin`] with the same
-/// layout (one stream, its expected frames given, every field of the grid's shape), then
-/// [`MpiBlockSink::write_block`] once per frame and [`MpiBlockSink::finish`] once, all
-/// collectively. The blocks should tile the grid: a cell no rank covers is left unwritten.
-pub struct MpiBlockSink {
-    sink: MpiHdf5Sink,
+/// The backend of [`MpiBlockSink`]: one stream whose frames are split into blocks, one per
+/// MPI rank, written into one shared HDF5 file.
+pub struct MpiBlockBackend {
+    shared: MpiHdf5Backend,
     offset: Vec<usize>,
     shape: Vec<usize>,
     open: Option<Shared>,
-    /// Frames this rank has written.
-    written: u64,
-    summary: SinkSummary,
 }
 
-impl std::fmt::Debug for MpiBlockSink {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MpiBlockSink")
-            .field("sink", &self.sink)
-            .field("offset", &self.offset)
-            .field("shape", &self.shape)
-            .finish()
-    }
-}
+/// Writes one stream whose frames are split into blocks, one per MPI rank, into one shared
+/// HDF5 file: [`MpiBlockBackend`] driven through the sink protocol.
+///
+/// Every rank of the communicator builds one with its own block (`offset` and `shape` per
+/// grid axis, C order) and the same options, calls `begin` with the same layout (the whole
+/// grid's: one stream, its expected frames given, every field of the grid's shape), then
+/// `write` once per frame with its own block of every field and `finish` once, all
+/// collectively. The blocks should tile the grid: a cell no rank covers is left unwritten.
+pub type MpiBlockSink = Checked<MpiBlockBackend>;
 
 impl MpiBlockSink {
     /// A sink writing the block at `offset` of extent `shape` of every frame, into
     /// `options.path` together with the other ranks of `comm` (give it a communicator of its
     /// own: `world.duplicate()`).
     pub fn new(options: SinkOptions, comm: SimpleCommunicator, offset: &[usize], shape: &[usize]) -> Self {
-        MpiBlockSink {
-            sink: MpiHdf5Sink::new(options, comm),
+        Checked::from(MpiBlockBackend {
+            shared: MpiHdf5Backend::new(options, comm),
             offset: offset.to_vec(),
             shape: shape.to_vec(),
             open: None,
-            written: 0,
-            summary: SinkSummary::default(),
-        }
+        })
     }
+}
 
-    /// Cells of this rank's block.
-    fn cells(&self) -> usize {
-        self.shape.iter().product()
+impl std::fmt::Debug for MpiBlockBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MpiBlockBackend")
+            .field("shared", &self.shared)
+            .field("offset", &self.offset)
+            .field("shape", &self.shape)
+            .finish()
     }
+}
 
+impl MpiBlockBackend {
     /// Whether the layout is one stream of fields this block fits in.
     fn check_block(&self, layout: &StreamLayout) -> Result<()> {
         if layout.streams.len() != 1 {
@@ -104,184 +101,101 @@ impl MpiBlockSink {
         Ok(())
     }
 
-    /// Collective: checks every rank's block, then creates the file (see the module docs).
-    pub fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
-        let start = Instant::now();
-        if self.open.is_some() {
-            return Err(Error::Usage("begin called twice"));
-        }
-        let path = self.sink.path().display().to_string();
-        agree(self.sink.comm(), self.check_block(layout), || format!("checking the blocks of {path}"))?;
-        let open = self.sink.create(layout)?;
-        // The stream starts empty and grows frame by frame, flushed each time, so a job killed
-        // at any point leaves a file that opens with the frames written so far (created at
-        // full length, a killed job left a file with no superblock, or unwritten frames).
-        set_frames(&open, 0)
-            .and_then(|()| open.file.flush())
-            .map_err(|e| h5err("cannot empty the new stream of", self.sink.path(), e))?;
-        self.open = Some(open);
-        self.summary.write_seconds += start.elapsed().as_secs_f64();
-        Ok(())
-    }
-
-    /// Collective: writes this rank's block of the next frame, taken at `step`. `fields`
-    /// holds one entry per layout field: the block's elements in C order, little-endian, in
-    /// the field's element type. Every rank calls it once per frame, even one whose own
-    /// data failed (it passes what it has; the run then ends as failed).
-    pub fn write_block(&mut self, step: u64, fields: &[&[u8]]) -> Result<()> {
-        let start = Instant::now();
-        let path = self.sink.path().to_path_buf();
-        let (cells, offset, shape) = (self.cells(), &self.offset, &self.shape);
-        let root = self.sink.comm().rank() == 0;
-        let open = self.open.as_mut().ok_or(Error::Usage("write_block called before begin"))?;
-        let n = self.written;
-        let layout = open.validator.layout();
+    /// Collective: writes this rank's block (`fields`) of frame `n`, taken at `step`.
+    fn store(&mut self, n: u64, step: u64, fields: Fields<'_>) -> Result<()> {
+        let path = self.shared.path().to_path_buf();
+        let (offset, shape) = (&self.offset, &self.shape);
+        let root = self.shared.comm().rank() == 0;
+        let open = self.open.as_mut().ok_or(Error::Usage("write called before begin"))?;
+        let layout = &open.layout;
         let name = &layout.streams[0].name;
-        if n >= open.expected[0] {
-            return Err(Error::FrameMismatch {
-                stream: 0,
-                index: n,
-                reason: format!("stream {name:?} was created for {} frames", open.expected[0]),
-            });
-        }
-        if fields.len() != layout.fields.len() {
-            return Err(Error::InvalidLayout(format!(
-                "write_block got {} fields, the layout has {}",
-                fields.len(),
-                layout.fields.len()
-            )));
-        }
-        for (spec, data) in layout.fields.iter().zip(fields) {
-            let want = cells * spec.dtype.size();
-            if data.len() != want {
-                return Err(Error::InvalidLayout(format!(
-                    "block of field {} has {} bytes, its {cells} cells of {} take {want}",
-                    spec.name,
-                    data.len(),
-                    spec.dtype
-                )));
-            }
-        }
         let row = n as usize;
-        set_frames(open, row + 1)
+        let sets = &open.streams[0];
+        super::schema::resize(sets, layout, row + 1)
             .map_err(|e| h5err(format!("cannot grow stream {name} to {} frames in", row + 1), &path, e))?;
-        let mut bytes = 0u64;
-        for ((ds, spec), data) in open.streams[0].fields.iter().zip(&layout.fields).zip(fields) {
+        for ((ds, spec), data) in sets.fields.iter().zip(&layout.fields).zip(fields.iter()) {
             with_elem_type!(spec.dtype, T => write_hyperslab::<T>(ds, row, offset, shape, data, &mut open.scratch))
                 .map_err(|e| {
                     h5err(format!("cannot write frame {n} of {name}/{} (collectively) to", spec.name), &path, e)
                 })?;
-            bytes += data.len() as u64;
         }
         if root {
-            open.streams[0]
-                .steps
-                .write_slice(ArrayView1::from(&[step][..]), row..row + 1)
+            super::schema::write_step(sets, row, step)
                 .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), &path, e))?;
         }
         // Collective: the frame, the new extent and the steps reach the file before the
         // frame counts as written.
-        open.file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), &path, e))?;
-        self.written += 1;
-        self.summary.frames += 1;
-        self.summary.bytes += bytes;
-        self.summary.write_seconds += start.elapsed().as_secs_f64();
+        open.file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), &path, e))
+    }
+}
+
+impl Backend for MpiBlockBackend {
+    /// Local: what [`MpiHdf5Backend`] checks, and that this rank's block lies within every
+    /// field.
+    fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
+        self.shared.check_layout(layout)?;
+        self.check_block(layout)
+    }
+
+    /// Frames are this rank's block of every field.
+    fn frame_layout(&self, layout: &StreamLayout) -> Option<StreamLayout> {
+        let mut block = layout.clone();
+        for f in &mut block.fields {
+            f.shape.clone_from(&self.shape);
+        }
+        Some(block)
+    }
+
+    /// Collective: checks every rank's block, then creates the file (see the module docs),
+    /// its stream empty: it grows frame by frame, flushed each time, so a job killed at any
+    /// point leaves a file that opens with the frames written so far.
+    fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
+        let path = self.shared.path().display().to_string();
+        agree(self.shared.comm(), self.check_block(layout), || format!("checking the blocks of {path}"))?;
+        self.open = Some(self.shared.create(layout, false)?);
         Ok(())
     }
 
-    /// [`MpiBlockSink::write_block`] for `float32` fields given as values (`fields[i]`: the
-    /// block's cells of field `i`, C order): no copy on a little-endian host.
-    pub fn write_block_f32(&mut self, step: u64, fields: &[&[f32]]) -> Result<()> {
-        let open = self.open.as_ref().ok_or(Error::Usage("write_block called before begin"))?;
-        if let Some(f) = open.validator.layout().fields.iter().find(|f| f.dtype != crate::frame::DType::F32) {
-            return Err(Error::InvalidLayout(format!("field {} is stored as {}, not float32", f.name, f.dtype)));
-        }
-        if cfg!(target_endian = "little") {
-            let bytes: Vec<&[u8]> = fields.iter().map(|f| bytemuck::cast_slice::<f32, u8>(f)).collect();
-            self.write_block(step, &bytes)
+    /// Collective: every rank calls it once per frame with its block of every field (checked
+    /// against the block by the protocol). The ranks first agree that every rank's frame was
+    /// accepted, then write, then agree that every rank succeeded: on a failure anywhere
+    /// every rank returns an error (the failing one its own, the others
+    /// [`Error::OtherRank`] naming it), so the writers of all ranks stop at the same frame
+    /// and none waits in a collective call that another will never make.
+    fn write(&mut self, frame: &Frame, fields: Fields<'_>) -> Result<Option<u64>> {
+        let path = self.shared.path().display().to_string();
+        let n = frame.index;
+        let open = self.open.as_ref().ok_or(Error::Usage("write called before begin"))?;
+        let stream = &open.layout.streams[0];
+        let expected = stream.expected_frames.unwrap_or(0);
+        let fits = if n < expected {
+            Ok(())
         } else {
-            let owned: Vec<Vec<u8>> = fields.iter().map(|f| f.iter().flat_map(|v| v.to_le_bytes()).collect()).collect();
-            let bytes: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
-            self.write_block(step, &bytes)
-        }
+            let reason = format!("stream {:?} was created for {expected} frames", stream.name);
+            Err(Error::FrameMismatch { stream: 0, index: n, reason })
+        };
+        agree(self.shared.comm(), fits, || format!("checking frame {n} of {path}"))?;
+        let stored = self.store(n, frame.step, fields);
+        agree(self.shared.comm(), stored, || format!("writing frame {n} of {path}")).map(|()| None)
     }
 
-    /// Marks the run failed on this rank: the file will not be marked complete.
-    pub fn fail(&mut self) {
-        if let Some(open) = &mut self.open {
-            open.failed = true;
-        }
+    /// Collective: a frame this rank was given did not fit its block; the other ranks learn
+    /// it in their `write` (the agreement on the frame), and every rank stops taking frames.
+    fn refused(&mut self, _error: &Error) -> bool {
+        failed_ranks(self.shared.comm(), false);
+        false
     }
 
     /// Collective: every rank calls it, whatever happened to its frames. The stream holds
     /// the frames every rank wrote.
-    pub fn finish(&mut self) -> Result<SinkSummary> {
-        let start = Instant::now();
-        let path: PathBuf = self.sink.path().to_path_buf();
+    fn finish(&mut self, outcome: &Outcome<'_>) -> Result<()> {
+        let path: PathBuf = self.shared.path().to_path_buf();
         let open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;
+        let mine = outcome.frames().first().copied().unwrap_or(0);
         let mut frames = 0u64;
-        self.sink.comm().all_reduce_into(&self.written, &mut frames, SystemOperation::min());
-        close(self.sink.comm(), open, &[frames], &path)?;
-        self.summary.write_seconds += start.elapsed().as_secs_f64();
-        Ok(std::mem::take(&mut self.summary))
+        self.shared.comm().all_reduce_into(&mine, &mut frames, SystemOperation::min());
+        close(self.shared.comm(), open, &[frames], outcome.failed(), &path)
     }
-}
-
-/// The block sink as a [`Sink`] (the pipeline's writer thread drives it): a frame's `data`
-/// is this rank's block of every field, one after the other. `write` is collective, and
-/// after it every rank learns whether every rank's write succeeded: when one failed, every
-/// rank's `write` errs (the others with [`Error::OtherRank`]) and the file is not marked
-/// complete, so the ranks stop at the same frame.
-impl Sink for MpiBlockSink {
-    fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
-        MpiBlockSink::begin(self, layout)
-    }
-
-    fn write(&mut self, frame: &Frame) -> Result<()> {
-        let result = if frame.stream == 0 {
-            let cells = self.cells();
-            let sizes: Vec<usize> = match &self.open {
-                Some(open) => open.validator.layout().fields.iter().map(|f| cells * f.dtype.size()).collect(),
-                None => Vec::new(),
-            };
-            let mut at = 0;
-            let parts: Vec<&[u8]> = sizes
-                .iter()
-                .map(|&n| {
-                    at += n;
-                    frame.data.get(at - n..at).unwrap_or_default()
-                })
-                .collect();
-            self.write_block(frame.step, &parts)
-        } else {
-            Err(Error::FrameMismatch {
-                stream: frame.stream,
-                index: frame.index,
-                reason: "a frame split into blocks is written as one stream, stream 0".to_owned(),
-            })
-        };
-        let path = self.sink.path().display().to_string();
-        let agreed = agree(self.sink.comm(), result, || format!("writing frame {} of {path}", frame.index));
-        if agreed.is_err() {
-            self.fail();
-        }
-        agreed
-    }
-
-    fn finish(&mut self) -> Result<SinkSummary> {
-        MpiBlockSink::finish(self)
-    }
-}
-
-/// Sets the stream's field and step datasets to `frames` frames. Collective: every rank,
-/// the same `frames`.
-fn set_frames(open: &Shared, frames: usize) -> hdf5::Result<()> {
-    let layout = open.validator.layout();
-    for (ds, spec) in open.streams[0].fields.iter().zip(&layout.fields) {
-        let (dims, rank) = with_frames(frames, &spec.shape);
-        ds.resize(&dims[..rank])?;
-    }
-    open.streams[0].steps.resize(frames)
 }
 
 /// Writes `data` (the block's elements, little-endian) as the block at `offset` of extent

@@ -1,30 +1,24 @@
 //! The HDF5 sink: one self-describing file that stays readable if the run is killed.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
-use hdf5::{Dataset, Extent, File, Group, H5Type, Location};
-use ndarray::ArrayView1;
+use hdf5::File;
 
 use super::cloexec::{close_on_exec, retry_while_locked};
 use super::direct::{ChunkPlan, DirectWriter, write_chunk};
-use super::format::{
-    AXIS_ORDER_ATTR, DIMS_ATTR, FIELDS_ATTR, FORMAT, FRAME_DIM, chunk_shape, h5err, set_attr, set_bool, set_strings,
-    with_elem_type, with_frames, write_frame_slab,
-};
+use super::format::{chunk_shapes, h5err, with_elem_type, write_frame_slab};
 use super::reserve::Reserve;
+use super::schema::{Plan, STEPS_CHUNK, StreamSets};
 use crate::error::{Error, Result};
+use crate::frame::Fields;
 use crate::frame::Frame;
 use crate::options::{Compression, SinkOptions};
 use crate::prepare::{OutputKind, Staged};
+use crate::protocol::{Backend, Checked, Outcome};
 use crate::read::OutputFormat;
-use crate::schema::{AXIS_ORDER, AttrValue, FieldSpec, StreamLayout};
-use crate::sink::{Sink, SinkSummary};
+use crate::schema::{AttrValue, StreamLayout};
 use crate::time::now_rfc3339;
-use crate::validate::{STEPS_NAME, Validator};
 
-/// Steps per chunk of the `steps` dataset (8 KiB chunks: small, rarely rewritten).
-pub(super) const STEPS_CHUNK: usize = 1024;
 /// Metadata one frame may add per dataset, at most: a split of the chunk index (a v1 B-tree
 /// of 8 KiB nodes or less, up to three of them when the root splits) and a new metadata
 /// aggregator block. A generous bound, used only to reserve disk space ahead.
@@ -92,14 +86,6 @@ fn finish_bytes_bound(layout: &StreamLayout) -> u64 {
     FINISH_BASE.saturating_add((layout.streams.len() as u64).saturating_mul(FINISH_PER_STREAM))
 }
 
-/// The datasets of one stream.
-#[derive(Debug)]
-struct StreamSets {
-    group: Group,
-    fields: Vec<Dataset>,
-    steps: Dataset,
-}
-
 /// State between `begin` and `finish`.
 #[derive(Debug)]
 struct Open {
@@ -108,20 +94,18 @@ struct Open {
     reserve: Option<Reserve>,
     /// Bytes one frame can add to the file, at most.
     frame_bound: u64,
-    validator: Validator,
+    layout: StreamLayout,
     streams: Vec<StreamSets>,
     /// Aligned copies of fields that are not aligned in their frame (or on a big-endian host).
     scratch: Vec<u64>,
     /// Compressed datasets written with direct chunk writes (deflate on a little-endian
     /// host), or `None` when HDF5 runs the filters itself.
     direct: Option<DirectWriter>,
-    /// A write failed: later writes are refused, `finish` keeps what was stored before.
-    failed: bool,
     /// Appending: every stream already in the file and not rewritten is complete.
     others_complete: bool,
 }
 
-/// Writes every stream into one HDF5 file: a group per stream, per field a chunked dataset of
+/// The HDF5 backend: writes every stream into one HDF5 file, a group per stream, per field a chunked dataset of
 /// shape `[frames, *shape]` and the field's element type with an unlimited first dimension,
 /// and a `steps` dataset.
 ///
@@ -131,37 +115,24 @@ struct Open {
 /// a file that opens and holds every frame completed before the kill. Layout and attributes
 /// are listed in the crate README.
 #[derive(Debug)]
-pub struct Hdf5Sink {
+pub struct Hdf5Backend {
     options: SinkOptions,
     open: Option<Open>,
-    summary: SinkSummary,
 }
+
+/// The HDF5 sink: [`Hdf5Backend`] driven through the sink protocol.
+pub type Hdf5Sink = Checked<Hdf5Backend>;
 
 impl Hdf5Sink {
     /// An HDF5 sink writing the file `options.path` (created by `begin`).
     pub fn new(options: SinkOptions) -> Self {
-        Hdf5Sink { options, open: None, summary: SinkSummary::default() }
+        Checked::from(Hdf5Backend { options, open: None })
     }
+}
 
+impl Hdf5Backend {
     fn path(&self) -> &Path {
         &self.options.path
-    }
-
-    /// The chunk shape of every field's dataset, or the error naming the field whose
-    /// `chunk_frames` frames pass HDF5's chunk limit (a frame alone never does: it is split).
-    fn chunk_shapes(&self, layout: &StreamLayout) -> Result<Vec<Vec<usize>>> {
-        let cf = self.options.chunk_frames.max(1);
-        layout
-            .fields
-            .iter()
-            .map(|f| {
-                chunk_shape(&f.shape, f.dtype.size(), cf).map_err(|message| Error::ChunkTooLarge {
-                    field: format!("{} ({})", f.name, f.describe()),
-                    chunk_frames: cf,
-                    message,
-                })
-            })
-            .collect()
     }
 
     /// Opens the space reservation (unless `reserve_space` is off) and reserves what `begin`
@@ -179,9 +150,7 @@ impl Hdf5Sink {
     /// groups, datasets and run attributes.
     fn create(&mut self, layout: &StreamLayout) -> Result<Open> {
         let path = self.path().to_path_buf();
-        self.check_layout(layout)?;
-        let validator = Validator::new(layout)?;
-        let chunks = self.chunk_shapes(layout)?;
+        let chunks = chunk_shapes(layout, self.options.chunk_frames)?;
         if let Compression::Deflate(_) = self.options.compression
             && !hdf5::filters::deflate_available()
         {
@@ -190,10 +159,9 @@ impl Hdf5Sink {
             ));
         }
         blosc_ready(self.options.compression, self.options.compression_threads)?;
-        let err = |what: &str| {
+        let err = |what: &'static str| {
             let path = path.clone();
-            let what = what.to_owned();
-            move |e: hdf5::Error| h5err(what.clone(), &path, e)
+            move |e: hdf5::Error| h5err(what, &path, e)
         };
         let existing = if self.options.append {
             crate::append::check(&path, layout, OutputFormat::Hdf5, super::read::open)?
@@ -211,7 +179,7 @@ impl Hdf5Sink {
         }
         let reserve;
         let mut staged = None;
-        let (file, first_index, others_complete) = match &existing {
+        let file = match &existing {
             None => {
                 let staging = staged.insert(Staged::prepare(&path, self.options.overwrite, OutputKind::File)?);
                 let at = staging.staging();
@@ -227,97 +195,25 @@ impl Hdf5Sink {
                 let file = super::swmr::create_file(at, self.options.swmr).map_err(err("cannot create HDF5 file"))?;
                 close_on_exec(at)?;
                 reserve = self.reserve(&file, at, layout)?;
-                let root: &Location = &file;
-                for (k, v) in [
-                    ("format", AttrValue::from(FORMAT)),
-                    ("created", now_rfc3339().into()),
-                    ("wgpipe_storage_version", env!("CARGO_PKG_VERSION").into()),
-                    (AXIS_ORDER_ATTR, AXIS_ORDER.into()),
-                ] {
-                    set_attr(root, k, &v).map_err(err(&format!("cannot write attribute {k:?} to")))?;
-                }
-                let names: Vec<String> = layout.fields.iter().map(|f| f.name.clone()).collect();
-                set_strings(root, FIELDS_ATTR, &names).map_err(err("cannot write attribute \"fields\" to"))?;
-                (file, 0, true)
+                file
             }
-            Some(existing) => {
+            Some(_) => {
                 let file =
                     retry_while_locked(|| File::open_rw(&path)).map_err(err("cannot open HDF5 file for appending"))?;
                 close_on_exec(&path)?;
                 // Before anything changes: a full disk must not damage the streams already there.
                 reserve = self.reserve(&file, &path, layout)?;
-                for name in &existing.replace {
-                    file.unlink(name).map_err(err(&format!("cannot delete incomplete stream {name:?} of")))?;
-                }
-                let groups = file.groups().map_err(err("cannot list groups of"))?;
-                let next = groups.iter().filter_map(|g| super::read::u64_attr(g, "stream_index")).max();
-                (file, next.map_or(0, |n| n + 1), existing.others_complete)
+                file
             }
         };
-        let root: &Location = &file;
-        for (k, v) in &layout.attributes {
-            set_attr(root, k, v).map_err(err(&format!("cannot write attribute {k:?} to")))?;
-        }
-        set_bool(root, "complete", false).map_err(err("cannot write attribute to"))?;
-
-        let dims = super::netcdf::Dimensions::of(layout);
-        let mut streams = Vec::with_capacity(layout.streams.len());
-        for (si, s) in layout.streams.iter().enumerate() {
-            let group = file.create_group(&s.name).map_err(err(&format!("cannot create group {:?} in", s.name)))?;
-            let mut attrs = s.attributes.clone();
-            attrs.insert("stream_index".into(), AttrValue::from(first_index + si as u64));
-            if let Some(e) = s.expected_frames {
-                attrs.insert("expected_frames".into(), AttrValue::from(e));
-            }
-            for (k, v) in &attrs {
-                set_attr(&group, k, v)
-                    .map_err(err(&format!("cannot write attribute {k:?} of stream {:?} to", s.name)))?;
-            }
-            set_bool(&group, "complete", false).map_err(err("cannot write attribute to"))?;
-            let mut fields = Vec::with_capacity(layout.fields.len());
-            for (f, chunk) in layout.fields.iter().zip(&chunks) {
-                let extents: Vec<Extent> =
-                    std::iter::once(Extent::from(0..)).chain(f.shape.iter().map(|&d| Extent::from(d))).collect();
-                let mut b = with_elem_type!(f.dtype, T => group.new_dataset::<T>())
-                    .chunk(chunk.clone())
-                    .shape(extents)
-                    .fill_time(hdf5::dataset::FillTime::Never);
-                b = match self.options.compression {
-                    Compression::None => b,
-                    Compression::Deflate(level) => b.shuffle().deflate(level),
-                    #[cfg(feature = "blosc")]
-                    Compression::BloscLz4(level) => b.blosc_lz4(level, hdf5::filters::BloscShuffle::Byte),
-                    #[cfg(feature = "blosc")]
-                    Compression::BloscZstd(level) => b.blosc_zstd(level, hdf5::filters::BloscShuffle::Byte),
-                    // Refused by `blosc_ready` above.
-                    #[cfg(not(feature = "blosc"))]
-                    Compression::BloscLz4(_) | Compression::BloscZstd(_) => b,
-                };
-                if self.options.compression != Compression::None && !direct_candidate {
-                    // A filtered chunk should stay in the cache until all its frames are in:
-                    // room for two rows of the chunks one frame touches. Odd and over ten
-                    // times the chunks held, so consecutive chunks never share a slot.
-                    let (per_frame, chunk_bytes) = chunk_row(f, chunk);
-                    b = b.chunk_cache((20 * per_frame) | 1, 2 * per_frame * chunk_bytes, 1.0);
-                }
-                let name = &f.name;
-                let ds =
-                    b.create(name.as_str()).map_err(err(&format!("cannot create dataset {}/{name} in", s.name)))?;
-                let dims: Vec<String> = std::iter::once(FRAME_DIM.to_owned()).chain(f.dims.iter().cloned()).collect();
-                set_strings(&ds, DIMS_ATTR, &dims)
-                    .map_err(err(&format!("cannot write attribute \"dims\" of {}/{name} to", s.name)))?;
-                fields.push(ds);
-            }
-            let steps = group
-                .new_dataset::<u64>()
-                .chunk(STEPS_CHUNK)
-                .shape(0..)
-                .create(STEPS_NAME)
-                .map_err(err(&format!("cannot create dataset {}/steps in", s.name)))?;
-            super::netcdf::describe_stream(&group, layout, &dims, &fields, &steps)
-                .map_err(err(&format!("cannot write the netCDF-4 dimensions of stream {:?} to", s.name)))?;
-            streams.push(StreamSets { group, fields, steps });
-        }
+        let plan = Plan {
+            full_length: false,
+            early_allocation: false,
+            compression: self.options.compression,
+            chunk_cache: !direct_candidate,
+            chunks,
+        };
+        let streams = super::schema::create(&file, &path, layout, existing.as_ref(), &now_rfc3339(), &plan)?;
         file.flush().map_err(err("cannot flush"))?;
         if self.options.swmr {
             super::swmr::start(&file, streams.iter().map(|s| &s.group))
@@ -333,7 +229,7 @@ impl Hdf5Sink {
                     .fields
                     .iter()
                     .zip(&layout.fields)
-                    .zip(&chunks)
+                    .zip(&plan.chunks)
                     .map(|((ds, spec), chunk)| ChunkPlan::new(spec, chunk, &ds.filters()))
                     .collect();
                 plans.map(|p| DirectWriter::new(&p, streams.len(), self.options.compression_threads))
@@ -344,12 +240,11 @@ impl Hdf5Sink {
             file,
             reserve,
             frame_bound,
-            validator,
+            layout: layout.clone(),
             streams,
             scratch: Vec::new(),
             direct,
-            failed: false,
-            others_complete,
+            others_complete: existing.is_none_or(|e| e.others_complete),
         })
     }
 }
@@ -380,172 +275,103 @@ fn blosc_ready(compression: Compression, threads: usize) -> Result<()> {
     Ok(())
 }
 
-/// Chunks one frame of a field touches, and the bytes of one chunk.
-fn chunk_row(spec: &FieldSpec, chunk: &[usize]) -> (usize, usize) {
-    let per_frame = spec.shape.iter().zip(&chunk[1..]).map(|(&d, &c)| d.div_ceil(c)).product();
-    (per_frame, chunk.iter().product::<usize>() * spec.dtype.size())
-}
-
-/// Grows `ds` to `n + 1` frames and writes one frame's elements (`bytes`) as frame `n`.
-fn write_field<T: H5Type + bytemuck::Pod>(
-    ds: &Dataset,
-    spec: &FieldSpec,
-    bytes: &[u8],
-    n: usize,
-    scratch: &mut Vec<u64>,
-) -> hdf5::Result<()> {
-    let (grown, rank) = with_frames(n + 1, &spec.shape);
-    ds.resize(&grown[..rank])?;
-    write_frame_slab::<T>(ds, spec, bytes, n, scratch)
-}
-
-/// Appends one frame to its stream's datasets through direct chunk writes: compresses its
-/// chunks (in parallel), reserves their exact size, grows the datasets, writes the chunks,
-/// then the step, and flushes the file (index and extent after the chunks they reference).
-fn append_direct(open: &mut Open, frame: &Frame, path: &Path) -> Result<()> {
-    let Open { file, reserve, validator, streams, direct, .. } = open;
+/// Appends one frame (`fields`, frame `frame.index` of its stream) to its stream's datasets
+/// through direct chunk writes: compresses its chunks (in parallel), reserves their exact
+/// size, grows the datasets, writes the chunks, then the step, and flushes the file (index
+/// and extent after the chunks they reference).
+fn append_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) -> Result<()> {
+    let Open { file, reserve, layout, streams, direct, .. } = open;
     let Some(direct) = direct.as_mut() else { return Err(Error::Usage("direct chunk write without a plan")) };
-    let l = validator.layout();
-    let n = validator.frames()[frame.stream] as usize;
+    let n = frame.index as usize;
     let sets = &streams[frame.stream];
-    let name = &l.streams[frame.stream].name;
-    let fields: Vec<&[u8]> = (0..l.fields.len()).map(|i| validator.field(frame, i)).collect();
+    let name = &layout.streams[frame.stream].name;
+    let fields: Vec<&[u8]> = fields.iter().collect();
     let writes = direct
-        .prepare(frame.stream, n as u64, &fields)
+        .prepare(frame.stream, frame.index, &fields)
         .map_err(|e| h5err(format!("cannot compress frame {n} of {name} for"), path, e))?;
     if let Some(reserve) = reserve.as_mut() {
         let data = writes.iter().map(|w| w.bytes.len() as u64).sum::<u64>();
-        reserve.before_write(file.size(), data.saturating_add(frame_overhead_bound(l, data)))?;
+        reserve.before_write(file.size(), data.saturating_add(frame_overhead_bound(layout, data)))?;
     }
-    for (ds, spec) in sets.fields.iter().zip(&l.fields) {
-        let (grown, rank) = with_frames(n + 1, &spec.shape);
-        ds.resize(&grown[..rank])
-            .map_err(|e| h5err(format!("cannot grow {name}/{} to {} frames in", spec.name, n + 1), path, e))?;
-    }
+    super::schema::resize(sets, layout, n + 1)
+        .map_err(|e| h5err(format!("cannot grow stream {name} to {} frames in", n + 1), path, e))?;
     for w in &writes {
-        let spec = &l.fields[w.field];
+        let spec = &layout.fields[w.field];
         write_chunk(&sets.fields[w.field], &w.offset, w.bytes)
             .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
     }
-    let ctx = || format!("cannot write step of frame {n} of {name} to");
-    sets.steps.resize(n + 1).map_err(|e| h5err(ctx(), path, e))?;
-    sets.steps.write_slice(ArrayView1::from(&[frame.step][..]), n..n + 1).map_err(|e| h5err(ctx(), path, e))?;
+    super::schema::write_step(sets, n, frame.step)
+        .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), path, e))?;
     file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), path, e))
 }
 
-/// Appends one frame to its stream's datasets and flushes the file.
-fn append(open: &mut Open, frame: &Frame, path: &Path) -> Result<()> {
+/// Appends one frame (`fields`, frame `frame.index` of its stream) to its stream's datasets
+/// and flushes the file.
+fn append(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) -> Result<()> {
     if open.direct.is_some() {
-        return append_direct(open, frame, path);
+        return append_direct(open, frame, fields, path);
     }
-    let l = open.validator.layout();
-    let n = open.validator.frames()[frame.stream] as usize;
+    let n = frame.index as usize;
+    let l = &open.layout;
     let sets = &open.streams[frame.stream];
     let name = &l.streams[frame.stream].name;
     if let Some(reserve) = open.reserve.as_mut() {
         reserve.before_write(open.file.size(), open.frame_bound)?;
     }
-    for (i, (ds, spec)) in sets.fields.iter().zip(&l.fields).enumerate() {
-        let bytes = open.validator.field(frame, i);
-        with_elem_type!(spec.dtype, T => write_field::<T>(ds, spec, bytes, n, &mut open.scratch))
+    super::schema::resize(sets, l, n + 1)
+        .map_err(|e| h5err(format!("cannot grow stream {name} to {} frames in", n + 1), path, e))?;
+    for ((ds, spec), bytes) in sets.fields.iter().zip(&l.fields).zip(fields.iter()) {
+        with_elem_type!(spec.dtype, T => write_frame_slab::<T>(ds, spec, bytes, n, &mut open.scratch))
             .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
     }
-    let ctx = || format!("cannot write step of frame {n} of {name} to");
-    sets.steps.resize(n + 1).map_err(|e| h5err(ctx(), path, e))?;
-    sets.steps.write_slice(ArrayView1::from(&[frame.step][..]), n..n + 1).map_err(|e| h5err(ctx(), path, e))?;
+    super::schema::write_step(sets, n, frame.step)
+        .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), path, e))?;
     open.file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), path, e))
 }
 
-/// Shrinks a stream's datasets back to `n` frames after a failed append, so the file does
-/// not claim a frame it may not hold (and HDF5 can give back the space it had allocated).
-fn roll_back(sets: &StreamSets, n: usize, layout: &StreamLayout) {
-    for (ds, spec) in sets.fields.iter().zip(&layout.fields) {
-        if ds.shape().first().is_some_and(|&len| len > n) {
-            let (dims, rank) = with_frames(n, &spec.shape);
-            let _ = ds.resize(&dims[..rank]);
-        }
-    }
-    if sets.steps.shape().first().is_some_and(|&len| len > n) {
-        let _ = sets.steps.resize(n);
-    }
-}
-
-impl Sink for Hdf5Sink {
+impl Backend for Hdf5Backend {
+    /// That every field's chunk is within HDF5's limits.
     fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
-        crate::validate::check_layout(layout)?;
-        self.chunk_shapes(layout).map(drop)
+        chunk_shapes(layout, self.options.chunk_frames).map(drop)
     }
 
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
-        let start = Instant::now();
-        if self.open.is_some() {
-            return Err(Error::Usage("begin called twice"));
-        }
         self.options.check()?;
         // A half-made new file never reaches the path: `Staged` removes it. An appended-to
         // file is left as it is.
         self.open = Some(self.create(layout)?);
-        self.summary.write_seconds += start.elapsed().as_secs_f64();
         Ok(())
     }
 
-    fn write(&mut self, frame: &Frame) -> Result<()> {
-        let start = Instant::now();
+    fn write(&mut self, frame: &Frame, fields: Fields<'_>) -> Result<Option<u64>> {
         let path = self.options.path.clone();
         let open = self.open.as_mut().ok_or(Error::Usage("write called before begin"))?;
-        if open.failed {
-            return Err(Error::Usage("write called after a failed write: call finish"));
-        }
-        open.validator.check(frame)?;
-        if let Err(e) = append(open, frame, &path) {
-            open.failed = true;
-            let l = open.validator.layout();
-            let n = open.validator.frames()[frame.stream] as usize;
-            roll_back(&open.streams[frame.stream], n, l);
+        if let Err(e) = append(open, frame, fields, &path) {
+            // Back to the frames stored, so the file does not claim a frame it may not hold
+            // (and HDF5 can give back the space it had allocated); the error is the one told.
+            let _ = super::schema::resize(&open.streams[frame.stream], &open.layout, frame.index as usize);
             return Err(e);
         }
-        open.validator.commit(frame);
-        self.summary.record(frame, start);
-        Ok(())
+        Ok(None)
     }
 
-    fn finish(&mut self) -> Result<SinkSummary> {
-        let start = Instant::now();
+    fn finish(&mut self, outcome: &Outcome<'_>) -> Result<()> {
         let path: PathBuf = self.options.path.clone();
         let mut open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;
-        let write_failed = open.failed;
+        let write_failed = outcome.failed();
         // Without room for the attributes, writing them could damage the file: leave it as
         // the last frame's flush left it (`complete` is false since `begin`).
         let reserved = open.reserve.as_mut().map_or(Ok(()), |r| r.before_finish(open.file.size()));
         let failed = write_failed || reserved.is_err();
-        let Open { file, streams, reserve, validator, others_complete, .. } = open;
-        let l = validator.layout();
+        let Open { file, streams, reserve, others_complete, .. } = open;
         // SWMR: attributes may not be created any more, only the ones made before SWMR
         // started overwritten in place (see `swmr`).
-        let swmr = self.options.swmr;
-        let finished = (|| -> hdf5::Result<()> {
-            if reserved.is_err() {
-                return Ok(());
-            }
-            let mut every_stream_complete = true;
-            for ((sets, info), &n) in streams.iter().zip(&l.streams).zip(validator.frames()) {
-                let complete = !failed && info.expected_frames.is_none_or(|e| e == n);
-                every_stream_complete &= complete;
-                if swmr {
-                    super::swmr::overwrite(&sets.group, n, complete)?;
-                } else {
-                    set_attr(&sets.group, "frames", &AttrValue::from(n))?;
-                    set_bool(&sets.group, "complete", complete)?;
-                }
-            }
-            let complete = every_stream_complete && others_complete;
-            if swmr {
-                super::swmr::overwrite_complete(&file, complete)?
-            } else {
-                set_bool(&file, "complete", complete)?
-            }
-            file.flush()
-        })();
+        let finished = if reserved.is_ok() {
+            super::schema::mark_complete(&file, &streams, outcome, others_complete, self.options.swmr)
+                .and_then(|()| file.flush())
+        } else {
+            Ok(())
+        };
         drop(streams);
         let closed = file.close();
         let released = reserve.map_or(Ok(()), Reserve::release);
@@ -568,7 +394,6 @@ impl Sink for Hdf5Sink {
             std::fs::File::open(&path).and_then(|f| f.sync_all()).map_err(|e| Error::io("cannot sync", &path, e))?;
             crate::prepare::sync_dir(path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))?;
         }
-        self.summary.write_seconds += start.elapsed().as_secs_f64();
-        Ok(std::mem::take(&mut self.summary))
+        Ok(())
     }
 }

@@ -5,4 +5,4 @@ pub(crate) mod meta;
 pub(crate) mod read;
 mod sink;
 
-pub use sink::RawSink;
+pub use sink::{RawBackend, RawSink};

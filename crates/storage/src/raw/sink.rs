@@ -4,21 +4,20 @@ use std::collections::BTreeSet;
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use super::meta::{
     FORMAT, FORMAT_VERSION, FieldEntry, FieldMeta, RUN_FILE, RunMeta, RunStream, attrs_to_json, data_file, meta_file,
     read_run, steps_file, write_json,
 };
 use crate::error::{Error, Result};
+use crate::frame::Fields;
 use crate::frame::Frame;
 use crate::options::SinkOptions;
 use crate::prepare::{OutputKind, Staged, sync_dir};
+use crate::protocol::{Backend, Checked, Outcome};
 use crate::read::OutputFormat;
 use crate::schema::{AXIS_ORDER, StreamLayout};
-use crate::sink::{Sink, SinkSummary};
 use crate::time::now_rfc3339;
-use crate::validate::Validator;
 
 /// Bytes checksummed and written at a time: small enough to stay in a core's L2 cache
 /// between the checksum and the copy into the page cache.
@@ -69,43 +68,46 @@ struct StreamFiles {
 /// State between `begin` and `finish`.
 #[derive(Debug)]
 struct Open {
-    validator: Validator,
+    layout: StreamLayout,
     streams: Vec<StreamFiles>,
     created: String,
     /// Appending: the streams already in the directory that this run leaves untouched.
     kept: Vec<RunStream>,
-    /// A write failed: later writes are refused, `finish` keeps what was stored before.
-    failed: bool,
 }
 
-/// Writes each stream's fields to their own files of little-endian values, frame after
-/// frame, in a directory (see the crate README for the file names and metadata keys).
+/// The raw backend: writes each stream's fields to their own files of little-endian values,
+/// frame after frame, in a directory (see the crate README for the file names and metadata
+/// keys).
 ///
 /// Raw files need no library to read (`numpy.fromfile(path, dtype=numpy_dtype).reshape(-1,
 /// *shape)` with the field's `numpy_dtype` and `shape` from the metadata) and cost nothing to
 /// write beyond the copy into the page cache. They survive a crash as far as their bytes
 /// reached the disk: complete frames = file size / the field's frame bytes.
 #[derive(Debug)]
-pub struct RawSink {
+pub struct RawBackend {
     options: SinkOptions,
     open: Option<Open>,
-    summary: SinkSummary,
 }
+
+/// The raw sink: [`RawBackend`] driven through the sink protocol.
+pub type RawSink = Checked<RawBackend>;
 
 impl RawSink {
     /// A raw sink writing into the directory `options.path` (created by `begin`).
     pub fn new(options: SinkOptions) -> Self {
-        RawSink { options, open: None, summary: SinkSummary::default() }
+        Checked::from(RawBackend { options, open: None })
     }
+}
 
+impl RawBackend {
     fn dir(&self) -> &Path {
         &self.options.path
     }
 
-    /// Builds `run.json` for the current state.
-    fn run_meta(&self, open: &Open, complete: bool) -> RunMeta {
-        let l = open.validator.layout();
-        let frames = open.validator.frames();
+    /// Builds `run.json` for `frames` stored per stream, `complete(i, n)` saying whether
+    /// stream `i` holding `n` frames is complete.
+    fn run_meta(&self, open: &Open, frames: &[u64], complete: &dyn Fn(usize, u64) -> bool) -> RunMeta {
+        let l = &open.layout;
         let mut run = RunMeta {
             format: FORMAT.into(),
             format_version: FORMAT_VERSION,
@@ -118,13 +120,13 @@ impl RawSink {
                 .kept
                 .iter()
                 .cloned()
-                .chain(l.streams.iter().zip(frames).map(|(s, &n)| RunStream {
+                .chain(l.streams.iter().zip(frames).enumerate().map(|(i, (s, &n))| RunStream {
                     name: s.name.clone(),
                     data_files: l.fields.iter().map(|f| data_file(&s.name, &f.name)).collect(),
                     steps_file: steps_file(&s.name),
                     expected_frames: s.expected_frames,
                     frames: n,
-                    complete: complete && s.expected_frames.is_none_or(|e| e == n),
+                    complete: complete(i, n),
                     attributes: attrs_to_json(&s.attributes),
                 }))
                 .collect::<Vec<_>>(),
@@ -132,13 +134,14 @@ impl RawSink {
             complete: false,
         };
         // The run is complete when every stream is, the kept ones included.
-        run.complete = complete && run.streams.iter().all(|s| s.complete);
+        run.complete = run.streams.iter().all(|s| s.complete);
         run
     }
 
-    /// Writes `run.json` and every `<stream>.<field>.json` into `dir`.
-    fn write_meta(&self, dir: &Path, open: &Open, complete: bool) -> Result<()> {
-        let run = self.run_meta(open, complete);
+    /// Writes `run.json` and every `<stream>.<field>.json` into `dir` (see
+    /// [`RawBackend::run_meta`]).
+    fn write_meta(&self, dir: &Path, open: &Open, frames: &[u64], complete: &dyn Fn(usize, u64) -> bool) -> Result<()> {
+        let run = self.run_meta(open, frames, complete);
         for (si, s) in run.streams.iter().enumerate().skip(open.kept.len()) {
             for (fi, field) in run.fields.iter().enumerate() {
                 let meta = FieldMeta {
@@ -172,7 +175,6 @@ impl RawSink {
     /// Creates the directory, the data files and the first metadata.
     fn create(&self, layout: &StreamLayout) -> Result<Open> {
         self.check_layout(layout)?;
-        let validator = Validator::new(layout)?;
         let existing = if self.options.append {
             crate::append::check(self.dir(), layout, OutputFormat::Raw, super::read::open)?
         } else {
@@ -201,8 +203,8 @@ impl RawSink {
             let steps = Out::create(&build, self.dir(), &steps_file(&s.name))?;
             streams.push(StreamFiles { fields, steps });
         }
-        let open = Open { validator, streams, created, kept, failed: false };
-        self.write_meta(&build, &open, false)?;
+        let open = Open { layout: layout.clone(), streams, created, kept };
+        self.write_meta(&build, &open, &vec![0; layout.streams.len()], &|_, _| false)?;
         if let Some(staged) = staged {
             staged.publish(self.options.fsync)?;
         }
@@ -210,7 +212,7 @@ impl RawSink {
     }
 }
 
-impl RawSink {
+impl RawBackend {
     /// Appending: deletes the files of the streams named in `replace` and returns the
     /// streams left in place with the directory's creation time.
     ///
@@ -243,10 +245,9 @@ impl RawSink {
     }
 }
 
-impl Sink for RawSink {
-    /// What every sink checks, and that no two (stream, field) pairs share a file name.
+impl Backend for RawBackend {
+    /// That no two (stream, field) pairs share a file name.
     fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
-        crate::validate::check_layout(layout)?;
         let mut names = BTreeSet::new();
         for s in &layout.streams {
             for f in layout.fields.iter().map(|f| f.name.as_str()).chain(["steps"]) {
@@ -263,64 +264,42 @@ impl Sink for RawSink {
     }
 
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
-        let start = Instant::now();
-        if self.open.is_some() {
-            return Err(Error::Usage("begin called twice"));
-        }
         self.options.check()?;
         // A half-made new directory never reaches the path: `Staged` removes it.
         self.open = Some(self.create(layout)?);
-        self.summary.write_seconds += start.elapsed().as_secs_f64();
         Ok(())
     }
 
-    fn write(&mut self, frame: &Frame) -> Result<()> {
-        let start = Instant::now();
+    fn write(&mut self, frame: &Frame, fields: Fields<'_>) -> Result<Option<u64>> {
         let open = self.open.as_mut().ok_or(Error::Usage("write called before begin"))?;
-        if open.failed {
-            return Err(Error::Usage("write called after a failed write: call finish"));
-        }
-        open.validator.check(frame)?;
         let files = &mut open.streams[frame.stream];
-        let v = &open.validator;
         // A frame whose producer hashed it (the runner's device threads do) is written as
         // is: the writer's thread only copies. Otherwise each piece is hashed right before it
         // is written, while it is in the cache (see `checksum::Running`).
         let mut sum = frame.data_hash.is_none().then(|| crate::checksum::Running::new(frame.data.len()));
-        let stored = files
+        files
             .fields
             .iter_mut()
-            .enumerate()
-            .try_for_each(|(i, out)| match sum.as_mut() {
-                None => out.write(v.field(frame, i)),
-                Some(sum) => v.field(frame, i).chunks(CHECKSUM_PIECE).try_for_each(|piece| {
+            .zip(fields.iter())
+            .try_for_each(|(out, bytes)| match sum.as_mut() {
+                None => out.write(bytes),
+                Some(sum) => bytes.chunks(CHECKSUM_PIECE).try_for_each(|piece| {
                     sum.update(piece);
                     out.write(piece)
                 }),
             })
-            .and_then(|()| files.steps.write(&frame.step.to_le_bytes()));
-        if let Err(e) = stored {
-            open.failed = true;
-            return Err(e);
-        }
-        open.validator.commit(frame);
-        match sum {
-            Some(sum) => self.summary.record_checksummed(frame, sum.finish(frame), start),
-            None => self.summary.record(frame, start),
-        }
-        Ok(())
+            .and_then(|()| files.steps.write(&frame.step.to_le_bytes()))?;
+        Ok(sum.map(|sum| sum.finish(frame)))
     }
 
-    fn finish(&mut self) -> Result<SinkSummary> {
-        let start = Instant::now();
+    fn finish(&mut self, outcome: &Outcome<'_>) -> Result<()> {
         let mut open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;
         let fsync = self.options.fsync;
-        let failed = open.failed;
-        let field_bytes: Vec<u64> =
-            open.validator.layout().fields.iter().map(|f| f.bytes().unwrap_or_default() as u64).collect();
-        let frames = open.validator.frames().to_vec();
+        let failed = outcome.failed();
+        let field_bytes: Vec<u64> = open.layout.fields.iter().map(|f| f.bytes().unwrap_or_default() as u64).collect();
+        let frames = outcome.frames();
         let mut first_err = None;
-        for (files, n) in open.streams.iter_mut().zip(frames) {
+        for (files, &n) in open.streams.iter_mut().zip(frames) {
             if failed {
                 // A failed write may have left part of a frame: cut every file back to the
                 // frames acknowledged, so `numpy.fromfile(..).reshape(-1, *shape)` works.
@@ -341,17 +320,14 @@ impl Sink for RawSink {
                 }
             }
         }
-        let meta = self.write_meta(self.dir(), &open, !failed && first_err.is_none());
+        let stored = first_err.is_none();
+        let meta = self.write_meta(self.dir(), &open, frames, &|i, n| stored && outcome.stream_complete(i, n));
         drop(open);
         if fsync {
             meta.and_then(|()| sync_dir(self.dir()))?;
         } else {
             meta?;
         }
-        if let Some(e) = first_err {
-            return Err(e);
-        }
-        self.summary.write_seconds += start.elapsed().as_secs_f64();
-        Ok(std::mem::take(&mut self.summary))
+        first_err.map_or(Ok(()), Err)
     }
 }

@@ -34,16 +34,17 @@ pub struct RunArgs {
     pub progress: ProgressMode,
 }
 
-/// What a run will do, checked as far as it can be without starting it.
+/// What a run will do: the checked config, the opened devices and the jobs still to run.
+/// (The pipeline's own plan checks the devices once, when `Config::build` builds it.)
 pub struct Plan {
     pub config: Config,
     pub gpus: Vec<wgpipe::compute::GpuDevice>,
     pub jobs: Vec<wgpipe::Job>,
 }
 
-/// Loads and checks the config (for a run of `ranks` MPI ranks: 1 without `mpirun`), the
-/// output path and the devices, and lists the jobs still to run; `None` when `--resume` finds
-/// every run complete.
+/// Loads and checks the config (for a run of `ranks` MPI ranks: 1 without `mpirun`) and the
+/// output path, opens the devices and lists the jobs still to run; `None` when `--resume`
+/// finds every run complete.
 pub fn plan(args: &RunArgs, ranks: usize) -> anyhow::Result<Option<Plan>> {
     // Everything that can be checked without a device is checked before one opens: the whole
     // config (sizes included), then the output path.
@@ -71,8 +72,6 @@ pub fn plan(args: &RunArgs, ranks: usize) -> anyhow::Result<Option<Plan>> {
     let (selector, count) = config.devices();
     let gpus = wgpipe::compute::open_devices(&selector, count)
         .with_context(|| format!("{}: devices.select", config.origin("devices.select")))?;
-    // The devices' limits and the host memory they need together, before anything is allocated.
-    config.check_devices(&gpus)?;
     let jobs = config.jobs(gpus.len(), |name| done.contains(name));
     if jobs.is_empty() {
         eprintln!("nothing to do: every run is already complete in {}", path.display());
@@ -99,7 +98,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         io_buffer: config.file.io.io_buffer,
     };
     let stop = StopHandle::default();
-    let pipeline = config.builder().gpus(gpus).jobs(jobs).sink(sink).stop_handle(stop.clone()).build()?;
+    // The devices' limits and the host memory they need together, before anything is allocated.
+    let pipeline = config.build(config.builder().gpus(gpus).jobs(jobs).sink(sink).stop_handle(stop.clone()))?;
     let on_ctrl_c = stop.clone();
     ctrlc::set_handler(move || {
         eprintln!("\nstopping: finishing the frames in flight and closing the output");

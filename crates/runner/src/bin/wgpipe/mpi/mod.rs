@@ -162,16 +162,15 @@ pub fn run(args: &RunArgs, world: &World) -> anyhow::Result<ExitCode> {
     let stop = StopHandle::default();
     let built = shared_sink(&plan, world, args.resume).and_then(|sink| {
         let config = &plan.config;
-        let pipeline = config
+        let builder = config
             .builder()
             .gpus(plan.gpus)
             .jobs(plan.jobs)
             .shard(rank, size)
             .sink(sink)
             .stop_handle(stop.clone())
-            .attribute("mpi_ranks", size as u64)
-            .build()?;
-        Ok(pipeline)
+            .attribute("mpi_ranks", size as u64);
+        Ok(config.build(builder)?)
     });
     let pipeline = world.agree("building the pipeline", built)?;
     agree_on_output(world, &plan.config, pipeline.layout())?;

@@ -1,0 +1,96 @@
+//! The layout a run's sink receives: each frame's fields (the kernels' chosen fields on the
+//! grid, or a frame source's), every stream with its metadata, and the run's attributes.
+
+use wgpipe_compute::{Grid, KernelSpec, OutputDType, gray_scott, gray_scott_3d};
+use wgpipe_storage::{DType, FieldSpec, StreamInfo, StreamLayout};
+
+use crate::error::{Error, Result};
+use crate::job::Job;
+use crate::settings::Settings;
+
+/// The storage type of kernel fields output as `dtype`.
+pub fn stored_dtype(dtype: OutputDType) -> DType {
+    match dtype {
+        OutputDType::F32 => DType::F32,
+        OutputDType::F16 => DType::F16,
+    }
+}
+
+/// The layout of `jobs` on `grid` (without the adapters' names, which the plan adds), and the
+/// number of fields of the kernels' state (0 for frame sources). Errors when the jobs do not
+/// share one frame layout or `settings` asks for fields they lack.
+pub(crate) fn stream_layout(settings: &Settings, grid: Option<&Grid>, jobs: &[Job]) -> Result<(StreamLayout, usize)> {
+    let kernels: Vec<&KernelSpec> = jobs.iter().filter_map(Job::kernel).collect();
+    let (mut layout, state_fields) = match (kernels.first(), grid) {
+        (Some(first), Some(grid)) if kernels.len() == jobs.len() => {
+            let kernel_fields = &first.fields;
+            if let Some((j, k)) = jobs.iter().zip(&kernels).find(|(_, k)| &k.fields != kernel_fields) {
+                return Err(Error::Invalid(format!(
+                    "job {} has fields {:?} but job {} has {:?}: all jobs of a run share one layout",
+                    j.name, k.fields, jobs[0].name, kernel_fields
+                )));
+            }
+            let fields = settings.fields.clone().unwrap_or_else(|| kernel_fields.clone());
+            first.field_indices(&fields)?;
+            let dtype = stored_dtype(settings.output_dtype);
+            let mut layout =
+                StreamLayout::new(fields.iter().map(|f| FieldSpec::new(f.clone(), dtype, grid.shape())).collect());
+            // The Gray-Scott models' fields have a long name and units, for netCDF readers.
+            if [gray_scott::NAME, gray_scott_3d::NAME].contains(&first.name.as_str()) {
+                for f in &mut layout.fields {
+                    if let Some((_, long_name, units)) = gray_scott::FIELD_DESCRIPTIONS.iter().find(|d| d.0 == f.name) {
+                        f.long_name = Some((*long_name).to_owned());
+                        f.units = Some((*units).to_owned());
+                    }
+                }
+            }
+            (layout, kernel_fields.len())
+        }
+        (None, _) => {
+            if settings.fields.is_some() {
+                return Err(Error::Invalid(
+                    ".fields(..) chooses a kernel's fields; frames from a frame source hold the fields given to \
+                     .frame_layout(..)"
+                        .to_owned(),
+                ));
+            }
+            if settings.output_dtype != OutputDType::F32 {
+                return Err(Error::Invalid(format!(
+                    ".output_dtype({}) converts kernels' fields; frames from a frame source hold the types given \
+                     to .frame_layout(..)",
+                    settings.output_dtype
+                )));
+            }
+            let fields = settings.frame_layout.clone().unwrap_or_default();
+            if fields.is_empty() {
+                return Err(Error::Invalid(
+                    "jobs from frame sources need their frame layout: call .frame_layout(fields) with each \
+                     field's name, dtype and shape"
+                        .to_owned(),
+                ));
+            }
+            (StreamLayout::new(fields), 0)
+        }
+        _ => {
+            return Err(Error::Invalid(
+                "a run's jobs are either all kernels or all frame sources (they share one frame layout)".to_owned(),
+            ));
+        }
+    };
+    for job in jobs {
+        let mut info = StreamInfo::new(job.name.clone()).with_expected_frames(settings.frames);
+        info.attributes = job.attributes.clone();
+        if job.kernel().is_some() {
+            info.attributes.insert("steps_per_frame".to_owned(), u64::from(settings.steps_per_frame).into());
+        }
+        layout = layout.with_stream(info);
+    }
+    layout.attributes = settings.attributes.clone();
+    layout.attributes.insert("wgpipe_version".to_owned(), env!("CARGO_PKG_VERSION").into());
+    if let Some(first) = kernels.first() {
+        layout.attributes.insert("kernel".to_owned(), first.name.as_str().into());
+        layout.attributes.insert("steps_per_frame".to_owned(), u64::from(settings.steps_per_frame).into());
+    }
+    layout.attributes.insert("io_mode".to_owned(), settings.mode.name().into());
+    Ok((layout, state_fields))
+}

@@ -1,0 +1,173 @@
+//! A run's plan: everything `PipelineBuilder::build` checks, checked once and kept as
+//! the fixed configuration that the pipeline only reads (nothing in it points back to the
+//! builder).
+//!
+//! Planning takes two steps because devices are slow to open and may not exist: a [`Draft`]
+//! is checked before any device opens (counts, the grid, the kernels' WGSL, stream names),
+//! and becomes a [`Plan`] on the devices (their jobs, the sink's layout, every size against
+//! the devices, the sink and the host: `sizes.rs`). The config module plans a config the
+//! same way on devices not opened yet, so that a config is refused before a GPU is touched.
+
+use wgpipe_compute::{Grid, ReadbackConfig};
+use wgpipe_storage::{Sink, StreamLayout};
+
+use crate::error::{Error, Result};
+use crate::job::{Job, Work};
+use crate::layout::stream_layout;
+use crate::lockstep::Lockstep;
+use crate::preflight::{check_grid, check_job_names, kernel_workgroup_sizes};
+use crate::report::IoMode;
+use crate::settings::Settings;
+use crate::sizes::{self, DeviceSize, RunShape};
+
+/// A run checked as far as it can be before any device opens.
+pub(crate) struct Draft {
+    settings: Settings,
+    work: Work,
+    /// The kernels' grid; `None` when frame sources produce the frames.
+    grid: Option<Grid>,
+    /// Distinct cells per workgroup of the kernels (what each dispatch divides the grid into).
+    workgroup_sizes: Vec<[u32; 3]>,
+}
+
+/// A checked run on known devices: what the pipeline allocates, starts and writes.
+pub(crate) struct Plan {
+    pub settings: Settings,
+    /// The kernels' grid (every field of `layout` has its shape); `None` for frame sources.
+    pub grid: Option<Grid>,
+    /// Every job of the run, in stream order (a shard runs some of them).
+    pub jobs: Vec<Job>,
+    /// What the sink receives.
+    pub layout: StreamLayout,
+    /// Each device's readback (the fields are per job, from its kernel's field order).
+    pub readback: ReadbackConfig,
+    /// Frames the buffer pool holds: the count the host-memory check allowed for.
+    pub pool_frames: usize,
+    /// Frames this process runs (its shard's jobs × frames).
+    pub total_frames: u64,
+    /// A split domain's rank: votes with the other ranks at each frame boundary.
+    pub lockstep: Option<Lockstep>,
+}
+
+impl Draft {
+    /// Checks `settings` and `work`: counts, then stream names, the grid against the kernels'
+    /// rank and the kernels' WGSL, so that a WGSL error or a bad name costs nothing.
+    pub(crate) fn new(settings: Settings, work: Work) -> Result<Self> {
+        settings.check()?;
+        if let Work::Jobs(jobs) = &work {
+            check_job_names(jobs)?;
+        }
+        let kernels = work.kernels();
+        let grid = if kernels.is_empty() { None } else { Some(check_grid(&settings.shape, kernels.iter().copied())?) };
+        let workgroup_sizes = kernel_workgroup_sizes(kernels)?;
+        Ok(Draft { settings, work, grid, workgroup_sizes })
+    }
+
+    /// The plan on `devices` (opened, or not yet, whose limits are then unknown) for `sink`:
+    /// the jobs, the layout, and every size checked ([`sizes::check`]); nothing is allocated
+    /// or created.
+    pub(crate) fn plan(self, devices: &[DeviceSize], sink: &dyn Sink) -> Result<Plan> {
+        #[cfg_attr(not(feature = "mpi"), expect(unused_mut, reason = "only a split domain changes them"))]
+        let Draft { mut settings, work, grid, workgroup_sizes } = self;
+        let labels: Vec<&str> = devices.iter().map(DeviceSize::label).collect();
+        let jobs = work.into_jobs(&labels);
+        if settings.frames.checked_mul(jobs.len() as u64).is_none() {
+            return Err(Error::TooLarge {
+                key: "run.frames",
+                message: format!(
+                    "{} frames × {} streams overflow a 64-bit count: use fewer frames",
+                    settings.frames,
+                    jobs.len()
+                ),
+            });
+        }
+        // A split domain's sizes are its block's.
+        #[cfg(feature = "mpi")]
+        let sized = match &settings.split {
+            Some(split) => Some(split.sized_grid(&settings.shape)?),
+            None => grid,
+        };
+        #[cfg(not(feature = "mpi"))]
+        let sized = grid;
+        let (mut layout, state_fields) = stream_layout(&settings, sized.as_ref(), &jobs)?;
+        let shape = RunShape {
+            grid: sized,
+            state_fields,
+            frame_fields: layout.fields.len(),
+            staging_buffers: settings.staging_buffers,
+            io_buffer: settings.io_buffer,
+            workgroup_sizes,
+        };
+        let memory = sizes::check(&shape, devices, sink, &layout)?;
+        let (shard, shards) = settings.shard;
+        // A shard's adapters are its own: the shards' sinks must write the same attributes.
+        if shards == 1 {
+            layout.attributes.insert("adapters".to_owned(), labels.join("; ").into());
+        }
+        #[cfg(feature = "mpi")]
+        let (jobs, lockstep) = match settings.split.take() {
+            Some(split) => {
+                split.into_run(settings.output_dtype, settings.steps_per_frame, jobs, devices.len(), &mut layout)?
+            }
+            None => (jobs, None),
+        };
+        #[cfg(not(feature = "mpi"))]
+        let lockstep = None;
+        #[cfg(not(feature = "mpi"))]
+        let jobs = jobs;
+        // Cannot overflow: checked above.
+        let local_jobs = (0..jobs.len()).filter(|i| i % shards == shard).count();
+        let total_frames = settings.frames.saturating_mul(local_jobs as u64);
+        let readback = ReadbackConfig {
+            steps_per_frame: settings.steps_per_frame,
+            frames: settings.frames,
+            staging_buffers: settings.staging_buffers,
+            fields: Vec::new(),
+            // Sync mode is the blocking baseline: nothing may compute while a frame is written.
+            // A split domain's frames exchange halos between steps: one frame in flight.
+            work_ahead: settings.mode == IoMode::Async && lockstep.is_none(),
+        };
+        Ok(Plan { settings, grid, jobs, layout, readback, pool_frames: memory.pool_frames, total_frames, lockstep })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use wgpipe_compute::gray_scott::GrayScottParams;
+    use wgpipe_storage::{Attributes, NullSink};
+
+    use super::*;
+    use crate::pool::BufferPool;
+
+    fn per_device(settings: Settings, devices: usize) -> Result<Plan> {
+        let work = Work::PerDevice {
+            kernel: GrayScottParams::default().kernel(),
+            init: Arc::new(|_, grid: &Grid| vec![0.0; 2 * grid.cells()]),
+            attributes: Arc::new(|_| Attributes::new()),
+        };
+        Draft::new(settings, work)?.plan(&vec![DeviceSize::unopened(); devices], &NullSink::default())
+    }
+
+    #[test]
+    fn the_pool_holds_the_frames_the_memory_check_counted() -> Result<()> {
+        let plan = per_device(Settings { shape: vec![16, 16], io_buffer: 5, ..Settings::default() }, 3)?;
+        assert_eq!(Some(plan.pool_frames), BufferPool::capacity_for(3, 5));
+        assert_eq!(plan.pool_frames, 3 * 2 + 5 + 1);
+        let streams: Vec<&str> = plan.layout.streams.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(streams, ["stream0", "stream1", "stream2"], "one stream per device");
+        assert_eq!(plan.total_frames, 3 * 10);
+        assert!(plan.layout.attributes.contains_key("adapters"));
+        Ok(())
+    }
+
+    #[test]
+    fn a_shard_plans_every_stream_and_counts_its_own_frames() -> Result<()> {
+        let plan = per_device(Settings { shape: vec![16, 16], shard: (1, 2), ..Settings::default() }, 3)?;
+        assert_eq!(plan.layout.streams.len(), 3, "the sink receives every stream of the batch");
+        assert_eq!(plan.total_frames, 10, "stream 1 is the only one of shard 1 of 2");
+        assert!(!plan.layout.attributes.contains_key("adapters"), "each shard has its own adapters");
+        Ok(())
+    }
+}

@@ -1,0 +1,80 @@
+//! The plain values a `PipelineBuilder` collects: what a run's plan checks and then
+//! keeps. (The devices, the work and the sink stay the builder's until `build`.)
+
+use wgpipe_compute::OutputDType;
+use wgpipe_storage::{Attributes, FieldSpec};
+
+use crate::error::{Error, Result};
+use crate::report::IoMode;
+use crate::run_state::StopHandle;
+
+/// Each field is set by the `PipelineBuilder` method of the same name, whose doc
+/// says what it means.
+pub(crate) struct Settings {
+    /// The grid's shape, slowest axis first.
+    pub shape: Vec<usize>,
+    pub frames: u64,
+    pub steps_per_frame: u32,
+    pub staging_buffers: usize,
+    pub io_buffer: usize,
+    pub mode: IoMode,
+    pub fields: Option<Vec<String>>,
+    pub output_dtype: OutputDType,
+    pub gpu_timestamps: bool,
+    /// The fields of frames from frame sources.
+    pub frame_layout: Option<Vec<FieldSpec>>,
+    /// Run-level metadata.
+    pub attributes: Attributes,
+    pub stop: StopHandle,
+    pub trace: bool,
+    /// `(index, count)`: run only the jobs `i` with `i % count == index`.
+    pub shard: (usize, usize),
+    /// One grid split over MPI ranks: this rank's block and its communicator.
+    #[cfg(feature = "mpi")]
+    pub split: Option<crate::split::SplitDomain>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            shape: vec![256, 256],
+            frames: 10,
+            steps_per_frame: 32,
+            staging_buffers: 2,
+            io_buffer: 2,
+            mode: IoMode::Async,
+            fields: None,
+            output_dtype: OutputDType::F32,
+            gpu_timestamps: true,
+            frame_layout: None,
+            attributes: Attributes::new(),
+            stop: StopHandle::default(),
+            trace: false,
+            shard: (0, 1),
+            #[cfg(feature = "mpi")]
+            split: None,
+        }
+    }
+}
+
+impl Settings {
+    /// Errors on the first count out of range: frames, steps and staging buffers must be at
+    /// least 1, a shard's index below its count.
+    pub(crate) fn check(&self) -> Result<()> {
+        let invalid = |m: &str| Err(Error::Invalid(m.to_owned()));
+        if self.frames == 0 {
+            return invalid("frames must be at least 1");
+        }
+        if self.steps_per_frame == 0 {
+            return invalid("steps_per_frame must be at least 1");
+        }
+        if self.staging_buffers == 0 {
+            return invalid("staging_buffers must be at least 1");
+        }
+        let (index, count) = self.shard;
+        if index >= count {
+            return Err(Error::Invalid(format!("shard({index}, {count}): the index must be below the count")));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,233 @@
+//! The one writer of an HDF5 output's structure: root attributes, a group per stream with its
+//! attributes, a chunked dataset per field with its `dims`, the `steps` dataset, the netCDF-4
+//! dimension scales, frame counts and `complete` flags.
+//!
+//! Every write path (serial, direct chunk, SWMR, MPI batch, MPI block) creates and finishes
+//! its file here, so a reader cannot tell which one wrote it. They differ only by a [`Plan`]:
+//! how long the datasets are made and when their space is allocated, the filters, the chunk
+//! cache. What is collective under MPI (who calls what, and when) is the MPI files' business:
+//! this module makes the same calls on every rank, in the same order, given the same
+//! arguments, which is what parallel HDF5 asks of metadata changes.
+
+use std::path::Path;
+
+use hdf5::dataset::{AllocTime, FillTime};
+use hdf5::{Dataset, Extent, File, Group, Location};
+use ndarray::ArrayView1;
+
+use super::format::{
+    AXIS_ORDER_ATTR, DIMS_ATTR, FIELDS_ATTR, FORMAT, FRAME_DIM, h5err, set_attr, set_bool, set_strings, with_elem_type,
+    with_frames,
+};
+use crate::append::Existing;
+use crate::error::Result;
+use crate::options::Compression;
+use crate::protocol::Outcome;
+use crate::schema::{AXIS_ORDER, AttrValue, FieldSpec, StreamInfo, StreamLayout};
+use crate::validate::STEPS_NAME;
+
+/// Steps per chunk of the `steps` dataset (8 KiB chunks: small, rarely rewritten).
+pub(crate) const STEPS_CHUNK: usize = 1024;
+
+/// How a write path wants its datasets made (the structure is the same for every path).
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    /// Datasets are created holding each stream's expected frames, instead of none (then
+    /// they grow with every frame). MPI ranks writing whole frames independently need it:
+    /// growing a dataset is a collective call, which an independent write cannot make.
+    pub full_length: bool,
+    /// Chunk space is allocated when a dataset is created or grown, not when a frame first
+    /// reaches a chunk: parallel HDF5 allocates collectively, so writes must find it there.
+    pub early_allocation: bool,
+    /// The filters of the field datasets.
+    pub compression: Compression,
+    /// Give each filtered field a chunk cache that keeps a chunk until all its frames are in
+    /// (when HDF5 runs the filters; direct chunk writes bypass the cache).
+    pub chunk_cache: bool,
+    /// Chunk shape of each field's dataset, `[chunk_frames, *part]` (`format::chunk_shape`).
+    pub chunks: Vec<Vec<usize>>,
+}
+
+/// The datasets of one stream.
+#[derive(Debug)]
+pub(crate) struct StreamSets {
+    pub group: Group,
+    /// One per field, in layout order.
+    pub fields: Vec<Dataset>,
+    pub steps: Dataset,
+}
+
+/// Writes the run's structure into `file` (at `path`, for errors): a new file gets the root
+/// attributes; appending (`existing`), the incomplete streams to rewrite are deleted and the
+/// new ones numbered after those kept. Then the layout's attributes, `complete = false`, and
+/// every stream of `layout` ([`create_stream`]). `created` is the creation time.
+pub(crate) fn create(
+    file: &File,
+    path: &Path,
+    layout: &StreamLayout,
+    existing: Option<&Existing>,
+    created: &str,
+    plan: &Plan,
+) -> Result<Vec<StreamSets>> {
+    let err = |what: String| move |e: hdf5::Error| h5err(what, path, e);
+    let root: &Location = file;
+    let mut first_index = 0;
+    match existing {
+        None => {
+            for (k, v) in [
+                ("format", AttrValue::from(FORMAT)),
+                ("created", created.into()),
+                ("wgpipe_storage_version", env!("CARGO_PKG_VERSION").into()),
+                (AXIS_ORDER_ATTR, AXIS_ORDER.into()),
+            ] {
+                set_attr(root, k, &v).map_err(err(format!("cannot write attribute {k:?} to")))?;
+            }
+            let names: Vec<String> = layout.fields.iter().map(|f| f.name.clone()).collect();
+            set_strings(root, FIELDS_ATTR, &names).map_err(err("cannot write attribute \"fields\" to".into()))?;
+        }
+        Some(existing) => {
+            for name in &existing.replace {
+                file.unlink(name).map_err(err(format!("cannot delete incomplete stream {name:?} of")))?;
+            }
+            let groups = file.groups().map_err(err("cannot list groups of".into()))?;
+            let last = groups.iter().filter_map(|g| super::read::u64_attr(g, "stream_index")).max();
+            first_index = last.map_or(0, |n| n + 1);
+        }
+    }
+    for (k, v) in &layout.attributes {
+        set_attr(root, k, v).map_err(err(format!("cannot write attribute {k:?} to")))?;
+    }
+    set_bool(root, "complete", false).map_err(err("cannot write attribute \"complete\" to".into()))?;
+    let dims = super::netcdf::Dimensions::of(layout);
+    layout
+        .streams
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            create_stream(file, layout, s, first_index + i as u64, &dims, plan)
+                .map_err(err(format!("cannot create stream {:?} in", s.name)))
+        })
+        .collect()
+}
+
+/// Creates the group of stream `s` (numbered `index` in the file): its attributes, a dataset
+/// per field, `steps`, and the netCDF-4 dimensions. The one place stream groups are made.
+fn create_stream(
+    file: &File,
+    layout: &StreamLayout,
+    s: &StreamInfo,
+    index: u64,
+    dims: &super::netcdf::Dimensions,
+    plan: &Plan,
+) -> hdf5::Result<StreamSets> {
+    let group = file.create_group(&s.name)?;
+    let mut attrs = s.attributes.clone();
+    attrs.insert("stream_index".into(), AttrValue::from(index));
+    if let Some(e) = s.expected_frames {
+        attrs.insert("expected_frames".into(), AttrValue::from(e));
+    }
+    for (k, v) in &attrs {
+        set_attr(&group, k, v).map_err(|e| format!("attribute {k:?}: {e}"))?;
+    }
+    set_bool(&group, "complete", false)?;
+    let frames = if plan.full_length { s.expected_frames.unwrap_or(0) } else { 0 };
+    let frames = usize::try_from(frames).map_err(|_| format!("{frames} frames do not fit this host"))?;
+    let fields = layout
+        .fields
+        .iter()
+        .zip(&plan.chunks)
+        .map(|(f, chunk)| {
+            create_field(&group, f, chunk, frames, plan)
+                .map_err(|e| hdf5::Error::from(format!("dataset {}: {e}", f.name)))
+        })
+        .collect::<hdf5::Result<Vec<Dataset>>>()?;
+    let mut steps = group.new_dataset::<u64>().chunk(STEPS_CHUNK).shape(frames..);
+    if plan.early_allocation {
+        steps = steps.alloc_time(Some(AllocTime::Early)).fill_time(FillTime::Never);
+    }
+    let steps = steps.create(STEPS_NAME)?;
+    super::netcdf::describe_stream(&group, layout, dims, &fields, &steps)
+        .map_err(|e| format!("netCDF-4 dimensions: {e}"))?;
+    Ok(StreamSets { group, fields, steps })
+}
+
+/// Creates field `f`'s dataset in `group`: `frames` frames (resizable along the frame axis),
+/// chunked as `chunk`, filtered and cached as `plan` says, with its `dims` attribute.
+fn create_field(group: &Group, f: &FieldSpec, chunk: &[usize], frames: usize, plan: &Plan) -> hdf5::Result<Dataset> {
+    let extents: Vec<Extent> =
+        std::iter::once(Extent::from(frames..)).chain(f.shape.iter().map(|&d| Extent::from(d))).collect();
+    let mut b = with_elem_type!(f.dtype, T => group.new_dataset::<T>())
+        .chunk(chunk.to_vec())
+        .shape(extents)
+        .fill_time(FillTime::Never);
+    if plan.early_allocation {
+        b = b.alloc_time(Some(AllocTime::Early));
+    }
+    b = match plan.compression {
+        Compression::None => b,
+        Compression::Deflate(level) => b.shuffle().deflate(level),
+        #[cfg(feature = "blosc")]
+        Compression::BloscLz4(level) => b.blosc_lz4(level, hdf5::filters::BloscShuffle::Byte),
+        #[cfg(feature = "blosc")]
+        Compression::BloscZstd(level) => b.blosc_zstd(level, hdf5::filters::BloscShuffle::Byte),
+        // Refused before any file exists (`Compression::check_available`).
+        #[cfg(not(feature = "blosc"))]
+        Compression::BloscLz4(_) | Compression::BloscZstd(_) => b,
+    };
+    if plan.chunk_cache && plan.compression != Compression::None {
+        // A filtered chunk should stay in the cache until all its frames are in: room for
+        // two rows of the chunks one frame touches. Odd and over ten times the chunks held,
+        // so consecutive chunks never share a slot.
+        let (per_frame, chunk_bytes) = chunk_row(f, chunk);
+        b = b.chunk_cache((20 * per_frame) | 1, 2 * per_frame * chunk_bytes, 1.0);
+    }
+    let ds = b.create(f.name.as_str())?;
+    let dims: Vec<String> = std::iter::once(FRAME_DIM.to_owned()).chain(f.dims.iter().cloned()).collect();
+    set_strings(&ds, DIMS_ATTR, &dims)?;
+    Ok(ds)
+}
+
+/// Chunks one frame of a field touches, and the bytes of one chunk.
+fn chunk_row(spec: &FieldSpec, chunk: &[usize]) -> (usize, usize) {
+    let per_frame = spec.shape.iter().zip(&chunk[1..]).map(|(&d, &c)| d.div_ceil(c)).product();
+    (per_frame, chunk.iter().product::<usize>() * spec.dtype.size())
+}
+
+/// Sets a stream's field and step datasets to `frames` frames (under MPI: collective, every
+/// rank the same `frames`).
+pub(crate) fn resize(sets: &StreamSets, layout: &StreamLayout, frames: usize) -> hdf5::Result<()> {
+    for (ds, spec) in sets.fields.iter().zip(&layout.fields) {
+        let (dims, rank) = with_frames(frames, &spec.shape);
+        ds.resize(&dims[..rank])?;
+    }
+    sets.steps.resize(frames)
+}
+
+/// Writes the step of frame `n` of a stream whose `steps` holds at least `n + 1` entries.
+pub(crate) fn write_step(sets: &StreamSets, n: usize, step: u64) -> hdf5::Result<()> {
+    sets.steps.write_slice(ArrayView1::from(&[step][..]), n..n + 1)
+}
+
+/// Writes the end of a run: each stream's `frames` and `complete` (as `outcome` defines it:
+/// its frames are its expected ones and nothing failed), then the file's `complete`, true
+/// when every stream is, those an append kept too (`others_complete`). With `swmr` the
+/// attributes made before SWMR started are overwritten in place (see `swmr`).
+pub(crate) fn mark_complete(
+    file: &File,
+    streams: &[StreamSets],
+    outcome: &Outcome<'_>,
+    others_complete: bool,
+    swmr: bool,
+) -> hdf5::Result<()> {
+    for (i, (sets, &n)) in streams.iter().zip(outcome.frames()).enumerate() {
+        let complete = outcome.stream_complete(i, n);
+        if swmr {
+            super::swmr::overwrite(&sets.group, n, complete)?;
+        } else {
+            set_attr(&sets.group, "frames", &AttrValue::from(n))?;
+            set_bool(&sets.group, "complete", complete)?;
+        }
+    }
+    let complete = outcome.complete() && others_complete;
+    if swmr { super::swmr::overwrite_complete(file, complete) } else { set_bool(file, "complete", complete) }
+}
