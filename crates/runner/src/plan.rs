@@ -98,23 +98,31 @@ impl Draft {
             io_buffer: settings.io_buffer,
             workgroup_sizes,
         };
-        let memory = sizes::check(&shape, devices, sink, &layout)?;
         let (shard, shards) = settings.shard;
         // A shard's adapters are its own: the shards' sinks must write the same attributes.
         if shards == 1 {
             layout.attributes.insert("adapters".to_owned(), labels.join("; ").into());
         }
+        // A split domain's rank produces its block (`layout` so far) and its sink stores the
+        // whole grid (`layout` after `into_run`).
         #[cfg(feature = "mpi")]
-        let (jobs, lockstep) = match settings.split.take() {
+        let (jobs, lockstep, block) = match settings.split.take() {
             Some(split) => {
-                split.into_run(settings.output_dtype, settings.steps_per_frame, jobs, devices.len(), &mut layout)?
+                let block = layout.clone();
+                let (jobs, lockstep) = split.into_run(
+                    settings.output_dtype,
+                    settings.steps_per_frame,
+                    jobs,
+                    devices.len(),
+                    &mut layout,
+                )?;
+                (jobs, lockstep, Some(block))
             }
-            None => (jobs, None),
+            None => (jobs, None, None),
         };
         #[cfg(not(feature = "mpi"))]
-        let lockstep = None;
-        #[cfg(not(feature = "mpi"))]
-        let jobs = jobs;
+        let (jobs, lockstep, block): (_, Option<Lockstep>, Option<StreamLayout>) = (jobs, None, None);
+        let memory = sizes::check(&shape, devices, sink, block.as_ref().unwrap_or(&layout), &layout)?;
         // Cannot overflow: checked above.
         let local_jobs = (0..jobs.len()).filter(|i| i % shards == shard).count();
         let total_frames = settings.frames.saturating_mul(local_jobs as u64);

@@ -198,14 +198,17 @@ pub(crate) fn check_host(shape: &RunShape, devices: usize, need: &HostMemory, av
     })
 }
 
-/// Checks `shape` on `devices` for `sink` and its `layout`, in this order: what the kernels can
-/// index, each opened device's limits, the sink's limits (and names), host memory. Returns
-/// the host memory the run holds, whose frame pool the pipeline allocates.
+/// Checks `shape` on `devices` for `sink`, in this order: what the kernels can index, each
+/// opened device's limits, the sink's limits (and names) for the `stored` layout, host memory
+/// for frames of the `produced` layout. The two differ for a split domain only: a rank
+/// produces its block, the sink stores the whole grid. Returns the host memory the run holds,
+/// whose frame pool the pipeline allocates.
 pub(crate) fn check(
     shape: &RunShape,
     devices: &[DeviceSize],
     sink: &dyn Sink,
-    layout: &StreamLayout,
+    produced: &StreamLayout,
+    stored: &StreamLayout,
 ) -> Result<HostMemory> {
     let (frame_bytes, state_bytes) = match &shape.grid {
         Some(grid) => {
@@ -223,12 +226,12 @@ pub(crate) fn check(
                 return Err(Error::Invalid("no kernel: nothing to size".to_owned()));
             };
             // Frames as stored (f16 output halves them); the footprint's are f32.
-            (layout.frame_bytes()? as u64, footprint.state_bytes)
+            (produced.frame_bytes()? as u64, footprint.state_bytes)
         }
         // A frame source's frames: the layout's size (the source checks its staging buffer).
-        None => (layout.frame_bytes()? as u64, 0),
+        None => (produced.frame_bytes()? as u64, 0),
     };
-    sink.check_layout(layout)?;
+    sink.check_layout(stored)?;
     let need = HostMemory::of(shape, devices, frame_bytes, state_bytes).ok_or_else(|| Error::TooLarge {
         key: "io.io_buffer",
         message: "the host memory the run needs overflows 64-bit arithmetic: lower io_buffer and staging_buffers"
