@@ -174,7 +174,7 @@ impl KernelSpec {
     ///
     /// naga validates each distinct shader (prelude and kernel text) once per process: later
     /// checks of the same text, by this kernel, its clones or an equal kernel with other
-    /// parameters or seed, return the first result (see [`validated`]).
+    /// parameters or seed, return the first result (see `validated` below).
     pub fn check(&self) -> Result<Arc<CheckedWgsl>> {
         self.check_for(Indexing::Whole)
     }
