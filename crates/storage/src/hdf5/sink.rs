@@ -275,11 +275,11 @@ fn blosc_ready(compression: Compression, threads: usize) -> Result<()> {
     Ok(())
 }
 
-/// Appends one frame (`fields`, frame `frame.index` of its stream) to its stream's datasets
+/// Writes one frame (`fields`, frame `frame.index` of its stream) into its stream's datasets
 /// through direct chunk writes: compresses its chunks (in parallel), reserves their exact
 /// size, grows the datasets, writes the chunks, then the step, and flushes the file (index
 /// and extent after the chunks they reference).
-fn append_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) -> Result<()> {
+fn write_frame_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) -> Result<()> {
     let Open { file, reserve, layout, streams, direct, .. } = open;
     let Some(direct) = direct.as_mut() else { return Err(Error::Usage("direct chunk write without a plan")) };
     let n = frame.index as usize;
@@ -305,11 +305,11 @@ fn append_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path
     file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), path, e))
 }
 
-/// Appends one frame (`fields`, frame `frame.index` of its stream) to its stream's datasets
+/// Writes one frame (`fields`, frame `frame.index` of its stream) into its stream's datasets
 /// and flushes the file.
-fn append(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) -> Result<()> {
+fn write_frame(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) -> Result<()> {
     if open.direct.is_some() {
-        return append_direct(open, frame, fields, path);
+        return write_frame_direct(open, frame, fields, path);
     }
     let n = frame.index as usize;
     let l = &open.layout;
@@ -346,7 +346,7 @@ impl Backend for Hdf5Backend {
     fn write(&mut self, frame: &Frame, fields: Fields<'_>) -> Result<Option<u64>> {
         let path = self.options.path.clone();
         let open = self.open.as_mut().ok_or(Error::Usage("write called before begin"))?;
-        if let Err(e) = append(open, frame, fields, &path) {
+        if let Err(e) = write_frame(open, frame, fields, &path) {
             // Back to the frames stored, so the file does not claim a frame it may not hold
             // (and HDF5 can give back the space it had allocated); the error is the one told.
             let _ = super::schema::resize(&open.streams[frame.stream], &open.layout, frame.index as usize);

@@ -10,7 +10,7 @@
 //! going on would hang the others); a panic aborts the whole job.
 
 mod domain;
-mod progress;
+mod rank_progress;
 mod report;
 
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -177,7 +177,8 @@ pub fn run(args: &RunArgs, world: &World) -> anyhow::Result<ExitCode> {
 
     let on_ctrl_c = stop.clone();
     ctrlc::set_handler(move || on_ctrl_c.stop()).context("cannot install the Ctrl-C handler")?;
-    let reporter = progress::Reporter::start(world.comm.duplicate(), Arc::clone(&pipeline.progress()), args.progress);
+    let reporter =
+        rank_progress::Reporter::start(world.comm.duplicate(), Arc::clone(&pipeline.progress()), args.progress);
     let result = pipeline.run();
     reporter.finish();
 
