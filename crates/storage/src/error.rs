@@ -76,6 +76,16 @@ pub enum Error {
         /// The library's message.
         message: String,
     },
+    /// The Zarr library reported an error for a group or array of a store.
+    #[error("{action} {path}: {message}")]
+    Zarr {
+        /// What was being done, e.g. "cannot write frame to".
+        action: String,
+        /// The group's or array's directory.
+        path: PathBuf,
+        /// The library's message.
+        message: String,
+    },
     /// A metadata file or an output is not in the expected format.
     #[error("cannot read {path}: {reason}; was it written by wgpipe?")]
     BadOutput {

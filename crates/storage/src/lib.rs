@@ -39,21 +39,24 @@
 //! built-in sinks are backends wrapped this way, and yours gets the same with
 //! `Checked::from(your_backend)`.
 //!
-//! Three sinks ship with the crate, chosen by name with [`open_sink`]: `null` (counts and
-//! checksums), `raw` (little-endian files readable by `numpy.fromfile`) and `hdf5` (one
-//! self-describing file; cargo feature `hdf5`, on by default); with feature `mpi`, the HDF5
+//! Four sinks ship with the crate, chosen by name with [`open_sink`]: `null` (counts and
+//! checksums), `raw` (little-endian files readable by `numpy.fromfile`), `hdf5` (one
+//! self-describing file; cargo feature `hdf5`, on by default) and `zarr` (a Zarr v3
+//! directory store; cargo feature `zarr`, on by default); with feature `mpi`, the HDF5
 //! file can also be shared by MPI ranks (`MpiHdf5Sink`: each rank its own streams;
 //! `MpiBlockSink`: each rank its block of every frame). [`open_output`] reads what `raw` and
-//! `hdf5` stored back, and [`conformance`] is the suite every sink passes. A new backend is a
+//! `hdf5` and `zarr` stored back, and [`conformance`] is the suite every sink passes. A new backend is a
 //! folder under `src/` and one line in `open.rs`.
 
 mod append;
 mod checksum;
 pub mod conformance;
+mod dimensions;
 mod error;
 mod frame;
 #[cfg(feature = "hdf5")]
 mod hdf5;
+mod json_meta;
 mod null;
 mod open;
 mod options;
@@ -65,6 +68,8 @@ mod schema;
 mod sink;
 mod time;
 mod validate;
+#[cfg(feature = "zarr")]
+mod zarr;
 
 pub use checksum::frame_checksum;
 pub use error::{Error, Result};
@@ -85,3 +90,5 @@ pub use read::{FieldData, Output, OutputFormat, StreamSummary};
 pub use schema::{AXIS_ORDER, AttrValue, Attributes, FieldSpec, MAX_RANK, StreamInfo, StreamLayout};
 pub use sink::{Sink, SinkSummary};
 pub use validate::{check_field_name, check_stream_name};
+#[cfg(feature = "zarr")]
+pub use zarr::{ZarrBackend, ZarrSink};

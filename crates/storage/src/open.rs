@@ -29,19 +29,25 @@ struct Registered {
 type Reads = (fn(&Path) -> bool, fn(&Path) -> Result<Output>);
 
 /// Every backend, in the order they are listed to users (and their outputs recognised).
-const BACKENDS: [Registered; 3] = [
+const BACKENDS: [Registered; 4] = [
     Registered { name: "null", open: |_| Ok(Box::new(crate::null::NullSink::new())), output: None, read: None },
     Registered {
         name: "raw",
         open: |o| Ok(Box::new(crate::raw::RawSink::new(o.clone()))),
         output: Some(OutputKind::RawDir),
-        read: Some((Path::is_dir, crate::raw::read::open)),
+        read: Some((|p| p.join(crate::raw::meta::RUN_FILE).is_file(), crate::raw::read::open)),
     },
     Registered {
         name: "hdf5",
         open: hdf5_sink,
         output: Some(OutputKind::File),
         read: Some((|p| !p.is_dir(), hdf5_output)),
+    },
+    Registered {
+        name: "zarr",
+        open: zarr_sink,
+        output: Some(OutputKind::ZarrStore),
+        read: Some((zarr_holds, zarr_output)),
     },
 ];
 
@@ -86,7 +92,7 @@ pub fn check_output(kind: &str, options: &SinkOptions) -> Result<()> {
     crate::prepare::check(&options.path, options.overwrite, kind).map(|_| ())
 }
 
-/// Opens what a sink wrote at `path`: a raw directory or an HDF5 file.
+/// Opens what a sink wrote at `path`: a raw directory, an HDF5 file or a Zarr store.
 ///
 /// Counts the frames every stream holds completely, so an output left by a killed run opens
 /// too and reports what survived.
@@ -96,13 +102,23 @@ pub fn open_output(path: impl AsRef<Path>) -> Result<Output> {
     let readers = BACKENDS.iter().filter_map(|b| b.read);
     match readers.into_iter().find(|(holds, _)| holds(path)) {
         Some((_, read)) => read(path),
-        None => Err(Error::BadOutput { path: path.to_path_buf(), reason: "no backend reads it".into() }),
+        None => Err(Error::BadOutput {
+            path: path.to_path_buf(),
+            reason: "a directory with neither run.json (raw) nor zarr.json (zarr)".into(),
+        }),
     }
 }
 
 #[cfg(feature = "hdf5")]
 fn hdf5_sink(options: &SinkOptions) -> Result<Box<dyn Sink>> {
     options.compression.check_available()?;
+    if let crate::Compression::Zstd(_) = options.compression {
+        return Err(Error::InvalidOptions(format!(
+            "compression {} is a Zarr codec, which the hdf5 sink does not write: use blosc-zstd (with cargo \
+             feature `blosc`) or deflate, or output.sink = \"zarr\"",
+            options.compression
+        )));
+    }
     Ok(Box::new(crate::hdf5::Hdf5Sink::new(options.clone())))
 }
 
@@ -119,4 +135,34 @@ fn hdf5_output(path: &Path) -> Result<Output> {
 #[cfg(not(feature = "hdf5"))]
 fn hdf5_output(_path: &Path) -> Result<Output> {
     Err(Error::FeatureDisabled { what: "reading a file (only HDF5 outputs are files)", feature: "hdf5" })
+}
+
+#[cfg(feature = "zarr")]
+fn zarr_sink(options: &SinkOptions) -> Result<Box<dyn Sink>> {
+    Ok(Box::new(crate::zarr::ZarrSink::new(options.clone())))
+}
+
+#[cfg(not(feature = "zarr"))]
+fn zarr_sink(_options: &SinkOptions) -> Result<Box<dyn Sink>> {
+    Err(Error::FeatureDisabled { what: "the zarr sink", feature: "zarr" })
+}
+
+#[cfg(feature = "zarr")]
+fn zarr_holds(path: &Path) -> bool {
+    crate::zarr::read::holds(path)
+}
+
+#[cfg(not(feature = "zarr"))]
+fn zarr_holds(path: &Path) -> bool {
+    path.join("zarr.json").is_file()
+}
+
+#[cfg(feature = "zarr")]
+fn zarr_output(path: &Path) -> Result<Output> {
+    crate::zarr::read::open(path)
+}
+
+#[cfg(not(feature = "zarr"))]
+fn zarr_output(_path: &Path) -> Result<Output> {
+    Err(Error::FeatureDisabled { what: "reading a Zarr store", feature: "zarr" })
 }

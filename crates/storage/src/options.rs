@@ -6,8 +6,8 @@ use std::str::FromStr;
 
 use crate::error::{Error, Result};
 
-/// Compression of stored frames (HDF5 only; the raw sink stores bytes as they are, so that
-/// `numpy.fromfile` can read them).
+/// Compression of stored frames (HDF5 and Zarr; the raw sink stores bytes as they are, so
+/// that `numpy.fromfile` can read them).
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Compression {
@@ -24,17 +24,22 @@ pub enum Compression {
     /// Blosc with Zstd at this level (1 … 9), after blosc's byte shuffle: smaller than
     /// LZ4, slower. Needs cargo feature `blosc` and, elsewhere, the blosc filter plugin.
     BloscZstd(u8),
+    /// Zstandard at this level (1 … 9): Zarr only (its `zstd` codec), where it is the
+    /// common choice; the HDF5 sink refuses it (use `blosc-zstd` there).
+    Zstd(u8),
 }
 
 /// The valid compression values, as listed in error messages.
-const COMPRESSION_VALUES: &str =
-    "none, deflate, deflate:LEVEL, blosc-lz4, blosc-lz4:LEVEL, blosc-zstd or blosc-zstd:LEVEL (LEVEL 1-9)";
+const COMPRESSION_VALUES: &str = "none, deflate, deflate:LEVEL (also spelled gzip), blosc-lz4, blosc-lz4:LEVEL, blosc-zstd, blosc-zstd:LEVEL, \
+     zstd or zstd:LEVEL (LEVEL 1-9)";
 
 impl Compression {
     /// Level used by `blosc-lz4` without `:LEVEL`.
     pub const DEFAULT_BLOSC_LZ4_LEVEL: u8 = 5;
     /// Level used by `blosc-zstd` without `:LEVEL`.
     pub const DEFAULT_BLOSC_ZSTD_LEVEL: u8 = 3;
+    /// Level used by `zstd` without `:LEVEL` (zstd's own default).
+    pub const DEFAULT_ZSTD_LEVEL: u8 = 3;
 
     /// Whether this compression uses the blosc HDF5 filter (cargo feature `blosc`).
     pub fn is_blosc(&self) -> bool {
@@ -61,12 +66,15 @@ impl fmt::Display for Compression {
             Compression::Deflate(level) => write!(f, "deflate:{level}"),
             Compression::BloscLz4(level) => write!(f, "blosc-lz4:{level}"),
             Compression::BloscZstd(level) => write!(f, "blosc-zstd:{level}"),
+            Compression::Zstd(level) => write!(f, "zstd:{level}"),
         }
     }
 }
 
 /// Parses `none`, `deflate` (level 4), `deflate:LEVEL`, `blosc-lz4` (level 5),
-/// `blosc-lz4:LEVEL`, `blosc-zstd` (level 3) or `blosc-zstd:LEVEL`, as written in config files.
+/// `blosc-lz4:LEVEL`, `blosc-zstd` (level 3), `blosc-zstd:LEVEL`, `zstd` (level 3) or
+/// `zstd:LEVEL`, as written in config files; `gzip` is another name of `deflate` (the same
+/// zlib stream: Zarr calls its codec `gzip`).
 /// Blosc values parse in every build; a build without feature `blosc` refuses them when the
 /// HDF5 sink is opened.
 impl FromStr for Compression {
@@ -83,9 +91,10 @@ impl FromStr for Compression {
         };
         match (name, level) {
             ("none", None) => Ok(Compression::None),
-            ("deflate", l) => Ok(Compression::Deflate(l.unwrap_or(4))),
+            ("deflate" | "gzip", l) => Ok(Compression::Deflate(l.unwrap_or(4))),
             ("blosc-lz4", l) => Ok(Compression::BloscLz4(l.unwrap_or(Self::DEFAULT_BLOSC_LZ4_LEVEL))),
             ("blosc-zstd", l) => Ok(Compression::BloscZstd(l.unwrap_or(Self::DEFAULT_BLOSC_ZSTD_LEVEL))),
+            ("zstd", l) => Ok(Compression::Zstd(l.unwrap_or(Self::DEFAULT_ZSTD_LEVEL))),
             _ => Err(bad()),
         }
     }
@@ -95,11 +104,12 @@ impl FromStr for Compression {
 /// sinks by name alone. Options a sink has no use for are ignored by it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SinkOptions {
-    /// Output: a directory for `raw`, a file for `hdf5`, unused by `null`.
+    /// Output: a directory for `raw` and `zarr` (a Zarr v3 directory store), a file for
+    /// `hdf5`, unused by `null`.
     pub path: PathBuf,
     /// Replace an existing output instead of refusing to start.
     pub overwrite: bool,
-    /// Compression (HDF5 only; blosc needs cargo feature `blosc`).
+    /// Compression (HDF5 and Zarr; blosc in HDF5 needs cargo feature `blosc`, zstd is Zarr's).
     pub compression: Compression,
     /// Frames per HDF5 chunk. 1 (the default) lets each frame go to disk as whole chunks,
     /// the fastest and most crash-proof; larger values help compression. A frame of a field
@@ -136,6 +146,11 @@ pub struct SinkOptions {
     /// Blosc: the threads of c-blosc's pool, which compresses each chunk's blocks in
     /// parallel inside HDF5's filter (a process-wide setting of c-blosc).
     pub compression_threads: usize,
+    /// Zarr only: frames per shard. 1 (the default) stores each frame of each field as its
+    /// own chunk file; more puts that many frames' chunks into one shard file (Zarr's
+    /// sharding codec: fewer files, one frame per inner chunk), rewritten whole, atomically,
+    /// with every frame, so a frame costs up to this many frames of writing.
+    pub shard_frames: usize,
 }
 
 /// The default of [`SinkOptions::compression_threads`]: the machine's cores, up to 4
@@ -157,6 +172,7 @@ impl Default for SinkOptions {
             compression_threads: default_compression_threads(),
             xdmf: false,
             swmr: false,
+            shard_frames: 1,
         }
     }
 }
@@ -215,6 +231,12 @@ impl SinkOptions {
         self
     }
 
+    /// Sets [`SinkOptions::shard_frames`].
+    pub fn with_shard_frames(mut self, shard_frames: usize) -> Self {
+        self.shard_frames = shard_frames;
+        self
+    }
+
     /// Sets [`SinkOptions::swmr`].
     pub fn with_swmr(mut self, swmr: bool) -> Self {
         self.swmr = swmr;
@@ -233,6 +255,11 @@ impl SinkOptions {
         if self.chunk_frames == 0 {
             return Err(Error::InvalidOptions("chunk_frames is 0: use 1 or more frames per chunk".into()));
         }
+        if self.shard_frames == 0 {
+            return Err(Error::InvalidOptions(
+                "shard_frames is 0: use 1 (no sharding) or more frames per shard".into(),
+            ));
+        }
         if self.compression_threads == 0 {
             return Err(Error::InvalidOptions(
                 "compression_threads is 0: use 1 (compress on the writer thread) or more".into(),
@@ -243,6 +270,7 @@ impl SinkOptions {
             Compression::Deflate(l) => Some(("deflate", l)),
             Compression::BloscLz4(l) => Some(("blosc-lz4", l)),
             Compression::BloscZstd(l) => Some(("blosc-zstd", l)),
+            Compression::Zstd(l) => Some(("zstd", l)),
         };
         if let Some((name, l)) = level
             && !(1..=9).contains(&l)

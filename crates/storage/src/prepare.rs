@@ -14,6 +14,8 @@ pub(crate) enum OutputKind {
     RawDir,
     /// One HDF5 file.
     File,
+    /// A Zarr store: a directory with a root `zarr.json`.
+    ZarrStore,
 }
 
 /// The directory `path` will be created in (`.` for a bare name).
@@ -81,6 +83,11 @@ pub(crate) fn check(path: &Path, overwrite: bool, kind: OutputKind) -> Result<bo
             path: path.to_path_buf(),
             reason: "it is not a raw output directory (only .bin and .json files)",
         }),
+        OutputKind::ZarrStore if existing.is_dir() && path.join("zarr.json").is_file() => Ok(true),
+        OutputKind::ZarrStore => Err(Error::CannotReplace {
+            path: path.to_path_buf(),
+            reason: "it is not a Zarr store (a directory with a root zarr.json)",
+        }),
     }
 }
 
@@ -92,7 +99,9 @@ pub(crate) fn prepare(path: &Path, overwrite: bool, kind: OutputKind) -> Result<
     }
     match kind {
         OutputKind::File => fs::remove_file(path).map_err(|e| Error::io("cannot remove old output", path, e)),
-        OutputKind::RawDir => fs::remove_dir_all(path).map_err(|e| Error::io("cannot remove old output", path, e)),
+        OutputKind::RawDir | OutputKind::ZarrStore => {
+            fs::remove_dir_all(path).map_err(|e| Error::io("cannot remove old output", path, e))
+        }
     }
 }
 
@@ -149,7 +158,7 @@ impl Drop for Staged {
         if !self.published {
             let _ = match self.kind {
                 OutputKind::File => fs::remove_file(&self.staging),
-                OutputKind::RawDir => fs::remove_dir_all(&self.staging),
+                OutputKind::RawDir | OutputKind::ZarrStore => fs::remove_dir_all(&self.staging),
             };
         }
     }

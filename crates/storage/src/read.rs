@@ -14,6 +14,8 @@ pub enum OutputFormat {
     Raw,
     /// A file written by the HDF5 sink.
     Hdf5,
+    /// A Zarr v3 store written by the Zarr sink.
+    Zarr,
 }
 
 /// One stream of an output, as far as it was written.

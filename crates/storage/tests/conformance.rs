@@ -52,6 +52,12 @@ fn hdf5_sink_conforms_with_every_option_set() {
     assert_conforms(&["hdf5"]);
 }
 
+#[cfg(feature = "zarr")]
+#[test]
+fn zarr_sink_conforms_with_sharding_and_every_codec() {
+    assert_conforms(&["zarr"]);
+}
+
 /// A raw sink that stores one byte of every frame flipped but reports the frames it was
 /// given, so only reading the output back can tell.
 struct FlipsAByte {

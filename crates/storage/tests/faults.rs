@@ -76,10 +76,18 @@ fn a_missing_parent_directory_is_named_and_nothing_is_created() {
 fn sink_names_and_options_are_checked_up_front() {
     let err = open_sink("tape", &SinkOptions::default()).err().unwrap();
     assert!(matches!(err, Error::UnknownSink(..)), "{err}");
-    assert!(err.to_string().contains("null, raw, hdf5"), "{err}");
-    assert_eq!(wgpipe_storage::SINK_NAMES, ["null", "raw", "hdf5"]);
+    assert!(err.to_string().contains("null, raw, hdf5, zarr"), "{err}");
+    assert_eq!(wgpipe_storage::SINK_NAMES, ["null", "raw", "hdf5", "zarr"]);
     let zero = SinkOptions::new("x").with_chunk_frames(0);
     assert!(matches!(open_sink("raw", &zero).err().unwrap(), Error::InvalidOptions(_)));
+    // zstd is a Zarr codec: the HDF5 sink names the values it takes instead.
+    let zstd = SinkOptions::new("x.h5").with_compression("zstd".parse().unwrap());
+    if cfg!(feature = "hdf5") {
+        let err = open_sink("hdf5", &zstd).err().unwrap();
+        assert!(err.to_string().contains("blosc-zstd"), "{err}");
+    }
+    let zero = SinkOptions::new("x").with_shard_frames(0);
+    assert!(matches!(open_sink("zarr", &zero).err().unwrap(), Error::InvalidOptions(_)));
     let hdf5 = open_sink("hdf5", &SinkOptions::new("x.h5"));
     if cfg!(feature = "hdf5") {
         assert!(hdf5.is_ok());
@@ -98,6 +106,11 @@ fn sink_names_and_options_are_checked_up_front() {
         ("blosc-lz4:1", true),
         ("blosc-zstd:9", true),
         ("blosc-zstd:10", false),
+        ("zstd", true),
+        ("zstd:7", true),
+        ("zstd:0", false),
+        ("gzip", true),
+        ("gzip:2", true),
         ("blosc", false),
         ("none:3", false),
     ] {

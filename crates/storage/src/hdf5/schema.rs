@@ -98,7 +98,7 @@ pub(crate) fn create(
         set_attr(root, k, v).map_err(err(format!("cannot write attribute {k:?} to")))?;
     }
     set_bool(root, "complete", false).map_err(err("cannot write attribute \"complete\" to".into()))?;
-    let dims = super::netcdf::Dimensions::of(layout);
+    let dims = crate::dimensions::Dimensions::of(layout);
     layout
         .streams
         .iter()
@@ -117,7 +117,7 @@ fn create_stream(
     layout: &StreamLayout,
     s: &StreamInfo,
     index: u64,
-    dims: &super::netcdf::Dimensions,
+    dims: &crate::dimensions::Dimensions,
     plan: &Plan,
 ) -> hdf5::Result<StreamSets> {
     let group = file.create_group(&s.name)?;
@@ -173,6 +173,8 @@ fn create_field(group: &Group, f: &FieldSpec, chunk: &[usize], frames: usize, pl
         // Refused before any file exists (`Compression::check_available`).
         #[cfg(not(feature = "blosc"))]
         Compression::BloscLz4(_) | Compression::BloscZstd(_) => b,
+        // Refused when the sink is opened (`open.rs`): zstd is Zarr's.
+        Compression::Zstd(_) => b,
     };
     if plan.chunk_cache && plan.compression != Compression::None {
         // A filtered chunk should stay in the cache until all its frames are in: room for

@@ -4,8 +4,9 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use super::meta::{RUN_FILE, attrs_from_json, read_run};
+use super::meta::{RUN_FILE, read_run};
 use crate::error::{Error, Result};
+use crate::json_meta::attrs_from_json;
 use crate::read::{Output, OutputFormat, Reader, StreamSummary};
 
 /// Per stream: one data file per field (layout order) and the steps file.

@@ -6,12 +6,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::meta::{
-    FORMAT, FORMAT_VERSION, FieldEntry, FieldMeta, RUN_FILE, RunMeta, RunStream, attrs_to_json, data_file, meta_file,
-    read_run, steps_file, write_json,
+    FORMAT, FORMAT_VERSION, FieldMeta, RUN_FILE, RunMeta, RunStream, data_file, meta_file, read_run, steps_file,
+    write_json,
 };
 use crate::error::{Error, Result};
 use crate::frame::Fields;
 use crate::frame::Frame;
+use crate::json_meta::{FieldEntry, attrs_to_json};
 use crate::options::SinkOptions;
 use crate::prepare::{OutputKind, Staged, sync_dir};
 use crate::protocol::{Backend, Checked, Outcome};

@@ -133,6 +133,30 @@ pub fn cases(dir: &Path) -> Vec<Case> {
             options: SinkOptions::new(dir.join("out-chunk4.h5")).with_chunk_frames(4).with_fsync(true),
         });
     }
+    if cfg!(feature = "zarr") {
+        v.push(Case { label: "zarr", kind: "zarr", options: SinkOptions::new(dir.join("out.zarr")) });
+        v.push(Case {
+            label: "zarr zstd, 3 frames per shard",
+            kind: "zarr",
+            options: SinkOptions::new(dir.join("out-zstd.zarr"))
+                .with_compression(Compression::Zstd(3))
+                .with_shard_frames(3),
+        });
+        v.push(Case {
+            label: "zarr gzip fsync",
+            kind: "zarr",
+            options: SinkOptions::new(dir.join("out-gzip.zarr"))
+                .with_compression(Compression::Deflate(4))
+                .with_fsync(true),
+        });
+        v.push(Case {
+            label: "zarr blosc-lz4, 4 frames per shard",
+            kind: "zarr",
+            options: SinkOptions::new(dir.join("out-blosc.zarr"))
+                .with_compression(Compression::BloscLz4(5))
+                .with_shard_frames(4),
+        });
+    }
     #[cfg(feature = "blosc")]
     {
         v.push(Case {

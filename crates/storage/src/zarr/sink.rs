@@ -1,0 +1,328 @@
+//! The Zarr sink: a Zarr v3 directory store, one group per stream, one array per field.
+//!
+//! Crash safety comes from two orders. Within a value: every chunk, shard and `zarr.json`
+//! is replaced atomically ([`AtomicDirStore`]). Between values: a frame's chunks are
+//! written before any array's shape grows to include them, and the steps array grows last,
+//! so a reader (or a kill) never sees a frame whose data is missing. After a kill, a
+//! stream's frames are those of its shortest array, every one of them whole; the field
+//! arrays may hold one frame more than `steps` for the instant between their updates, which
+//! [`crate::open_output`] leaves out and `--resume` rewrites.
+
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+
+use zarrs::array::{Array, ArrayBytes};
+
+use super::read::{self, read_root};
+use super::schema::{
+    ArrayPlan, METADATA_FILE, Root, STEPS_CHUNK, StreamState, field_array, field_entries, steps_array, store_err,
+    write_root, write_stream,
+};
+use super::store::AtomicDirStore;
+use crate::dimensions::Dimensions;
+use crate::error::{Error, Result};
+use crate::frame::{Fields, Frame};
+use crate::options::SinkOptions;
+use crate::prepare::{OutputKind, Staged, sync_dir};
+use crate::protocol::{Backend, Checked, Outcome};
+use crate::read::OutputFormat;
+use crate::schema::{StreamInfo, StreamLayout};
+use crate::time::now_rfc3339;
+
+/// One stream's arrays and what of them is still in memory.
+#[derive(Debug)]
+struct StreamArrays {
+    info: StreamInfo,
+    /// Its position among the store's streams (kept ones first).
+    index: usize,
+    fields: Vec<Array<AtomicDirStore>>,
+    steps: Array<AtomicDirStore>,
+    /// The steps of the current chunk of the steps array (rewritten with every frame).
+    steps_chunk: Vec<u64>,
+    /// Sharded: per field, the frames of the current shard (rewritten with every frame).
+    shards: Vec<Vec<u8>>,
+}
+
+/// State between `begin` and `finish`.
+#[derive(Debug)]
+struct Open {
+    store: Arc<AtomicDirStore>,
+    root: Root,
+    streams: Vec<StreamArrays>,
+    /// Appending: whether every stream kept from the existing store is complete.
+    kept_complete: bool,
+    plan: ArrayPlan,
+    /// Bytes of one frame of each field.
+    field_bytes: Vec<usize>,
+}
+
+/// The Zarr backend: writes a Zarr v3 directory store readable by zarr-python 3, xarray
+/// (`xr.open_zarr(path, group=STREAM)`), zarrs and every Zarr v3 reader.
+///
+/// Each field of each stream is an array shaped `[frames, *shape]` with `dimension_names`,
+/// one frame per chunk (or per inner chunk of `shard_frames`-frame shards), compressed with
+/// `zstd`, `gzip` or `blosc` ([`crate::Compression`]); `steps` holds each frame's
+/// simulation step. The layout is described in the guide ("Output formats").
+#[derive(Debug)]
+pub struct ZarrBackend {
+    options: SinkOptions,
+    open: Option<Open>,
+}
+
+/// The Zarr sink: [`ZarrBackend`] driven through the sink protocol.
+pub type ZarrSink = Checked<ZarrBackend>;
+
+impl ZarrSink {
+    /// A Zarr sink writing the store `options.path` (a directory, created by `begin`).
+    pub fn new(options: SinkOptions) -> Self {
+        Checked::from(ZarrBackend { options, open: None })
+    }
+}
+
+/// The index of a frame's chunk along the frame axis, and the frame's slot in it.
+fn chunk_of(index: u64, frames_per_chunk: u64) -> (u64, usize) {
+    (index / frames_per_chunk, (index % frames_per_chunk) as usize)
+}
+
+impl ZarrBackend {
+    fn dir(&self) -> &Path {
+        &self.options.path
+    }
+
+    /// The arrays of stream `s`, numbered `index`, holding `frames` frames (not stored).
+    fn stream_arrays(
+        store: &Arc<AtomicDirStore>,
+        layout: &StreamLayout,
+        s: &StreamInfo,
+        index: usize,
+        plan: ArrayPlan,
+    ) -> Result<StreamArrays> {
+        let dims = Dimensions::of(layout);
+        let fields = layout
+            .fields
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let names = dims.names_of(i).into_iter().map(str::to_owned).collect();
+                field_array(store, &s.name, f, names, plan, 0)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let shards = if plan.shard_frames > 1 {
+            layout
+                .fields
+                .iter()
+                .map(|f| vec![0u8; f.bytes().unwrap_or_default() * plan.shard_frames as usize])
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(StreamArrays {
+            info: s.clone(),
+            index,
+            fields,
+            steps: steps_array(store, &s.name, &dims.time, 0)?,
+            steps_chunk: vec![0; STEPS_CHUNK as usize],
+            shards,
+        })
+    }
+
+    /// Creates every stream's group and arrays (empty) in `store`.
+    fn create_streams(store: &Arc<AtomicDirStore>, streams: &[StreamArrays]) -> Result<()> {
+        for s in streams {
+            write_stream(store, &s.info, StreamState { index: s.index, frames: 0, complete: false })?;
+            for a in s.fields.iter().chain([&s.steps]) {
+                a.store_metadata().map_err(|e| store_err(store, "cannot create", a.path().as_str(), e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates a new store (built under a staging name, published once whole) or adds the
+    /// layout's streams to an existing one (`append`).
+    fn create(&self, layout: &StreamLayout) -> Result<Open> {
+        let plan = ArrayPlan { compression: self.options.compression, shard_frames: self.options.shard_frames as u64 };
+        let existing = if self.options.append {
+            crate::append::check(self.dir(), layout, OutputFormat::Zarr, read::open)?
+        } else {
+            None
+        };
+        let fsync = self.options.fsync;
+        let (root, kept_complete) = match &existing {
+            None => {
+                let root = Root {
+                    created: now_rfc3339(),
+                    fields: field_entries(&layout.fields),
+                    streams: layout.streams.iter().map(|s| s.name.clone()).collect(),
+                    attributes: layout.attributes.clone(),
+                    complete: false,
+                };
+                let staged = Staged::prepare(self.dir(), self.options.overwrite, OutputKind::ZarrStore)?;
+                fs::create_dir(staged.staging())
+                    .map_err(|e| Error::io("cannot create directory", staged.staging(), e))?;
+                let store = Arc::new(AtomicDirStore::new(staged.staging(), fsync));
+                write_root(&store, &root)?;
+                let streams = self.all_stream_arrays(&store, layout, 0, plan)?;
+                Self::create_streams(&store, &streams)?;
+                staged.publish(fsync)?;
+                (root, true)
+            }
+            Some(existing) => {
+                let store = Arc::new(AtomicDirStore::new(self.dir(), fsync));
+                let mut root = read_root(self.dir())?;
+                // The root stops listing the streams to rewrite before their groups go, so a
+                // kill in between leaves a store that opens (they are simply missing).
+                root.streams.retain(|s| !existing.replace.contains(s));
+                root.complete = false;
+                write_root(&store, &root)?;
+                for name in &existing.replace {
+                    let group = self.dir().join(name);
+                    match fs::remove_dir_all(&group) {
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                            return Err(Error::io("cannot delete incomplete stream", group, e));
+                        }
+                        _ => {}
+                    }
+                }
+                let first = root.streams.len();
+                root.streams.extend(layout.streams.iter().map(|s| s.name.clone()));
+                let streams = self.all_stream_arrays(&store, layout, first, plan)?;
+                Self::create_streams(&store, &streams)?;
+                write_root(&store, &root)?;
+                (root, existing.others_complete)
+            }
+        };
+        // The arrays write through a store at the published path.
+        let store = Arc::new(AtomicDirStore::new(self.dir(), fsync));
+        let first = root.streams.len() - layout.streams.len();
+        let streams = self.all_stream_arrays(&store, layout, first, plan)?;
+        let field_bytes = layout.fields.iter().map(|f| f.bytes().unwrap_or_default()).collect();
+        Ok(Open { store, root, streams, kept_complete, plan, field_bytes })
+    }
+
+    fn all_stream_arrays(
+        &self,
+        store: &Arc<AtomicDirStore>,
+        layout: &StreamLayout,
+        first: usize,
+        plan: ArrayPlan,
+    ) -> Result<Vec<StreamArrays>> {
+        layout.streams.iter().enumerate().map(|(i, s)| Self::stream_arrays(store, layout, s, first + i, plan)).collect()
+    }
+}
+
+/// Sets the frame count of `array` to `frames` and replaces its metadata.
+fn set_frames(store: &AtomicDirStore, array: &mut Array<AtomicDirStore>, frames: u64) -> Result<()> {
+    let mut shape = array.shape().to_vec();
+    shape[0] = frames;
+    let path = array.path().as_str().to_owned();
+    array.set_shape(shape).map_err(|e| store_err(store, "cannot resize", &path, e))?;
+    array.store_metadata().map_err(|e| store_err(store, "cannot write the metadata of", &path, e))
+}
+
+impl Backend for ZarrBackend {
+    /// Names that cannot be Zarr nodes here: `__`-prefixed (reserved by Zarr v3), `.`-prefixed
+    /// (the store's temporary files), `zarr.json`; and options the sink has no use for.
+    fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
+        let names =
+            layout.streams.iter().map(|s| ("stream", &s.name)).chain(layout.fields.iter().map(|f| ("field", &f.name)));
+        for (kind, name) in names {
+            if name.starts_with("__") || name.starts_with('.') || name == METADATA_FILE {
+                return Err(Error::InvalidLayout(format!(
+                    "{kind} name {name:?} cannot name a Zarr group or array (no leading \"__\" or \".\", not \
+                     {METADATA_FILE:?}): rename the {kind}"
+                )));
+            }
+        }
+        if self.options.chunk_frames != 1 {
+            return Err(Error::InvalidOptions(format!(
+                "chunk_frames = {}: the zarr sink stores one frame per chunk; group frames into shard files with \
+                 shard_frames instead",
+                self.options.chunk_frames
+            )));
+        }
+        Ok(())
+    }
+
+    fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
+        self.options.check()?;
+        self.check_layout(layout)?;
+        self.open = Some(self.create(layout)?);
+        Ok(())
+    }
+
+    fn write(&mut self, frame: &Frame, fields: Fields<'_>) -> Result<Option<u64>> {
+        let open = self.open.as_mut().ok_or(Error::Usage("write called before begin"))?;
+        let store = &open.store;
+        let s = &mut open.streams[frame.stream];
+        let shard = open.plan.shard_frames;
+        let (chunk, slot) = chunk_of(frame.index, shard);
+        // 1. The frame's chunks (or the shards holding it), each replaced atomically.
+        for (fi, bytes) in fields.iter().enumerate() {
+            let array = &s.fields[fi];
+            let mut indices = vec![0u64; array.dimensionality()];
+            indices[0] = chunk;
+            let data = if shard > 1 {
+                let n = open.field_bytes[fi];
+                let buffer = &mut s.shards[fi];
+                if slot == 0 {
+                    buffer.fill(0);
+                }
+                buffer[slot * n..(slot + 1) * n].copy_from_slice(bytes);
+                ArrayBytes::new_flen(buffer.as_slice())
+            } else {
+                ArrayBytes::new_flen(bytes)
+            };
+            let path = array.path().as_str();
+            array.store_chunk(&indices, data).map_err(|e| store_err(store, "cannot write frame to", path, e))?;
+        }
+        let (steps_chunk, steps_slot) = chunk_of(frame.index, STEPS_CHUNK);
+        if steps_slot == 0 {
+            s.steps_chunk.fill(0);
+        }
+        s.steps_chunk[steps_slot] = frame.step;
+        let steps_path = s.steps.path().as_str().to_owned();
+        s.steps
+            .store_chunk(&[steps_chunk], s.steps_chunk.as_slice())
+            .map_err(|e| store_err(store, "cannot write the step to", &steps_path, e))?;
+        // 2. Only then the shapes grow to hold the frame: the fields, then steps.
+        let frames = frame.index + 1;
+        for array in s.fields.iter_mut().chain([&mut s.steps]) {
+            set_frames(store, array, frames)?;
+        }
+        Ok(None)
+    }
+
+    fn finish(&mut self, outcome: &Outcome<'_>) -> Result<()> {
+        let mut open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;
+        let store = open.store.clone();
+        let mut first_err = None;
+        for (s, &n) in open.streams.iter_mut().zip(outcome.frames()) {
+            if outcome.failed() {
+                // A failed write may have grown some arrays past the frames acknowledged.
+                for array in s.fields.iter_mut().chain([&mut s.steps]) {
+                    if array.shape()[0] != n
+                        && let Err(e) = set_frames(&store, array, n)
+                    {
+                        first_err.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        let stored = first_err.is_none();
+        for (i, (s, &n)) in open.streams.iter().zip(outcome.frames()).enumerate() {
+            let state = StreamState { index: s.index, frames: n, complete: stored && outcome.stream_complete(i, n) };
+            if let Err(e) = write_stream(&store, &s.info, state) {
+                first_err.get_or_insert(e);
+            }
+        }
+        open.root.complete = first_err.is_none() && outcome.complete() && open.kept_complete;
+        let root = write_root(&store, &open.root);
+        if self.options.fsync {
+            root.and_then(|()| sync_dir(self.dir()))?;
+        } else {
+            root?;
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
