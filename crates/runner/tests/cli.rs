@@ -267,10 +267,10 @@ fn no_matching_device_and_existing_output_are_refused() {
     );
 }
 
-/// A batch config of `runs` [[runs]] entries writing `out.h5`.
-fn batch_config(runs: usize) -> String {
-    let mut c = String::from(
-        "[grid]\nrows = 16\ncols = 16\n[run]\nframes = 3\nsteps_per_frame = 4\n[devices]\nselect = [0]\ncount = 2\n[output]\npath = \"out.h5\"\n",
+/// A batch config of `runs` [[runs]] entries writing `path` with the sink `sink`.
+fn batch_config(runs: usize, sink: &str, path: &str) -> String {
+    let mut c = format!(
+        "[grid]\nrows = 16\ncols = 16\n[run]\nframes = 3\nsteps_per_frame = 4\n[devices]\nselect = [0]\ncount = 2\n[output]\nsink = \"{sink}\"\npath = \"{path}\"\n",
     );
     for i in 0..runs {
         c.push_str(&format!("[[runs]]\nname = \"r{i}\"\nkernel.params.feed = 0.0{}\nrun.seed = {i}\n", i + 2));
@@ -292,21 +292,22 @@ fn batch_runs_are_streams_with_their_parameters() {
     assert_eq!(s.attributes.get("kill"), Some(&wgpipe::storage::AttrValue::Float32(0.06)));
 }
 
-#[test]
-fn resume_runs_only_the_missing_runs() {
+/// Runs two runs of a batch with `sink` into `path`, then the four of the same batch with
+/// `--resume`: only the two missing ones run, the first two are untouched.
+fn resume_runs_only_the_missing_runs(sink: &str, path: &str) {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("two.toml"), batch_config(2)).unwrap();
-    std::fs::write(dir.path().join("four.toml"), batch_config(4)).unwrap();
+    std::fs::write(dir.path().join("two.toml"), batch_config(2, sink, path)).unwrap();
+    std::fs::write(dir.path().join("four.toml"), batch_config(4, sink, path)).unwrap();
     let out = wgpipe(dir.path(), &["run", "two.toml"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let before = open_output(dir.path().join("out.h5")).unwrap();
+    let before = open_output(dir.path().join(path)).unwrap();
     let first: Vec<Vec<f32>> = (0..2).map(|s| before.read_f32(s, 0, 2).unwrap()).collect();
     drop(before);
     let out = wgpipe(dir.path(), &["run", "four.toml", "--resume"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("2 runs complete, 2 to run"), "{}", stderr(&out));
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("6 frames"), "only the new runs ran");
-    let after = open_output(dir.path().join("out.h5")).unwrap();
+    let after = open_output(dir.path().join(path)).unwrap();
     let names: Vec<&str> = after.streams().iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["r0", "r1", "r2", "r3"]);
     assert!(after.complete() && after.streams().iter().all(|s| s.complete && s.frames == 3));
@@ -316,6 +317,74 @@ fn resume_runs_only_the_missing_runs() {
     drop(after);
     let out = wgpipe(dir.path(), &["run", "four.toml", "--resume"]);
     assert!(out.status.success() && stderr(&out).contains("nothing to do"), "{}", stderr(&out));
+}
+
+#[test]
+fn resume_runs_only_the_missing_runs_of_an_hdf5_file() {
+    resume_runs_only_the_missing_runs("hdf5", "out.h5");
+}
+
+#[test]
+fn resume_runs_only_the_missing_runs_of_a_zarr_store() {
+    resume_runs_only_the_missing_runs("zarr", "out.zarr");
+}
+
+/// The same run through the Zarr sink and the HDF5 sink stores the same frames and steps;
+/// `wgpipe info` describes the store and `wgpipe render` draws its frames.
+#[test]
+fn a_zarr_store_holds_what_the_hdf5_file_holds_and_info_and_render_read_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let fields = ["--set", "output.fields=[\"u\", \"v\"]"];
+    let h5 = wgpipe(dir.path(), &tiny_args(&[&["--set", "output.path=t.h5"][..], &fields].concat()));
+    assert!(h5.status.success(), "{}", stderr(&h5));
+    let zarr = ["--set", "output.sink=zarr", "--set", "output.path=t.zarr", "--set", "output.compression=zstd"];
+    let out = wgpipe(dir.path(), &tiny_args(&[&zarr[..], &fields].concat()));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (a, b) = (open_output(dir.path().join("t.h5")).unwrap(), open_output(dir.path().join("t.zarr")).unwrap());
+    assert_eq!(b.format(), wgpipe::storage::OutputFormat::Zarr);
+    assert!(b.complete());
+    assert_eq!(a.fields(), b.fields());
+    assert_eq!(a.streams().len(), b.streams().len());
+    for s in 0..a.streams().len() {
+        assert_eq!(a.streams()[s].frames, b.streams()[s].frames);
+        assert_eq!(a.streams()[s].attributes, b.streams()[s].attributes, "parameters with their types");
+        assert_eq!(a.steps(s).unwrap(), b.steps(s).unwrap());
+        for f in 0..a.fields().len() {
+            for i in 0..a.streams()[s].frames {
+                assert_eq!(
+                    a.read_field(s, f, i).unwrap(),
+                    b.read_field(s, f, i).unwrap(),
+                    "stream {s} field {f} frame {i}"
+                );
+            }
+        }
+    }
+    let info = wgpipe(dir.path(), &["info", "t.zarr"]);
+    assert!(info.status.success(), "{}", stderr(&info));
+    let text = String::from_utf8_lossy(&info.stdout);
+    assert!(text.contains("t.zarr (Zarr v3 store)") && text.contains("complete: yes"), "{text}");
+    let render = wgpipe(dir.path(), &["render", "t.zarr", "--frame", "1", "--field", "v", "-o", "z.png"]);
+    assert!(render.status.success(), "{}", stderr(&render));
+    let (w, h, _) = decode_png(&dir.path().join("z.png"));
+    assert_eq!((w, h), (12, 16));
+}
+
+#[test]
+fn zarr_options_are_checked_at_their_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    for (set, key, says) in [
+        ("output.shard_frames=4", "output.shard_frames", "only the zarr sink has shards"),
+        ("output.compression=zstd", "output.compression", "Zarr codec"),
+    ] {
+        let out = wgpipe(dir.path(), &tiny_args(&["--set", set]));
+        assert_eq!(out.status.code(), Some(1), "{set}: {}", stderr(&out));
+        assert!(stderr(&out).contains(key) && stderr(&out).contains(says), "{set}: {}", stderr(&out));
+    }
+    let chunked = ["--set", "output.sink=zarr", "--set", "output.path=c.zarr", "--set", "output.chunk_frames=2"];
+    let out = wgpipe(dir.path(), &tiny_args(&chunked));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("output.chunk_frames") && stderr(&out).contains("shard_frames"), "{}", stderr(&out));
+    assert!(!dir.path().join("c.zarr").exists());
 }
 
 #[cfg(unix)]
@@ -380,7 +449,7 @@ impl wgpipe::storage::Sink for FailingSink {
 fn resume_rewrites_a_stream_left_incomplete_by_a_failed_run() {
     let dir = tempfile::tempdir().unwrap();
     let config_path = dir.path().join("two.toml");
-    std::fs::write(&config_path, batch_config(2)).unwrap();
+    std::fs::write(&config_path, batch_config(2, "hdf5", "out.h5")).unwrap();
     // The first run, through the library: one device, r0's 3 frames and 1 of r1's, then
     // the sink fails.
     let out_path = dir.path().join("out.h5");

@@ -12,7 +12,7 @@
 //! the file (see [`kills_resumed_runs`]).
 //!
 //! `WGPIPE_KILL_SEED=N` picks the seed (default below; every failure prints the one used),
-//! `WGPIPE_KILLS=N` the number of kills (default 20, spread over the four scenarios).
+//! `WGPIPE_KILLS=N` the number of kills (default 20, spread over the five scenarios).
 //! Needs `h5dump` (Debian: `apt-get install hdf5-tools`).
 #![cfg(unix)]
 #![expect(clippy::unwrap_used, reason = "tests fail loudly")]
@@ -34,7 +34,7 @@ const DEFAULT_SEED: u64 = 0x6b69_6c6c_2d39;
 const DEFAULT_KILLS: usize = 20;
 /// Sink and noise of each scenario: noise 0 is the exact start pattern, noise > 0 draws the
 /// start state from the run's seed, which a resumed stream must draw again identically.
-const SCENARIOS: [(&str, f32); 4] = [("hdf5", 0.0), ("raw", 0.0), ("hdf5", 0.05), ("raw", 0.05)];
+const SCENARIOS: [(&str, f32); 5] = [("hdf5", 0.0), ("raw", 0.0), ("hdf5", 0.05), ("raw", 0.05), ("zarr", 0.05)];
 /// Attempts allowed per kill before the test gives up (runs that end before their kill).
 const ATTEMPTS_PER_KILL: usize = 6;
 /// Kills aimed at the creation of the output land this long after it appeared, at most.

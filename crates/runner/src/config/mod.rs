@@ -127,6 +127,7 @@ impl Config {
             .with_overwrite(file.output.overwrite)
             .with_compression(validate::compression(&file, &source)?)
             .with_chunk_frames(file.output.chunk_frames)
+            .with_shard_frames(file.output.shard_frames)
             .with_compression_threads(
                 file.output.compression_threads.unwrap_or_else(wgpipe_storage::default_compression_threads),
             )

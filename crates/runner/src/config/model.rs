@@ -345,13 +345,14 @@ impl Default for IoSection {
 pub struct OutputSection {
     /// The sink that stores the frames.
     ///
-    /// Accepted values: `"hdf5"` (one HDF5 file, a group per stream), `"raw"` (a directory of
-    /// little-endian binary files, one per stream and field, with JSON metadata, readable with
-    /// `numpy.fromfile`) or `"null"` (stores nothing and counts the frames: for measuring the
-    /// pipeline).
+    /// Accepted values: `"hdf5"` (one HDF5 file, a group per stream), `"zarr"` (a Zarr v3
+    /// directory store, a group per stream and an array per field, read by zarr-python and
+    /// xarray), `"raw"` (a directory of little-endian binary files, one per stream and field,
+    /// with JSON metadata, readable with `numpy.fromfile`) or `"null"` (stores nothing and
+    /// counts the frames: for measuring the pipeline).
     pub sink: String,
-    /// Where the output goes: the HDF5 file, or the raw sink's directory, relative to the
-    /// working directory. The null sink ignores it.
+    /// Where the output goes: the HDF5 file, or the raw sink's or the Zarr store's directory,
+    /// relative to the working directory. The null sink ignores it.
     ///
     /// Accepted values: a path whose parent directory exists; an existing output is refused
     /// unless `output.overwrite` replaces it (or `wgpipe run --resume` adds to it).
@@ -372,20 +373,29 @@ pub struct OutputSection {
     /// Accepted values: `"f32"` (the values as computed) or `"f16"` (IEEE half precision, about 3
     /// significant digits); `"f32"` for a split grid (`grid.decomposition`).
     pub dtype: String,
-    /// How the HDF5 sink compresses its chunks. `LEVEL` runs from 1 to 9; without it,
-    /// deflate uses 4, blosc-lz4 5 and blosc-zstd 3. The blosc compressors need wgpipe built with
-    /// cargo feature `blosc`: a build without it refuses them here.
+    /// How the HDF5 and Zarr sinks compress their chunks. `LEVEL` runs from 1 to 9; without
+    /// it, deflate uses 4, blosc-lz4 5, blosc-zstd and zstd 3. `gzip` is deflate's other name
+    /// (Zarr's `gzip` codec). The HDF5 sink's blosc compressors need wgpipe built with cargo
+    /// feature `blosc` (a build without it refuses them here); Zarr's blosc is always there.
     ///
-    /// Accepted values: `"none"`, `"deflate"`, `"deflate:LEVEL"`, `"blosc-lz4"`,
-    /// `"blosc-lz4:LEVEL"`, `"blosc-zstd"` or `"blosc-zstd:LEVEL"`; other than `"none"`, hdf5
-    /// only.
+    /// Accepted values: `"none"`, `"deflate"`, `"deflate:LEVEL"`, `"gzip"`, `"gzip:LEVEL"`,
+    /// `"blosc-lz4"`, `"blosc-lz4:LEVEL"`, `"blosc-zstd"` or `"blosc-zstd:LEVEL"` (hdf5 and
+    /// zarr); `"zstd"` or `"zstd:LEVEL"` (zarr only).
     pub compression: String,
     /// Frames per HDF5 chunk. 1 writes each frame as whole chunks, the fastest and the most
-    /// crash-proof; more frames per chunk help compression. The raw sink has no chunks.
+    /// crash-proof; more frames per chunk help compression. The raw sink has no chunks; the
+    /// Zarr sink stores one frame per chunk (see `output.shard_frames`) and refuses other values.
     ///
     /// Accepted values: 1 or more, with one chunk (`chunk_frames` × one field's part of a frame)
     /// under 2^32 values and 2^32 bytes.
     pub chunk_frames: usize,
+    /// Frames per Zarr shard file. 1 stores each frame of each field as its own chunk file;
+    /// more groups that many frames into one shard (Zarr's sharding codec, one frame per inner
+    /// chunk): fewer files, at the cost of rewriting the shard, atomically, with every frame.
+    /// zarr only.
+    ///
+    /// Accepted values: 1 or more.
+    pub shard_frames: usize,
     /// Threads compressing each frame's HDF5 chunks at once with `"deflate"` (and
     /// `chunk_frames = 1`); 1 compresses on the writer thread alone. With blosc, the size of
     /// c-blosc's own thread pool (one setting per process).
@@ -415,6 +425,7 @@ impl Default for OutputSection {
             dtype: "f32".to_owned(),
             compression: "none".to_owned(),
             chunk_frames: 1,
+            shard_frames: 1,
             compression_threads: None,
             fsync: false,
             xdmf: false,

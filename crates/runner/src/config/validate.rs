@@ -30,6 +30,7 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
     }
     at_least_one("io.staging_buffers", file.io.staging_buffers as u64)?;
     at_least_one("output.chunk_frames", file.output.chunk_frames as u64)?;
+    at_least_one("output.shard_frames", file.output.shard_frames as u64)?;
     if let Some(threads) = file.output.compression_threads {
         at_least_one("output.compression_threads", threads as u64)?;
     }
@@ -44,10 +45,27 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
         ));
     }
     if file.output.sink != "null" && file.output.path.as_os_str().is_empty() {
-        return Err(src.invalid("output.path", "the path is empty: give a file (hdf5) or directory (raw)"));
+        return Err(src.invalid("output.path", "the path is empty: give a file (hdf5) or directory (raw, zarr)"));
     }
     compression(file, src)?;
     output_dtype(file, src)?;
+    if file.output.sink == "zarr" && file.output.chunk_frames != 1 {
+        return Err(src.invalid(
+            "output.chunk_frames",
+            "the zarr sink stores one frame per chunk: remove output.chunk_frames and group frames into shard \
+             files with output.shard_frames",
+        ));
+    }
+    if file.output.sink != "zarr" && file.output.shard_frames != 1 {
+        return Err(src.invalid(
+            "output.shard_frames",
+            format!(
+                "only the zarr sink has shards, and output.sink is {:?}: set output.sink = \"zarr\" or remove \
+                 output.shard_frames (hdf5 groups frames with output.chunk_frames)",
+                file.output.sink
+            ),
+        ));
+    }
     for (key, on) in [("output.xdmf", file.output.xdmf), ("output.swmr", file.output.swmr)] {
         if on && file.output.sink != "hdf5" {
             return Err(src.invalid(
@@ -131,6 +149,17 @@ pub(crate) fn output_dtype(file: &ConfigFile, src: &Source) -> Result<OutputDTyp
 pub(crate) fn compression(file: &ConfigFile, src: &Source) -> Result<Compression> {
     let invalid = |e: wgpipe_storage::Error| src.invalid("output.compression", e.to_string());
     let compression = Compression::from_str(&file.output.compression).map_err(invalid)?;
-    compression.check_available().map_err(invalid)?;
+    // Only the HDF5 sink's blosc needs a cargo feature; zstd is the Zarr sink's alone.
+    if file.output.sink == "hdf5" {
+        compression.check_available().map_err(invalid)?;
+        if let Compression::Zstd(_) = compression {
+            return Err(src.invalid(
+                "output.compression",
+                format!(
+                    "{compression} is a Zarr codec: use blosc-zstd or deflate with hdf5, or output.sink = \"zarr\""
+                ),
+            ));
+        }
+    }
     Ok(compression)
 }

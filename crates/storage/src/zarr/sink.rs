@@ -252,6 +252,23 @@ impl Backend for ZarrBackend {
     }
 
     fn write(&mut self, frame: &Frame, fields: Fields<'_>) -> Result<Option<u64>> {
+        self.write_frame(frame, fields).map_err(|e| match e {
+            // The store knows the file that failed, the frame what it needed.
+            Error::DiskFull { path, needed: 0, source } => {
+                Error::DiskFull { path, needed: frame.data.len() as u64, source }
+            }
+            e => e,
+        })
+    }
+
+    fn finish(&mut self, outcome: &Outcome<'_>) -> Result<()> {
+        self.finish_store(outcome)
+    }
+}
+
+impl ZarrBackend {
+    /// [`Backend::write`]: the frame's chunks, then the shapes that make it visible.
+    fn write_frame(&mut self, frame: &Frame, fields: Fields<'_>) -> Result<Option<u64>> {
         let open = self.open.as_mut().ok_or(Error::Usage("write called before begin"))?;
         let store = &open.store;
         let s = &mut open.streams[frame.stream];
@@ -293,7 +310,9 @@ impl Backend for ZarrBackend {
         Ok(None)
     }
 
-    fn finish(&mut self, outcome: &Outcome<'_>) -> Result<()> {
+    /// [`Backend::finish`]: shapes rolled back to the frames acknowledged after a failure,
+    /// then each stream's and the root's `complete`.
+    fn finish_store(&mut self, outcome: &Outcome<'_>) -> Result<()> {
         let mut open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;
         let store = open.store.clone();
         let mut first_err = None;

@@ -1,4 +1,4 @@
-//! `wgpipe info`: what an output (HDF5 file or raw directory, via `open_output`) holds: its
+//! `wgpipe info`: what an output (HDF5 file, raw directory or Zarr store, via `open_output`) holds: its
 //! fields, streams and how far each got, the parameters and the wgpipe version that wrote it.
 
 use std::fmt::Write as _;
@@ -11,7 +11,7 @@ use wgpipe::storage::{AttrValue, Attributes, Output, OutputFormat, open_output};
 /// Arguments of `wgpipe info`.
 #[derive(Debug, Args)]
 pub struct InfoArgs {
-    /// Output to describe: an HDF5 file or a raw output directory.
+    /// Output to describe: an HDF5 file, a raw output directory or a Zarr store.
     file: PathBuf,
 }
 
@@ -46,6 +46,7 @@ fn describe(out: &Output) -> anyhow::Result<String> {
     let format = match out.format() {
         OutputFormat::Hdf5 => "HDF5",
         OutputFormat::Raw => "raw directory",
+        OutputFormat::Zarr => "Zarr v3 store",
         _ => "unknown format",
     };
     let _ = writeln!(t, "{} ({format})", out.path().display());

@@ -16,7 +16,7 @@ use crate::colormap::viridis_lut;
 /// Arguments of `wgpipe render`.
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// Output to read: an HDF5 file or a raw output directory.
+    /// Output to read: an HDF5 file, a raw output directory or a Zarr store.
     file: PathBuf,
     /// Frame index to render (0-based).
     #[arg(long, conflicts_with = "all", required_unless_present = "all")]
