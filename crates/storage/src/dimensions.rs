@@ -67,6 +67,7 @@ impl Dimensions {
     }
 
     /// The dimension names of field `i`, the frame axis first.
+    #[cfg(any(test, feature = "zarr"))]
     pub(crate) fn names_of(&self, i: usize) -> Vec<&str> {
         std::iter::once(self.time.as_str())
             .chain(self.of_field.get(i).into_iter().flatten().map(|&a| self.axes[a].0.as_str()))

@@ -76,6 +76,16 @@ pub enum Error {
         /// The library's message.
         message: String,
     },
+    /// ADIOS2 reported an error, or its library could not be loaded.
+    #[error("ADIOS2 {engine} engine, {path}: {message}")]
+    Adios2 {
+        /// The engine (`BP5`, `SST`).
+        engine: &'static str,
+        /// The BP5 directory or the SST stream's name.
+        path: PathBuf,
+        /// What failed.
+        message: String,
+    },
     /// The Zarr library reported an error for a group or array of a store.
     #[error("{action} {path}: {message}")]
     Zarr {

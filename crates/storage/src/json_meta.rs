@@ -112,6 +112,7 @@ pub(crate) fn attrs_from_json(map: &BTreeMap<String, Value>) -> Attributes {
 /// The type of each attribute (`int64`, `uint64`, `float64`, `float32`, `string`), stored
 /// beside [`attrs_to_json`]'s values where JSON's one number type would lose it: a kernel
 /// parameter the GPU used as `f32` reads back as `f32`.
+#[cfg(feature = "zarr")]
 pub(crate) fn attr_types(attrs: &Attributes) -> BTreeMap<String, Value> {
     attrs
         .iter()
@@ -130,6 +131,7 @@ pub(crate) fn attr_types(attrs: &Attributes) -> BTreeMap<String, Value> {
 
 /// [`attrs_from_json`] with the types [`attr_types`] recorded: `float32` values become
 /// [`AttrValue::Float32`] again.
+#[cfg(feature = "zarr")]
 pub(crate) fn attrs_from_typed_json(map: &BTreeMap<String, Value>, types: &BTreeMap<String, Value>) -> Attributes {
     let mut attrs = attrs_from_json(map);
     for (k, v) in &mut attrs {

@@ -48,9 +48,12 @@
 //! `hdf5` and `zarr` stored back, and [`conformance`] is the suite every sink passes. A new backend is a
 //! folder under `src/` and one line in `open.rs`.
 
+#[cfg(feature = "adios2")]
+mod adios2;
 mod append;
 mod checksum;
 pub mod conformance;
+#[cfg(any(feature = "hdf5", feature = "zarr"))]
 mod dimensions;
 mod error;
 mod frame;
@@ -71,6 +74,8 @@ mod validate;
 #[cfg(feature = "zarr")]
 mod zarr;
 
+#[cfg(feature = "adios2")]
+pub use adios2::{Adios2Backend, Adios2Sink};
 pub use checksum::frame_checksum;
 pub use error::{Error, Result};
 pub use frame::{DType, Fields, Frame};
@@ -83,7 +88,7 @@ pub use hdf5::{MpiBlockBackend, MpiBlockSink, MpiHdf5Backend, MpiHdf5Sink};
 pub use mpi;
 pub use null::{NullBackend, NullSink};
 pub use open::{SINK_NAMES, check_output, open_output, open_sink};
-pub use options::{Compression, SinkOptions, default_compression_threads};
+pub use options::{Adios2Engine, Compression, QueueFullPolicy, SinkOptions, default_compression_threads};
 pub use protocol::{Backend, Checked, Outcome};
 pub use raw::{RawBackend, RawSink};
 pub use read::{FieldData, Output, OutputFormat, StreamSummary};

@@ -29,7 +29,7 @@ struct Registered {
 type Reads = (fn(&Path) -> bool, fn(&Path) -> Result<Output>);
 
 /// Every backend, in the order they are listed to users (and their outputs recognised).
-const BACKENDS: [Registered; 4] = [
+const BACKENDS: [Registered; 5] = [
     Registered { name: "null", open: |_| Ok(Box::new(crate::null::NullSink::new())), output: None, read: None },
     Registered {
         name: "raw",
@@ -49,6 +49,8 @@ const BACKENDS: [Registered; 4] = [
         output: Some(OutputKind::ZarrStore),
         read: Some((zarr_holds, zarr_output)),
     },
+    // Read with ADIOS2's own tools (bpls, the adios2 Python API); an SST stream leaves nothing.
+    Registered { name: "adios2", open: adios2_sink, output: Some(OutputKind::BpDir), read: None },
 ];
 
 /// Names accepted by [`open_sink`], in the order they are listed to users.
@@ -165,4 +167,14 @@ fn zarr_output(path: &Path) -> Result<Output> {
 #[cfg(not(feature = "zarr"))]
 fn zarr_output(_path: &Path) -> Result<Output> {
     Err(Error::FeatureDisabled { what: "reading a Zarr store", feature: "zarr" })
+}
+
+#[cfg(feature = "adios2")]
+fn adios2_sink(options: &SinkOptions) -> Result<Box<dyn Sink>> {
+    Ok(Box::new(crate::adios2::Adios2Sink::new(options.clone())))
+}
+
+#[cfg(not(feature = "adios2"))]
+fn adios2_sink(_options: &SinkOptions) -> Result<Box<dyn Sink>> {
+    Err(Error::FeatureDisabled { what: "the adios2 sink", feature: "adios2" })
 }

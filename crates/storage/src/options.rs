@@ -100,6 +100,56 @@ impl FromStr for Compression {
     }
 }
 
+/// The ADIOS2 engine the `adios2` sink writes with.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Adios2Engine {
+    /// BP5 files: a directory read by `bpls`, the `adios2` Python API and ParaView.
+    #[default]
+    Bp5,
+    /// SST: a stream to readers running at the same time (the path names the stream; the
+    /// writer publishes `PATH.sst`, the contact file readers open).
+    Sst,
+}
+
+impl FromStr for Adios2Engine {
+    type Err = Error;
+
+    /// `BP5` or `SST` (any case).
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_uppercase().as_str() {
+            "BP5" => Ok(Adios2Engine::Bp5),
+            "SST" => Ok(Adios2Engine::Sst),
+            _ => Err(Error::InvalidOptions(format!("ADIOS2 engine {s:?} is unknown: use BP5 or SST"))),
+        }
+    }
+}
+
+/// What an SST writer does when its queue of steps no reader has taken is full.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueueFullPolicy {
+    /// Wait for the readers: the wait reaches the pipeline's bounded channel, which slows the
+    /// devices (backpressure). Nothing is lost.
+    #[default]
+    Block,
+    /// Drop the oldest step not yet taken: the run never waits, readers miss steps.
+    Discard,
+}
+
+impl FromStr for QueueFullPolicy {
+    type Err = Error;
+
+    /// `block` or `discard` (any case).
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "block" => Ok(QueueFullPolicy::Block),
+            "discard" => Ok(QueueFullPolicy::Discard),
+            _ => Err(Error::InvalidOptions(format!("queue full policy {s:?} is unknown: use block or discard"))),
+        }
+    }
+}
+
 /// Where and how a sink stores frames; one struct for every sink so a config can switch
 /// sinks by name alone. Options a sink has no use for are ignored by it.
 #[derive(Debug, Clone, PartialEq)]
@@ -151,6 +201,14 @@ pub struct SinkOptions {
     /// sharding codec: fewer files, one frame per inner chunk), rewritten whole, atomically,
     /// with every frame, so a frame costs up to this many frames of writing.
     pub shard_frames: usize,
+    /// ADIOS2 only: the engine, BP5 files (the default) or an SST stream.
+    pub adios2_engine: Adios2Engine,
+    /// ADIOS2 SST only: steps an SST writer keeps for its readers; 0 means no limit.
+    pub queue_limit: usize,
+    /// ADIOS2 SST only: what the writer does when `queue_limit` steps wait.
+    pub queue_full_policy: QueueFullPolicy,
+    /// ADIOS2 SST only: how long the writer waits for a reader to connect before it fails.
+    pub open_timeout: std::time::Duration,
 }
 
 /// The default of [`SinkOptions::compression_threads`]: the machine's cores, up to 4
@@ -173,6 +231,10 @@ impl Default for SinkOptions {
             xdmf: false,
             swmr: false,
             shard_frames: 1,
+            adios2_engine: Adios2Engine::Bp5,
+            queue_limit: 0,
+            queue_full_policy: QueueFullPolicy::Block,
+            open_timeout: std::time::Duration::from_secs(60),
         }
     }
 }
@@ -234,6 +296,25 @@ impl SinkOptions {
     /// Sets [`SinkOptions::shard_frames`].
     pub fn with_shard_frames(mut self, shard_frames: usize) -> Self {
         self.shard_frames = shard_frames;
+        self
+    }
+
+    /// Sets [`SinkOptions::adios2_engine`].
+    pub fn with_adios2_engine(mut self, engine: Adios2Engine) -> Self {
+        self.adios2_engine = engine;
+        self
+    }
+
+    /// Sets [`SinkOptions::queue_limit`] and [`SinkOptions::queue_full_policy`].
+    pub fn with_queue(mut self, limit: usize, policy: QueueFullPolicy) -> Self {
+        self.queue_limit = limit;
+        self.queue_full_policy = policy;
+        self
+    }
+
+    /// Sets [`SinkOptions::open_timeout`].
+    pub fn with_open_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.open_timeout = timeout;
         self
     }
 

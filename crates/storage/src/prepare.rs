@@ -16,6 +16,8 @@ pub(crate) enum OutputKind {
     File,
     /// A Zarr store: a directory with a root `zarr.json`.
     ZarrStore,
+    /// An ADIOS2 BP5 output: a directory with `md.idx`.
+    BpDir,
 }
 
 /// The directory `path` will be created in (`.` for a bare name).
@@ -88,6 +90,11 @@ pub(crate) fn check(path: &Path, overwrite: bool, kind: OutputKind) -> Result<bo
             path: path.to_path_buf(),
             reason: "it is not a Zarr store (a directory with a root zarr.json)",
         }),
+        OutputKind::BpDir if existing.is_dir() && path.join("md.idx").is_file() => Ok(true),
+        OutputKind::BpDir => Err(Error::CannotReplace {
+            path: path.to_path_buf(),
+            reason: "it is not an ADIOS2 BP output (a directory with md.idx)",
+        }),
     }
 }
 
@@ -99,7 +106,7 @@ pub(crate) fn prepare(path: &Path, overwrite: bool, kind: OutputKind) -> Result<
     }
     match kind {
         OutputKind::File => fs::remove_file(path).map_err(|e| Error::io("cannot remove old output", path, e)),
-        OutputKind::RawDir | OutputKind::ZarrStore => {
+        OutputKind::RawDir | OutputKind::ZarrStore | OutputKind::BpDir => {
             fs::remove_dir_all(path).map_err(|e| Error::io("cannot remove old output", path, e))
         }
     }
@@ -158,7 +165,7 @@ impl Drop for Staged {
         if !self.published {
             let _ = match self.kind {
                 OutputKind::File => fs::remove_file(&self.staging),
-                OutputKind::RawDir | OutputKind::ZarrStore => fs::remove_dir_all(&self.staging),
+                OutputKind::RawDir | OutputKind::ZarrStore | OutputKind::BpDir => fs::remove_dir_all(&self.staging),
             };
         }
     }

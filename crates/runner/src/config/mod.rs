@@ -128,6 +128,9 @@ impl Config {
             .with_compression(validate::compression(&file, &source)?)
             .with_chunk_frames(file.output.chunk_frames)
             .with_shard_frames(file.output.shard_frames)
+            .with_adios2_engine(validate::adios2_engine(&file, &source)?)
+            .with_queue(file.output.queue_limit, validate::queue_full_policy(&file, &source)?)
+            .with_open_timeout(std::time::Duration::from_secs(file.output.open_timeout))
             .with_compression_threads(
                 file.output.compression_threads.unwrap_or_else(wgpipe_storage::default_compression_threads),
             )

@@ -345,7 +345,8 @@ impl Default for IoSection {
 pub struct OutputSection {
     /// The sink that stores the frames.
     ///
-    /// Accepted values: `"hdf5"` (one HDF5 file, a group per stream), `"zarr"` (a Zarr v3
+    /// Accepted values: `"hdf5"` (one HDF5 file, a group per stream), `"adios2"` (ADIOS2:
+    /// BP5 files or an SST stream to live readers, see `output.engine`), `"zarr"` (a Zarr v3
     /// directory store, a group per stream and an array per field, read by zarr-python and
     /// xarray), `"raw"` (a directory of little-endian binary files, one per stream and field,
     /// with JSON metadata, readable with `numpy.fromfile`) or `"null"` (stores nothing and
@@ -396,6 +397,28 @@ pub struct OutputSection {
     ///
     /// Accepted values: 1 or more.
     pub shard_frames: usize,
+    /// The ADIOS2 engine: BP5 writes a directory at `output.path` read by `bpls` and the
+    /// `adios2` Python API; SST streams every frame to readers running at the same time
+    /// (`output.path` names the stream; readers open its contact file `PATH.sst`). adios2
+    /// only.
+    ///
+    /// Accepted values: `"BP5"` or `"SST"`.
+    pub engine: String,
+    /// Frames an SST writer keeps for readers that have not taken them. adios2 SST only.
+    ///
+    /// Accepted values: 0 (no limit) or more.
+    pub queue_limit: usize,
+    /// What an SST writer does when `output.queue_limit` frames wait: `"block"` waits for the
+    /// readers (backpressure into the pipeline: nothing is lost, the devices slow down),
+    /// `"discard"` drops the oldest frame (the run never waits, readers miss frames).
+    /// adios2 SST only.
+    ///
+    /// Accepted values: `"block"` or `"discard"`.
+    pub queue_full_policy: String,
+    /// Seconds an SST writer waits for its first reader before the run fails. adios2 SST only.
+    ///
+    /// Accepted values: 1 or more.
+    pub open_timeout: u64,
     /// Threads compressing each frame's HDF5 chunks at once with `"deflate"` (and
     /// `chunk_frames = 1`); 1 compresses on the writer thread alone. With blosc, the size of
     /// c-blosc's own thread pool (one setting per process).
@@ -426,6 +449,10 @@ impl Default for OutputSection {
             compression: "none".to_owned(),
             chunk_frames: 1,
             shard_frames: 1,
+            engine: "BP5".to_owned(),
+            queue_limit: 0,
+            queue_full_policy: "block".to_owned(),
+            open_timeout: 60,
             compression_threads: None,
             fsync: false,
             xdmf: false,

@@ -31,6 +31,7 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
     at_least_one("io.staging_buffers", file.io.staging_buffers as u64)?;
     at_least_one("output.chunk_frames", file.output.chunk_frames as u64)?;
     at_least_one("output.shard_frames", file.output.shard_frames as u64)?;
+    at_least_one("output.open_timeout", file.output.open_timeout)?;
     if let Some(threads) = file.output.compression_threads {
         at_least_one("output.compression_threads", threads as u64)?;
     }
@@ -49,6 +50,8 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
     }
     compression(file, src)?;
     output_dtype(file, src)?;
+    adios2_engine(file, src)?;
+    queue_full_policy(file, src)?;
     if file.output.sink == "zarr" && file.output.chunk_frames != 1 {
         return Err(src.invalid(
             "output.chunk_frames",
@@ -146,6 +149,17 @@ pub(crate) fn output_dtype(file: &ConfigFile, src: &Source) -> Result<OutputDTyp
 }
 
 /// `output.compression` parsed, and refused when this build cannot write it.
+/// `output.engine`, parsed.
+pub(crate) fn adios2_engine(file: &ConfigFile, src: &Source) -> Result<wgpipe_storage::Adios2Engine> {
+    wgpipe_storage::Adios2Engine::from_str(&file.output.engine).map_err(|e| src.invalid("output.engine", e.to_string()))
+}
+
+/// `output.queue_full_policy`, parsed.
+pub(crate) fn queue_full_policy(file: &ConfigFile, src: &Source) -> Result<wgpipe_storage::QueueFullPolicy> {
+    wgpipe_storage::QueueFullPolicy::from_str(&file.output.queue_full_policy)
+        .map_err(|e| src.invalid("output.queue_full_policy", e.to_string()))
+}
+
 pub(crate) fn compression(file: &ConfigFile, src: &Source) -> Result<Compression> {
     let invalid = |e: wgpipe_storage::Error| src.invalid("output.compression", e.to_string());
     let compression = Compression::from_str(&file.output.compression).map_err(invalid)?;

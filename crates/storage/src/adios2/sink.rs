@@ -1,0 +1,222 @@
+//! The ADIOS2 sink: one ADIOS2 step per frame, written by the BP5 engine into a directory or
+//! streamed by the SST engine to readers running at the same time.
+//!
+//! Variables are named `STREAM/FIELD` (a global array shaped like the field, C order) and
+//! `STREAM/step` (the frame's simulation step, a uint64 value); a step holds the variables of
+//! the one stream whose frame it is, so a variable's own steps are its stream's frames in
+//! order (the `adios2` Python API reads frame `i` of `s0/u` with `step_selection=[i, 1]`).
+//! Run attributes keep their names and types, a stream's are `STREAM/NAME`, a field's
+//! `units` and `long_name` are `STREAM/FIELD/units` and `STREAM/FIELD/long_name`.
+
+use crate::error::{Error, Result};
+use crate::frame::{DType, Fields, Frame};
+use crate::options::{Adios2Engine, QueueFullPolicy, SinkOptions};
+use crate::prepare::OutputKind;
+use crate::protocol::{Backend, Checked, Outcome};
+use crate::schema::{AttrValue, StreamLayout};
+
+use super::ffi::{self, Type, Var, Writer};
+
+/// Value of the `format` attribute, which marks a BP5 output as wgpipe's.
+pub(crate) const FORMAT: &str = "wgpipe-adios2";
+
+/// State between `begin` and `finish`.
+#[derive(Debug)]
+struct Open {
+    writer: Writer,
+    /// Per stream, its fields' variables (layout order) and its step variable.
+    vars: Vec<(Vec<Var>, Var)>,
+}
+
+/// The ADIOS2 backend (cargo feature `adios2`): BP5 files or SST streams through ADIOS2's C
+/// library, loaded when the sink begins (see the guide's "ADIOS2" page).
+#[derive(Debug)]
+pub struct Adios2Backend {
+    options: SinkOptions,
+    open: Option<Open>,
+}
+
+/// The ADIOS2 sink: [`Adios2Backend`] driven through the sink protocol.
+pub type Adios2Sink = Checked<Adios2Backend>;
+
+impl Adios2Sink {
+    /// An ADIOS2 sink writing `options.path` with `options.adios2_engine`.
+    pub fn new(options: SinkOptions) -> Self {
+        Checked::from(Adios2Backend { options, open: None })
+    }
+}
+
+/// ADIOS2's type of an element type; `None` for float16, which ADIOS2 has not.
+fn adios2_type(dtype: DType) -> Option<Type> {
+    match dtype {
+        DType::U8 => Some(ffi::TYPE_UINT8),
+        DType::U16 => Some(ffi::TYPE_UINT16),
+        DType::U32 => Some(ffi::TYPE_UINT32),
+        DType::I32 => Some(ffi::TYPE_INT32),
+        DType::F32 => Some(ffi::TYPE_FLOAT),
+        DType::F64 => Some(ffi::TYPE_DOUBLE),
+        DType::F16 => None,
+    }
+}
+
+impl Adios2Backend {
+    fn engine_name(&self) -> &'static str {
+        match self.options.adios2_engine {
+            Adios2Engine::Bp5 => "BP5",
+            Adios2Engine::Sst => "SST",
+        }
+    }
+
+    /// An ADIOS2 failure, naming the engine and the output (a BP5 directory, an SST stream).
+    fn err(&self, message: String) -> Error {
+        Error::Adios2 { engine: self.engine_name(), path: self.options.path.clone(), message }
+    }
+
+    /// Defines an attribute of any [`AttrValue`].
+    fn attribute(&self, w: &mut Writer, name: &str, value: &AttrValue) -> Result<()> {
+        let r = match value {
+            AttrValue::Int(i) => w.number_attribute(name, ffi::TYPE_INT64, &i.to_le_bytes()),
+            AttrValue::UInt(u) => w.number_attribute(name, ffi::TYPE_UINT64, &u.to_le_bytes()),
+            AttrValue::Float(f) => w.number_attribute(name, ffi::TYPE_DOUBLE, &f.to_le_bytes()),
+            AttrValue::Float32(f) => w.number_attribute(name, ffi::TYPE_FLOAT, &f.to_le_bytes()),
+            AttrValue::Text(t) => w.text_attribute(name, t),
+        };
+        r.map_err(|m| self.err(m))
+    }
+
+    /// Makes the writer: engine, its parameters, variables, attributes; opens it.
+    fn create(&self, layout: &StreamLayout) -> Result<Open> {
+        let mut w = Writer::new("wgpipe", self.engine_name()).map_err(|m| self.err(m))?;
+        if self.options.adios2_engine == Adios2Engine::Sst {
+            let policy = match self.options.queue_full_policy {
+                QueueFullPolicy::Block => "Block",
+                QueueFullPolicy::Discard => "Discard",
+            };
+            for (k, v) in [
+                ("RendezvousReaderCount", "1"),
+                ("QueueLimit", &self.options.queue_limit.to_string()),
+                ("QueueFullPolicy", policy),
+                ("DataTransport", "WAN"),
+            ] {
+                w.set_parameter(k, v).map_err(|m| self.err(m))?;
+            }
+        }
+        let mut vars = Vec::with_capacity(layout.streams.len());
+        for s in &layout.streams {
+            let mut fields = Vec::with_capacity(layout.fields.len());
+            for f in &layout.fields {
+                let ty = adios2_type(f.dtype).ok_or_else(|| self.err(format!("field {:?} is float16", f.name)))?;
+                fields
+                    .push(w.define_variable(&format!("{}/{}", s.name, f.name), ty, &f.shape).map_err(|m| self.err(m))?);
+                if let Some(u) = &f.units {
+                    self.attribute(&mut w, &format!("{}/{}/units", s.name, f.name), &AttrValue::from(u.as_str()))?;
+                }
+                if let Some(l) = &f.long_name {
+                    self.attribute(&mut w, &format!("{}/{}/long_name", s.name, f.name), &AttrValue::from(l.as_str()))?;
+                }
+            }
+            let step =
+                w.define_variable(&format!("{}/step", s.name), ffi::TYPE_UINT64, &[]).map_err(|m| self.err(m))?;
+            for (k, v) in &s.attributes {
+                self.attribute(&mut w, &format!("{}/{k}", s.name), v)?;
+            }
+            if let Some(e) = s.expected_frames {
+                self.attribute(&mut w, &format!("{}/expected_frames", s.name), &AttrValue::from(e))?;
+            }
+            vars.push((fields, step));
+        }
+        for (k, v) in &layout.attributes {
+            self.attribute(&mut w, k, v)?;
+        }
+        self.attribute(&mut w, "format", &AttrValue::from(FORMAT))?;
+        self.attribute(&mut w, "axis_order", &AttrValue::from(crate::schema::AXIS_ORDER))?;
+        let names: Vec<&str> = layout.streams.iter().map(|s| s.name.as_str()).collect();
+        self.attribute(&mut w, "streams", &AttrValue::from(names.join(",")))?;
+        let path = self.options.path.to_string_lossy().into_owned();
+        let w = match self.options.adios2_engine {
+            Adios2Engine::Bp5 => {
+                w.open(&path).map_err(|m| self.err(m))?;
+                w
+            }
+            Adios2Engine::Sst => self.open_sst(w, &path)?,
+        };
+        Ok(Open { writer: w, vars })
+    }
+}
+
+impl Adios2Backend {
+    /// Opens an SST stream, waiting at most `open_timeout` for its reader.
+    ///
+    /// An SST writer's open waits for its first reader without a limit of its own, so it runs
+    /// on a thread of its own here: after the timeout the run fails, naming the stream, and
+    /// that thread (still waiting inside ADIOS2, holding this writer) is left until the
+    /// process exits; ADIOS2 cannot cancel it.
+    fn open_sst(&self, mut w: Writer, path: &str) -> Result<Writer> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stream = path.to_owned();
+        std::thread::Builder::new()
+            .name("wgpipe-sst-open".into())
+            .spawn(move || {
+                let r = w.open(&stream);
+                let _ = tx.send((w, r));
+            })
+            .map_err(|e| self.err(format!("cannot start the thread that opens the stream: {e}")))?;
+        match rx.recv_timeout(self.options.open_timeout) {
+            Ok((w, Ok(()))) => Ok(w),
+            Ok((_, Err(m))) => Err(self.err(m)),
+            Err(_) => Err(self.err(format!(
+                "no reader connected within {} s: a reader opens the stream {path:?} with the SST engine (its \
+                 contact file is {path}.sst, e.g. examples/adios2/pdf_reader.py {path}); start one, or raise \
+                 output.open_timeout",
+                self.options.open_timeout.as_secs()
+            ))),
+        }
+    }
+}
+
+impl Backend for Adios2Backend {
+    /// float16 fields (ADIOS2 has no such type), and what ADIOS2 cannot do here: resume.
+    fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
+        if let Some(f) = layout.fields.iter().find(|f| adios2_type(f.dtype).is_none()) {
+            return Err(Error::InvalidLayout(format!(
+                "field {:?} is float16, which ADIOS2 has no type for: store it as float32 (output.dtype = \"f32\")",
+                f.name
+            )));
+        }
+        if self.options.append {
+            return Err(Error::InvalidOptions(
+                "the adios2 sink cannot add streams to an existing output (resume): write a new one".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
+        self.options.check()?;
+        self.check_layout(layout)?;
+        ffi::available().map_err(|m| self.err(m))?;
+        if self.options.adios2_engine == Adios2Engine::Bp5 {
+            crate::prepare::prepare(&self.options.path, self.options.overwrite, OutputKind::BpDir)?;
+        }
+        self.open = Some(self.create(layout)?);
+        Ok(())
+    }
+
+    fn write(&mut self, frame: &Frame, fields: Fields<'_>) -> Result<Option<u64>> {
+        let open = self.open.as_mut().ok_or(Error::Usage("write called before begin"))?;
+        let (vars, step_var) = &open.vars[frame.stream];
+        let step = frame.step.to_le_bytes();
+        let puts: Vec<(Var, &[u8])> =
+            vars.iter().copied().zip(fields.iter()).chain(std::iter::once((*step_var, &step[..]))).collect();
+        let r = open.writer.step(&puts);
+        r.map_err(|m| self.err(format!("frame {} of stream {}: {m}", frame.index, frame.stream)))?;
+        Ok(None)
+    }
+
+    fn finish(&mut self, _outcome: &Outcome<'_>) -> Result<()> {
+        let mut open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;
+        let closed = open.writer.close();
+        drop(open);
+        closed.map_err(|m| self.err(m))
+    }
+}
