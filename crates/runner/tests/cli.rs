@@ -232,7 +232,7 @@ fn config_errors_name_key_and_line() {
     fails(
         &[("c.toml", "[output]\nsink = \"s3\"\n")],
         &["run", "c.toml"],
-        &["c.toml line 2", "output.sink", "null, raw, hdf5, zarr"],
+        &["c.toml line 2", "output.sink", "null, raw, hdf5, zarr, adios2"],
     );
     fails(&[("c.toml", "[grid\n")], &["run", "c.toml"], &["c.toml line 1", "invalid TOML"]);
     fails(&[], &["run", "--set", "grid.rows=0"], &["--set grid.rows=0", "grid.rows"]);

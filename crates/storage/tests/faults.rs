@@ -76,8 +76,8 @@ fn a_missing_parent_directory_is_named_and_nothing_is_created() {
 fn sink_names_and_options_are_checked_up_front() {
     let err = open_sink("tape", &SinkOptions::default()).err().unwrap();
     assert!(matches!(err, Error::UnknownSink(..)), "{err}");
-    assert!(err.to_string().contains("null, raw, hdf5, zarr"), "{err}");
-    assert_eq!(wgpipe_storage::SINK_NAMES, ["null", "raw", "hdf5", "zarr"]);
+    assert!(err.to_string().contains("null, raw, hdf5, zarr, adios2"), "{err}");
+    assert_eq!(wgpipe_storage::SINK_NAMES, ["null", "raw", "hdf5", "zarr", "adios2"]);
     let zero = SinkOptions::new("x").with_chunk_frames(0);
     assert!(matches!(open_sink("raw", &zero).err().unwrap(), Error::InvalidOptions(_)));
     // zstd is a Zarr codec: the HDF5 sink names the values it takes instead.
