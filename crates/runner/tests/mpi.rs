@@ -330,6 +330,48 @@ print("ok")
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok");
 }
 
+/// A split run into one Zarr store, each rank writing its own chunks: bit-identical to one
+/// process (2 ranks: blocks of 12 and 11 planes, the second an edge chunk; 4 ranks with zstd),
+/// and a split the chunk grid cannot hold is refused before the store exists.
+#[test]
+fn a_split_domain_writes_one_zarr_store_bit_identical_to_one_process() {
+    let dir = domain_setup();
+    let d = dir.path();
+    let serial = Command::new(WGPIPE).args(&domain_args("serial.h5", &[])[1..]).current_dir(d).output().unwrap();
+    assert!(serial.status.success(), "{}", text(&serial));
+    for (i, (ranks, sets)) in
+        [("2", &["output.sink=zarr"][..]), ("4", &["output.sink=zarr", "output.compression=zstd"][..])]
+            .iter()
+            .enumerate()
+    {
+        let path = format!("split-{i}.zarr");
+        let args = domain_args(&path, sets);
+        let mut mpi_args: Vec<&str> = vec!["-n", ranks];
+        mpi_args.extend(args.iter().map(String::as_str));
+        let out = mpirun(d, &mpi_args);
+        assert!(out.status.success(), "case {i}: {}", text(&out));
+        assert_same_stream(&d.join(&path), &d.join("serial.h5"));
+        // One chunk file per frame and block: frame 0 of u is one chunk per rank.
+        fn files(p: &Path) -> usize {
+            std::fs::read_dir(p)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .map(|p| if p.is_dir() { files(&p) } else { 1 })
+                .sum()
+        }
+        assert_eq!(files(&d.join(&path).join("stream0/u/c/0")).to_string(), *ranks, "case {i}: chunks of frame 0");
+    }
+    // 23 planes over 3 ranks: blocks of 8, 8 and 7 are on a chunk grid; over 1x1x3 of 16
+    // columns, 6, 5 and 5 are not.
+    let args = domain_args("bad.zarr", &["output.sink=zarr", "grid.decomposition=[1, 1, 3]"]);
+    let mut mpi_args: Vec<&str> = vec!["-n", "3"];
+    mpi_args.extend(args.iter().map(String::as_str));
+    let out = mpirun(d, &mpi_args);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("not on the Zarr chunk grid"), "{}", text(&out));
+    assert!(!d.join("bad.zarr").exists());
+}
+
 #[test]
 fn a_decomposition_that_does_not_match_the_ranks_is_refused_at_its_key() {
     let dir = domain_setup();

@@ -65,6 +65,8 @@ mod open;
 mod options;
 mod prepare;
 mod protocol;
+#[cfg(feature = "mpi")]
+mod ranks;
 mod raw;
 mod read;
 mod schema;
@@ -97,3 +99,5 @@ pub use sink::{Sink, SinkSummary};
 pub use validate::{check_field_name, check_stream_name};
 #[cfg(feature = "zarr")]
 pub use zarr::{ZarrBackend, ZarrSink};
+#[cfg(all(feature = "zarr", feature = "mpi"))]
+pub use zarr::{ZarrBlockBackend, ZarrBlockSink};

@@ -8,23 +8,23 @@ use wgpipe::storage::Compression;
 
 /// Usage text, printed by `--help`.
 pub const USAGE: &str = "\
-usage: cargo xtask bench --sink null|raw|hdf5 [options]
+usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
        cargo xtask bench --micro
        cargo xtask bench --reserve-cost [--out DIR] [--rows R --cols C --frames N --reps K]
        cargo xtask bench --sink raw --against posix [--out DIR] [--rows R --cols C --frames N]
        cargo xtask bench --kernel [--rows R --cols C] [--reps K --devices SEL --candidate[-3d] FILE]
 
   --sink KIND          null: pipeline vs compute-only overhead (plus the microbenchmarks);
-                       raw/hdf5: non-blocking efficiency ratio (async wall / sync wall)
-  --rows R --cols C    grid (default 128x128 for null, 512x512 for raw/hdf5)
-  --frames N           frames per run (default 30 for null, 24 for raw/hdf5)
+                       raw/hdf5/zarr: non-blocking efficiency ratio (async wall / sync wall)
+  --rows R --cols C    grid (default 128x128 for null, 512x512 for raw/hdf5/zarr)
+  --frames N           frames per run (default 30 for null, 24 for raw/hdf5/zarr)
   --steps-per-frame S  null: kernel steps per frame (default 16);
-                       raw/hdf5: skip the calibration and use S
+                       raw/hdf5/zarr: skip the calibration and use S
   --io-buffer B        channel capacity between device and writer (default 2)
   --devices SEL        adapters: all, vulkan, gl, 0,1 or a name part (default 0)
   --reps K             alternating repetitions per measurement, each --sweep cell
                        included (default 5; every figure is median [min–max] of K)
-  --compression C      hdf5 only: none (default), deflate or deflate:LEVEL; compressing
+  --compression C      hdf5, zarr: none (default), deflate:LEVEL, zstd (zarr), ...; compressing
                        is CPU work the writer thread can overlap with compute
   --compression-threads N  hdf5 with deflate: threads compressing each frame
                        (default: the machine's cores, up to 4)
@@ -126,8 +126,8 @@ pub fn parse(argv: &[String]) -> Result<Args> {
         match flag {
             "--sink" => {
                 let v = value()?;
-                if !["null", "raw", "hdf5"].contains(&v.as_str()) {
-                    bail!("--sink {v:?} is unknown: use null, raw or hdf5");
+                if !["null", "raw", "hdf5", "zarr"].contains(&v.as_str()) {
+                    bail!("--sink {v:?} is unknown: use null, raw, hdf5 or zarr");
                 }
                 a.sink = Some(v);
             }
@@ -177,10 +177,10 @@ pub fn parse(argv: &[String]) -> Result<Args> {
         bail!("--rows, --cols, --frames and --steps-per-frame must be at least 1");
     }
     if a.sweep && a.sink.as_deref() == Some("null") {
-        bail!("--sweep measures I/O overlap: use it with --sink raw or --sink hdf5");
+        bail!("--sweep measures I/O overlap: use it with --sink raw, hdf5 or zarr");
     }
-    if a.compression != Compression::None && a.sink.as_deref() != Some("hdf5") {
-        bail!("--compression applies to --sink hdf5 only");
+    if a.compression != Compression::None && !matches!(a.sink.as_deref(), Some("hdf5" | "zarr")) {
+        bail!("--compression applies to --sink hdf5 and --sink zarr only");
     }
     if a.compression_threads == 0 || a.compare_threads.is_some_and(|(x, y)| x == 0 || y == 0) {
         bail!("--compression-threads and --compare-threads need 1 thread or more");
@@ -216,7 +216,7 @@ pub fn parse(argv: &[String]) -> Result<Args> {
         bail!("--candidate-3d runs on the 3-D cases, which --rows/--cols leave out: drop --rows/--cols");
     }
     if a.sink.is_none() && !a.micro && !a.reserve_cost && !a.kernel && !a.help {
-        bail!("choose what to measure: --sink null|raw|hdf5, --kernel, --micro or --reserve-cost\n\n{USAGE}");
+        bail!("choose what to measure: --sink null|raw|hdf5|zarr, --kernel, --micro or --reserve-cost\n\n{USAGE}");
     }
     Ok(a)
 }

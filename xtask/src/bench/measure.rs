@@ -135,10 +135,11 @@ pub fn pipeline_as(
         .with_context(|| format!("running the pipeline ({} I/O, {spf} steps per frame)", mode.name()))
 }
 
-/// Where one run's output goes: a directory for raw, a file for hdf5.
+/// Where one run's output goes: a directory for raw, a file for hdf5, a store for zarr.
 pub fn output_path(dir: &Path, kind: &str, n: usize) -> PathBuf {
     match kind {
         "hdf5" => dir.join(format!("bench-{n}.h5")),
+        "zarr" => dir.join(format!("bench-{n}.zarr")),
         _ => dir.join(format!("bench-{n}")),
     }
 }

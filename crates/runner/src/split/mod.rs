@@ -186,6 +186,15 @@ impl SplitDomain {
         MpiBlockSink::new(options, self.topology.comm.duplicate(), block.offset(), block.shape())
     }
 
+    /// The sink that writes this rank's block of every frame into one Zarr store shared by
+    /// every rank (`options.path`), each rank its own chunks (one frame of one block each).
+    /// Collective, like [`SplitDomain::block_sink`].
+    #[cfg(feature = "zarr")]
+    pub fn zarr_block_sink(&self, options: SinkOptions) -> wgpipe_storage::ZarrBlockSink {
+        let block = &self.topology.block;
+        wgpipe_storage::ZarrBlockSink::new(options, self.topology.comm.duplicate(), block.offset(), block.shape())
+    }
+
     /// Seconds this rank spent on the halo so far (reading faces back, the exchange, writing
     /// the ghosts), and within that the MPI exchange alone. Part of the report's compute time.
     pub fn halo_seconds(&self) -> (f64, f64) {

@@ -32,6 +32,7 @@ use crate::frame::Frame;
 use crate::options::{Compression, SinkOptions};
 use crate::prepare::OutputKind;
 use crate::protocol::{Backend, Checked, Outcome};
+use crate::ranks::{agree, failed_ranks};
 use crate::read::OutputFormat;
 use crate::schema::StreamLayout;
 use crate::time::now_rfc3339;
@@ -85,25 +86,6 @@ impl std::fmt::Debug for MpiHdf5Backend {
             .field("rank", &self.comm.rank())
             .field("ranks", &self.comm.size())
             .finish()
-    }
-}
-
-/// The ranks where `ok` is false, gathered on every rank (collective).
-pub(super) fn failed_ranks(comm: &SimpleCommunicator, ok: bool) -> Vec<usize> {
-    let mut all = vec![0u8; comm.size().max(0) as usize];
-    comm.all_gather_into(&u8::from(ok), &mut all[..]);
-    all.iter().enumerate().filter(|(_, ok)| **ok == 0).map(|(r, _)| r).collect()
-}
-
-/// Makes every rank agree on the outcome of a step they all took (collective): a rank that
-/// failed returns its own error, the others an [`Error::OtherRank`] naming it. Without this,
-/// the ranks that succeeded would go on to the next collective call and wait forever.
-pub(super) fn agree<T>(comm: &SimpleCommunicator, result: Result<T>, action: impl FnOnce() -> String) -> Result<T> {
-    let ranks = failed_ranks(comm, result.is_ok());
-    match result {
-        Err(e) => Err(e),
-        Ok(_) if !ranks.is_empty() => Err(Error::OtherRank { action: action(), ranks }),
-        Ok(v) => Ok(v),
     }
 }
 

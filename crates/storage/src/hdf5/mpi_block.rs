@@ -27,12 +27,13 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives};
 
 use super::format::{h5err, le_elements, with_elem_type};
-use super::mpi::{MpiHdf5Backend, Shared, agree, close, failed_ranks};
+use super::mpi::{MpiHdf5Backend, Shared, close};
 use crate::error::{Error, Result};
 use crate::frame::Fields;
 use crate::frame::Frame;
 use crate::options::SinkOptions;
 use crate::protocol::{Backend, Checked, Outcome};
+use crate::ranks::{agree, failed_ranks};
 use crate::schema::StreamLayout;
 
 /// The backend of [`MpiBlockSink`]: one stream whose frames are split into blocks, one per

@@ -153,11 +153,14 @@ fn codecs(compression: Compression, dtype: DType) -> Result<Vec<Arc<dyn BytesToB
 }
 
 /// How a stream's field arrays are chunked and compressed.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct ArrayPlan {
     pub compression: Compression,
     /// Frames per shard; 1: no sharding, one chunk file per frame.
     pub shard_frames: u64,
+    /// A chunk's extent within a frame: the whole field (`None`), or an MPI rank's block, so
+    /// that every rank writes whole chunks of its own.
+    pub frame_chunk: Option<Vec<u64>>,
 }
 
 /// The array of `field` in stream `stream`, holding `frames` frames, its axes named
@@ -168,17 +171,18 @@ pub(crate) fn field_array(
     stream: &str,
     field: &FieldSpec,
     dimension_names: Vec<String>,
-    plan: ArrayPlan,
+    plan: &ArrayPlan,
     frames: u64,
 ) -> Result<Array<AtomicDirStore>> {
     let path = array_path(stream, &field.name);
     let frame_shape: Vec<u64> = field.shape.iter().map(|&d| d as u64).collect();
     let shape: Vec<u64> = std::iter::once(frames).chain(frame_shape.iter().copied()).collect();
-    let chunk: Vec<u64> = std::iter::once(plan.shard_frames).chain(frame_shape.iter().copied()).collect();
+    let within = plan.frame_chunk.clone().unwrap_or_else(|| frame_shape.clone());
+    let chunk: Vec<u64> = std::iter::once(plan.shard_frames).chain(within.iter().copied()).collect();
     let mut b = ArrayBuilder::new(shape, chunk, data_type(field.dtype), fill_value(field.dtype));
     b.bytes_to_bytes_codecs(codecs(plan.compression, field.dtype)?);
     if plan.shard_frames > 1 {
-        b.subchunk_shape(std::iter::once(1).chain(frame_shape.iter().copied()).collect::<Vec<u64>>());
+        b.subchunk_shape(std::iter::once(1).chain(within.iter().copied()).collect::<Vec<u64>>());
     }
     b.dimension_names(Some(dimension_names));
     let mut attrs = Map::new();

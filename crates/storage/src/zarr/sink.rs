@@ -32,14 +32,14 @@ use crate::time::now_rfc3339;
 
 /// One stream's arrays and what of them is still in memory.
 #[derive(Debug)]
-struct StreamArrays {
-    info: StreamInfo,
+pub(super) struct StreamArrays {
+    pub(super) info: StreamInfo,
     /// Its position among the store's streams (kept ones first).
-    index: usize,
-    fields: Vec<Array<AtomicDirStore>>,
-    steps: Array<AtomicDirStore>,
+    pub(super) index: usize,
+    pub(super) fields: Vec<Array<AtomicDirStore>>,
+    pub(super) steps: Array<AtomicDirStore>,
     /// The steps of the current chunk of the steps array (rewritten with every frame).
-    steps_chunk: Vec<u64>,
+    pub(super) steps_chunk: Vec<u64>,
     /// Sharded: per field, the frames of the current shard (rewritten with every frame).
     shards: Vec<Vec<u8>>,
 }
@@ -91,12 +91,12 @@ impl ZarrBackend {
     }
 
     /// The arrays of stream `s`, numbered `index`, holding `frames` frames (not stored).
-    fn stream_arrays(
+    pub(super) fn stream_arrays(
         store: &Arc<AtomicDirStore>,
         layout: &StreamLayout,
         s: &StreamInfo,
         index: usize,
-        plan: ArrayPlan,
+        plan: &ArrayPlan,
     ) -> Result<StreamArrays> {
         let dims = Dimensions::of(layout);
         let fields = layout
@@ -128,7 +128,7 @@ impl ZarrBackend {
     }
 
     /// Creates every stream's group and arrays (empty) in `store`.
-    fn create_streams(store: &Arc<AtomicDirStore>, streams: &[StreamArrays]) -> Result<()> {
+    pub(super) fn create_streams(store: &Arc<AtomicDirStore>, streams: &[StreamArrays]) -> Result<()> {
         for s in streams {
             write_stream(store, &s.info, StreamState { index: s.index, frames: 0, complete: false })?;
             for a in s.fields.iter().chain([&s.steps]) {
@@ -141,7 +141,11 @@ impl ZarrBackend {
     /// Creates a new store (built under a staging name, published once whole) or adds the
     /// layout's streams to an existing one (`append`).
     fn create(&self, layout: &StreamLayout) -> Result<Open> {
-        let plan = ArrayPlan { compression: self.options.compression, shard_frames: self.options.shard_frames as u64 };
+        let plan = ArrayPlan {
+            compression: self.options.compression,
+            shard_frames: self.options.shard_frames as u64,
+            frame_chunk: None,
+        };
         let existing = if self.options.append {
             crate::append::check(self.dir(), layout, OutputFormat::Zarr, read::open)?
         } else {
@@ -162,7 +166,7 @@ impl ZarrBackend {
                     .map_err(|e| Error::io("cannot create directory", staged.staging(), e))?;
                 let store = Arc::new(AtomicDirStore::new(staged.staging(), fsync));
                 write_root(&store, &root)?;
-                let streams = self.all_stream_arrays(&store, layout, 0, plan)?;
+                let streams = self.all_stream_arrays(&store, layout, 0, &plan)?;
                 Self::create_streams(&store, &streams)?;
                 staged.publish(fsync)?;
                 (root, true)
@@ -186,7 +190,7 @@ impl ZarrBackend {
                 }
                 let first = root.streams.len();
                 root.streams.extend(layout.streams.iter().map(|s| s.name.clone()));
-                let streams = self.all_stream_arrays(&store, layout, first, plan)?;
+                let streams = self.all_stream_arrays(&store, layout, first, &plan)?;
                 Self::create_streams(&store, &streams)?;
                 write_root(&store, &root)?;
                 (root, existing.others_complete)
@@ -195,7 +199,7 @@ impl ZarrBackend {
         // The arrays write through a store at the published path.
         let store = Arc::new(AtomicDirStore::new(self.dir(), fsync));
         let first = root.streams.len() - layout.streams.len();
-        let streams = self.all_stream_arrays(&store, layout, first, plan)?;
+        let streams = self.all_stream_arrays(&store, layout, first, &plan)?;
         let field_bytes = layout.fields.iter().map(|f| f.bytes().unwrap_or_default()).collect();
         Ok(Open { store, root, streams, kept_complete, plan, field_bytes })
     }
@@ -205,14 +209,14 @@ impl ZarrBackend {
         store: &Arc<AtomicDirStore>,
         layout: &StreamLayout,
         first: usize,
-        plan: ArrayPlan,
+        plan: &ArrayPlan,
     ) -> Result<Vec<StreamArrays>> {
         layout.streams.iter().enumerate().map(|(i, s)| Self::stream_arrays(store, layout, s, first + i, plan)).collect()
     }
 }
 
 /// Sets the frame count of `array` to `frames` and replaces its metadata.
-fn set_frames(store: &AtomicDirStore, array: &mut Array<AtomicDirStore>, frames: u64) -> Result<()> {
+pub(super) fn set_frames(store: &AtomicDirStore, array: &mut Array<AtomicDirStore>, frames: u64) -> Result<()> {
     let mut shape = array.shape().to_vec();
     shape[0] = frames;
     let path = array.path().as_str().to_owned();

@@ -39,10 +39,10 @@ fn check(config: &Config, args: &RunArgs) -> anyhow::Result<()> {
         bail!("--resume: a split run cannot be resumed (its frames are written by every rank together): run it again");
     }
     match config.sink_name() {
-        "hdf5" | "null" => Ok(()),
+        "hdf5" | "zarr" | "null" => Ok(()),
         other => bail!(
             "{}: output.sink = {other:?} cannot hold a domain split over MPI ranks: use hdf5 (one file, every \
-             rank writing its block) or null",
+             rank writing its block), zarr (one store, every rank writing its chunks) or null",
             config.origin("output.sink")
         ),
     }
@@ -60,6 +60,8 @@ pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode
     }
     let sink: Box<dyn Sink> = match config.sink_name() {
         "hdf5" => Box::new(split.block_sink(config.sink_options().clone())),
+        #[cfg(feature = "zarr")]
+        "zarr" => Box::new(split.zarr_block_sink(config.sink_options().clone())),
         _ => Box::new(NullSink::default()),
     };
     let stop = StopHandle::default();

@@ -1,0 +1,296 @@
+//! One Zarr store holding a stream whose every frame is split over the MPI ranks (cargo
+//! features `zarr` and `mpi`): each rank writes the chunks of its own block.
+//!
+//! Chunks are one frame of one block (`[1, *block]`), so no two ranks ever write the same
+//! file and nothing is collective but the agreement: the blocks must be aligned to one chunk
+//! grid (every block but the last along an axis of the largest extent, which holds when each
+//! axis divides evenly or leaves a remainder of parts − 1; a last, smaller block writes an edge
+//! chunk). The schedule:
+//!
+//! - `begin` (collective): the ranks agree on the chunk grid; rank 0 creates the store (the
+//!   serial sink's structure: groups, arrays, attributes), the others then describe the same
+//!   arrays without writing.
+//! - `write` (collective): the ranks agree the frame is accepted; each writes its chunks
+//!   (atomically replaced, as in the serial sink), rank 0 the step; they agree every rank
+//!   succeeded; then rank 0 grows the arrays' shapes, steps last, and they agree on that: a
+//!   reader or a kill sees a frame only once every rank's chunks are there.
+//! - `finish` (collective): the frame count is the least any rank wrote; rank 0 shrinks
+//!   shapes grown past it and writes `frames` and `complete`.
+
+use std::sync::Arc;
+
+use mpi::collective::SystemOperation;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::{Communicator, CommunicatorCollectives};
+use zarrs::array::ArrayBytes;
+
+use super::schema::{ArrayPlan, Root, STEPS_CHUNK, StreamState, field_entries, store_err, write_root, write_stream};
+use super::sink::{StreamArrays, ZarrBackend, set_frames};
+use super::store::AtomicDirStore;
+use crate::error::{Error, Result};
+use crate::frame::{Fields, Frame};
+use crate::options::SinkOptions;
+use crate::prepare::{OutputKind, Staged};
+use crate::protocol::{Backend, Checked, Outcome};
+use crate::ranks::{agree, failed_ranks};
+use crate::schema::StreamLayout;
+use crate::time::now_rfc3339;
+
+/// The backend of [`ZarrBlockSink`].
+pub struct ZarrBlockBackend {
+    options: SinkOptions,
+    comm: SimpleCommunicator,
+    offset: Vec<usize>,
+    shape: Vec<usize>,
+    open: Option<BlockOpen>,
+}
+
+/// State between `begin` and `finish`.
+struct BlockOpen {
+    store: Arc<AtomicDirStore>,
+    root: Root,
+    stream: StreamArrays,
+    /// The chunk extent within a frame (the largest block), the chunk indices of this
+    /// rank's block, and a chunk-sized buffer for a block smaller than a chunk.
+    chunk: Vec<usize>,
+    indices: Vec<u64>,
+    padded: Option<Vec<Vec<u8>>>,
+}
+
+/// Writes one stream whose frames are split into blocks, one per MPI rank, into one Zarr
+/// store, each rank its own chunks: [`ZarrBlockBackend`] driven through the sink protocol.
+///
+/// Used like [`crate::MpiBlockSink`]: every rank builds one with its block (`offset` and
+/// `shape` per grid axis, C order) and the same options, and calls `begin` (the whole grid's
+/// layout, one stream), `write` (its block of every field) and `finish`, collectively.
+pub type ZarrBlockSink = Checked<ZarrBlockBackend>;
+
+impl ZarrBlockSink {
+    /// A sink writing the block at `offset` of extent `shape` of every frame into the store
+    /// `options.path`, together with the other ranks of `comm` (a communicator of its own).
+    pub fn new(options: SinkOptions, comm: SimpleCommunicator, offset: &[usize], shape: &[usize]) -> Self {
+        Checked::from(ZarrBlockBackend { options, comm, offset: offset.to_vec(), shape: shape.to_vec(), open: None })
+    }
+}
+
+impl std::fmt::Debug for ZarrBlockBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZarrBlockBackend").field("offset", &self.offset).field("shape", &self.shape).finish()
+    }
+}
+
+impl ZarrBlockBackend {
+    /// Local: one stream, this rank's block within every field, options a block store takes.
+    fn check_block(&self, layout: &StreamLayout) -> Result<()> {
+        self.options.check()?;
+        if layout.streams.len() != 1 {
+            return Err(Error::InvalidLayout(format!(
+                "a frame split into blocks is written as one stream, the layout has {}",
+                layout.streams.len()
+            )));
+        }
+        if self.options.shard_frames != 1 || self.options.append {
+            return Err(Error::InvalidOptions(
+                "a Zarr store written by MPI ranks takes neither shard_frames nor append (resume)".into(),
+            ));
+        }
+        for f in &layout.fields {
+            let fits = f.shape.len() == self.shape.len()
+                && self.offset.len() == self.shape.len()
+                && f.shape.iter().zip(&self.offset).zip(&self.shape).all(|((&n, &o), &s)| s >= 1 && o + s <= n);
+            if !fits {
+                return Err(Error::InvalidLayout(format!(
+                    "the block at offset {:?} of shape {:?} does not lie within field {} of shape {:?}",
+                    self.offset, self.shape, f.name, f.shape
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Collective: the chunk extent (the largest block per axis), checked on every rank to
+    /// put this rank's block on the chunk grid (a smaller block only at the grid's far edge).
+    fn chunk_grid(&self, layout: &StreamLayout) -> Result<(Vec<usize>, Vec<u64>)> {
+        let mut chunk = vec![0u64; self.shape.len()];
+        let mine: Vec<u64> = self.shape.iter().map(|&s| s as u64).collect();
+        self.comm.all_reduce_into(&mine[..], &mut chunk[..], SystemOperation::max());
+        let chunk: Vec<usize> = chunk.iter().map(|&c| c as usize).collect();
+        let grid = &layout.fields[0].shape;
+        let aligned = self
+            .offset
+            .iter()
+            .zip(&self.shape)
+            .zip(&chunk)
+            .zip(grid)
+            .all(|(((&o, &s), &c), &n)| c > 0 && o % c == 0 && (s == c || o + s == n));
+        let placed = if aligned {
+            Ok(self.offset.iter().zip(&chunk).map(|(&o, &c)| (o / c) as u64).collect())
+        } else {
+            Err(Error::InvalidLayout(format!(
+                "the block at offset {:?} of shape {:?} is not on the Zarr chunk grid of blocks {chunk:?}: every \
+                 block but the last along an axis must have the largest extent; make each axis of the grid {grid:?} \
+                 divide evenly by its parts (or leave a remainder of parts - 1)",
+                self.offset, self.shape
+            )))
+        };
+        let path = self.options.path.display().to_string();
+        let indices = agree(&self.comm, placed, || format!("placing the blocks of {path} on one chunk grid"))?;
+        Ok((chunk, indices))
+    }
+
+    /// Rank 0: creates the store (staged, published once whole).
+    fn create(&self, layout: &StreamLayout, plan: &ArrayPlan, root: &Root) -> Result<()> {
+        let staged = Staged::prepare(&self.options.path, self.options.overwrite, OutputKind::ZarrStore)?;
+        std::fs::create_dir(staged.staging()).map_err(|e| Error::io("cannot create directory", staged.staging(), e))?;
+        let store = Arc::new(AtomicDirStore::new(staged.staging(), self.options.fsync));
+        write_root(&store, root)?;
+        let stream = ZarrBackend::stream_arrays(&store, layout, &layout.streams[0], 0, plan)?;
+        ZarrBackend::create_streams(&store, std::slice::from_ref(&stream))?;
+        staged.publish(self.options.fsync)
+    }
+}
+
+/// Copies a block of `shape` (elements of `size` bytes, C order) into the chunk-sized `buffer`
+/// of extent `chunk`, at its origin: a block at the grid's far edge, smaller than a chunk,
+/// written as the edge chunk (Zarr ignores what lies beyond the array).
+fn pad_into(buffer: &mut [u8], chunk: &[usize], shape: &[usize], size: usize, bytes: &[u8]) {
+    let rank = shape.len();
+    let row = shape[rank - 1] * size;
+    let rows: usize = shape[..rank - 1].iter().product();
+    for r in 0..rows {
+        // The row's indices in the block, then its start in the chunk.
+        let (mut at, mut rest) = (0, r);
+        for axis in (0..rank - 1).rev() {
+            at += (rest % shape[axis]) * chunk[axis + 1..].iter().product::<usize>();
+            rest /= shape[axis];
+        }
+        buffer[at * size..at * size + row].copy_from_slice(&bytes[r * row..(r + 1) * row]);
+    }
+}
+
+impl Backend for ZarrBlockBackend {
+    fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
+        self.check_block(layout)
+    }
+
+    /// Frames are this rank's block of every field.
+    fn frame_layout(&self, layout: &StreamLayout) -> Option<StreamLayout> {
+        let mut block = layout.clone();
+        for f in &mut block.fields {
+            f.shape.clone_from(&self.shape);
+        }
+        Some(block)
+    }
+
+    fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
+        let path = self.options.path.display().to_string();
+        agree(&self.comm, self.check_block(layout), || format!("checking the blocks of {path}"))?;
+        let (chunk, indices) = self.chunk_grid(layout)?;
+        let plan = ArrayPlan {
+            compression: self.options.compression,
+            shard_frames: 1,
+            frame_chunk: Some(chunk.iter().map(|&c| c as u64).collect()),
+        };
+        let root = Root {
+            created: now_rfc3339(),
+            fields: field_entries(&layout.fields),
+            streams: vec![layout.streams[0].name.clone()],
+            attributes: layout.attributes.clone(),
+            complete: false,
+        };
+        let created = if self.comm.rank() == 0 { self.create(layout, &plan, &root) } else { Ok(()) };
+        agree(&self.comm, created, || format!("creating {path}"))?;
+        let store = Arc::new(AtomicDirStore::new(&self.options.path, self.options.fsync));
+        let stream = ZarrBackend::stream_arrays(&store, layout, &layout.streams[0], 0, &plan);
+        let stream = agree(&self.comm, stream, || format!("describing the arrays of {path}"))?;
+        let padded = (chunk != self.shape).then(|| {
+            let cells: usize = chunk.iter().product();
+            layout.fields.iter().map(|f| vec![0u8; cells * f.dtype.size()]).collect()
+        });
+        self.open = Some(BlockOpen { store, root, stream, chunk, indices, padded });
+        Ok(())
+    }
+
+    fn write(&mut self, frame: &Frame, fields: Fields<'_>) -> Result<Option<u64>> {
+        let path = self.options.path.display().to_string();
+        let n = frame.index;
+        agree(&self.comm, Ok(()), || format!("checking frame {n} of {path}"))?;
+        let root = self.comm.rank() == 0;
+        let shape = self.shape.clone();
+        let open = self.open.as_mut().ok_or(Error::Usage("write called before begin"))?;
+        let stored = (|| -> Result<()> {
+            for (f, bytes) in fields.iter().enumerate() {
+                let array = &open.stream.fields[f];
+                let indices: Vec<u64> = std::iter::once(n).chain(open.indices.iter().copied()).collect();
+                let data: &[u8] = match open.padded.as_mut() {
+                    Some(padded) => {
+                        let size = bytes.len() / shape.iter().product::<usize>().max(1);
+                        pad_into(&mut padded[f], &open.chunk, &shape, size, bytes);
+                        &padded[f]
+                    }
+                    None => bytes,
+                };
+                let node = array.path().as_str();
+                array
+                    .store_chunk(&indices, ArrayBytes::new_flen(data))
+                    .map_err(|e| store_err(&open.store, "cannot write frame to", node, e))?;
+            }
+            if root {
+                let (chunk, slot) = (n / STEPS_CHUNK, (n % STEPS_CHUNK) as usize);
+                if slot == 0 {
+                    open.stream.steps_chunk.fill(0);
+                }
+                open.stream.steps_chunk[slot] = frame.step;
+                let node = open.stream.steps.path().as_str();
+                open.stream
+                    .steps
+                    .store_chunk(&[chunk], open.stream.steps_chunk.as_slice())
+                    .map_err(|e| store_err(&open.store, "cannot write the step to", node, e))?;
+            }
+            Ok(())
+        })();
+        agree(&self.comm, stored, || format!("writing frame {n} of {path}"))?;
+        let grown = if root {
+            let store = open.store.clone();
+            let s = &mut open.stream;
+            s.fields.iter_mut().chain([&mut s.steps]).try_for_each(|a| set_frames(&store, a, n + 1))
+        } else {
+            Ok(())
+        };
+        agree(&self.comm, grown, || format!("publishing frame {n} of {path}")).map(|()| None)
+    }
+
+    /// Collective: the other ranks learn of the refusal in their `write`'s first agreement.
+    fn refused(&mut self, _error: &Error) -> bool {
+        failed_ranks(&self.comm, false);
+        false
+    }
+
+    fn finish(&mut self, outcome: &Outcome<'_>) -> Result<()> {
+        let path = self.options.path.display().to_string();
+        let mut open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;
+        let mine = outcome.frames().first().copied().unwrap_or(0);
+        let mut frames = 0u64;
+        self.comm.all_reduce_into(&mine, &mut frames, SystemOperation::min());
+        let failed = !failed_ranks(&self.comm, !outcome.failed()).is_empty();
+        let finished = if self.comm.rank() == 0 {
+            (|| -> Result<()> {
+                let store = open.store.clone();
+                let s = &mut open.stream;
+                for a in s.fields.iter_mut().chain([&mut s.steps]) {
+                    if a.shape()[0] != frames {
+                        set_frames(&store, a, frames)?;
+                    }
+                }
+                let all = Outcome::new(outcome.layout(), std::slice::from_ref(&frames), failed);
+                let complete = all.stream_complete(0, frames);
+                write_stream(&store, &s.info, StreamState { index: 0, frames, complete })?;
+                open.root.complete = complete;
+                write_root(&store, &open.root)
+            })()
+        } else {
+            Ok(())
+        };
+        agree(&self.comm, finished, || format!("finishing {path}"))
+    }
+}
