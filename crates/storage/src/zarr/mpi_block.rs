@@ -26,7 +26,7 @@ use zarrs::array::ArrayBytes;
 
 use super::schema::{ArrayPlan, Root, STEPS_CHUNK, StreamState, field_entries, store_err, write_root, write_stream};
 use super::sink::{StreamArrays, ZarrBackend, set_frames};
-use super::store::AtomicDirStore;
+use super::store::{AtomicDirStore, sync_tree};
 use crate::error::{Error, Result};
 use crate::frame::{Fields, Frame};
 use crate::options::SinkOptions;
@@ -142,7 +142,7 @@ impl ZarrBlockBackend {
     fn create(&self, layout: &StreamLayout, plan: &ArrayPlan, root: &Root) -> Result<()> {
         let staged = Staged::prepare(&self.options.path, self.options.overwrite, OutputKind::ZarrStore)?;
         std::fs::create_dir(staged.staging()).map_err(|e| Error::io("cannot create directory", staged.staging(), e))?;
-        let store = Arc::new(AtomicDirStore::new(staged.staging(), self.options.fsync));
+        let store = Arc::new(AtomicDirStore::new(staged.staging()));
         write_root(&store, root)?;
         let stream = ZarrBackend::stream_arrays(&store, layout, &layout.streams[0], 0, plan)?;
         ZarrBackend::create_streams(&store, std::slice::from_ref(&stream))?;
@@ -200,7 +200,7 @@ impl Backend for ZarrBlockBackend {
         };
         let created = if self.comm.rank() == 0 { self.create(layout, &plan, &root) } else { Ok(()) };
         agree(&self.comm, created, || format!("creating {path}"))?;
-        let store = Arc::new(AtomicDirStore::new(&self.options.path, self.options.fsync));
+        let store = Arc::new(AtomicDirStore::new(&self.options.path));
         let stream = ZarrBackend::stream_arrays(&store, layout, &layout.streams[0], 0, &plan);
         let stream = agree(&self.comm, stream, || format!("describing the arrays of {path}"))?;
         let padded = (chunk != self.shape).then(|| {
@@ -286,7 +286,9 @@ impl Backend for ZarrBlockBackend {
                 let complete = all.stream_complete(0, frames);
                 write_stream(&store, &s.info, StreamState { index: 0, frames, complete })?;
                 open.root.complete = complete;
-                write_root(&store, &open.root)
+                write_root(&store, &open.root)?;
+                // Every rank's chunks are written (agreed at each frame): one sync of the tree.
+                if self.options.fsync { sync_tree(&self.options.path) } else { Ok(()) }
             })()
         } else {
             Ok(())

@@ -19,12 +19,12 @@ use super::schema::{
     ArrayPlan, METADATA_FILE, Root, STEPS_CHUNK, StreamState, field_array, field_entries, steps_array, store_err,
     write_root, write_stream,
 };
-use super::store::AtomicDirStore;
+use super::store::{AtomicDirStore, sync_tree};
 use crate::dimensions::Dimensions;
 use crate::error::{Error, Result};
 use crate::frame::{Fields, Frame};
 use crate::options::SinkOptions;
-use crate::prepare::{OutputKind, Staged, sync_dir};
+use crate::prepare::{OutputKind, Staged};
 use crate::protocol::{Backend, Checked, Outcome};
 use crate::read::OutputFormat;
 use crate::schema::{StreamInfo, StreamLayout};
@@ -164,7 +164,7 @@ impl ZarrBackend {
                 let staged = Staged::prepare(self.dir(), self.options.overwrite, OutputKind::ZarrStore)?;
                 fs::create_dir(staged.staging())
                     .map_err(|e| Error::io("cannot create directory", staged.staging(), e))?;
-                let store = Arc::new(AtomicDirStore::new(staged.staging(), fsync));
+                let store = Arc::new(AtomicDirStore::new(staged.staging()));
                 write_root(&store, &root)?;
                 let streams = self.all_stream_arrays(&store, layout, 0, &plan)?;
                 Self::create_streams(&store, &streams)?;
@@ -172,7 +172,7 @@ impl ZarrBackend {
                 (root, true)
             }
             Some(existing) => {
-                let store = Arc::new(AtomicDirStore::new(self.dir(), fsync));
+                let store = Arc::new(AtomicDirStore::new(self.dir()));
                 let mut root = read_root(self.dir())?;
                 // The root stops listing the streams to rewrite before their groups go, so a
                 // kill in between leaves a store that opens (they are simply missing).
@@ -197,7 +197,7 @@ impl ZarrBackend {
             }
         };
         // The arrays write through a store at the published path.
-        let store = Arc::new(AtomicDirStore::new(self.dir(), fsync));
+        let store = Arc::new(AtomicDirStore::new(self.dir()));
         let first = root.streams.len() - layout.streams.len();
         let streams = self.all_stream_arrays(&store, layout, first, &plan)?;
         let field_bytes = layout.fields.iter().map(|f| f.bytes().unwrap_or_default()).collect();
@@ -342,7 +342,7 @@ impl ZarrBackend {
         open.root.complete = first_err.is_none() && outcome.complete() && open.kept_complete;
         let root = write_root(&store, &open.root);
         if self.options.fsync {
-            root.and_then(|()| sync_dir(self.dir()))?;
+            root.and_then(|()| sync_tree(self.dir()))?;
         } else {
             root?;
         }

@@ -4,9 +4,10 @@
 //! middle leaves half a `zarr.json` (the array no longer opens) or half a chunk (a frame
 //! already reported written reads back as garbage). Here every value goes to a temporary
 //! file beside its key (`.NAME.wgpipe-tmp`, a name no Zarr reader lists) and is renamed over
-//! it: a reader or a kill sees the old value or the new one, never a mix. With `fsync`, the
-//! temporary file is synced before the rename, so a power cut cannot leave an empty file
-//! under the key either.
+//! it: a reader or a kill sees the old value or the new one, never a mix. Durability against
+//! a power cut is [`sync_tree`]'s, once, when the sink finishes (`SinkOptions::fsync`), not a
+//! sync per value: a frame writes several files, and syncing each would cost more than the
+//! frame.
 //!
 //! Write-only: the sink never reads what it wrote (shard buffers and steps stay in memory);
 //! readers open the directory with zarrs's `FilesystemStore`.
@@ -22,17 +23,15 @@ use zarrs::storage::{Bytes, OffsetBytesIterator, StorageError, StoreKey, StorePr
 #[derive(Debug)]
 pub(crate) struct AtomicDirStore {
     root: PathBuf,
-    fsync: bool,
     /// The operating system's error of the last failed write, with its path: zarrs wraps it
     /// in a [`StorageError`] that loses its kind, which a full disk needs.
     last_error: Mutex<Option<(PathBuf, std::io::Error)>>,
 }
 
 impl AtomicDirStore {
-    /// A store writing under `root` (which exists); `fsync` syncs each value before it
-    /// replaces its key.
-    pub(crate) fn new(root: &Path, fsync: bool) -> Self {
-        AtomicDirStore { root: root.to_path_buf(), fsync, last_error: Mutex::new(None) }
+    /// A store writing under `root` (which exists).
+    pub(crate) fn new(root: &Path) -> Self {
+        AtomicDirStore { root: root.to_path_buf(), last_error: Mutex::new(None) }
     }
 
     /// The directory.
@@ -64,10 +63,7 @@ impl AtomicDirStore {
         fs::create_dir_all(parent).map_err(|e| self.fail(parent, e))?;
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let tmp = parent.join(format!(".{name}.wgpipe-tmp"));
-        let written = fs::File::create(&tmp).and_then(|mut f| {
-            f.write_all(value)?;
-            if self.fsync { f.sync_data() } else { Ok(()) }
-        });
+        let written = fs::File::create(&tmp).and_then(|mut f| f.write_all(value));
         if let Err(e) = written.and_then(|()| fs::rename(&tmp, path)) {
             // Nothing half-written stays behind (a full disk frees the partial file's blocks).
             let _ = fs::remove_file(&tmp);
@@ -106,4 +102,21 @@ impl WritableStorageTraits for AtomicDirStore {
     fn supports_set_partial(&self) -> bool {
         false
     }
+}
+
+/// Forces every file and directory under `dir` to stable storage (fsync), directories after
+/// their entries, so that a finished store survives a power cut with every rename in it.
+pub(crate) fn sync_tree(dir: &Path) -> crate::error::Result<()> {
+    let entries = fs::read_dir(dir).map_err(|e| crate::error::Error::io("cannot list", dir, e))?;
+    for entry in entries {
+        let path = entry.map_err(|e| crate::error::Error::io("cannot list", dir, e))?.path();
+        if path.is_dir() {
+            sync_tree(&path)?;
+        } else {
+            fs::File::open(&path)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| crate::error::Error::io("cannot sync", &path, e))?;
+        }
+    }
+    crate::prepare::sync_dir(dir)
 }
