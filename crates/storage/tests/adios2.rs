@@ -109,6 +109,10 @@ fn the_adios2_python_api_reads_every_frame_of_a_bp5_output() {
     assert_eq!(r["attributes"]["s0/u/units"]["value"], "\"1\"");
     assert_eq!(r["attributes"]["format"]["value"], "\"wgpipe-adios2\"");
     assert_eq!(r["attributes"]["config"]["value"], json!("\"[run]\nsteps = 10\n\""));
+    // What only the end knows, in the closing step.
+    assert_eq!(r["attributes"]["complete"]["value"], "1");
+    assert_eq!(r["attributes"]["s1/complete"]["value"], "1");
+    assert_eq!(r["attributes"]["s0/frames"]["value"], "3");
 }
 
 /// Bins of the PDFs the reader computes.

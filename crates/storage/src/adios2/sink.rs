@@ -7,6 +7,12 @@
 //! order (the `adios2` Python API reads frame `i` of `s0/u` with `step_selection=[i, 1]`).
 //! Run attributes keep their names and types, a stream's are `STREAM/NAME`, a field's
 //! `units` and `long_name` are `STREAM/FIELD/units` and `STREAM/FIELD/long_name`.
+//!
+//! When the run ends without a failure, a closing step without variables carries what only
+//! the end knows: `STREAM/frames` (uint64) and `STREAM/complete` and `complete` (uint8, 1 or
+//! 0), as the other sinks record them. ADIOS2 writes an attribute with the next step, so one
+//! defined after the last frame's step needs a step of its own; the variables' own step
+//! counts are unchanged. After a failure or a kill they are absent: read that as incomplete.
 
 use crate::error::{Error, Result};
 use crate::frame::{DType, Fields, Frame};
@@ -174,6 +180,22 @@ impl Adios2Backend {
     }
 }
 
+impl Adios2Backend {
+    /// Defines each stream's `frames` and `complete` and the run's `complete`, and writes
+    /// them in a closing step without variables.
+    fn record_outcome(&self, w: &mut Writer, outcome: &Outcome<'_>) -> Result<()> {
+        let layout = outcome.layout();
+        for (i, (s, &n)) in layout.streams.iter().zip(outcome.frames()).enumerate() {
+            let complete = u8::from(outcome.stream_complete(i, n));
+            w.number_attribute(&format!("{}/frames", s.name), ffi::TYPE_UINT64, &n.to_le_bytes())
+                .and_then(|()| w.number_attribute(&format!("{}/complete", s.name), ffi::TYPE_UINT8, &[complete]))
+                .map_err(|m| self.err(m))?;
+        }
+        w.number_attribute("complete", ffi::TYPE_UINT8, &[u8::from(outcome.complete())]).map_err(|m| self.err(m))?;
+        w.step(&[]).map_err(|m| self.err(format!("the closing step: {m}")))
+    }
+}
+
 impl Backend for Adios2Backend {
     /// float16 fields (ADIOS2 has no such type), and what ADIOS2 cannot do here: resume.
     fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
@@ -213,10 +235,11 @@ impl Backend for Adios2Backend {
         Ok(None)
     }
 
-    fn finish(&mut self, _outcome: &Outcome<'_>) -> Result<()> {
+    fn finish(&mut self, outcome: &Outcome<'_>) -> Result<()> {
         let mut open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;
-        let closed = open.writer.close();
+        let recorded = if outcome.failed() { Ok(()) } else { self.record_outcome(&mut open.writer, outcome) };
+        let closed = open.writer.close().map_err(|m| self.err(m));
         drop(open);
-        closed.map_err(|m| self.err(m))
+        recorded.and(closed)
     }
 }
