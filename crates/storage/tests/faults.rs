@@ -88,6 +88,14 @@ fn sink_names_and_options_are_checked_up_front() {
     }
     let zero = SinkOptions::new("x").with_shard_frames(0);
     assert!(matches!(open_sink("zarr", &zero).err().unwrap(), Error::InvalidOptions(_)));
+    // A shard too large to hold in memory is refused at begin, nothing created.
+    if cfg!(feature = "zarr") {
+        let dir = tempdir();
+        let huge = SinkOptions::new(dir.path().join("s.zarr")).with_shard_frames(usize::MAX / 2);
+        let err = open_sink("zarr", &huge).unwrap().begin(&layout(None)).unwrap_err();
+        assert!(matches!(err, Error::InvalidOptions(_)) && err.to_string().contains("shard_frames"), "{err}");
+        assert!(!dir.path().join("s.zarr").exists());
+    }
     let hdf5 = open_sink("hdf5", &SinkOptions::new("x.h5"));
     if cfg!(feature = "hdf5") {
         assert!(hdf5.is_ok());

@@ -80,6 +80,10 @@ impl ZarrSink {
     }
 }
 
+/// The most bytes one shard of one field may hold: it is kept in memory per stream and
+/// rewritten with every frame that goes into it.
+const MAX_SHARD_BYTES: usize = 1 << 30;
+
 /// The index of a frame's chunk along the frame axis, and the frame's slot in it.
 fn chunk_of(index: u64, frames_per_chunk: u64) -> (u64, usize) {
     (index / frames_per_chunk, (index % frames_per_chunk) as usize)
@@ -235,6 +239,23 @@ impl Backend for ZarrBackend {
                 return Err(Error::InvalidLayout(format!(
                     "{kind} name {name:?} cannot name a Zarr group or array (no leading \"__\" or \".\", not \
                      {METADATA_FILE:?}): rename the {kind}"
+                )));
+            }
+        }
+        // A shard is rewritten whole with every frame, from a buffer of its frames per stream
+        // and field: refuse one that could not be held (a typo in shard_frames must not
+        // abort the process on a failed allocation).
+        for f in &layout.fields {
+            let bytes =
+                f.bytes().and_then(|b| b.checked_mul(self.options.shard_frames)).filter(|&b| b <= MAX_SHARD_BYTES);
+            if bytes.is_none() {
+                return Err(Error::InvalidOptions(format!(
+                    "shard_frames = {}: a shard of field {:?} ({} per frame) would exceed {} MiB, which the zarr \
+                     sink holds in memory and rewrites with every frame: use fewer frames per shard",
+                    self.options.shard_frames,
+                    f.name,
+                    f.describe(),
+                    MAX_SHARD_BYTES >> 20
                 )));
             }
         }
