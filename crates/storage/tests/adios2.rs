@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{field_data, tempdir};
+use common::{tempdir, write_recorded};
 use serde_json::{Value, json};
 use wgpipe_storage::{
     Adios2Engine, DType, FieldSpec, Frame, QueueFullPolicy, SinkOptions, StreamInfo, StreamLayout, open_sink,
@@ -65,22 +65,10 @@ fn the_adios2_python_api_reads_every_frame_of_a_bp5_output() {
     let (bp, expected) = (dir.path().join("out.bp"), dir.path().join("expected"));
     std::fs::create_dir(&expected).unwrap();
     let layout = layout();
-    let mut sink = open_sink("adios2", &SinkOptions::new(&bp)).unwrap();
-    sink.begin(&layout).unwrap();
-    for i in 0..FRAMES {
-        // Streams interleave unevenly: s1 runs ahead.
-        for s in [1usize, 0] {
-            let mut data = Vec::new();
-            for (f, spec) in layout.fields.iter().enumerate() {
-                let bytes = field_data(&layout, s, f, i);
-                std::fs::write(expected.join(format!("{}.{}.{i}.bin", layout.streams[s].name, spec.name)), &bytes)
-                    .unwrap();
-                data.extend(bytes);
-            }
-            sink.write(&Frame::new(s, i, 100 * (i + 1) + s as u64, data)).unwrap();
-        }
-    }
-    assert_eq!(sink.finish().unwrap().frames, 2 * FRAMES);
+    // Streams interleave unevenly: s1 runs ahead.
+    let sink = open_sink("adios2", &SinkOptions::new(&bp)).unwrap();
+    let summary = write_recorded(sink, &layout, FRAMES, &[1, 0], |s, i| 100 * (i + 1) + s as u64, &expected);
+    assert_eq!(summary.frames, 2 * FRAMES);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/read_bp.py");
     let out = Command::new(&python).arg(script).arg(&bp).arg(&expected).output().unwrap();
     assert!(out.status.success(), "read_bp.py: {}", String::from_utf8_lossy(&out.stderr));

@@ -14,9 +14,9 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{field_data, python, tempdir};
+use common::{python, tempdir, write_recorded};
 use serde_json::{Value, json};
-use wgpipe_storage::{DType, FieldSpec, Frame, SinkOptions, StreamInfo, StreamLayout, open_sink};
+use wgpipe_storage::{DType, FieldSpec, SinkOptions, StreamInfo, StreamLayout, open_sink};
 
 /// A field of every element type, ranks 1 to 3, custom axis names on one, and one field
 /// over the 4 MiB chunk target.
@@ -38,20 +38,8 @@ fn layout() -> StreamLayout {
 /// Writes two frames per stream with `kind` at `path` and each field's expected bytes into
 /// `expected`.
 fn write(kind: &str, path: &Path, layout: &StreamLayout, expected: &Path) {
-    let mut sink = open_sink(kind, &SinkOptions::new(path)).unwrap();
-    sink.begin(layout).unwrap();
-    for i in 0..2u64 {
-        for (s, info) in layout.streams.iter().enumerate() {
-            let mut data = Vec::new();
-            for (f, spec) in layout.fields.iter().enumerate() {
-                let bytes = field_data(layout, s, f, i);
-                std::fs::write(expected.join(format!("{}.{}.{i}.bin", info.name, spec.name)), &bytes).unwrap();
-                data.extend(bytes);
-            }
-            sink.write(&Frame::new(s, i, i, data)).unwrap();
-        }
-    }
-    sink.finish().unwrap();
+    let sink = open_sink(kind, &SinkOptions::new(path)).unwrap();
+    write_recorded(sink, layout, 2, &[0, 1], |_, i| i, expected);
 }
 
 #[test]

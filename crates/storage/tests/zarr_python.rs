@@ -14,9 +14,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{field_data, tempdir};
+use common::{tempdir, write_recorded};
 use serde_json::{Value, json};
-use wgpipe_storage::{Compression, DType, FieldSpec, Frame, SinkOptions, StreamInfo, StreamLayout, open_sink};
+use wgpipe_storage::{Compression, DType, FieldSpec, SinkOptions, StreamInfo, StreamLayout, open_sink};
 
 /// Frames per stream: more than a shard of 3, so the last shard is partial.
 const FRAMES: u64 = 4;
@@ -58,20 +58,8 @@ fn zarr_python() -> PathBuf {
 
 /// Writes every frame with `options` and each field's expected bytes into `expected`.
 fn write(options: SinkOptions, layout: &StreamLayout, expected: &Path) {
-    let mut sink = open_sink("zarr", &options).unwrap();
-    sink.begin(layout).unwrap();
-    for i in 0..FRAMES {
-        for (s, info) in layout.streams.iter().enumerate() {
-            let mut data = Vec::new();
-            for (f, spec) in layout.fields.iter().enumerate() {
-                let bytes = field_data(layout, s, f, i);
-                std::fs::write(expected.join(format!("{}.{}.{i}.bin", info.name, spec.name)), &bytes).unwrap();
-                data.extend(bytes);
-            }
-            sink.write(&Frame::new(s, i, 100 * (i + 1) + s as u64, data)).unwrap();
-        }
-    }
-    sink.finish().unwrap();
+    let sink = open_sink("zarr", &options).unwrap();
+    write_recorded(sink, layout, FRAMES, &[0, 1], |s, i| 100 * (i + 1) + s as u64, expected);
 }
 
 /// Reads `store` with read_zarr.py.

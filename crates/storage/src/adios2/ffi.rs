@@ -8,8 +8,8 @@
 //! `.venv/lib/python3.11/site-packages/adios2/libadios2_c.so`, which finds its own
 //! dependencies through its RPATH), else the dynamic linker's search path is asked.
 //!
-//! The declarations below are those of `adios2/c/*.h` of ADIOS2 2.9 to 2.12 (stable in that
-//! range); only what the sink calls is declared.
+//! The declarations below are those of `adios2/c/*.h` (checked against ADIOS2 2.12.1, the
+//! wheel the tests use; these functions exist since 2.9); only what the sink calls is declared.
 #![allow(unsafe_code, reason = "calls into ADIOS2's C library; each call's contract is stated where it is made")]
 
 use std::ffi::{CString, c_char, c_float, c_int, c_void};
@@ -117,7 +117,7 @@ fn load() -> Result<Api, String> {
         macro_rules! get {
             ($name:literal) => {
                 // SAFETY: the symbol is the C API function of that name, whose signature is
-                // declared in `Api` exactly as in ADIOS2's headers (2.9 to 2.12).
+                // declared in `Api` exactly as in ADIOS2's headers (checked against 2.12.1).
                 *unsafe { lib.get(concat!($name, "\0").as_bytes()) }
                     .map_err(|e| format!("{}: no {} ({e}): not an ADIOS2 2.9+ C library", path.display(), $name))?
             };

@@ -33,7 +33,7 @@ use crate::frame::Fields;
 use crate::frame::Frame;
 use crate::options::SinkOptions;
 use crate::protocol::{Backend, Checked, Outcome};
-use crate::ranks::{agree, failed_ranks};
+use crate::ranks::{agree, block_layout, check_block, failed_ranks};
 use crate::schema::StreamLayout;
 
 /// The backend of [`MpiBlockSink`]: one stream whose frames are split into blocks, one per
@@ -82,24 +82,7 @@ impl std::fmt::Debug for MpiBlockBackend {
 impl MpiBlockBackend {
     /// Whether the layout is one stream of fields this block fits in.
     fn check_block(&self, layout: &StreamLayout) -> Result<()> {
-        if layout.streams.len() != 1 {
-            return Err(Error::InvalidLayout(format!(
-                "a frame split into blocks is written as one stream, the layout has {}",
-                layout.streams.len()
-            )));
-        }
-        for f in &layout.fields {
-            let fits = f.shape.len() == self.shape.len()
-                && self.offset.len() == self.shape.len()
-                && f.shape.iter().zip(&self.offset).zip(&self.shape).all(|((&n, &o), &s)| s >= 1 && o + s <= n);
-            if !fits {
-                return Err(Error::InvalidLayout(format!(
-                    "the block at offset {:?} of shape {:?} does not lie within field {} of shape {:?}",
-                    self.offset, self.shape, f.name, f.shape
-                )));
-            }
-        }
-        Ok(())
+        check_block(layout, &self.offset, &self.shape)
     }
 
     /// Collective: writes this rank's block (`fields`) of frame `n`, taken at `step`.
@@ -140,11 +123,7 @@ impl Backend for MpiBlockBackend {
 
     /// Frames are this rank's block of every field.
     fn frame_layout(&self, layout: &StreamLayout) -> Option<StreamLayout> {
-        let mut block = layout.clone();
-        for f in &mut block.fields {
-            f.shape.clone_from(&self.shape);
-        }
-        Some(block)
+        Some(block_layout(layout, &self.shape))
     }
 
     /// Collective: checks every rank's block, then creates the file (see the module docs),

@@ -32,7 +32,7 @@ use crate::frame::{Fields, Frame};
 use crate::options::SinkOptions;
 use crate::prepare::{OutputKind, Staged};
 use crate::protocol::{Backend, Checked, Outcome};
-use crate::ranks::{agree, failed_ranks};
+use crate::ranks::{agree, block_layout, check_block, failed_ranks};
 use crate::schema::StreamLayout;
 use crate::time::now_rfc3339;
 
@@ -83,29 +83,12 @@ impl ZarrBlockBackend {
     /// Local: one stream, this rank's block within every field, options a block store takes.
     fn check_block(&self, layout: &StreamLayout) -> Result<()> {
         self.options.check()?;
-        if layout.streams.len() != 1 {
-            return Err(Error::InvalidLayout(format!(
-                "a frame split into blocks is written as one stream, the layout has {}",
-                layout.streams.len()
-            )));
-        }
         if self.options.shard_frames != 1 || self.options.append {
             return Err(Error::InvalidOptions(
                 "a Zarr store written by MPI ranks takes neither shard_frames nor append (resume)".into(),
             ));
         }
-        for f in &layout.fields {
-            let fits = f.shape.len() == self.shape.len()
-                && self.offset.len() == self.shape.len()
-                && f.shape.iter().zip(&self.offset).zip(&self.shape).all(|((&n, &o), &s)| s >= 1 && o + s <= n);
-            if !fits {
-                return Err(Error::InvalidLayout(format!(
-                    "the block at offset {:?} of shape {:?} does not lie within field {} of shape {:?}",
-                    self.offset, self.shape, f.name, f.shape
-                )));
-            }
-        }
-        Ok(())
+        check_block(layout, &self.offset, &self.shape)
     }
 
     /// Collective: the chunk extent (the largest block per axis), checked on every rank to
@@ -175,11 +158,7 @@ impl Backend for ZarrBlockBackend {
 
     /// Frames are this rank's block of every field.
     fn frame_layout(&self, layout: &StreamLayout) -> Option<StreamLayout> {
-        let mut block = layout.clone();
-        for f in &mut block.fields {
-            f.shape.clone_from(&self.shape);
-        }
-        Some(block)
+        Some(block_layout(layout, &self.shape))
     }
 
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {

@@ -15,7 +15,6 @@ use super::schema::{FORMAT, METADATA_FILE, Root, reserved};
 use crate::error::{Error, Result};
 use crate::json_meta::{FieldEntry, attrs_from_typed_json};
 use crate::read::{Output, OutputFormat, Reader, StreamSummary};
-use crate::schema::FieldSpec;
 use crate::validate::STEPS_NAME;
 
 /// Whether `path` holds a Zarr store (a directory with a root `zarr.json`).
@@ -96,46 +95,52 @@ fn array_frames(dir: &Path, node: &str) -> Result<u64> {
         .ok_or_else(|| bad(&dir.join(node).join(METADATA_FILE), "an array without a shape along the frame axis".into()))
 }
 
+/// One stream's arrays, opened once: its fields (layout order) and its steps.
+#[derive(Debug)]
+struct StreamArrays {
+    fields: Vec<Array<FilesystemStore>>,
+    steps: Array<FilesystemStore>,
+}
+
 /// Reads frames back through zarrs.
 #[derive(Debug)]
 struct ZarrReader {
     dir: PathBuf,
-    store: Arc<FilesystemStore>,
-    streams: Vec<String>,
-    fields: Vec<FieldSpec>,
+    streams: Vec<StreamArrays>,
+}
+
+/// Opens the array at `node` (relative to the store `dir`).
+fn open_array(dir: &Path, store: &Arc<FilesystemStore>, node: &str) -> Result<Array<FilesystemStore>> {
+    Array::open(store.clone(), &format!("/{node}")).map_err(|e| zarr_err(dir, "cannot open array", node, e))
+}
+
+fn zarr_err(dir: &Path, action: &str, node: &str, e: impl std::fmt::Display) -> Error {
+    Error::Zarr { action: action.to_owned(), path: dir.join(node), message: e.to_string() }
 }
 
 impl ZarrReader {
-    fn array(&self, node: &str) -> Result<Array<FilesystemStore>> {
-        Array::open(self.store.clone(), &format!("/{node}")).map_err(|e| self.err("cannot open array", node, e))
-    }
-
-    fn err(&self, action: &str, node: &str, e: impl std::fmt::Display) -> Error {
-        Error::Zarr { action: action.to_owned(), path: self.dir.join(node), message: e.to_string() }
-    }
-
-    /// The bytes of `frames` frames from `first` of the array at `node`, of a frame shaped
-    /// `shape`.
-    fn read(&self, node: &str, first: u64, frames: u64, shape: &[usize]) -> Result<Vec<u8>> {
-        let array = self.array(node)?;
+    /// The bytes of `frames` frames from `first` of `array`, of a frame shaped `shape`.
+    fn read(&self, array: &Array<FilesystemStore>, first: u64, frames: u64, shape: &[usize]) -> Result<Vec<u8>> {
+        let node = array.path().as_str().trim_start_matches('/');
         let ranges: Vec<std::ops::Range<u64>> =
             std::iter::once(first..first + frames).chain(shape.iter().map(|&d| 0..d as u64)).collect();
         let bytes: ArrayBytes<'static> = array
             .retrieve_array_subset(&ArraySubset::new_with_ranges(&ranges))
-            .map_err(|e| self.err("cannot read", node, e))?;
-        let fixed = bytes.into_fixed().map_err(|e| self.err("cannot read", node, e))?;
+            .map_err(|e| zarr_err(&self.dir, "cannot read", node, e))?;
+        let fixed = bytes.into_fixed().map_err(|e| zarr_err(&self.dir, "cannot read", node, e))?;
         Ok(fixed.into_owned())
     }
 }
 
 impl Reader for ZarrReader {
     fn read_field(&self, stream: usize, field: usize, index: u64) -> Result<Vec<u8>> {
-        let f = &self.fields[field];
-        self.read(&format!("{}/{}", self.streams[stream], f.name), index, 1, &f.shape)
+        let array = &self.streams[stream].fields[field];
+        let shape: Vec<usize> = array.shape()[1..].iter().map(|&d| d as usize).collect();
+        self.read(array, index, 1, &shape)
     }
 
     fn steps(&self, stream: usize, frames: u64) -> Result<Vec<u64>> {
-        let bytes = self.read(&format!("{}/{STEPS_NAME}", self.streams[stream]), 0, frames, &[])?;
+        let bytes = self.read(&self.streams[stream].steps, 0, frames, &[])?;
         Ok(bytes
             .chunks_exact(8)
             .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
@@ -170,13 +175,25 @@ pub(crate) fn open(dir: &Path) -> Result<Output> {
         path: dir.to_path_buf(),
         message: e.to_string(),
     })?;
+    let store = Arc::new(store);
+    let arrays = root
+        .streams
+        .iter()
+        .map(|name| {
+            let fields = fields
+                .iter()
+                .map(|f| open_array(dir, &store, &format!("{name}/{}", f.name)))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(StreamArrays { fields, steps: open_array(dir, &store, &format!("{name}/{STEPS_NAME}"))? })
+        })
+        .collect::<Result<Vec<_>>>()?;
     Ok(Output {
         path: dir.to_path_buf(),
         format: OutputFormat::Zarr,
-        fields: fields.clone(),
+        fields,
         attributes: root.attributes,
         complete: root.complete,
-        reader: Box::new(ZarrReader { dir: dir.to_path_buf(), store: Arc::new(store), streams: root.streams, fields }),
+        reader: Box::new(ZarrReader { dir: dir.to_path_buf(), streams: arrays }),
         streams,
     })
 }

@@ -27,7 +27,7 @@ use crate::frame::DType;
 use crate::json_meta::{FieldEntry, attr_types, attrs_to_json};
 use crate::options::Compression;
 use crate::schema::{AXIS_ORDER, Attributes, FieldSpec, StreamInfo};
-use crate::validate::STEPS_NAME;
+use crate::validate::{RESERVED_RUN_ATTRS, RESERVED_STREAM_ATTRS, STEPS_NAME};
 
 /// Value of the root `format` attribute, which marks a store as written by this sink.
 pub(crate) const FORMAT: &str = "wgpipe-zarr";
@@ -38,15 +38,14 @@ pub(crate) const STEPS_CHUNK: u64 = 1024;
 /// The metadata document of every group and array.
 pub(crate) const METADATA_FILE: &str = "zarr.json";
 
-/// Root attributes this sink owns; a run attribute of the same name is not stored.
-const ROOT_KEYS: [&str; 7] =
-    ["format", "format_version", "wgpipe_storage_version", "created", "axis_order", "fields", "streams"];
-/// Keys this sink owns in a root or stream group (besides [`ROOT_KEYS`]).
-const STATE_KEYS: [&str; 5] = ["complete", "attribute_types", "stream_index", "expected_frames", "frames"];
+/// Attributes only this sink writes, beyond those every sink writes and every layout is
+/// refused ([`RESERVED_RUN_ATTRS`], [`RESERVED_STREAM_ATTRS`]).
+const ZARR_KEYS: [&str; 3] = ["format_version", "streams", "attribute_types"];
 
-/// Whether `key` is one of the attributes this sink writes itself.
+/// Whether `key` is one of the attributes this sink writes itself (a user attribute of that
+/// name is not stored, and not read back as one).
 pub(crate) fn reserved(key: &str) -> bool {
-    ROOT_KEYS.contains(&key) || STATE_KEYS.contains(&key)
+    RESERVED_RUN_ATTRS.contains(&key) || RESERVED_STREAM_ATTRS.contains(&key) || ZARR_KEYS.contains(&key)
 }
 
 /// The Zarr path of a stream's group, a field's array, the steps array.

@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use wgpipe_storage::{
-    Compression, DType, FieldSpec, Frame, Output, Sink, SinkOptions, StreamInfo, StreamLayout, open_output, open_sink,
+    Compression, DType, FieldSpec, Frame, Output, Sink, SinkOptions, SinkSummary, StreamInfo, StreamLayout,
+    open_output, open_sink,
 };
 
 /// Rows and columns of the 2-D test field (not square, to catch transposed shapes).
@@ -173,6 +174,34 @@ pub fn cases(dir: &Path) -> Vec<Case> {
         });
     }
     v
+}
+
+/// Writes `frames` frames of each stream into `sink` (begun and finished here), streams in
+/// `order` at each frame index, frame `i` of stream `s` taken at `step(s, i)`, and each field's
+/// bytes into `expected/<stream>.<field>.<frame>.bin` for a reader in another language to
+/// compare with. Returns what `finish` said.
+pub fn write_recorded(
+    mut sink: Box<dyn Sink>,
+    layout: &StreamLayout,
+    frames: u64,
+    order: &[usize],
+    step: impl Fn(usize, u64) -> u64,
+    expected: &Path,
+) -> SinkSummary {
+    sink.begin(layout).expect("begin");
+    for i in 0..frames {
+        for &s in order {
+            let mut data = Vec::new();
+            for (f, spec) in layout.fields.iter().enumerate() {
+                let bytes = field_data(layout, s, f, i);
+                let name = format!("{}.{}.{i}.bin", layout.streams[s].name, spec.name);
+                std::fs::write(expected.join(name), &bytes).expect("write the expected bytes");
+                data.extend(bytes);
+            }
+            sink.write(&Frame::new(s, i, step(s, i), data)).expect("write");
+        }
+    }
+    sink.finish().expect("finish")
 }
 
 /// Asserts `out` holds exactly frames `0..n` of every stream, byte for byte, with their steps.
