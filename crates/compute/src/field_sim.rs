@@ -260,7 +260,7 @@ impl FieldSim {
 
     /// Steps done (or encoded) so far, counting from step 0 (see [`FieldSim::starting_at_step`]).
     pub fn steps(&self) -> u64 {
-        self.first_step + self.done
+        self.first_step.wrapping_add(self.done)
     }
 
     /// Both buffers of field `field` (by index): the one read at even steps, then at odd steps.
@@ -314,6 +314,47 @@ impl FieldSim {
     /// state after the steps (the f16 pack pass binds both sides once).
     pub(crate) fn side_buffer(&self, field: usize, side: usize) -> Option<&wgpu::Buffer> {
         self.buffers.get(field).and_then(|pair| pair.get(side))
+    }
+
+    /// Bytes of the complete state: every field at full precision (f32), field after field.
+    /// With the step count, it is all the next step depends on (the noise is keyed by the
+    /// kernel's seed and the step), so it is what a checkpoint saves.
+    pub fn state_bytes(&self) -> u64 {
+        self.field_bytes() * self.buffers.len() as u64
+    }
+
+    /// Records into `encoder` copies of every field's values after the steps encoded so far,
+    /// field after field, into `dst` from offset 0 (at least [`FieldSim::state_bytes`] long).
+    pub fn encode_state_copy(&self, encoder: &mut wgpu::CommandEncoder, dst: &wgpu::Buffer) {
+        let bytes = self.field_bytes();
+        for (k, pair) in self.buffers.iter().enumerate() {
+            encoder.copy_buffer_to_buffer(&pair[self.current_side()], 0, dst, k as u64 * bytes, bytes);
+        }
+    }
+
+    /// Replaces the state with `state` (as [`FieldSim::encode_state_copy`] saved it: every
+    /// field, f32 little-endian) taken after `step` steps, so that the next step encoded is
+    /// step `step`: what restarting from a checkpoint does.
+    pub fn restore_state(&mut self, state: &[u8], step: u64) -> Result<()> {
+        if state.len() as u64 != self.state_bytes() {
+            return Err(Error::InvalidKernel {
+                kernel: self.spec.name.clone(),
+                message: format!(
+                    "a saved state of {} bytes cannot restore {} fields × {} (expected {} bytes): it was saved \
+                     by another kernel or grid",
+                    state.len(),
+                    self.buffers.len(),
+                    self.grid,
+                    self.state_bytes()
+                ),
+            });
+        }
+        let bytes = usize::try_from(self.field_bytes()).unwrap_or(usize::MAX);
+        for (pair, values) in self.buffers.iter().zip(state.chunks_exact(bytes.max(1))) {
+            self.gpu.queue().write_buffer(&pair[self.current_side()], 0, values);
+        }
+        self.first_step = step.wrapping_sub(self.done);
+        Ok(())
     }
 
     /// Runs `n` steps and waits for them; for tests and tools, not for streaming.

@@ -40,6 +40,37 @@ pub trait FrameSource: Send {
         encoder: &mut wgpu::CommandEncoder,
         staging: &wgpu::Buffer,
     ) -> std::result::Result<u64, Box<dyn std::error::Error + Send + Sync>>;
+
+    /// Bytes of the complete state a restart needs: everything the frames after the one just
+    /// encoded depend on (every field the source has, stored or not, at full precision, and
+    /// any counters). 0, the default, means the source does not save its state: a run
+    /// resumed after a failure then restarts it from frame 0.
+    fn state_bytes(&self) -> u64 {
+        0
+    }
+
+    /// Records into `encoder`, after the frame just encoded, copies of the state (as
+    /// [`FrameSource::state_bytes`] counts it) into `staging` from offset 0. Called only when
+    /// `state_bytes` is above 0; the state travels with the frame, so saving it overlaps
+    /// compute as frames do.
+    fn encode_state(
+        &mut self,
+        _encoder: &mut wgpu::CommandEncoder,
+        _staging: &wgpu::Buffer,
+    ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        Err("this frame source does not save its state".into())
+    }
+
+    /// Restores a state [`FrameSource::encode_state`] saved after frame `next - 1`, so that
+    /// the next [`FrameSource::encode_frame`] (index `next`) continues exactly where the
+    /// saved run was. Called once, before any frame is encoded.
+    fn restore_state(
+        &mut self,
+        _state: &[u8],
+        _next: u64,
+    ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        Err("this frame source does not restore a saved state".into())
+    }
 }
 
 /// How frames are produced and read back.
@@ -84,12 +115,23 @@ struct InFlight {
     info: FrameInfo,
     submission: wgpu::SubmissionIndex,
     mapped: mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
+    /// The state saved with this frame, mapping with it (see [`FrameProducer::save_state_every`]).
+    state: Option<mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>>,
+}
+
+/// Saving the source's state with every `every`-th frame: one buffer per staging slot, so
+/// that frames in flight never share one.
+struct StateSaving {
+    every: u64,
+    buffers: Vec<wgpu::Buffer>,
 }
 
 /// A field simulation as a [`FrameSource`]: `steps_per_frame` steps, then the chosen fields,
 /// as computed (f32) or packed to f16 by `pack`.
 struct FieldFrames {
     sim: FieldSim,
+    /// The simulation's step count before frame 0.
+    first_step: u64,
     steps_per_frame: u32,
     fields: Vec<usize>,
     pack: Option<HalfPacker>,
@@ -122,6 +164,28 @@ impl FrameSource for FieldFrames {
         }
         Ok(self.sim.steps())
     }
+
+    fn state_bytes(&self) -> u64 {
+        self.sim.state_bytes()
+    }
+
+    fn encode_state(
+        &mut self,
+        encoder: &mut wgpu::CommandEncoder,
+        staging: &wgpu::Buffer,
+    ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        self.sim.encode_state_copy(encoder, staging);
+        Ok(())
+    }
+
+    fn restore_state(
+        &mut self,
+        state: &[u8],
+        next: u64,
+    ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let step = next.saturating_mul(u64::from(self.steps_per_frame)).saturating_add(self.first_step);
+        Ok(self.sim.restore_state(state, step)?)
+    }
 }
 
 /// Produces the frames of one source (a simulation, or an application's own pipeline),
@@ -144,6 +208,10 @@ pub struct FrameProducer {
     stride: usize,
     /// GPU time per frame, where the device has timestamp queries.
     timer: Option<FrameTimer>,
+    /// Saving the source's state with some frames (checkpoints); `None`: never.
+    saving: Option<StateSaving>,
+    /// The state saved with the frame [`FrameProducer::next_into`] returned last, if any.
+    saved: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for FrameProducer {
@@ -197,7 +265,14 @@ impl FrameProducer {
         let field_bytes = sim.grid().cells() as u64 * dtype.size();
         let stride = pack.as_ref().map_or(field_bytes, HalfPacker::padded_field_bytes);
         let fields = config.fields.len();
-        let source = FieldFrames { sim, steps_per_frame: config.steps_per_frame, fields: config.fields.clone(), pack };
+        let first_step = sim.steps();
+        let source = FieldFrames {
+            sim,
+            first_step,
+            steps_per_frame: config.steps_per_frame,
+            fields: config.fields.clone(),
+            pack,
+        };
         debug_assert!(dtype != OutputDType::F32 || source.frame_bytes() == footprint.frame_bytes);
         let mut producer = Self::with_ring(&gpu, name, Box::new(source), config)?;
         let invalid = |what: &str| Error::InvalidKernel {
@@ -280,6 +355,8 @@ impl FrameProducer {
             piece: frame_bytes,
             stride: frame_bytes,
             timer,
+            saving: None,
+            saved: None,
         })
     }
 
@@ -307,6 +384,75 @@ impl FrameProducer {
         self.config.frames
     }
 
+    /// Bytes of the source's saved state; 0 when it saves none (see [`FrameSource::state_bytes`]).
+    pub fn state_bytes(&self) -> u64 {
+        self.source.state_bytes()
+    }
+
+    /// Saves the source's complete state with every `every`-th frame (frames `every - 1`,
+    /// `2 every - 1`, ..., not the last one, which ends the stream); 0 stops saving. The state
+    /// is copied in the frame's own command buffer, after its work, and comes back with it:
+    /// [`FrameProducer::take_state`] hands it over after [`FrameProducer::next_into`].
+    /// Frames already in flight keep the interval they were submitted with. Errors when the
+    /// source saves no state.
+    pub fn save_state_every(&mut self, every: u64) -> Result<()> {
+        if every == 0 {
+            self.saving = None;
+            return Ok(());
+        }
+        if let Some(saving) = &mut self.saving {
+            saving.every = every;
+            return Ok(());
+        }
+        let bytes = self.source.state_bytes();
+        if bytes == 0 {
+            return Err(Error::Source {
+                source_name: self.name.clone(),
+                message: "it saves no state (its state_bytes is 0), so it cannot be checkpointed".to_owned(),
+            });
+        }
+        let size = bytes.next_multiple_of(4);
+        let buffers = self.gpu.scoped("allocating state buffers", |device| {
+            (0..self.staging.len())
+                .map(|i| {
+                    device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some(&format!("state-{i}")),
+                        size,
+                        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                        mapped_at_creation: false,
+                    })
+                })
+                .collect::<Vec<_>>()
+        })?;
+        self.saving = Some(StateSaving { every, buffers });
+        Ok(())
+    }
+
+    /// The state saved with the frame [`FrameProducer::next_into`] returned last (`None` for
+    /// frames without one): the bytes [`FrameProducer::resume_at`] restarts from.
+    pub fn take_state(&mut self) -> Option<Vec<u8>> {
+        self.saved.take()
+    }
+
+    /// Continues a stream from a saved state: `state` was saved with frame `next - 1`, and the
+    /// next frame produced is frame `next` (of the same `frames` in all). Only before the
+    /// first frame.
+    pub fn resume_at(&mut self, next: u64, state: &[u8]) -> Result<()> {
+        let source_error = |message: String| Error::Source { source_name: self.name.clone(), message };
+        if self.submitted != 0 || !self.in_flight.is_empty() {
+            return Err(source_error("a producer resumes from a saved state before its first frame".to_owned()));
+        }
+        if next > self.config.frames {
+            return Err(source_error(format!(
+                "a state saved after frame {next} is past the {} frames of the stream",
+                self.config.frames
+            )));
+        }
+        self.source.restore_state(state, next).map_err(|e| source_error(e.to_string()))?;
+        self.submitted = next;
+        Ok(())
+    }
+
     /// Submits frames while a staging buffer is free and frames remain (one at a time
     /// without work-ahead).
     fn fill(&mut self) -> Result<()> {
@@ -328,6 +474,22 @@ impl FrameProducer {
             if let Some(timer) = &self.timer {
                 timer.end(&mut encoder, slot, &self.staging[slot]);
             }
+            let index = self.submitted;
+            let state = match &self.saving {
+                Some(saving) if (index + 1) % saving.every == 0 && index + 1 < self.config.frames => {
+                    let buffer = &saving.buffers[slot];
+                    if let Err(e) = self.source.encode_state(&mut encoder, buffer) {
+                        self.free.push(slot);
+                        return Err(Error::Source { source_name: self.name.clone(), message: e.to_string() });
+                    }
+                    let (tx, mapped) = mpsc::channel();
+                    encoder.map_buffer_on_submit(buffer, wgpu::MapMode::Read, .., move |r| {
+                        let _ = tx.send(r);
+                    });
+                    Some(mapped)
+                }
+                _ => None,
+            };
             let (tx, mapped) = mpsc::channel();
             encoder.map_buffer_on_submit(&self.staging[slot], wgpu::MapMode::Read, .., move |r| {
                 let _ = tx.send(r);
@@ -340,7 +502,7 @@ impl FrameProducer {
                 copy: Duration::ZERO,
                 gpu_time: None,
             };
-            self.in_flight.push_back(InFlight { slot, info, submission, mapped });
+            self.in_flight.push_back(InFlight { slot, info, submission, mapped, state });
             self.submitted += 1;
         }
         Ok(())
@@ -377,11 +539,36 @@ impl FrameProducer {
             self.timer.as_mut().and_then(|t| t.read(&view))
         };
         staging.unmap();
+        self.saved = match (&frame.state, &self.saving) {
+            (Some(mapped), Some(saving)) => Some(self.copy_state(mapped, &saving.buffers[frame.slot])?),
+            _ => None,
+        };
         let info = FrameInfo { gpu_wait: copying - waiting, copy: copying.elapsed(), gpu_time, ..frame.info };
         self.free.push(frame.slot);
         if self.config.work_ahead {
             self.fill()?;
         }
         Ok(Some(info))
+    }
+
+    /// Copies a mapped state buffer out (the frame's submission is done) and unmaps it.
+    fn copy_state(
+        &self,
+        mapped: &mpsc::Receiver<Result<(), wgpu::BufferAsyncError>>,
+        buffer: &wgpu::Buffer,
+    ) -> Result<Vec<u8>> {
+        self.gpu.mapped_result(mapped)?;
+        let bytes = usize::try_from(self.source.state_bytes()).unwrap_or(usize::MAX);
+        let state = {
+            let view = buffer
+                .get_mapped_range(..)
+                .map_err(|e| Error::Gpu { device: self.gpu.label().to_owned(), message: e.to_string() })?;
+            view.get(..bytes).map(<[u8]>::to_vec)
+        };
+        buffer.unmap();
+        state.ok_or_else(|| Error::Source {
+            source_name: self.name.clone(),
+            message: "its state is larger than the buffer it was saved in".to_owned(),
+        })
     }
 }
