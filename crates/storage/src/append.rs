@@ -15,6 +15,9 @@ use crate::schema::{FieldSpec, StreamLayout};
 pub(crate) struct Existing {
     /// Streams of the layout that exist incomplete: the sink deletes and rewrites them.
     pub replace: Vec<String>,
+    /// Streams of the layout that exist incomplete and continue ([`crate::StreamInfo::kept_frames`]
+    /// above 0): the sink cuts them to their kept frames and goes on writing them.
+    pub continued: Vec<String>,
     /// Every stream the layout leaves untouched is complete.
     pub others_complete: bool,
 }
@@ -22,7 +25,8 @@ pub(crate) struct Existing {
 /// `None` when nothing exists at `path` (the sink creates the output as usual); otherwise
 /// opens it with `open` (the calling backend's reader) and checks that the output was written
 /// by the same kind of sink with the same fields (names, element types, shapes, axis names),
-/// and that no stream of `layout` is already complete in it.
+/// that no stream of `layout` is already complete in it, and that each stream that continues
+/// exists and holds at least the frames it keeps.
 pub(crate) fn check(
     path: &Path,
     layout: &StreamLayout,
@@ -30,6 +34,15 @@ pub(crate) fn check(
     open: fn(&Path) -> Result<Output>,
 ) -> Result<Option<Existing>> {
     if std::fs::symlink_metadata(path).is_err() {
+        if let Some(s) = layout.streams.iter().find(|s| s.kept_frames > 0) {
+            return Err(Error::AppendMismatch {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "it does not exist, and stream {:?} continues after {} frames kept in it",
+                    s.name, s.kept_frames
+                ),
+            });
+        }
         return Ok(None);
     }
     let mismatch = |reason: String| Err(Error::AppendMismatch { path: path.to_path_buf(), reason });
@@ -63,15 +76,28 @@ pub(crate) fn check(
             ));
         }
     }
-    let mut existing = Existing { replace: Vec::new(), others_complete: true };
+    let mut existing = Existing { replace: Vec::new(), continued: Vec::new(), others_complete: true };
     for s in out.streams() {
         match layout.streams.iter().find(|l| l.name == s.name) {
             Some(_) if s.complete => {
                 return Err(Error::StreamComplete { path: path.to_path_buf(), stream: s.name.clone() });
             }
+            Some(l) if l.kept_frames > s.frames => {
+                return mismatch(format!(
+                    "its stream {:?} holds {} frames, fewer than the {} the run keeps",
+                    s.name, s.frames, l.kept_frames
+                ));
+            }
+            Some(l) if l.kept_frames > 0 => existing.continued.push(s.name.clone()),
             Some(_) => existing.replace.push(s.name.clone()),
             None => existing.others_complete &= s.complete,
         }
+    }
+    if let Some(l) = layout.streams.iter().find(|l| l.kept_frames > 0 && !existing.continued.contains(&l.name)) {
+        return mismatch(format!(
+            "it has no stream {:?}, which the run continues after {} frames",
+            l.name, l.kept_frames
+        ));
     }
     Ok(Some(existing))
 }

@@ -38,6 +38,14 @@ pub trait Backend: Send {
         None
     }
 
+    /// Whether `begin` keeps the frames of streams that continue ([`crate::StreamInfo::kept_frames`]):
+    /// an appending file backend cuts such a stream to its kept frames and takes the next
+    /// frame after them. `false` (the default) makes [`Checked`] refuse a layout with kept
+    /// frames before `begin`.
+    fn continues_streams(&self) -> bool {
+        false
+    }
+
     /// Creates the output for `layout` (already checked by [`Checked`]; the backend checks
     /// its own limits again here). Creates nothing when it fails.
     fn begin(&mut self, layout: &StreamLayout) -> Result<()>;
@@ -197,6 +205,16 @@ impl<B: Backend> Sink for Checked<B> {
         // The checks every sink makes, identical on every MPI rank; the backend's own come
         // in its `begin` (agreed between ranks where they differ, like an MPI block's).
         crate::validate::check_layout(layout)?;
+        if let Some(s) = layout.streams.iter().find(|s| s.kept_frames > 0)
+            && !self.backend.continues_streams()
+        {
+            return Err(Error::InvalidLayout(format!(
+                "stream {:?} continues after {} kept frames, which only a file sink appending to an existing \
+                 output does (hdf5, raw or zarr with append): resume into such an output, or start the stream \
+                 from frame 0",
+                s.name, s.kept_frames
+            )));
+        }
         self.backend.begin(layout)?;
         let frames = self.backend.frame_layout(layout);
         let validator = Validator::new(frames.as_ref().unwrap_or(layout))?;

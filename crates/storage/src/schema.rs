@@ -72,17 +72,30 @@ pub struct StreamInfo {
     pub expected_frames: Option<u64>,
     /// Per-stream metadata, such as the kernel parameters of this run.
     pub attributes: Attributes,
+    /// Frames of this stream that the output being appended to already holds and keeps: the
+    /// stream continues at frame `kept_frames`, its later frames cut off first (what a run
+    /// resumed from a checkpoint does). 0, the default: written from frame 0, an incomplete
+    /// stream of that name replaced. Only a sink appending to an existing output
+    /// ([`crate::SinkOptions::append`]) keeps frames.
+    pub kept_frames: u64,
 }
 
 impl StreamInfo {
     /// A stream with no metadata and an unknown frame count.
     pub fn new(name: impl Into<String>) -> Self {
-        StreamInfo { name: name.into(), expected_frames: None, attributes: Attributes::new() }
+        StreamInfo { name: name.into(), expected_frames: None, attributes: Attributes::new(), kept_frames: 0 }
     }
 
     /// Sets the number of frames the stream will hold.
     pub fn with_expected_frames(mut self, frames: u64) -> Self {
         self.expected_frames = Some(frames);
+        self
+    }
+
+    /// Keeps the stream's first `frames` frames in the output being appended to and continues
+    /// it from there (see [`StreamInfo::kept_frames`]).
+    pub fn with_kept_frames(mut self, frames: u64) -> Self {
+        self.kept_frames = frames;
         self
     }
 

@@ -116,6 +116,12 @@ pub(crate) fn check_layout(layout: &StreamLayout) -> Result<()> {
         if let Some(key) = s.attributes.keys().find(|k| RESERVED_STREAM_ATTRS.contains(&k.as_str())) {
             return bad(format!("attribute {key:?} of stream {:?} is written by the sink itself: rename it", s.name));
         }
+        if let Some(expected) = s.expected_frames.filter(|&e| s.kept_frames > e) {
+            return bad(format!(
+                "stream {:?} keeps {} frames but expects {expected} in all: keep at most its expected frames",
+                s.name, s.kept_frames
+            ));
+        }
     }
     Ok(())
 }
@@ -146,13 +152,15 @@ pub(crate) struct Validator {
 }
 
 impl Validator {
-    /// Checks `layout` and starts every stream at index 0.
+    /// Checks `layout` and starts every stream at its first frame not kept (0 unless it
+    /// continues).
     pub(crate) fn new(layout: &StreamLayout) -> Result<Self> {
         check_layout(layout)?;
         let frame_bytes = layout.frame_bytes()?;
         // Cannot be None: frame_bytes checked every size.
         let ranges = (0..layout.fields.len()).map(|i| layout.field_range(i).unwrap_or(0..0)).collect();
-        Ok(Validator { layout: layout.clone(), ranges, frame_bytes, next: vec![0; layout.streams.len()] })
+        let next = layout.streams.iter().map(|s| s.kept_frames).collect();
+        Ok(Validator { layout: layout.clone(), ranges, frame_bytes, next })
     }
 
     /// Frames committed so far, per stream.

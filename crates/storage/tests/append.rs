@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{COLS, ROWS, cases, field_data, fields, frame, layout};
+use common::{COLS, ROWS, assert_holds, cases, field_data, fields, frame, frame_data, layout};
 use wgpipe_storage::{DType, Error, FieldSpec, Output, Sink, StreamInfo, StreamLayout, open_output, open_sink};
 
 /// The bytes of every field of every frame of stream `s` of `out`.
@@ -149,5 +149,86 @@ fn append_to_an_output_of_the_other_sink_says_what_it_is() {
         let err = open_sink(appender, &options).unwrap().begin(&l).unwrap_err();
         assert!(matches!(err, Error::AppendMismatch { .. }), "{appender} onto {}: {err}", writer.label);
         assert!(err.to_string().contains(says), "{appender} onto {}: {err}", writer.label);
+    }
+}
+
+/// The first run left stream 0 with 7 frames and stream 1 with 5, of which those after the
+/// kept ones (4 and 2: inside a chunk of 3 or 4 frames, a shard, a steps chunk) are wrong;
+/// the continuing run cuts them and writes the rest: the output is then exactly the
+/// uninterrupted run's.
+#[test]
+fn append_continues_streams_after_their_kept_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    const TOTAL: u64 = 9;
+    const WRITTEN: [u64; 2] = [7, 5];
+    const KEPT: [u64; 2] = [4, 2];
+    for case in cases(dir.path()).into_iter().filter(|c| c.readable()) {
+        let label = case.label;
+        let whole = layout(Some(TOTAL));
+        let mut sink = case.sink();
+        sink.begin(&whole).unwrap();
+        for s in 0..2 {
+            for i in 0..WRITTEN[s] {
+                let mut f = frame(&whole, s, i);
+                if i >= KEPT[s] {
+                    // What a killed run wrote after its checkpoint: to be cut, never kept.
+                    f = wgpipe_storage::Frame::new(s, i, 999, frame_data(&whole, 1 - s, i + 100));
+                }
+                sink.write(&f).unwrap();
+            }
+        }
+        sink.finish().unwrap();
+
+        let mut continued = whole.clone();
+        for (s, kept) in continued.streams.iter_mut().zip(KEPT) {
+            s.kept_frames = kept;
+        }
+        let options = case.options.clone().with_append(true);
+        let mut sink = open_sink(case.kind, &options).unwrap();
+        sink.begin(&continued).unwrap();
+        // Cut before any new frame: a kill now leaves exactly the kept frames.
+        assert_holds(&case.output(), &whole, &KEPT, &format!("{label}, cut"));
+        for i in 0..TOTAL {
+            for (s, kept) in KEPT.into_iter().enumerate() {
+                if i >= kept {
+                    sink.write(&frame(&whole, s, i)).unwrap();
+                }
+            }
+        }
+        let summary = sink.finish().unwrap();
+        assert_eq!(summary.frames, 2 * TOTAL - KEPT[0] - KEPT[1], "{label}: frames written by the continuing run");
+        let out = case.output();
+        assert_holds(&out, &whole, &[TOTAL, TOTAL], label);
+        assert!(out.complete() && out.streams().iter().all(|s| s.complete), "{label}");
+    }
+}
+
+#[test]
+fn kept_frames_need_an_appending_sink_and_frames_to_keep() {
+    let dir = tempfile::tempdir().unwrap();
+    for case in cases(dir.path()).into_iter().filter(|c| c.readable()) {
+        let label = case.label;
+        let mut keeps = layout(Some(5));
+        keeps.streams[1].kept_frames = 3;
+        // Not appending: refused before anything is created.
+        let e = case.sink().begin(&keeps).unwrap_err();
+        assert!(matches!(e, Error::InvalidLayout(_)) && e.to_string().contains("dev-1.b"), "{label}: {e}");
+        assert!(!case.options.path.exists(), "{label}");
+        let appending = case.options.clone().with_append(true);
+        // Appending to nothing: there is nothing to keep.
+        let e = open_sink(case.kind, &appending).unwrap().begin(&keeps).unwrap_err();
+        assert!(e.to_string().contains("continues after 3 frames"), "{label}: {e}");
+        // Appending to a stream holding fewer frames than kept.
+        let mut sink = case.sink();
+        sink.begin(&layout(Some(5))).unwrap();
+        sink.write(&frame(&keeps, 1, 0)).unwrap();
+        sink.finish().unwrap();
+        let e = open_sink(case.kind, &appending).unwrap().begin(&keeps).unwrap_err();
+        assert!(e.to_string().contains("holds 1 frames, fewer than the 3"), "{label}: {e}");
+        assert_holds(&case.output(), &layout(Some(5)), &[0, 1], label);
+        // More kept than expected.
+        keeps.streams[1].kept_frames = 6;
+        let e = open_sink(case.kind, &appending).unwrap().begin(&keeps).unwrap_err();
+        assert!(e.to_string().contains("keeps 6 frames but expects 5"), "{label}: {e}");
     }
 }

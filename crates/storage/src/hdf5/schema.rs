@@ -99,15 +99,34 @@ pub(crate) fn create(
     }
     set_bool(root, "complete", false).map_err(err("cannot write attribute \"complete\" to".into()))?;
     let dims = crate::dimensions::Dimensions::of(layout);
+    let continued = |s: &StreamInfo| existing.is_some_and(|e| e.continued.contains(&s.name));
+    let mut next_index = first_index;
     layout
         .streams
         .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            create_stream(file, layout, s, first_index + i as u64, &dims, plan)
+        .map(|s| {
+            if continued(s) {
+                return continue_stream(file, layout, s)
+                    .map_err(err(format!("cannot cut stream {:?} to its {} kept frames in", s.name, s.kept_frames)));
+            }
+            next_index += 1;
+            create_stream(file, layout, s, next_index - 1, &dims, plan)
                 .map_err(err(format!("cannot create stream {:?} in", s.name)))
         })
         .collect()
+}
+
+/// Opens the existing stream `s` of an appended-to file and cuts its datasets to its kept
+/// frames ([`StreamInfo::kept_frames`]): the frames after them are gone before a new one is
+/// written, so none is ever stored twice.
+fn continue_stream(file: &File, layout: &StreamLayout, s: &StreamInfo) -> hdf5::Result<StreamSets> {
+    let group = file.group(&s.name)?;
+    let fields = layout.fields.iter().map(|f| group.dataset(&f.name)).collect::<hdf5::Result<Vec<_>>>()?;
+    let steps = group.dataset(STEPS_NAME)?;
+    let sets = StreamSets { group, fields, steps };
+    let kept = usize::try_from(s.kept_frames).map_err(|_| format!("{} frames do not fit this host", s.kept_frames))?;
+    resize(&sets, layout, kept)?;
+    Ok(sets)
 }
 
 /// Creates the group of stream `s` (numbered `index` in the file): its attributes, a dataset

@@ -335,6 +335,11 @@ impl Backend for Hdf5Backend {
         chunk_shapes(layout, self.options.chunk_frames).map(drop)
     }
 
+    /// Appending: a continued stream's datasets are cut to its kept frames in `begin`.
+    fn continues_streams(&self) -> bool {
+        self.options.append
+    }
+
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         self.options.check()?;
         // A half-made new file never reaches the path: `Staged` removes it. An appended-to

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 use std::fs::{self, File};
-use std::io::Write;
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::meta::{
@@ -37,6 +37,16 @@ struct Out {
 }
 
 impl Out {
+    /// Opens the existing file `name` in `dir`, cut to `len` bytes, for writing after them.
+    fn continue_at(dir: &Path, name: &str, len: u64) -> Result<Self> {
+        let path = dir.join(name);
+        let mut file =
+            fs::OpenOptions::new().write(true).open(&path).map_err(|e| Error::io("cannot open", &path, e))?;
+        file.set_len(len).map_err(|e| Error::io("cannot truncate", &path, e))?;
+        file.seek(SeekFrom::Start(len)).map_err(|e| Error::io("cannot seek in", &path, e))?;
+        Ok(Out { path, file })
+    }
+
     /// Creates the file `name` in `build` (the output directory, or its staging name while
     /// the output is new), reported as `name` in `dir`.
     fn create(build: &Path, dir: &Path, name: &str) -> Result<Self> {
@@ -189,23 +199,32 @@ impl RawBackend {
                 (Vec::new(), now_rfc3339(), Some(staged))
             }
             Some(existing) => {
-                let (kept, created) = self.drop_streams(&existing.replace)?;
+                let (mut kept, created) = self.drop_streams(&existing.replace)?;
+                // Continued streams are the layout's now, listed after the kept ones.
+                kept.retain(|s| !existing.continued.contains(&s.name));
                 (kept, created, None)
             }
         };
         let build = staged.as_ref().map_or(self.dir(), Staged::staging).to_path_buf();
         let mut streams = Vec::with_capacity(layout.streams.len());
         for s in &layout.streams {
+            let (dir, n) = (self.dir(), s.kept_frames);
+            // A continued stream's files are cut to its kept frames (its later frames gone
+            // before a new one is written); the others are new files.
+            let open = |name: &str, unit: u64| {
+                if n > 0 { Out::continue_at(dir, name, n * unit) } else { Out::create(&build, dir, name) }
+            };
             let fields = layout
                 .fields
                 .iter()
-                .map(|f| Out::create(&build, self.dir(), &data_file(&s.name, &f.name)))
+                .map(|f| open(&data_file(&s.name, &f.name), f.bytes().unwrap_or_default() as u64))
                 .collect::<Result<Vec<_>>>()?;
-            let steps = Out::create(&build, self.dir(), &steps_file(&s.name))?;
+            let steps = open(&steps_file(&s.name), 8)?;
             streams.push(StreamFiles { fields, steps });
         }
         let open = Open { layout: layout.clone(), streams, created, kept };
-        self.write_meta(&build, &open, &vec![0; layout.streams.len()], &|_, _| false)?;
+        let frames: Vec<u64> = layout.streams.iter().map(|s| s.kept_frames).collect();
+        self.write_meta(&build, &open, &frames, &|_, _| false)?;
         if let Some(staged) = staged {
             staged.publish(self.options.fsync)?;
         }
@@ -262,6 +281,11 @@ impl Backend for RawBackend {
             }
         }
         Ok(())
+    }
+
+    /// Appending: a continued stream's files are cut to its kept frames in `begin`.
+    fn continues_streams(&self) -> bool {
+        self.options.append
     }
 
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {

@@ -109,6 +109,15 @@ struct ZarrReader {
     streams: Vec<StreamArrays>,
 }
 
+/// The decoded bytes of chunk `indices` of the array at `node` (relative to the store `dir`).
+pub(super) fn chunk_bytes(dir: &Path, node: &str, indices: &[u64]) -> Result<Vec<u8>> {
+    let store = Arc::new(FilesystemStore::new(dir).map_err(|e| zarr_err(dir, "cannot open store", node, e))?);
+    let array = open_array(dir, &store, node)?;
+    let bytes: ArrayBytes<'static> =
+        array.retrieve_chunk(indices).map_err(|e| zarr_err(dir, "cannot read a chunk of", node, e))?;
+    Ok(bytes.into_fixed().map_err(|e| zarr_err(dir, "cannot read a chunk of", node, e))?.into_owned())
+}
+
 /// Opens the array at `node` (relative to the store `dir`).
 fn open_array(dir: &Path, store: &Arc<FilesystemStore>, node: &str) -> Result<Array<FilesystemStore>> {
     Array::open(store.clone(), &format!("/{node}")).map_err(|e| zarr_err(dir, "cannot open array", node, e))

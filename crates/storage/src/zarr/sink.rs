@@ -170,7 +170,12 @@ impl ZarrBackend {
                     .map_err(|e| Error::io("cannot create directory", staged.staging(), e))?;
                 let store = Arc::new(AtomicDirStore::new(staged.staging()));
                 write_root(&store, &root)?;
-                let streams = self.all_stream_arrays(&store, layout, 0, &plan)?;
+                let streams = layout
+                    .streams
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| Self::stream_arrays(&store, layout, s, i, &plan))
+                    .collect::<Result<Vec<_>>>()?;
                 Self::create_streams(&store, &streams)?;
                 staged.publish(fsync)?;
                 (root, true)
@@ -192,9 +197,16 @@ impl ZarrBackend {
                         _ => {}
                     }
                 }
+                // Continued streams stay where they are; new ones are listed after the rest.
                 let first = root.streams.len();
-                root.streams.extend(layout.streams.iter().map(|s| s.name.clone()));
-                let streams = self.all_stream_arrays(&store, layout, first, &plan)?;
+                let new: Vec<&StreamInfo> =
+                    layout.streams.iter().filter(|s| !existing.continued.contains(&s.name)).collect();
+                root.streams.extend(new.iter().map(|s| s.name.clone()));
+                let streams = new
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| Self::stream_arrays(&store, layout, s, first + i, &plan))
+                    .collect::<Result<Vec<_>>>()?;
                 Self::create_streams(&store, &streams)?;
                 write_root(&store, &root)?;
                 (root, existing.others_complete)
@@ -202,20 +214,58 @@ impl ZarrBackend {
         };
         // The arrays write through a store at the published path.
         let store = Arc::new(AtomicDirStore::new(self.dir()));
-        let first = root.streams.len() - layout.streams.len();
-        let streams = self.all_stream_arrays(&store, layout, first, &plan)?;
+        let mut streams = Vec::with_capacity(layout.streams.len());
+        for s in &layout.streams {
+            let index = root.streams.iter().position(|n| *n == s.name).ok_or_else(|| Error::BadOutput {
+                path: self.dir().to_path_buf(),
+                reason: format!("its root does not list stream {:?}", s.name),
+            })?;
+            let mut arrays = Self::stream_arrays(&store, layout, s, index, &plan)?;
+            if s.kept_frames > 0 {
+                self.continue_stream(&store, &mut arrays, plan.shard_frames)?;
+            }
+            streams.push(arrays);
+        }
         let field_bytes = layout.fields.iter().map(|f| f.bytes().unwrap_or_default()).collect();
         Ok(Open { store, root, streams, kept_complete, plan, field_bytes })
     }
 
-    fn all_stream_arrays(
-        &self,
-        store: &Arc<AtomicDirStore>,
-        layout: &StreamLayout,
-        first: usize,
-        plan: &ArrayPlan,
-    ) -> Result<Vec<StreamArrays>> {
-        layout.streams.iter().enumerate().map(|(i, s)| Self::stream_arrays(store, layout, s, first + i, plan)).collect()
+    /// Cuts a continued stream's arrays to its kept frames (its later frames gone before a
+    /// new one is written) and reads back what the next frames share with the kept ones and
+    /// rewrite whole: the current chunk of `steps` and, with shards, each field's shard.
+    fn continue_stream(&self, store: &AtomicDirStore, s: &mut StreamArrays, shard_frames: u64) -> Result<()> {
+        let kept = s.info.kept_frames;
+        for array in s.fields.iter_mut().chain([&mut s.steps]) {
+            set_frames(store, array, kept)?;
+        }
+        let node = |a: &Array<AtomicDirStore>| a.path().as_str().trim_start_matches('/').to_owned();
+        let mismatch = |node: String, got: usize, want: usize| Error::BadOutput {
+            path: self.dir().join(&node),
+            reason: format!("a chunk of {node} holds {got} bytes instead of {want}"),
+        };
+        let (chunk, slot) = chunk_of(kept, STEPS_CHUNK);
+        if slot > 0 {
+            let bytes = read::chunk_bytes(self.dir(), &node(&s.steps), &[chunk])?;
+            if bytes.len() != s.steps_chunk.len() * 8 {
+                return Err(mismatch(node(&s.steps), bytes.len(), s.steps_chunk.len() * 8));
+            }
+            for (step, b) in s.steps_chunk.iter_mut().zip(bytes.chunks_exact(8)) {
+                *step = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+            }
+        }
+        let (chunk, slot) = chunk_of(kept, shard_frames);
+        if shard_frames > 1 && slot > 0 {
+            for (array, buffer) in s.fields.iter().zip(&mut s.shards) {
+                let mut indices = vec![0u64; array.dimensionality()];
+                indices[0] = chunk;
+                let bytes = read::chunk_bytes(self.dir(), &node(array), &indices)?;
+                if bytes.len() != buffer.len() {
+                    return Err(mismatch(node(array), bytes.len(), buffer.len()));
+                }
+                buffer.copy_from_slice(&bytes);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -267,6 +317,11 @@ impl Backend for ZarrBackend {
             )));
         }
         Ok(())
+    }
+
+    /// Appending: a continued stream's arrays are cut to its kept frames in `begin`.
+    fn continues_streams(&self) -> bool {
+        self.options.append
     }
 
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
