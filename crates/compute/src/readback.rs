@@ -476,7 +476,7 @@ impl FrameProducer {
             }
             let index = self.submitted;
             let state = match &self.saving {
-                Some(saving) if (index + 1) % saving.every == 0 && index + 1 < self.config.frames => {
+                Some(saving) if (index + 1).is_multiple_of(saving.every) && index + 1 < self.config.frames => {
                     let buffer = &saving.buffers[slot];
                     if let Err(e) = self.source.encode_state(&mut encoder, buffer) {
                         self.free.push(slot);
