@@ -1,7 +1,7 @@
 //! Saving a producer's state with its frames and resuming from it: the frames after the
 //! saved one are bit for bit those of an uninterrupted run, with noise, for a 2-D and a 3-D
 //! kernel, with f32 and f16 frames.
-#![expect(clippy::unwrap_used, reason = "tests fail loudly")]
+#![expect(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
 mod common;
 
@@ -19,8 +19,13 @@ fn producer(gpu: &GpuDevice, kernel: &KernelSpec, grid: &Grid, init: &[f32], dty
     FrameProducer::with_dtype(sim, config, dtype).unwrap()
 }
 
-/// Every frame (index, step, bytes) and the states saved with them.
-fn run(mut p: FrameProducer) -> (Vec<(u64, u64, Vec<u8>)>, Vec<(u64, Vec<u8>)>) {
+/// A frame as produced: index, step, bytes.
+type Produced = (u64, u64, Vec<u8>);
+/// A saved state and the index of the frame it was saved with.
+type Saved = (u64, Vec<u8>);
+
+/// Every frame and the states saved with them.
+fn run(mut p: FrameProducer) -> (Vec<Produced>, Vec<Saved>) {
     let mut buf = vec![0u8; p.frame_bytes()];
     let (mut frames, mut states) = (Vec::new(), Vec::new());
     while let Some(info) = p.next_into(&mut buf).unwrap() {
