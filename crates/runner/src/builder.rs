@@ -267,6 +267,14 @@ impl PipelineBuilder {
         self
     }
 
+    /// Saves each stream's complete state with some of its frames into `checkpoints.dir`
+    /// (see [`crate::checkpoint`]), so that a failed run can continue its streams from there
+    /// ([`Job::resuming`]). Streams that complete delete their checkpoint.
+    pub fn checkpoints(mut self, checkpoints: crate::checkpoint::Checkpoints) -> Self {
+        self.settings.checkpoints = Some(checkpoints);
+        self
+    }
+
     /// Checks the configuration, validates the kernels and opens the devices, then checks
     /// every size against the devices, the sink and the host: each check runs once, and
     /// nothing is allocated or created before they all pass.

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use wgpipe_compute::{FrameSource, GpuDevice, Grid, KernelSpec};
 use wgpipe_storage::{AttrValue, Attributes};
 
+use crate::checkpoint::SavedState;
+
 /// Builds a job's initial state for the run's grid: every field of the kernel, field after
 /// field, each in C order (last axis fastest). Called on the device thread that runs the job.
 pub type InitFn = Box<dyn FnOnce(&Grid) -> Vec<f32> + Send>;
@@ -39,6 +41,9 @@ pub struct Job {
     pub producer: Producer,
     /// Metadata stored with the stream (parameters, seed, ...).
     pub attributes: Attributes,
+    /// The state to continue from: the stream's newest checkpoint (see [`crate::checkpoint`]);
+    /// `None` starts it from frame 0.
+    pub resume: Option<SavedState>,
 }
 
 impl std::fmt::Debug for Job {
@@ -59,6 +64,7 @@ impl Job {
             name: name.into(),
             producer: Producer::Kernel { kernel, init: Box::new(init) },
             attributes: Attributes::new(),
+            resume: None,
         }
     }
 
@@ -67,7 +73,12 @@ impl Job {
         name: impl Into<String>,
         open: impl FnOnce(&GpuDevice) -> Result<Box<dyn FrameSource>, BoxError> + Send + 'static,
     ) -> Self {
-        Job { name: name.into(), producer: Producer::Source(Box::new(open)), attributes: Attributes::new() }
+        Job {
+            name: name.into(),
+            producer: Producer::Source(Box::new(open)),
+            attributes: Attributes::new(),
+            resume: None,
+        }
     }
 
     /// The job's kernel, unless its frames come from a frame source.
@@ -75,6 +86,43 @@ impl Job {
         match &self.producer {
             Producer::Kernel { kernel, .. } => Some(kernel),
             Producer::Source(_) => None,
+        }
+    }
+
+    /// Continues the stream from `saved` (its checkpoint, [`crate::checkpoint::read`]): the
+    /// output keeps its first `saved.frames` frames, cut after them, and the stream goes on
+    /// from the saved state. The run checks that the checkpoint is this stream's (same
+    /// kernel, parameters, seed, grid, steps per frame).
+    pub fn resuming(mut self, saved: SavedState) -> Self {
+        self.resume = Some(saved);
+        self
+    }
+
+    /// What the stream's state depends on besides its frame: a checkpoint saved by a stream
+    /// of another fingerprint cannot continue this one. Kernels: name, fields, parameters,
+    /// seed, rank, boundary, shader (checksummed), grid and steps per frame; frame sources:
+    /// the stream's name only (the source's own state is its business).
+    pub fn fingerprint(&self, grid: Option<&Grid>, steps_per_frame: u32) -> String {
+        match &self.producer {
+            Producer::Kernel { kernel: k, .. } => {
+                let shader = k
+                    .wgsl
+                    .code
+                    .bytes()
+                    .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+                format!(
+                    "kernel {}, fields {:?}, params {:?}, seed {}, rank {}, boundary {}, shader {shader:016x}, grid {:?}, \
+                     steps_per_frame {steps_per_frame}",
+                    k.name,
+                    k.fields,
+                    k.params,
+                    k.seed,
+                    k.rank,
+                    k.boundary,
+                    grid.map(Grid::shape)
+                )
+            }
+            Producer::Source(_) => format!("frame source, stream {}", self.name),
         }
     }
 

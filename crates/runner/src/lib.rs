@@ -25,6 +25,7 @@
 //! ```
 
 mod builder;
+pub mod checkpoint;
 mod chrome_trace;
 pub mod config;
 mod error;
@@ -54,7 +55,7 @@ pub use layout::stored_dtype;
 pub use pipeline::Pipeline;
 pub use pool::BufferPool;
 pub use progress::{DeviceProgress, Progress, ProgressSnapshot};
-pub use report::{ComputeSource, DeviceReport, IoMode, RunReport, WriterReport};
+pub use report::{CheckpointReport, ComputeSource, DeviceReport, IoMode, RunReport, WriterReport};
 pub use run_state::StopHandle;
 pub use trace::{Span, SpanKind};
 pub use wgpipe_compute::FrameSource;

@@ -7,16 +7,18 @@ use crossbeam_channel::bounded;
 use wgpipe_compute::GpuDevice;
 use wgpipe_storage::{Sink, StreamLayout};
 
+use crate::checkpoint::AutoInterval;
 use crate::error::{Error, Failure, Result};
 use crate::plan::Plan;
 use crate::pool::BufferPool;
 use crate::progress::Progress;
+use crate::report::CheckpointReport;
 use crate::report::{IoMode, RunReport};
 use crate::run_state::{RunState, StopHandle};
 use crate::settings::Settings;
 use crate::trace::Recorder;
 use crate::worker::{Handoff, WorkerContext, device_thread};
-use crate::writer::{FrameWriter, lock, writer_thread};
+use crate::writer::{CheckpointWriter, FrameWriter, lock, writer_thread};
 
 /// A run ready to start: see [`Pipeline::builder`].
 pub struct Pipeline {
@@ -82,8 +84,26 @@ impl Pipeline {
     pub fn run(self) -> Result<RunReport> {
         let Pipeline { plan, gpus, mut sink, progress } = self;
         let Plan { settings, grid, jobs, layout, readback, pool_frames, total_frames: _, lockstep } = plan;
-        let Settings { output_dtype, gpu_timestamps, io_buffer, mode, stop, trace, shard: (shard, shards), .. } =
-            settings;
+        let Settings {
+            output_dtype,
+            gpu_timestamps,
+            io_buffer,
+            mode,
+            stop,
+            trace,
+            shard: (shard, shards),
+            checkpoints,
+            ..
+        } = settings;
+        let local = |i: &usize| i % shards == shard;
+        // A stream starting from frame 0 must not leave an older run's checkpoint behind.
+        if let Some(c) = &checkpoints {
+            for (_, job) in jobs.iter().enumerate().filter(|(i, j)| local(i) && j.resume.is_none()) {
+                crate::checkpoint::remove(&c.dir, &job.name)?;
+            }
+        }
+        let streams: Vec<String> =
+            jobs.iter().enumerate().filter(|(i, _)| local(i)).map(|(_, j)| j.name.clone()).collect();
         sink.begin(&layout)?;
         let start = Instant::now();
         let state = Arc::new(RunState::new(stop));
@@ -93,7 +113,18 @@ impl Pipeline {
             None => (layout.frame_bytes()?, grid.map_or(0, |g| g.cells() as u64)),
         };
         let pool = BufferPool::new(frame_bytes, pool_frames);
-        let writer = Arc::new(Mutex::new(FrameWriter { sink, pool: pool.clone(), progress: Arc::clone(&progress) }));
+        let auto = Arc::new(AutoInterval::default());
+        let checkpoint_writer = checkpoints.as_ref().map(|c| CheckpointWriter {
+            checkpoints: c.clone(),
+            auto: Arc::clone(&auto),
+            report: CheckpointReport::default(),
+        });
+        let writer = Arc::new(Mutex::new(FrameWriter {
+            sink,
+            pool: pool.clone(),
+            progress: Arc::clone(&progress),
+            checkpoints: checkpoint_writer,
+        }));
 
         let (job_tx, job_rx) = bounded(jobs.len());
         for (stream, job) in jobs.into_iter().enumerate().filter(|(i, _)| i % shards == shard) {
@@ -120,6 +151,7 @@ impl Pipeline {
             gpu_timestamps,
             fields: layout.fields.iter().map(|f| f.name.clone()).collect(),
             lockstep,
+            checkpoints: checkpoints.as_ref().map(|c| (c.interval, Arc::clone(&auto))),
         };
 
         let mut report = RunReport { mode, ..Default::default() };
@@ -162,10 +194,25 @@ impl Pipeline {
         });
 
         let finishing = Instant::now();
-        match lock(&writer).sink.finish() {
+        let mut w = lock(&writer);
+        match w.sink.finish() {
             Ok(summary) => report.sink = summary,
             Err(e) => state.fail("writer", format!("finishing the output: {e}")),
         }
+        if let Some(c) = w.checkpoints.take() {
+            report.checkpoints = c.report;
+            // Every stream complete: their checkpoints have nothing left to restart.
+            let snap = progress.snapshot();
+            let complete = !state.has_failed() && snap.written == snap.total_frames;
+            if complete {
+                for name in &streams {
+                    if let Err(e) = crate::checkpoint::remove(&c.checkpoints.dir, name) {
+                        state.fail("writer", format!("removing the checkpoint of a complete stream: {e}"));
+                    }
+                }
+            }
+        }
+        drop(w);
         report.finish_seconds = finishing.elapsed().as_secs_f64();
         report.wall_seconds = start.elapsed().as_secs_f64();
         report.cell_steps =

@@ -49,6 +49,37 @@ pub(crate) struct Plan {
     pub lockstep: Option<Lockstep>,
 }
 
+/// Errors unless every job that resumes continues from a checkpoint of its own stream (same
+/// fingerprint) within its frames, and unless checkpoints and resumes fit the run's shape (a
+/// split domain neither saves nor restores them yet).
+fn check_resumes(settings: &Settings, grid: Option<&Grid>, jobs: &[Job]) -> Result<()> {
+    #[cfg(feature = "mpi")]
+    if settings.split.is_some() && (settings.checkpoints.is_some() || jobs.iter().any(|j| j.resume.is_some())) {
+        return Err(Error::Invalid(
+            "a split domain does not checkpoint yet: run it without checkpoints (its --resume restarts from frame 0)"
+                .to_owned(),
+        ));
+    }
+    for job in jobs {
+        let Some(saved) = &job.resume else { continue };
+        let own = job.fingerprint(grid, settings.steps_per_frame);
+        if saved.stream != job.name || saved.fingerprint != own {
+            return Err(Error::Invalid(format!(
+                "the checkpoint of stream {:?} was saved by another run ({}), not by this one ({own}): resume with \
+                 the config that wrote it, or delete the checkpoint to restart the stream from frame 0",
+                job.name, saved.fingerprint
+            )));
+        }
+        if saved.frames == 0 || saved.frames >= settings.frames {
+            return Err(Error::Invalid(format!(
+                "the checkpoint of stream {:?} continues after frame {} of a stream of {} frames: it cannot",
+                job.name, saved.frames, settings.frames
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl Draft {
     /// Checks `settings` and `work`: counts, then stream names, the grid against the kernels'
     /// rank and the kernels' WGSL, so that a WGSL error or a bad name costs nothing.
@@ -89,6 +120,7 @@ impl Draft {
         };
         #[cfg(not(feature = "mpi"))]
         let sized = grid;
+        check_resumes(&settings, grid.as_ref(), &jobs)?;
         let (mut layout, state_fields) = stream_layout(&settings, sized.as_ref(), &jobs)?;
         let shape = RunShape {
             grid: sized,
@@ -124,8 +156,12 @@ impl Draft {
         let (jobs, lockstep, block): (_, Option<Lockstep>, Option<StreamLayout>) = (jobs, None, None);
         let memory = sizes::check(&shape, devices, sink, block.as_ref().unwrap_or(&layout), &layout)?;
         // Cannot overflow: checked above.
-        let local_jobs = (0..jobs.len()).filter(|i| i % shards == shard).count();
-        let total_frames = settings.frames.saturating_mul(local_jobs as u64);
+        let total_frames = jobs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % shards == shard)
+            .map(|(_, j)| settings.frames - j.resume.as_ref().map_or(0, |r| r.frames))
+            .sum();
         let readback = ReadbackConfig {
             steps_per_frame: settings.steps_per_frame,
             frames: settings.frames,

@@ -67,8 +67,22 @@ pub struct DeviceReport {
     pub blocked_seconds: f64,
     /// Seconds spent writing its own frames (sync mode).
     pub write_seconds: f64,
+    /// Frames between checkpoints that `run.checkpoint = "auto"` chose on this device (for
+    /// its last stream), from the measured checkpoint cost and time per frame.
+    pub checkpoint_interval: Option<u64>,
     /// Timeline of this thread, when tracing was on.
     pub spans: Vec<Span>,
+}
+
+/// The checkpoints a run wrote (see [`crate::checkpoint`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CheckpointReport {
+    /// Checkpoints written.
+    pub written: u64,
+    /// Their bytes (states; headers not counted).
+    pub bytes: u64,
+    /// Seconds the writer spent writing them (after the frames they were taken with).
+    pub seconds: f64,
 }
 
 /// The writer thread's share of the run (async mode).
@@ -103,6 +117,8 @@ pub struct RunReport {
     pub sink: SinkSummary,
     /// Cells × steps computed, for cell-steps/s.
     pub cell_steps: u64,
+    /// Checkpoints written.
+    pub checkpoints: CheckpointReport,
 }
 
 impl RunReport {
@@ -218,6 +234,18 @@ impl fmt::Display for RunReport {
                 f,
                 "{:<w$} {:>7} {:>10} {:>10} {:>10} {:>10.3}   (waiting for frames: {:.3} s)",
                 "writer", self.writer.frames, "", "", "", self.writer.write_seconds, self.writer.wait_seconds
+            )?;
+        }
+        if self.checkpoints.written > 0 {
+            let every: Vec<String> =
+                self.devices.iter().filter_map(|d| d.checkpoint_interval).map(|n| n.to_string()).collect();
+            writeln!(
+                f,
+                "checkpoints: {} written, {:.1} MB in {:.3} s{}",
+                self.checkpoints.written,
+                self.checkpoints.bytes as f64 / 1e6,
+                self.checkpoints.seconds,
+                if every.is_empty() { String::new() } else { format!(" (auto: every {} frames)", every.join(", ")) }
             )?;
         }
         writeln!(f, "compute {:.2} s ({})", self.compute_seconds(), self.compute_source().name())?;

@@ -4,6 +4,7 @@
 use wgpipe_compute::OutputDType;
 use wgpipe_storage::{Attributes, FieldSpec};
 
+use crate::checkpoint::{Checkpoints, Interval};
 use crate::error::{Error, Result};
 use crate::report::IoMode;
 use crate::run_state::StopHandle;
@@ -29,6 +30,8 @@ pub(crate) struct Settings {
     pub trace: bool,
     /// `(index, count)`: run only the jobs `i` with `i % count == index`.
     pub shard: (usize, usize),
+    /// Where and how often streams save their state; `None`: never.
+    pub checkpoints: Option<Checkpoints>,
     /// One grid split over MPI ranks: this rank's block and its communicator.
     #[cfg(feature = "mpi")]
     pub split: Option<crate::split::SplitDomain>,
@@ -51,6 +54,7 @@ impl Default for Settings {
             stop: StopHandle::default(),
             trace: false,
             shard: (0, 1),
+            checkpoints: None,
             #[cfg(feature = "mpi")]
             split: None,
         }
@@ -70,6 +74,17 @@ impl Settings {
         }
         if self.staging_buffers == 0 {
             return invalid("staging_buffers must be at least 1");
+        }
+        match self.checkpoints.as_ref().map(|c| c.interval) {
+            Some(Interval::Every(0)) => {
+                return invalid("checkpoints every 0 frames: give 1 or more, or no checkpoints");
+            }
+            Some(Interval::Auto { mtbf_seconds }) if !(mtbf_seconds.is_finite() && mtbf_seconds > 0.0) => {
+                return Err(Error::Invalid(format!(
+                    "checkpoints for a mean time between failures of {mtbf_seconds} s: give a number of seconds above 0"
+                )));
+            }
+            _ => {}
         }
         let (index, count) = self.shard;
         if index >= count {

@@ -7,6 +7,7 @@ use crossbeam_channel::{Receiver, Sender};
 use wgpipe_compute::{FieldSim, FrameProducer, GpuDevice, Grid, OutputDType, ReadbackConfig};
 use wgpipe_storage::Frame;
 
+use crate::checkpoint::{AutoInterval, Interval, SavedState, Schedule};
 use crate::job::{Job, Producer};
 use crate::lockstep::{Lockstep, Verdict};
 use crate::pool::BufferPool;
@@ -41,6 +42,8 @@ pub(crate) struct WorkerContext {
     pub fields: Vec<String>,
     /// A run in step with other processes (a split domain): votes at each frame boundary.
     pub lockstep: Option<Lockstep>,
+    /// How often streams save their state, and the cost the writer measured (`Auto`).
+    pub checkpoints: Option<(Interval, Arc<AutoInterval>)>,
 }
 
 /// Why a job ended early.
@@ -96,17 +99,19 @@ pub(crate) fn device_thread(
 
 impl DeviceWorker<'_> {
     /// Produces every frame of one job and hands each one off.
-    fn run_job(&mut self, stream: usize, job: Job) -> Result<(), Stop> {
+    fn run_job(&mut self, stream: usize, mut job: Job) -> Result<(), Stop> {
         let DeviceWorker { d, gpu, ctx, handoff, report, recorder } = self;
         let (d, gpu, ctx) = (*d, *gpu, *ctx);
         let name = job.name.clone();
+        let fingerprint = job.fingerprint(ctx.grid.as_ref(), ctx.readback.steps_per_frame);
+        let resume = job.resume.take();
         let fail = |e: wgpipe_compute::Error| Stop::Device(format!("stream {name}: {e}"));
         let thread = format!("device {}", gpu.label());
         let lockstep = ctx.lockstep.as_ref();
         let opened = (|| {
             // A device lost while it ran an earlier job takes no more: the error names this stream.
             gpu.check().map_err(fail)?;
-            let producer = match job.producer {
+            let mut producer = match job.producer {
                 Producer::Kernel { kernel, init } => {
                     let grid =
                         ctx.grid.ok_or_else(|| Stop::Device(format!("stream {name}: a kernel job needs a grid")))?;
@@ -130,6 +135,9 @@ impl DeviceWorker<'_> {
                     FrameProducer::from_source(gpu, name.clone(), source, ctx.readback.clone()).map_err(fail)?
                 }
             };
+            if let Some(saved) = &resume {
+                producer.resume_at(saved.frames, &saved.state).map_err(fail)?;
+            }
             Ok(producer)
         })();
         if let Some(l) = lockstep
@@ -141,6 +149,16 @@ impl DeviceWorker<'_> {
         if !ctx.gpu_timestamps {
             producer = producer.without_timestamps();
         }
+        drop(resume);
+        // A source that saves no state has no checkpoints: it restarts from frame 0.
+        let mut schedule = match &ctx.checkpoints {
+            Some((interval, auto)) if producer.state_bytes() > 0 => {
+                let schedule = Schedule::new(*interval, Arc::clone(auto));
+                producer.save_state_every(schedule.initial()).map_err(fail)?;
+                Some(schedule)
+            }
+            _ => None,
+        };
         loop {
             if lockstep.is_none() && ctx.state.should_stop() {
                 return Err(Stop::Run);
@@ -168,9 +186,21 @@ impl DeviceWorker<'_> {
             recorder.ended_now(SpanKind::Readback, info.copy);
             ctx.progress.frame_computed(d);
             report.frames += 1;
+            let checkpoint = producer.take_state().map(|state| SavedState {
+                stream: name.clone(),
+                frames: info.index + 1,
+                step: info.step,
+                fingerprint: fingerprint.clone(),
+                state,
+            });
+            if let Some(every) = schedule.as_mut().and_then(Schedule::after_frame) {
+                producer.save_state_every(every).map_err(fail)?;
+                report.checkpoint_interval =
+                    schedule.as_ref().and_then(Schedule::chosen).or(report.checkpoint_interval);
+            }
             // Hashed here, not by the sink: the writer's thread is the one an I/O-bound run waits for.
             let frame = Frame::new(stream, info.index, info.step, data).hash_data();
-            let env = Envelope { device: d, frame };
+            let env = Envelope { device: d, frame, checkpoint };
             match handoff {
                 Handoff::Channel(tx) => {
                     let start = Instant::now();

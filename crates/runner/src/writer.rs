@@ -6,28 +6,42 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 use wgpipe_storage::{Frame, Sink};
 
+use crate::checkpoint::{AutoInterval, Checkpoints, SavedState};
 use crate::pool::BufferPool;
 use crate::progress::Progress;
-use crate::report::WriterReport;
+use crate::report::{CheckpointReport, WriterReport};
 use crate::run_state::RunState;
 use crate::trace::{Recorder, SpanKind};
 
-/// A frame on its way to the sink, tagged with the device that produced it (for progress).
+/// A frame on its way to the sink, tagged with the device that produced it (for progress),
+/// with the state saved with it, if any.
 pub(crate) struct Envelope {
     pub device: usize,
     pub frame: Frame,
+    /// Written as the stream's checkpoint once the frame is stored.
+    pub checkpoint: Option<SavedState>,
+}
+
+/// Where checkpoints go, and what the writer measured of them.
+pub(crate) struct CheckpointWriter {
+    pub checkpoints: Checkpoints,
+    /// Told the cost of the first checkpoint, for `Interval::Auto`.
+    pub auto: Arc<AutoInterval>,
+    pub report: CheckpointReport,
 }
 
 /// The sink, plus what every write does besides writing: count progress, time the write,
-/// give the frame's buffer back to the pool.
+/// give the frame's buffer back to the pool, write the checkpoint that came with the frame.
 pub(crate) struct FrameWriter {
     pub sink: Box<dyn Sink>,
     pub pool: BufferPool,
     pub progress: Arc<Progress>,
+    pub checkpoints: Option<CheckpointWriter>,
 }
 
 impl FrameWriter {
-    /// Writes one frame; returns how long the sink took.
+    /// Writes one frame, then its checkpoint (so that a checkpoint never gets ahead of the
+    /// frames stored); returns how long the sink took.
     pub fn write(&mut self, env: Envelope) -> Result<Duration, wgpipe_storage::Error> {
         let bytes = env.frame.data.len() as u64;
         let start = Instant::now();
@@ -36,6 +50,15 @@ impl FrameWriter {
         self.pool.give(env.frame.data);
         result?;
         self.progress.frame_written(env.device, bytes);
+        if let (Some(saved), Some(c)) = (env.checkpoint, self.checkpoints.as_mut()) {
+            let start = Instant::now();
+            crate::checkpoint::write(&c.checkpoints.dir, &saved, c.checkpoints.fsync)?;
+            let took = start.elapsed();
+            c.auto.measured(took);
+            c.report.written += 1;
+            c.report.bytes += saved.state.len() as u64;
+            c.report.seconds += took.as_secs_f64();
+        }
         Ok(took)
     }
 }

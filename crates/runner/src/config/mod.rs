@@ -30,10 +30,11 @@ pub use batch::{MAX_RUNS, RunSpec};
 pub use error::{ConfigError, Origin, Result};
 pub use kernel::{GRAY_SCOTT, GRAY_SCOTT_3D, ResolvedKernel};
 pub use model::{
-    ConfigFile, DevicesSection, GridSection, IoSection, KernelSection, Mode, OutputSection, RunEntry, RunKernel,
-    RunOverrides, RunSection, Select,
+    CheckpointMode, ConfigFile, DevicesSection, GridSection, IoSection, KernelSection, Mode, OutputSection, RunEntry,
+    RunKernel, RunOverrides, RunSection, Select,
 };
 
+use crate::checkpoint::{self, Checkpoints, Interval};
 use crate::{IoMode, Job, Pipeline, PipelineBuilder};
 use source::Source;
 
@@ -302,10 +303,29 @@ impl Config {
             .collect()
     }
 
-    /// A builder with grid, frames, steps, I/O and fields set; add devices, jobs and a sink.
+    /// Where and how often the run checkpoints (`run.checkpoint_every`, `run.checkpoint`),
+    /// `None` when it does not: beside the output ([`checkpoint::dir_beside`]), synced as
+    /// `output.fsync` says.
+    pub fn checkpoints(&self) -> Option<Checkpoints> {
+        let run = &self.file.run;
+        let interval = match run.checkpoint {
+            CheckpointMode::Auto => Interval::Auto { mtbf_seconds: run.mtbf },
+            CheckpointMode::Fixed if run.checkpoint_every > 0 => Interval::Every(run.checkpoint_every),
+            CheckpointMode::Fixed => return None,
+        };
+        let dir = checkpoint::dir_beside(&self.output_path());
+        Some(Checkpoints::new(dir, interval).with_fsync(self.file.output.fsync))
+    }
+
+    /// A builder with grid, frames, steps, I/O, fields and checkpoints set; add devices, jobs
+    /// and a sink.
     pub fn builder(&self) -> PipelineBuilder {
         let f = &self.file;
-        Pipeline::builder()
+        let builder = match self.checkpoints() {
+            Some(c) => Pipeline::builder().checkpoints(c),
+            None => Pipeline::builder(),
+        };
+        builder
             .shape(self.shape.clone())
             .frames(f.run.frames)
             .steps_per_frame(f.run.steps_per_frame)

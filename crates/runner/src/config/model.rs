@@ -197,12 +197,50 @@ pub struct RunSection {
     /// Accepted values: a number from 0 to 1; 0 for `"gray-scott-3d"`, whose noise is
     /// `kernel.params.noise`.
     pub noise: f32,
+    /// Save every stream's complete state (a checkpoint) with every N-th frame, so that
+    /// `wgpipe run --resume` restarts an incomplete stream from its newest checkpoint
+    /// instead of from frame 0. A checkpoint holds every field of the kernel, stored or not,
+    /// at full precision, and the step; it is written beside the output after the frame it
+    /// was taken with, replacing the previous one atomically. Off by default: a run of
+    /// seconds gains nothing from it. See the guide's "Checkpoints and restart".
+    ///
+    /// Accepted values: 0 (none, unless `run.checkpoint = "auto"`) or more.
+    pub checkpoint_every: u64,
+    /// How the checkpoint interval is chosen: `"fixed"` uses `run.checkpoint_every`;
+    /// `"auto"` measures the cost of one checkpoint (taken with the first frame) and the
+    /// time per frame, then checkpoints every sqrt(2 × cost × `run.mtbf`) seconds (Young's
+    /// interval, Daly's first-order optimum), rounded to whole frames.
+    pub checkpoint: CheckpointMode,
+    /// Mean time between failures, in seconds, that `run.checkpoint = "auto"` plans for:
+    /// the longer, the rarer the checkpoints.
+    ///
+    /// Accepted values: a number above 0.
+    pub mtbf: f64,
 }
 
 impl Default for RunSection {
     fn default() -> Self {
-        RunSection { frames: 100, steps_per_frame: 32, seed: 0, noise: 0.0 }
+        RunSection {
+            frames: 100,
+            steps_per_frame: 32,
+            seed: 0,
+            noise: 0.0,
+            checkpoint_every: 0,
+            checkpoint: CheckpointMode::Fixed,
+            mtbf: 86_400.0,
+        }
     }
+}
+
+/// `run.checkpoint`: how the checkpoint interval is chosen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckpointMode {
+    /// Every `run.checkpoint_every` frames (none when it is 0).
+    #[default]
+    Fixed,
+    /// Young/Daly's interval from the measured checkpoint cost and `run.mtbf`.
+    Auto,
 }
 
 /// `devices.select`: a selector string, one adapter index, or a list of indices.

@@ -6,7 +6,7 @@ use wgpipe_compute::{DeviceSelector, OutputDType};
 use wgpipe_storage::{Compression, SINK_NAMES};
 
 use super::error::Result;
-use super::model::{ConfigFile, DEFAULT_GRID_EDGE, SELECT_ACCEPTS, Select};
+use super::model::{CheckpointMode, ConfigFile, DEFAULT_GRID_EDGE, SELECT_ACCEPTS, Select};
 use super::source::Source;
 use crate::MAX_DEVICE_COPIES;
 
@@ -37,6 +37,30 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
     }
     if !(0.0..=1.0).contains(&file.run.noise) {
         return Err(src.invalid("run.noise", format!("{} is out of range: use a value from 0 to 1", file.run.noise)));
+    }
+    if !(file.run.mtbf.is_finite() && file.run.mtbf > 0.0) {
+        return Err(
+            src.invalid("run.mtbf", format!("{} is out of range: use a number of seconds above 0", file.run.mtbf))
+        );
+    }
+    if file.run.checkpoint == CheckpointMode::Auto && file.run.checkpoint_every > 0 {
+        return Err(src.invalid(
+            "run.checkpoint_every",
+            "run.checkpoint = \"auto\" chooses the interval itself: remove run.checkpoint_every, or set \
+             run.checkpoint = \"fixed\"",
+        ));
+    }
+    let checkpoints = file.run.checkpoint == CheckpointMode::Auto || file.run.checkpoint_every > 0;
+    if checkpoints && ["null", "adios2"].contains(&file.output.sink.as_str()) {
+        let key = if file.run.checkpoint_every > 0 { "run.checkpoint_every" } else { "run.checkpoint" };
+        return Err(src.invalid(
+            key,
+            format!(
+                "checkpoints restart the streams of an output that --resume continues, which the {} sink cannot: \
+                 use output.sink = \"hdf5\", \"raw\" or \"zarr\", or no checkpoints",
+                file.output.sink
+            ),
+        ));
     }
     selector(file, src)?;
     if !SINK_NAMES.contains(&file.output.sink.as_str()) {

@@ -247,7 +247,7 @@ impl SplitDomain {
                     .to_owned(),
             ));
         };
-        let Job { name, producer: Producer::Kernel { kernel, init }, mut attributes } = job else {
+        let Job { name, producer: Producer::Kernel { kernel, init }, mut attributes, .. } = job else {
             return Err(Error::Invalid(
                 "a split domain runs a field kernel on its blocks, not a frame source".to_owned(),
             ));

@@ -1,20 +1,32 @@
-//! `--resume`: which streams of an existing output are already complete.
+//! `--resume`: which streams of an existing output are already complete, and where the
+//! others continue (from their checkpoints, or from frame 0).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Context, bail};
+use wgpipe::Job;
+use wgpipe::checkpoint;
 use wgpipe::config::Config;
 use wgpipe::storage::{FieldSpec, open_output};
 
-/// Names of the streams complete in the config's existing output (empty when there is no
-/// output yet), after checking that the output holds the fields and grid this config writes.
-pub fn complete_streams(config: &Config) -> anyhow::Result<BTreeSet<String>> {
+/// What an existing output holds, as far as resuming it matters.
+#[derive(Debug, Default)]
+pub struct Held {
+    /// Streams complete in it: not run again.
+    pub complete: BTreeSet<String>,
+    /// Frames of each incomplete stream.
+    pub frames: BTreeMap<String, u64>,
+}
+
+/// What the config's existing output holds (nothing when there is no output yet), after
+/// checking that it holds the fields and grid this config writes.
+pub fn held_streams(config: &Config) -> anyhow::Result<Held> {
     if config.sink_name() == "null" {
         bail!("--resume needs an output to resume: the null sink stores nothing; set output.sink to hdf5 or raw");
     }
     let path = config.output_path();
     if !path.exists() {
-        return Ok(BTreeSet::new());
+        return Ok(Held::default());
     }
     let out = open_output(&path).with_context(|| format!("cannot resume {}", path.display()))?;
     let shape = config.grid_shape();
@@ -32,5 +44,39 @@ pub fn complete_streams(config: &Config) -> anyhow::Result<BTreeSet<String>> {
             list(&writes)
         );
     }
-    Ok(out.streams().iter().filter(|s| s.complete).map(|s| s.name.clone()).collect())
+    let (complete, incomplete): (Vec<_>, Vec<_>) = out.streams().iter().partition(|s| s.complete);
+    Ok(Held {
+        complete: complete.into_iter().map(|s| s.name.clone()).collect(),
+        frames: incomplete.into_iter().map(|s| (s.name.clone(), s.frames)).collect(),
+    })
+}
+
+/// `jobs` (the incomplete and missing streams), each continuing from its checkpoint when the
+/// run checkpoints and the checkpoint's frames are all in the output; the others restart from
+/// frame 0 (said on stderr when a checkpoint cannot be used).
+pub fn from_checkpoints(config: &Config, held: &Held, jobs: Vec<Job>) -> anyhow::Result<Vec<Job>> {
+    let Some(checkpoints) = config.checkpoints() else { return Ok(jobs) };
+    let mut resumed = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let Some(&frames) = held.frames.get(&job.name) else {
+            resumed.push(job);
+            continue;
+        };
+        match checkpoint::read(&checkpoints.dir, &job.name)? {
+            Some(saved) if saved.frames <= frames => {
+                eprintln!("stream {}: continuing after frame {} from its checkpoint", job.name, saved.frames);
+                resumed.push(job.resuming(saved));
+            }
+            Some(saved) => {
+                eprintln!(
+                    "stream {}: its checkpoint after frame {} is ahead of the {frames} frames in the output; \
+                     restarting it from frame 0",
+                    job.name, saved.frames
+                );
+                resumed.push(job);
+            }
+            None => resumed.push(job),
+        }
+    }
+    Ok(resumed)
 }

@@ -12,7 +12,7 @@ use wgpipe::storage::open_sink;
 use wgpipe::{Error, RunReport, StopHandle};
 
 use crate::progress::{ProgressMode, Reporter, Scale};
-use crate::resume::complete_streams;
+use crate::resume::{from_checkpoints, held_streams};
 
 /// Exit code of a run stopped by Ctrl-C (128 + SIGINT, as shells report it).
 pub const INTERRUPTED: u8 = 130;
@@ -67,12 +67,14 @@ pub fn plan(args: &RunArgs, ranks: usize) -> anyhow::Result<Option<Plan>> {
         );
     }
     config.check_output(args.resume)?;
-    let done = if args.resume { complete_streams(&config)? } else { Default::default() };
+    let held = if args.resume { held_streams(&config)? } else { Default::default() };
+    let done = &held.complete;
 
     let (selector, count) = config.devices();
     let gpus = wgpipe::compute::open_devices(&selector, count)
         .with_context(|| format!("{}: devices.select", config.origin("devices.select")))?;
     let jobs = config.jobs(gpus.len(), |name| done.contains(name));
+    let jobs = if args.resume { from_checkpoints(&config, &held, jobs)? } else { jobs };
     if jobs.is_empty() {
         eprintln!("nothing to do: every run is already complete in {}", path.display());
         return Ok(None);

@@ -1,0 +1,221 @@
+//! Checkpoints and restart mid-stream: a run killed with SIGKILL while it writes resumes
+//! (`wgpipe run --resume`) from each stream's newest checkpoint, computes no more than one
+//! checkpoint interval per stream beyond the frames it had not reported written, and ends
+//! bit-identical to an uninterrupted run; for the 2-D and 3-D Gray-Scott models with noise
+//! and a custom WGSL kernel, on HDF5 (plain; deflate with 4 frames per chunk), raw and Zarr
+//! (3 frames per shard). `WGPIPE_CHECKPOINT_KILLS=N` kills each case N times (default 1),
+//! each at a moment drawn from `WGPIPE_KILL_SEED`.
+#![cfg(unix)]
+#![expect(clippy::unwrap_used, reason = "tests fail loudly")]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use wgpipe::storage::open_output;
+
+/// Frames per stream: enough that a kill after [`KILL_AFTER`] frames lands mid-run.
+const FRAMES: u64 = 150;
+
+struct Case {
+    label: &'static str,
+    /// Frames between checkpoints.
+    every: u64,
+    /// Streams of the run.
+    streams: u64,
+    config: String,
+}
+
+fn cases() -> Vec<Case> {
+    let heat = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shaders-wgsl/heat.wgsl");
+    let run = |every: u64, noise: &str| {
+        format!(
+            "[run]\nframes = {FRAMES}\nsteps_per_frame = 3\nseed = 5\nnoise = {noise}\ncheckpoint_every = {every}\n"
+        )
+    };
+    let two_d = |every: u64, output: &str| {
+        format!(
+            "[grid]\nrows = 24\ncols = 20\n{}[devices]\nselect = [0]\ncount = 2\n[output]\npath = \"out\"\n{output}\n",
+            run(every, "0.05")
+        )
+    };
+    vec![
+        Case { label: "2-D, noise, hdf5", every: 5, streams: 2, config: two_d(5, "sink = \"hdf5\"") },
+        Case {
+            label: "2-D, noise, hdf5 deflate, 4 frames per chunk",
+            every: 3,
+            streams: 2,
+            config: two_d(3, "sink = \"hdf5\"\ncompression = \"deflate:4\"\nchunk_frames = 4"),
+        },
+        Case { label: "2-D, noise, raw", every: 7, streams: 2, config: two_d(7, "sink = \"raw\"") },
+        Case {
+            label: "2-D, noise, zarr, 3 frames per shard",
+            every: 4,
+            streams: 2,
+            config: two_d(4, "sink = \"zarr\"\nshard_frames = 3"),
+        },
+        Case {
+            label: "3-D, noise, hdf5",
+            every: 6,
+            streams: 1,
+            config: format!(
+                "[kernel]\nname = \"gray-scott-3d\"\n[kernel.params]\nnoise = 0.01\n[grid]\nshape = [10, 12, 14]\n{}\
+                 [devices]\nselect = [0]\n[output]\nsink = \"hdf5\"\npath = \"out\"\n",
+                run(6, "0.0")
+            ),
+        },
+        Case {
+            label: "custom WGSL kernel (heat), raw",
+            every: 5,
+            streams: 1,
+            config: format!(
+                "[kernel]\nname = \"heat\"\nwgsl = {:?}\nfields = [\"u\"]\n[kernel.params]\nalpha = 0.2\n\
+                 [grid]\nrows = 30\ncols = 30\n{}[devices]\nselect = [0]\n[output]\nsink = \"raw\"\npath = \"out\"\n",
+                heat.display().to_string(),
+                run(5, "0.1")
+            ),
+        },
+    ]
+}
+
+/// Everything an output holds that a reader sees: per stream (by name) its completeness,
+/// steps, attributes and the bytes of every field of every frame.
+type Contents = (bool, BTreeMap<String, (bool, Vec<u64>, String, Vec<Vec<u8>>)>);
+
+fn contents(path: &Path) -> Contents {
+    let out = open_output(path).unwrap();
+    let mut streams = BTreeMap::new();
+    for (s, summary) in out.streams().iter().enumerate() {
+        let frames = (0..summary.frames)
+            .map(|i| (0..out.fields().len()).flat_map(|f| out.read_field(s, f, i).unwrap().bytes).collect())
+            .collect();
+        let attributes = format!("{:?}", summary.attributes);
+        streams.insert(summary.name.clone(), (summary.complete, out.steps(s).unwrap(), attributes, frames));
+    }
+    (out.complete(), streams)
+}
+
+/// N of `written N/TOTAL frames` lines, and TOTAL, from the last such line of `stderr`.
+fn written(stderr: &str) -> Option<(u64, u64)> {
+    stderr.lines().rev().find_map(|l| {
+        let (n, total) = l.strip_prefix("written ")?.strip_suffix(" frames")?.split_once('/')?;
+        Some((n.parse().ok()?, total.parse().ok()?))
+    })
+}
+
+/// Runs `wgpipe run c.toml --progress frames` in `dir` and kills it with SIGKILL once it has
+/// reported `after` frames written; returns what it had reported then (`None`: it ended first).
+fn run_and_kill(dir: &Path, after: u64) -> Option<u64> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wgpipe"))
+        .current_dir(dir)
+        .args(["run", "c.toml", "--progress", "frames"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut reported = 0;
+    while let Some(Ok(line)) = lines.next() {
+        if let Some((n, _)) = written(&line) {
+            reported = n;
+            if n >= after {
+                child.kill().unwrap();
+                break;
+            }
+        }
+    }
+    let status = child.wait().unwrap();
+    (status.code().is_none()).then_some(reported)
+}
+
+fn seed() -> u64 {
+    std::env::var("WGPIPE_KILL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(7)
+}
+
+#[test]
+fn killed_checkpointed_runs_resume_from_their_checkpoints_bit_identical() {
+    let kills: u64 = std::env::var("WGPIPE_CHECKPOINT_KILLS").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let mut rng = seed();
+    for case in cases() {
+        let label = case.label;
+        let root = tempfile::tempdir().unwrap();
+        let reference = root.path().join("reference");
+        std::fs::create_dir(&reference).unwrap();
+        std::fs::write(reference.join("c.toml"), &case.config).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_wgpipe")).current_dir(&reference).args(["run", "c.toml"]).output();
+        let out = out.unwrap();
+        assert!(out.status.success(), "{label}: {}", String::from_utf8_lossy(&out.stderr));
+        let want = contents(&reference.join("out"));
+        assert!(!reference.join("out.checkpoints").exists(), "{label}: a complete run keeps no checkpoint");
+        let total = FRAMES * case.streams;
+        for k in 0..kills {
+            let dir = root.path().join(format!("killed-{k}"));
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::write(dir.join("c.toml"), &case.config).unwrap();
+            // Somewhere in the middle third of the run, drawn from the seed.
+            rng = rng.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let after = total / 3 + (rng >> 33) % (total / 3);
+            let what = format!("{label}, kill {k} after {after} frames (WGPIPE_KILL_SEED={})", seed());
+            let Some(reported) = run_and_kill(&dir, after) else { panic!("{what}: the run ended before its kill") };
+            assert!(dir.join("out.checkpoints").is_dir(), "{what}: no checkpoint directory");
+            let resumed = Command::new(env!("CARGO_BIN_EXE_wgpipe"))
+                .current_dir(&dir)
+                .args(["run", "c.toml", "--resume", "--progress", "frames"])
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&resumed.stderr);
+            assert!(resumed.status.success(), "{what}: the resume failed:\n{err}");
+            let continued: u64 = err.matches(" from its checkpoint").count() as u64;
+            assert_eq!(continued, case.streams, "{what}: every stream continues from its checkpoint:\n{err}");
+            let (done, planned) = written(&err).unwrap_or_else(|| panic!("{what}: no progress:\n{err}"));
+            assert_eq!(done, planned, "{what}");
+            // No more than one interval per stream beyond what had not been reported.
+            let bound = total - reported + case.streams * case.every;
+            assert!(
+                planned <= bound && planned < total,
+                "{what}: the resume computed {planned} frames; at most {bound} (reported {reported})"
+            );
+            assert!(
+                contents(&dir.join("out")) == want,
+                "{what}: the resumed output differs from the uninterrupted run's"
+            );
+            assert!(!dir.join("out.checkpoints").exists(), "{what}: the completed run removes its checkpoints");
+        }
+    }
+}
+
+#[test]
+fn a_checkpoint_of_another_run_is_refused_and_a_fresh_run_replaces_old_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = |feed: &str| {
+        format!(
+            "[grid]\nrows = 16\ncols = 16\n[kernel.params]\nfeed = {feed}\n[run]\nframes = {FRAMES}\nsteps_per_frame = 2\n\
+             checkpoint_every = 4\n[devices]\nselect = [0]\n[output]\nsink = \"raw\"\npath = \"out\"\n"
+        )
+    };
+    std::fs::write(dir.path().join("c.toml"), config("0.03")).unwrap();
+    run_and_kill(dir.path(), FRAMES / 2).unwrap();
+    // Another feed rate: the checkpoint is not this run's.
+    std::fs::write(dir.path().join("c.toml"), config("0.04")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_wgpipe"))
+        .current_dir(dir.path())
+        .args(["run", "c.toml", "--resume"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("checkpoint of stream \"stream0\" was saved by another run") && err.contains("0.04"), "{err}");
+    // A fresh run over it (overwrite) starts from frame 0 and leaves no stale checkpoint.
+    let out = Command::new(env!("CARGO_BIN_EXE_wgpipe"))
+        .current_dir(dir.path())
+        .args(["run", "c.toml", "--set", "output.overwrite=true"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!dir.path().join("out.checkpoints").exists());
+}
