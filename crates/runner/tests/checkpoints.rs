@@ -219,3 +219,41 @@ fn a_checkpoint_of_another_run_is_refused_and_a_fresh_run_replaces_old_checkpoin
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!dir.path().join("out.checkpoints").exists());
 }
+
+/// `run.checkpoint = "auto"`: the first frame's checkpoint measures the cost, then Young's
+/// interval sqrt(2 × cost × MTBF) is used: a checkpoint with every frame for a tiny MTBF,
+/// none after the measurement for a huge one; the summary says what was chosen.
+#[test]
+fn auto_checkpoints_follow_young_daly() {
+    let dir = tempfile::tempdir().unwrap();
+    let frames = 60;
+    for (mtbf, expect_every_frame) in [("1e-9", true), ("1e12", false)] {
+        let config = format!(
+            "[grid]\nrows = 16\ncols = 16\n[run]\nframes = {frames}\nsteps_per_frame = 2\ncheckpoint = \"auto\"\n\
+             mtbf = {mtbf}\n[devices]\nselect = [0]\n[output]\nsink = \"raw\"\npath = \"out-{mtbf}\"\n"
+        );
+        std::fs::write(dir.path().join("c.toml"), config).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_wgpipe"))
+            .current_dir(dir.path())
+            .args(["run", "c.toml"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        let line = stdout.lines().find(|l| l.starts_with("checkpoints: ")).unwrap_or_else(|| panic!("{stdout}"));
+        let written: u64 = line["checkpoints: ".len()..].split(' ').next().unwrap().parse().unwrap();
+        let every: u64 = line.split("every ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+        if expect_every_frame {
+            assert_eq!(every, 1, "{line}");
+            // Every frame but the last, less those submitted (2 staging buffers ahead) while
+            // the time per frame was measured.
+            assert!((frames - 3..frames).contains(&written), "{line}");
+        } else {
+            assert!(every > frames, "{line}");
+            // Only the measurement: the first frame and those submitted with it (2 staging
+            // buffers ahead of the frame returned).
+            assert!((1..=3).contains(&written), "{line}");
+        }
+    }
+}

@@ -227,7 +227,7 @@ impl Default for RunSection {
             noise: 0.0,
             checkpoint_every: 0,
             checkpoint: CheckpointMode::Fixed,
-            mtbf: 86_400.0,
+            mtbf: 86400.0,
         }
     }
 }
@@ -239,7 +239,8 @@ pub enum CheckpointMode {
     /// Every `run.checkpoint_every` frames (none when it is 0).
     #[default]
     Fixed,
-    /// Young/Daly's interval from the measured checkpoint cost and `run.mtbf`.
+    /// The interval of Young's formula (Daly's first-order optimum) from the measured
+    /// checkpoint cost and `run.mtbf`.
     Auto,
 }
 
