@@ -51,7 +51,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 impl Pipeline {
     /// The run `plan` describes, on `gpus` (the devices it was planned on), writing to `sink`.
     pub(crate) fn new(plan: Plan, gpus: Vec<GpuDevice>, sink: Box<dyn Sink>) -> Self {
-        let progress = Arc::new(Progress::new(gpus.len(), plan.total_frames));
+        let progress = Arc::new(Progress::new(gpus.len(), plan.total_frames).with_streams(plan.layout.streams.len()));
         Pipeline { plan, gpus, sink, progress }
     }
 

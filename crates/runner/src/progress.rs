@@ -40,6 +40,9 @@ fn bump(counter: &AtomicU64, by: u64) {
 #[derive(Debug)]
 pub struct Progress {
     shards: Box<[Shard]>,
+    /// Frames written per stream (layout order), each stored to only by the thread writing
+    /// that stream's frames (one at a time: a stream is one job on one device).
+    streams: Box<[CachePadded<AtomicU64>]>,
     finished: CachePadded<AtomicUsize>,
     total_frames: u64,
 }
@@ -70,6 +73,9 @@ pub struct ProgressSnapshot {
     pub finished_devices: usize,
     /// Frames the whole run will produce.
     pub total_frames: u64,
+    /// Frames written per stream, in the layout's stream order (this run's frames: a stream
+    /// continued from a checkpoint counts from 0 here).
+    pub streams: Vec<u64>,
 }
 
 impl Progress {
@@ -77,8 +83,23 @@ impl Progress {
     pub fn new(devices: usize, total_frames: u64) -> Self {
         Progress {
             shards: (0..devices).map(|_| Shard::default()).collect(),
+            streams: Box::new([]),
             finished: CachePadded::new(AtomicUsize::new(0)),
             total_frames,
+        }
+    }
+
+    /// The same counters, also counting frames written per stream for `streams` streams.
+    pub fn with_streams(mut self, streams: usize) -> Self {
+        self.streams = (0..streams).map(|_| CachePadded::new(AtomicU64::new(0))).collect();
+        self
+    }
+
+    /// One frame of stream `s` was written. Call only from the thread writing `s`'s frames.
+    #[inline]
+    pub fn stream_written(&self, s: usize) {
+        if let Some(counter) = self.streams.get(s) {
+            bump(counter, 1);
         }
     }
 
@@ -127,6 +148,7 @@ impl Progress {
             devices,
             finished_devices: self.finished.load(Relaxed),
             total_frames: self.total_frames,
+            streams: self.streams.iter().map(|c| c.load(Relaxed)).collect(),
         }
     }
 }
@@ -137,7 +159,7 @@ mod tests {
 
     #[test]
     fn shards_sum_and_stay_apart() {
-        let p = Progress::new(3, 10);
+        let p = Progress::new(3, 10).with_streams(2);
         std::thread::scope(|s| {
             for d in 0..3 {
                 let p = &p;
@@ -151,7 +173,10 @@ mod tests {
         });
         p.frame_written(1, 64);
         p.frame_written(1, 64);
+        p.stream_written(1);
+        p.stream_written(7);
         let snap = p.snapshot();
+        assert_eq!(snap.streams, [0, 1], "an unknown stream is not counted");
         assert_eq!(snap.computed, 6000);
         assert_eq!(snap.devices[2].computed, 3000);
         assert_eq!(snap.devices[1], DeviceProgress { computed: 2000, written: 2, bytes: 128 });

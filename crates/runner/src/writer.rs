@@ -50,6 +50,7 @@ impl FrameWriter {
         self.pool.give(env.frame.data);
         result?;
         self.progress.frame_written(env.device, bytes);
+        self.progress.stream_written(env.frame.stream);
         if let (Some(saved), Some(c)) = (env.checkpoint, self.checkpoints.as_mut()) {
             let start = Instant::now();
             crate::checkpoint::write(&c.checkpoints.dir, &saved, c.checkpoints.fsync)?;

@@ -3,8 +3,9 @@
 //! checkpoint interval per stream beyond the frames it had not reported written, and ends
 //! bit-identical to an uninterrupted run; for the 2-D and 3-D Gray-Scott models with noise
 //! and a custom WGSL kernel, on HDF5 (plain; deflate with 4 frames per chunk), raw and Zarr
-//! (3 frames per shard). `WGPIPE_CHECKPOINT_KILLS=N` kills each case N times (default 1),
-//! each at a moment drawn from `WGPIPE_KILL_SEED`.
+//! (3 frames per shard). The 3-D run is killed 50 times, the others 3 times each, each at a
+//! moment drawn from `WGPIPE_KILL_SEED`; `WGPIPE_CHECKPOINT_KILLS=N` kills every case N times,
+//! `WGPIPE_CHECKPOINT_CASE=TEXT` runs only the cases whose label holds TEXT.
 #![cfg(unix)]
 #![expect(clippy::unwrap_used, reason = "tests fail loudly")]
 
@@ -20,6 +21,8 @@ const FRAMES: u64 = 150;
 
 struct Case {
     label: &'static str,
+    /// Kills (and resumes) unless `WGPIPE_CHECKPOINT_KILLS` says otherwise.
+    kills: u64,
     /// Frames between checkpoints.
     every: u64,
     /// Streams of the run.
@@ -41,22 +44,25 @@ fn cases() -> Vec<Case> {
         )
     };
     vec![
-        Case { label: "2-D, noise, hdf5", every: 5, streams: 2, config: two_d(5, "sink = \"hdf5\"") },
+        Case { label: "2-D, noise, hdf5", kills: 3, every: 5, streams: 2, config: two_d(5, "sink = \"hdf5\"") },
         Case {
             label: "2-D, noise, hdf5 deflate, 4 frames per chunk",
+            kills: 3,
             every: 3,
             streams: 2,
             config: two_d(3, "sink = \"hdf5\"\ncompression = \"deflate:4\"\nchunk_frames = 4"),
         },
-        Case { label: "2-D, noise, raw", every: 7, streams: 2, config: two_d(7, "sink = \"raw\"") },
+        Case { label: "2-D, noise, raw", kills: 3, every: 7, streams: 2, config: two_d(7, "sink = \"raw\"") },
         Case {
             label: "2-D, noise, zarr, 3 frames per shard",
+            kills: 3,
             every: 4,
             streams: 2,
             config: two_d(4, "sink = \"zarr\"\nshard_frames = 3"),
         },
         Case {
             label: "3-D, noise, hdf5",
+            kills: 50,
             every: 6,
             streams: 1,
             config: format!(
@@ -67,6 +73,7 @@ fn cases() -> Vec<Case> {
         },
         Case {
             label: "custom WGSL kernel (heat), raw",
+            kills: 3,
             every: 5,
             streams: 1,
             config: format!(
@@ -136,9 +143,12 @@ fn seed() -> u64 {
 
 #[test]
 fn killed_checkpointed_runs_resume_from_their_checkpoints_bit_identical() {
-    let kills: u64 = std::env::var("WGPIPE_CHECKPOINT_KILLS").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let kills: Option<u64> = std::env::var("WGPIPE_CHECKPOINT_KILLS").ok().and_then(|s| s.parse().ok());
     let mut rng = seed();
-    for case in cases() {
+    let mut landed = 0;
+    let only = std::env::var("WGPIPE_CHECKPOINT_CASE").unwrap_or_default();
+    for case in cases().into_iter().filter(|c| c.label.contains(&only)) {
+        let kills = kills.unwrap_or(case.kills);
         let label = case.label;
         let root = tempfile::tempdir().unwrap();
         let reference = root.path().join("reference");
@@ -183,8 +193,11 @@ fn killed_checkpointed_runs_resume_from_their_checkpoints_bit_identical() {
                 "{what}: the resumed output differs from the uninterrupted run's"
             );
             assert!(!dir.join("out.checkpoints").exists(), "{what}: the completed run removes its checkpoints");
+            std::fs::remove_dir_all(&dir).unwrap();
+            landed += 1;
         }
     }
+    eprintln!("{landed} kills, each resumed from its checkpoints to the uninterrupted output");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `kill -9` at random moments: whatever instant a `wgpipe run` dies at, its output opens
 //! (with wgpipe's reader, and with `h5dump` for HDF5), holds every frame the run had reported
-//! written, every frame it holds is the uninterrupted run's frame bit for bit, and
+//! written, stream by stream (`--progress frames` prints the counts per stream with each
+//! total), every frame it holds is the uninterrupted run's frame bit for bit, and
 //! `wgpipe run --resume` then completes it into the uninterrupted run's output.
 //!
 //! The kill moments are drawn from a seeded generator (see [`Moment`]): during start-up,
@@ -216,6 +217,28 @@ fn reported_written(stderr: &str) -> usize {
     stderr.split_inclusive('\n').filter_map(written_count).max().unwrap_or(0)
 }
 
+/// Frames reported written per stream: the `written per stream: NAME=N ...` line before the
+/// last whole `written N/TOTAL frames` line (the two are printed in one write).
+fn reported_per_stream(stderr: &str) -> BTreeMap<String, usize> {
+    let mut last = BTreeMap::new();
+    let mut pending = None;
+    for line in stderr.split_inclusive('\n') {
+        if let Some(list) = line.strip_prefix("written per stream: ").and_then(|l| l.strip_suffix('\n')) {
+            pending = Some(
+                list.split(' ')
+                    .filter_map(|kv| kv.split_once('='))
+                    .filter_map(|(k, v)| Some((k.to_owned(), v.parse().ok()?)))
+                    .collect::<BTreeMap<String, usize>>(),
+            );
+        } else if written_count(line).is_some()
+            && let Some(p) = pending.take()
+        {
+            last = p;
+        }
+    }
+    last
+}
+
 /// When a kill comes, drawn at random per attempt: a kill can land anywhere by
 /// [`Moment::StartUp`] alone, but the windows where the output is created and where frames
 /// are written are short next to start-up, so two kinds aim at them.
@@ -346,6 +369,8 @@ fn check_killed(
     a: &Attempt<'_>,
 ) -> Option<(usize, usize, Option<InFlight>)> {
     let reported = reported_written(&a.stderr);
+    let per_stream = reported_per_stream(&a.stderr);
+    assert!(per_stream.values().sum::<usize>() <= reported, "per-stream counts above the total\n{a}");
     if !path.exists() {
         assert!(before.is_none() && reported == 0, "the output is gone after {reported} frames were reported\n{a}");
         return None;
@@ -359,6 +384,10 @@ fn check_killed(
         if good < s.frames.len() {
             broken.push((name.clone(), good, s.frames.len() - good));
         }
+        // Every frame reported written for this stream is held, bit for bit: no other
+        // stream's unreported frame can make up for one lost here.
+        let reported_here = per_stream.get(name).copied().unwrap_or(0);
+        assert!(good >= reported_here, "{name} holds {good} good frames, {reported_here} were reported written\n{a}");
         let want_steps = &want.steps.as_deref().unwrap_or_default()[..good];
         match s.steps.as_deref() {
             Some(steps) => assert!(steps.get(..good) == Some(want_steps), "steps of {name}: {steps:?}\n{a}"),
@@ -384,6 +413,9 @@ fn check_killed(
         }
         _ => panic!("frames differ from the uninterrupted run's (stream, first bad frame, count): {broken:?}\n{a}"),
     };
+    for (name, n) in per_stream.iter().filter(|(_, n)| **n > 0) {
+        assert!(got.streams.contains_key(name), "stream {name} had {n} frames reported written and is gone\n{a}");
+    }
     let held = got.frames() - usize::from(in_flight.is_some());
     assert!(
         held >= kept + reported,
@@ -407,6 +439,8 @@ fn reference_run(dir: &Path) -> (Contents, Timing) {
     let unreadable = contents.streams.values().any(|s| s.steps.is_none() || s.frames.iter().any(Option::is_none));
     assert!(!unreadable, "the uninterrupted run's output does not read back");
     assert_eq!(reported_written(&stderr), 120, "--progress frames reports every frame:\n{stderr}");
+    let per_stream: Vec<usize> = reported_per_stream(&stderr).into_values().collect();
+    assert_eq!(per_stream, [40; 3], "--progress frames reports every stream's frames:\n{stderr}");
     let first_frame = first_frame.unwrap_or(took);
     (contents, Timing { first_frame, writing: took.saturating_sub(first_frame) })
 }

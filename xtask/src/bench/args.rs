@@ -11,6 +11,7 @@ pub const USAGE: &str = "\
 usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
        cargo xtask bench --micro
        cargo xtask bench --reserve-cost [--out DIR] [--rows R --cols C --frames N --reps K]
+       cargo xtask bench --checkpoint-cost [--out DIR] [--rows EDGE --frames N --reps K]
        cargo xtask bench --sink raw --against posix [--out DIR] [--rows R --cols C --frames N]
        cargo xtask bench --kernel [--rows R --cols C] [--reps K --devices SEL --candidate[-3d] FILE]
 
@@ -56,6 +57,9 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
   --candidate-3d FILE  the same for the 3-D Gray-Scott cases
   --reserve-cost       the HDF5 sink with its disk-space reservation on and off, alternating
                        (no GPU; default 512x512, 256 frames, fsync in finish, --out DIR)
+  --checkpoint-cost    the 3-D model (edge --rows, default 48; --frames, default 60) without
+                       checkpoints, with one every frame and at Young's interval (MTBF 1 h),
+                       rotating (HDF5, fsync in finish, --out DIR)
 
 Runs lavapipe with LP_NUM_THREADS=1 (re-executes itself to set it) so the writer has a core.";
 
@@ -81,6 +85,7 @@ pub struct Args {
     pub sweep: bool,
     pub micro: bool,
     pub reserve_cost: bool,
+    pub checkpoint_cost: bool,
     pub kernel: bool,
     pub candidate: Option<PathBuf>,
     pub candidate_3d: Option<PathBuf>,
@@ -109,6 +114,7 @@ impl Default for Args {
             sweep: false,
             micro: false,
             reserve_cost: false,
+            checkpoint_cost: false,
             kernel: false,
             candidate: None,
             candidate_3d: None,
@@ -163,6 +169,7 @@ pub fn parse(argv: &[String]) -> Result<Args> {
             "--sweep" => a.sweep = true,
             "--micro" => a.micro = true,
             "--reserve-cost" => a.reserve_cost = true,
+            "--checkpoint-cost" => a.checkpoint_cost = true,
             "--kernel" => a.kernel = true,
             "--candidate" => a.candidate = Some(PathBuf::from(value()?)),
             "--candidate-3d" => a.candidate_3d = Some(PathBuf::from(value()?)),
@@ -206,6 +213,11 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     if a.reserve_cost && (a.sink.is_some() || a.micro) {
         bail!("--reserve-cost is a benchmark of its own: run it without --sink and --micro");
     }
+    if a.checkpoint_cost && (a.sink.is_some() || a.micro || a.reserve_cost || a.kernel) {
+        bail!(
+            "--checkpoint-cost is a benchmark of its own: run it without --sink, --micro, --reserve-cost and --kernel"
+        );
+    }
     if a.kernel && (a.sink.is_some() || a.micro || a.reserve_cost) {
         bail!("--kernel is a benchmark of its own: run it without --sink, --micro and --reserve-cost");
     }
@@ -215,8 +227,10 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     if a.candidate_3d.is_some() && (a.rows.is_some() || a.cols.is_some()) {
         bail!("--candidate-3d runs on the 3-D cases, which --rows/--cols leave out: drop --rows/--cols");
     }
-    if a.sink.is_none() && !a.micro && !a.reserve_cost && !a.kernel && !a.help {
-        bail!("choose what to measure: --sink null|raw|hdf5|zarr, --kernel, --micro or --reserve-cost\n\n{USAGE}");
+    if a.sink.is_none() && !a.micro && !a.reserve_cost && !a.checkpoint_cost && !a.kernel && !a.help {
+        bail!(
+            "choose what to measure: --sink null|raw|hdf5|zarr, --kernel, --micro, --reserve-cost or --checkpoint-cost\n\n{USAGE}"
+        );
     }
     Ok(a)
 }

@@ -9,6 +9,8 @@
 //! - `--sink raw|hdf5 --compare-dtype`: f32 vs f16 output, bytes and write time ([`dtype`]).
 //! - `--sink raw --against posix`: the raw sink vs a plain write loop ([`posix`]).
 //! - `--reserve-cost`: the HDF5 sink with and without its disk-space reservation ([`reserve`]).
+//! - `--checkpoint-cost`: a 3-D run without checkpoints, with one every frame, and at Young's
+//!   interval ([`checkpoint`]).
 //! - `--mpi`: weak and strong scaling of a domain split over MPI ranks ([`mpi`], its own
 //!   options: `cargo xtask bench --mpi --help`).
 //! - `--kernel`: the step kernels alone, and the 2-D Gray-Scott shader against its
@@ -18,6 +20,7 @@
 //! machine drift more than the effects measured.
 
 pub(crate) mod args;
+mod checkpoint;
 mod dtype;
 mod io;
 mod kernel;
@@ -54,7 +57,7 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
         println!("{}", args::USAGE);
         return Ok(ExitCode::SUCCESS);
     }
-    if args.sink.is_some()
+    if (args.sink.is_some() || args.checkpoint_cost)
         && !args.against_posix
         && let Some(code) = machine::reexec_with_one_lavapipe_thread(&argv)?
     {
@@ -63,6 +66,8 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
     let mut report = Map::new();
     if args.reserve_cost {
         run_reserve_cost(&args, &mut report)?;
+    } else if args.checkpoint_cost {
+        run_checkpoint_cost(&args, &mut report)?;
     } else if args.kernel {
         run_kernel(&args, &mut report)?;
     } else if args.against_posix {
@@ -105,6 +110,21 @@ fn run_reserve_cost(args: &Args, report: &mut Map<String, Value>) -> Result<()> 
     println!("{}", r.table);
     report.insert("reserve_cost".to_owned(), r.json);
     report.insert("machine".to_owned(), machine::describe(&[], Some(scratch.path())));
+    Ok(())
+}
+
+/// `--checkpoint-cost`: the 3-D model with and without checkpoints, in `--out`.
+fn run_checkpoint_cost(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
+    let scratch = scratch_with_load(args)?;
+    let selector = DeviceSelector::parse(&args.devices).context("reading --devices")?;
+    let gpus = open_devices(&selector, 1).context("opening the device to benchmark")?;
+    let gpu = gpus.first().context("--devices selected no device")?;
+    println!("{}", machine::lp_threads_note());
+    let edge = args.rows.unwrap_or(48);
+    let r = checkpoint::run(gpu, scratch.path(), edge, args.frames.unwrap_or(60), args.reps)?;
+    println!("{}", r.table);
+    report.insert("checkpoint_cost".to_owned(), r.json);
+    report.insert("machine".to_owned(), machine::describe(&gpus, Some(scratch.path())));
     Ok(())
 }
 

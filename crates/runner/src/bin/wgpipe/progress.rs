@@ -47,6 +47,8 @@ pub struct Scale {
     pub cell_steps_per_frame: f64,
     /// Capacity of the device → writer channel, for the queue fill.
     pub io_buffer: usize,
+    /// Stream names, in layout order.
+    pub streams: Vec<String>,
 }
 
 impl Reporter {
@@ -58,7 +60,7 @@ impl Reporter {
             .spawn(move || match mode {
                 ProgressMode::Auto if std::io::stderr().is_terminal() => bars(&progress, &scale, &rx),
                 ProgressMode::Auto | ProgressMode::Plain => lines(&progress, &scale, &rx),
-                ProgressMode::Frames => written_frames(&progress, &rx),
+                ProgressMode::Frames => written_frames(&progress, &scale.streams, &rx),
                 ProgressMode::Json => json_lines(&progress, &scale, &rx),
                 ProgressMode::None => {
                     let _ = rx.recv();
@@ -181,17 +183,25 @@ fn lines(progress: &Progress, scale: &Scale, rx: &Receiver<()>) {
     }
 }
 
-/// One `written N/TOTAL frames` line per change of the written count, and a last one when
-/// the run ends. The counter moves only after the sink's `write` returned, so a line never
-/// claims a frame the output does not hold.
-fn written_frames(progress: &Progress, rx: &Receiver<()>) {
+/// One `written N/TOTAL frames` line per change of the written count, after a line of the
+/// same counts per stream (`written per stream: NAME=N NAME=N ...`), and a last pair when the
+/// run ends. The counters move only after the sink's `write` returned, so a line never claims
+/// a frame the output does not hold.
+fn written_frames(progress: &Progress, streams: &[String], rx: &Receiver<()>) {
     let mut shown = None;
     loop {
         let done = stopped(rx, Duration::from_millis(1));
         let now = progress.snapshot();
         if shown != Some(now.written) {
-            // One write per line, so a reader never sees half a line from a killed run.
-            let line = format!("written {}/{} frames\n", now.written, now.total_frames);
+            let per_stream: Vec<String> = streams.iter().zip(&now.streams).map(|(s, n)| format!("{s}={n}")).collect();
+            // One write for both lines, so a reader never sees half a line from a killed run
+            // (the per-stream counts may lag the total by the frames written in between).
+            let line = format!(
+                "written per stream: {}\nwritten {}/{} frames\n",
+                per_stream.join(" "),
+                now.written,
+                now.total_frames
+            );
             let _ = std::io::stderr().write_all(line.as_bytes());
             shown = Some(now.written);
         }

@@ -93,15 +93,17 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let options = config.sink_options().clone().with_append(args.resume);
     let sink = open_sink(config.sink_name(), &options)
         .with_context(|| format!("{}: output.sink", config.origin("output.sink")))?;
+    let stop = StopHandle::default();
+    // The devices' limits and the host memory they need together, before anything is allocated.
+    let labels = gpus.iter().map(|g| g.label().to_owned()).collect();
+    let pipeline = config.build(config.builder().gpus(gpus).jobs(jobs).sink(sink).stop_handle(stop.clone()))?;
     let scale = Scale {
-        labels: gpus.iter().map(|g| g.label().to_owned()).collect(),
+        labels,
         cell_steps_per_frame: config.grid_shape().iter().map(|n| *n as f64).product::<f64>()
             * f64::from(config.file.run.steps_per_frame),
         io_buffer: config.file.io.io_buffer,
+        streams: pipeline.layout().streams.iter().map(|s| s.name.clone()).collect(),
     };
-    let stop = StopHandle::default();
-    // The devices' limits and the host memory they need together, before anything is allocated.
-    let pipeline = config.build(config.builder().gpus(gpus).jobs(jobs).sink(sink).stop_handle(stop.clone()))?;
     let on_ctrl_c = stop.clone();
     ctrlc::set_handler(move || {
         eprintln!("\nstopping: finishing the frames in flight and closing the output");
