@@ -454,19 +454,7 @@ fn a_rank_killed_mid_run_ends_the_job_and_keeps_every_reported_frame() {
         }
     }
     assert!(reported >= 5, "the split run ended before frame 5");
-    // A rank: a process whose program is the wgpipe binary itself (mpirun's own command line
-    // names it too, as an argument).
-    let ranks: Vec<String> = std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| {
-            let pid = e.ok()?.file_name().into_string().ok()?;
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-            let argv: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
-            let own = argv.first() == Some(&WGPIPE.as_bytes())
-                && argv.iter().any(|a| *a == b"output.path=\"killed.h5\"".as_slice());
-            own.then_some(pid)
-        })
-        .collect();
+    let ranks = ranks_writing("output.path=\"killed.h5\"");
     assert_eq!(ranks.len(), 2, "found ranks {ranks:?}");
     let killed = Command::new("kill").args(["-9", &ranks[1]]).status().unwrap();
     assert!(killed.success());
@@ -555,4 +543,95 @@ fn the_mpi_split_example_runs_under_mpirun_as_in_one_process() {
     assert_eq!(a.steps(0).unwrap(), b.steps(0).unwrap());
     // The noise reaches the fields: frame 0 differs from the last.
     assert!(a.read_field(0, 0, 0).unwrap() != a.read_field(0, 0, 3).unwrap(), "the fields do not change");
+}
+
+/// The wgpipe processes (ranks) of a job writing `path`: their program is the wgpipe binary
+/// itself (mpirun's own command line names it too, as an argument).
+fn ranks_writing(path_arg: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| {
+            let pid = e.ok()?.file_name().into_string().ok()?;
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let argv: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+            let own = argv.first() == Some(&WGPIPE.as_bytes()) && argv.contains(&path_arg.as_bytes());
+            own.then_some(pid)
+        })
+        .collect()
+}
+
+/// A rank killed (SIGKILL) in the middle of a batch shared over two ranks: the job ends
+/// without a hang and the shared file opens (wgpipe's reader, h5py, h5dump) holding at least
+/// every frame rank 0 reported written, each bit-identical to the same batch run in one
+/// process, and no frame that was never written (their steps read as u64::MAX in the
+/// datasets sized up front).
+#[test]
+fn a_rank_killed_mid_batch_leaves_a_file_with_every_reported_frame() {
+    use std::io::{BufRead, BufReader};
+    let dir = setup();
+    let d = dir.path();
+    let args = |path: &str| -> Vec<String> {
+        let mut v: Vec<String> = vec!["run".into(), "sweep.toml".into(), "--progress".into(), "frames".into()];
+        for set in ["run.frames=3000", "run.steps_per_frame=1", &format!("output.path={path}")] {
+            v.extend(["--set".to_owned(), set.to_owned()]);
+        }
+        v
+    };
+    let serial = Command::new(WGPIPE).args(args("serial.h5")).current_dir(d).output().unwrap();
+    assert!(serial.status.success(), "{}", text(&serial));
+
+    let mut job = Command::new("timeout")
+        .arg(LIMIT_S)
+        .arg(launcher())
+        .args(["-n", "2", WGPIPE])
+        .args(args("killed.h5"))
+        .current_dir(d)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Rank 0's lines: "written 12/15000 frames" (every rank's frames, gathered).
+    let written = |line: &str| -> Option<u64> { line.strip_prefix("written ")?.split('/').next()?.parse().ok() };
+    let mut lines = BufReader::new(job.stderr.take().unwrap()).lines();
+    let mut reported = 0;
+    for line in lines.by_ref() {
+        reported = reported.max(written(&line.unwrap()).unwrap_or(0));
+        if reported >= 50 {
+            break;
+        }
+    }
+    assert!(reported >= 50, "the batch ended before 50 frames were reported");
+    let ranks = ranks_writing("output.path=killed.h5");
+    assert_eq!(ranks.len(), 2, "found ranks {ranks:?}");
+    assert!(Command::new("kill").args(["-9", &ranks[1]]).status().unwrap().success());
+    for line in lines {
+        reported = reported.max(written(&line.unwrap()).unwrap_or(0));
+    }
+    let status = job.wait().unwrap();
+    assert_ne!(status.code(), Some(124), "the job hung after a rank was killed");
+    assert!(!status.success(), "the job succeeded although a rank was killed");
+
+    let out = open_output(d.join("killed.h5")).unwrap();
+    let whole = open_output(d.join("serial.h5")).unwrap();
+    assert!(!out.complete(), "a killed job's file is marked complete");
+    let held: u64 = out.streams().iter().map(|s| s.frames).sum();
+    assert!(held >= reported && held < 15000, "{held} frames in the file, {reported} reported written");
+    for (s, summary) in out.streams().iter().enumerate() {
+        let w = whole.streams().iter().position(|x| x.name == summary.name).unwrap();
+        // Steps 1, 2, ...: every frame counted was written (its step after its fields).
+        assert_eq!(out.steps(s).unwrap(), (1..=summary.frames).collect::<Vec<_>>(), "{}", summary.name);
+        for i in 0..summary.frames {
+            for f in 0..out.fields().len() {
+                let same = out.read_field(s, f, i).unwrap() == whole.read_field(w, f, i).unwrap();
+                assert!(same, "{} field {f} frame {i} differs from the batch run in one process", summary.name);
+            }
+        }
+    }
+    let dump = Command::new("h5dump").args(["-H", "killed.h5"]).current_dir(d).output().unwrap();
+    assert!(dump.status.success(), "h5dump cannot open the killed job's file: {}", text(&dump));
+    let python = common::python::python_with(&["h5py"]);
+    let script = "import sys, h5py; f = h5py.File(sys.argv[1], 'r'); print(len(f.keys()))";
+    let h5py = Command::new(python).args(["-c", script, "killed.h5"]).current_dir(d).output().unwrap();
+    assert!(h5py.status.success(), "{}", text(&h5py));
+    assert_eq!(String::from_utf8_lossy(&h5py.stdout).trim(), "5");
 }

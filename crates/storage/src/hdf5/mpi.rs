@@ -10,7 +10,10 @@
 //!   layout, sized for every expected frame up front (chunk space allocated early), so that no
 //!   write ever changes metadata.
 //! - `write` (independent): a rank writes the frames of the streams it runs, whenever they
-//!   arrive, with independent I/O (no flush: `H5Fflush` is collective).
+//!   arrive, with independent I/O into space allocated at `begin` (and flushed then), so a
+//!   frame written is in the file: nothing is left to flush (`H5Fflush` is collective). A
+//!   frame's step is written after its fields; steps never written read as `NO_STEP`, which
+//!   is how a reader of a killed job's file counts its frames.
 //! - `finish` (collective): the frame counts of all ranks are summed, streams that fell short
 //!   are shrunk to what they hold, `frames`/`complete` attributes are written, and the file
 //!   closes.
@@ -58,8 +61,9 @@ pub(super) struct Shared {
 /// its own streams only; every rank calls `finish`. The file holds what
 /// [`super::Hdf5Sink`] writes for the same layout, so [`crate::open_output`] and h5py read
 /// it. Unlike the serial sink the file is created in place (there is no staging name every
-/// rank agrees on) and frames are not flushed one by one: a killed job leaves a file marked
-/// `complete = false` whose datasets still have their full expected length.
+/// rank agrees on), and a killed job leaves a file marked `complete = false` whose datasets
+/// keep their full expected length; the steps of frames never written read as `u64::MAX`,
+/// and [`crate::open_output`] counts a stream's frames up to the first of them.
 pub struct MpiHdf5Backend {
     options: SinkOptions,
     comm: SimpleCommunicator,
@@ -236,10 +240,16 @@ impl Backend for MpiHdf5Backend {
         self.check_supported(layout).map(drop)
     }
 
-    /// Collective: every rank calls it with the same layout.
+    /// Collective: every rank calls it with the same layout. The file's structure is flushed
+    /// before any frame: from then on a frame is raw data written into space allocated for it
+    /// (no metadata changes), so a job killed at any moment leaves a file that opens, holding
+    /// every frame written ([`NO_STEP`](super::schema::NO_STEP) marks the others).
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
-        self.open = Some(self.create(layout, true)?);
-        Ok(())
+        let open = self.create(layout, true)?;
+        let path = self.path().to_path_buf();
+        let flushed = open.file.flush().map_err(|e| h5err("cannot flush", &path, e));
+        self.open = Some(open);
+        agree(&self.comm, flushed, || format!("flushing {}", path.display()))
     }
 
     /// Independent: only the frames of this rank's streams.

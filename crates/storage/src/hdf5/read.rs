@@ -10,6 +10,7 @@ use super::format::{
     AXIS_ORDER_ATTR, DIMS_ATTR, FIELDS_ATTR, FORMAT, FRAME_DIM, dtype_of, h5err, has_signature, to_le_bytes,
     with_elem_type,
 };
+use super::schema::NO_STEP;
 use crate::error::{Error, Result};
 use crate::read::{Output, OutputFormat, Reader, StreamSummary};
 use crate::schema::{AXIS_ORDER, AttrValue, Attributes, FieldSpec, MAX_RANK};
@@ -106,6 +107,17 @@ pub(crate) fn u64_attr(loc: &Location, name: &str) -> Option<u64> {
     }
 }
 
+/// Frames of an incomplete stream whose `steps` holds `len` entries: those before the first
+/// entry never written ([`NO_STEP`], in datasets the MPI sinks allocate ahead of their
+/// frames; a killed job leaves them full length).
+fn frames_written(steps: &Dataset, len: u64) -> hdf5::Result<u64> {
+    if len == 0 {
+        return Ok(0);
+    }
+    let values = steps.read_slice_1d::<u64, _>(0..len as usize)?;
+    Ok(values.iter().position(|&s| s == NO_STEP).map_or(len, |p| p as u64))
+}
+
 /// Opens the HDF5 output `path`.
 pub(crate) fn open(path: &Path) -> Result<Output> {
     Hdf5Reader::open(path)
@@ -162,10 +174,14 @@ impl Hdf5Reader {
             let steps =
                 g.dataset(STEPS_NAME).map_err(|e| h5err(format!("cannot open dataset {name}/steps in"), path, e))?;
             frames = frames.min(steps.size() as u64);
+            let complete = bool_attr(&g, "complete");
+            if !complete {
+                frames = frames_written(&steps, frames).map_err(err("cannot read the steps of"))?;
+            }
             streams.push(StreamSummary {
                 attributes: user_attrs(&g, RESERVED_STREAM_ATTRS).map_err(err("cannot read attributes of"))?,
                 expected_frames: u64_attr(&g, "expected_frames"),
-                complete: bool_attr(&g, "complete"),
+                complete,
                 frames,
                 name,
             });

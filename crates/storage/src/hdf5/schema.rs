@@ -29,6 +29,10 @@ use crate::validate::STEPS_NAME;
 /// Steps per chunk of the `steps` dataset (8 KiB chunks: small, rarely rewritten).
 pub(crate) const STEPS_CHUNK: usize = 1024;
 
+/// The step of a frame that was never written, in `steps` datasets allocated ahead of their
+/// frames (the MPI sinks'): a step no run reaches.
+pub(crate) const NO_STEP: u64 = u64::MAX;
+
 /// How a write path wants its datasets made (the structure is the same for every path).
 #[derive(Debug, Clone)]
 pub(crate) struct Plan {
@@ -162,7 +166,9 @@ fn create_stream(
         .collect::<hdf5::Result<Vec<Dataset>>>()?;
     let mut steps = group.new_dataset::<u64>().chunk(STEPS_CHUNK).shape(frames..);
     if plan.early_allocation {
-        steps = steps.alloc_time(Some(AllocTime::Early)).fill_time(FillTime::Never);
+        // Allocated ahead of their frames: an entry never written reads as NO_STEP, which
+        // tells a reader of a killed job's file which frames are not there.
+        steps = steps.alloc_time(Some(AllocTime::Early)).fill_time(FillTime::Alloc).fill_value(NO_STEP);
     }
     let steps = steps.create(STEPS_NAME)?;
     super::netcdf::describe_stream(&group, layout, dims, &fields, &steps)
