@@ -83,7 +83,18 @@ impl Pipeline {
     /// written and was closed properly.
     pub fn run(self) -> Result<RunReport> {
         let Pipeline { plan, gpus, mut sink, progress } = self;
-        let Plan { settings, grid, jobs, layout, readback, pool_frames, total_frames: _, lockstep } = plan;
+        let Plan {
+            settings,
+            grid,
+            jobs,
+            layout,
+            readback,
+            pool_frames,
+            total_frames: _,
+            lockstep,
+            fingerprints,
+            saver,
+        } = plan;
         let Settings {
             output_dtype,
             gpu_timestamps,
@@ -118,6 +129,7 @@ impl Pipeline {
             checkpoints: c.clone(),
             auto: Arc::clone(&auto),
             report: CheckpointReport::default(),
+            saver,
         });
         let writer = Arc::new(Mutex::new(FrameWriter {
             sink,
@@ -152,6 +164,7 @@ impl Pipeline {
             fields: layout.fields.iter().map(|f| f.name.clone()).collect(),
             lockstep,
             checkpoints: checkpoints.as_ref().map(|c| (c.interval, Arc::clone(&auto))),
+            fingerprints,
         };
 
         let mut report = RunReport { mode, ..Default::default() };

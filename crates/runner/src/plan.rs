@@ -11,6 +11,9 @@
 use wgpipe_compute::{Grid, ReadbackConfig};
 use wgpipe_storage::{Sink, StreamLayout};
 
+#[cfg(feature = "mpi")]
+use crate::checkpoint::Interval;
+use crate::checkpoint::Saver;
 use crate::error::{Error, Result};
 use crate::job::{Job, Work};
 use crate::layout::stream_layout;
@@ -47,16 +50,23 @@ pub(crate) struct Plan {
     pub total_frames: u64,
     /// A split domain's rank: votes with the other ranks at each frame boundary.
     pub lockstep: Option<Lockstep>,
+    /// What each job's state depends on ([`Job::fingerprint`]), by stream: checkpoints carry it.
+    pub fingerprints: Vec<String>,
+    /// How checkpoints are saved when not as one file per stream (a split domain's gather).
+    pub saver: Option<Box<dyn Saver>>,
 }
 
 /// Errors unless every job that resumes continues from a checkpoint of its own stream (same
-/// fingerprint) within its frames, and unless checkpoints and resumes fit the run's shape (a
-/// split domain neither saves nor restores them yet).
+/// fingerprint) within its frames, and unless checkpoints fit the run's shape (a split
+/// domain's interval is fixed: its ranks save together).
 fn check_resumes(settings: &Settings, grid: Option<&Grid>, jobs: &[Job]) -> Result<()> {
     #[cfg(feature = "mpi")]
-    if settings.split.is_some() && (settings.checkpoints.is_some() || jobs.iter().any(|j| j.resume.is_some())) {
+    if settings.split.is_some()
+        && settings.checkpoints.as_ref().is_some_and(|c| matches!(c.interval, Interval::Auto { .. }))
+    {
         return Err(Error::Invalid(
-            "a split domain does not checkpoint yet: run it without checkpoints (its --resume restarts from frame 0)"
+            "a split domain checkpoints collectively, at an interval every rank knows: give a fixed one \
+             (run.checkpoint_every, Interval::Every) instead of \"auto\""
                 .to_owned(),
         ));
     }
@@ -137,23 +147,30 @@ impl Draft {
         }
         // A split domain's rank produces its block (`layout` so far) and its sink stores the
         // whole grid (`layout` after `into_run`).
+        let fingerprints: Vec<String> =
+            jobs.iter().map(|j| j.fingerprint(grid.as_ref(), settings.steps_per_frame)).collect();
         #[cfg(feature = "mpi")]
-        let (jobs, lockstep, block) = match settings.split.take() {
+        let (jobs, lockstep, block, saver) = match settings.split.take() {
             Some(split) => {
                 let block = layout.clone();
-                let (jobs, lockstep) = split.into_run(
+                let run = split.into_run(
                     settings.output_dtype,
                     settings.steps_per_frame,
                     jobs,
                     devices.len(),
                     &mut layout,
                 )?;
-                (jobs, lockstep, Some(block))
+                (run.jobs, Some(run.lockstep), Some(block), Some(run.saver))
             }
-            None => (jobs, None, None),
+            None => (jobs, None, None, None),
         };
         #[cfg(not(feature = "mpi"))]
-        let (jobs, lockstep, block): (_, Option<Lockstep>, Option<StreamLayout>) = (jobs, None, None);
+        let (jobs, lockstep, block, saver): (
+            _,
+            Option<Lockstep>,
+            Option<StreamLayout>,
+            Option<Box<dyn Saver>>,
+        ) = (jobs, None, None, None);
         let memory = sizes::check(&shape, devices, sink, block.as_ref().unwrap_or(&layout), &layout)?;
         // Cannot overflow: checked above.
         let total_frames = jobs
@@ -171,7 +188,18 @@ impl Draft {
             // A split domain's frames exchange halos between steps: one frame in flight.
             work_ahead: settings.mode == IoMode::Async && lockstep.is_none(),
         };
-        Ok(Plan { settings, grid, jobs, layout, readback, pool_frames: memory.pool_frames, total_frames, lockstep })
+        Ok(Plan {
+            settings,
+            grid,
+            jobs,
+            layout,
+            readback,
+            pool_frames: memory.pool_frames,
+            total_frames,
+            lockstep,
+            fingerprints,
+            saver,
+        })
     }
 }
 

@@ -44,6 +44,8 @@ pub(crate) struct WorkerContext {
     pub lockstep: Option<Lockstep>,
     /// How often streams save their state, and the cost the writer measured (`Auto`).
     pub checkpoints: Option<(Interval, Arc<AutoInterval>)>,
+    /// Each stream's fingerprint, carried by its checkpoints.
+    pub fingerprints: Vec<String>,
 }
 
 /// Why a job ended early.
@@ -103,7 +105,7 @@ impl DeviceWorker<'_> {
         let DeviceWorker { d, gpu, ctx, handoff, report, recorder } = self;
         let (d, gpu, ctx) = (*d, *gpu, *ctx);
         let name = job.name.clone();
-        let fingerprint = job.fingerprint(ctx.grid.as_ref(), ctx.readback.steps_per_frame);
+        let fingerprint = ctx.fingerprints.get(stream).cloned().unwrap_or_default();
         let resume = job.resume.take();
         let fail = |e: wgpipe_compute::Error| Stop::Device(format!("stream {name}: {e}"));
         let thread = format!("device {}", gpu.label());

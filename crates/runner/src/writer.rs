@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 use wgpipe_storage::{Frame, Sink};
 
-use crate::checkpoint::{AutoInterval, Checkpoints, SavedState};
+use crate::checkpoint::{AutoInterval, Checkpoints, SavedState, Saver};
 use crate::pool::BufferPool;
 use crate::progress::Progress;
 use crate::report::{CheckpointReport, WriterReport};
@@ -28,6 +28,8 @@ pub(crate) struct CheckpointWriter {
     /// Told the cost of the first checkpoint, for `Interval::Auto`.
     pub auto: Arc<AutoInterval>,
     pub report: CheckpointReport,
+    /// How a state is saved when not as its stream's file (a split domain's gather).
+    pub saver: Option<Box<dyn Saver>>,
 }
 
 /// The sink, plus what every write does besides writing: count progress, time the write,
@@ -53,11 +55,15 @@ impl FrameWriter {
         self.progress.stream_written(env.frame.stream);
         if let (Some(saved), Some(c)) = (env.checkpoint, self.checkpoints.as_mut()) {
             let start = Instant::now();
-            crate::checkpoint::write(&c.checkpoints.dir, &saved, c.checkpoints.fsync)?;
+            let bytes = saved.state.len() as u64;
+            match c.saver.as_mut() {
+                Some(saver) => saver.save(saved, &c.checkpoints)?,
+                None => crate::checkpoint::write(&c.checkpoints.dir, &saved, c.checkpoints.fsync)?,
+            }
             let took = start.elapsed();
             c.auto.measured(took);
             c.report.written += 1;
-            c.report.bytes += saved.state.len() as u64;
+            c.report.bytes += bytes;
             c.report.seconds += took.as_secs_f64();
         }
         Ok(took)

@@ -635,3 +635,123 @@ fn a_rank_killed_mid_batch_leaves_a_file_with_every_reported_frame() {
     assert!(h5py.status.success(), "{}", text(&h5py));
     assert_eq!(String::from_utf8_lossy(&h5py.stdout).trim(), "5");
 }
+
+/// `wgpipe run gs3d.toml` arguments of a checkpointed split run writing `path`.
+fn checkpointed_args(path: &str, progress: &str, resume: bool) -> Vec<String> {
+    let mut v: Vec<String> = vec!["run".into(), "gs3d.toml".into(), "--progress".into(), progress.into()];
+    if resume {
+        v.push("--resume".into());
+    }
+    for set in [
+        "grid.shape=[16, 12, 10]",
+        "run.frames=150",
+        "run.steps_per_frame=2",
+        "run.checkpoint_every=7",
+        "kernel.params.noise=0.01",
+        "devices.select=\"vulkan\"",
+        &format!("output.path=\"{path}\""),
+    ] {
+        v.extend(["--set".to_owned(), set.to_owned()]);
+    }
+    v
+}
+
+/// `mpirun -n ranks` of a checkpointed split run writing `path`, one of whose ranks is killed
+/// (SIGKILL) once rank 0 has reported 40 frames written; returns what it reported.
+fn kill_checkpointed_split(d: &Path, ranks: usize, path: &str) -> u64 {
+    use std::io::{BufRead, BufReader};
+    let mut job = Command::new("timeout")
+        .arg(LIMIT_S)
+        .arg(launcher())
+        .args(["-n", &ranks.to_string(), WGPIPE])
+        .args(checkpointed_args(path, "frames", false))
+        .current_dir(d)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let written = |line: &str| -> Option<u64> { line.split("written ").nth(1)?.split('/').next()?.parse().ok() };
+    let mut lines = BufReader::new(job.stderr.take().unwrap()).lines();
+    let mut reported = 0;
+    for line in lines.by_ref() {
+        reported = reported.max(written(&line.unwrap()).unwrap_or(0));
+        if reported >= 40 {
+            break;
+        }
+    }
+    assert!(reported >= 40, "the split run on {ranks} ranks ended before frame 40");
+    let pids = ranks_writing(&format!("output.path=\"{path}\""));
+    assert_eq!(pids.len(), ranks, "found ranks {pids:?}");
+    assert!(Command::new("kill").args(["-9", &pids[ranks - 1]]).status().unwrap().success());
+    for line in lines {
+        reported = reported.max(written(&line.unwrap()).unwrap_or(0));
+    }
+    let status = job.wait().unwrap();
+    assert_ne!(status.code(), Some(124), "the job hung after a rank was killed");
+    assert!(!status.success(), "the job succeeded although a rank was killed");
+    reported
+}
+
+/// Copies a killed run's file and checkpoints to `to` (and `to.checkpoints`).
+fn copy_killed(d: &Path, from: &str, to: &str) {
+    std::fs::copy(d.join(from), d.join(to)).unwrap();
+    let (src, dst) = (d.join(format!("{from}.checkpoints")), d.join(format!("{to}.checkpoints")));
+    std::fs::create_dir(&dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dst.join(e.file_name())).unwrap();
+    }
+}
+
+/// A checkpointed split run killed mid-run (a rank SIGKILLed) resumes from its checkpoint,
+/// which holds the whole grid's state gathered from the ranks' blocks, on the same number of
+/// ranks and on others (2 → 2, 2 → 4, 4 → 1: each rank cuts its block out of it again), each
+/// time bit-identical to the uninterrupted run in one process, and computes no more than one
+/// checkpoint interval beyond the frames not reported.
+#[test]
+fn a_killed_split_run_resumes_from_its_checkpoint_on_any_number_of_ranks() {
+    let dir = domain_setup();
+    let d = dir.path();
+    let serial = Command::new(WGPIPE).args(checkpointed_args("serial.h5", "none", false)).current_dir(d).output();
+    let serial = serial.unwrap();
+    assert!(serial.status.success(), "{}", text(&serial));
+    let reported_2 = kill_checkpointed_split(d, 2, "killed2.h5");
+    let reported_4 = kill_checkpointed_split(d, 4, "killed4.h5");
+    for (from, reported, to, ranks) in [
+        ("killed2.h5", reported_2, "r2.h5", 2),
+        ("killed2.h5", reported_2, "r4.h5", 4),
+        ("killed4.h5", reported_4, "r1.h5", 1),
+    ] {
+        copy_killed(d, from, to);
+        let args = checkpointed_args(to, "frames", true);
+        let out = if ranks == 1 {
+            Command::new(WGPIPE).args(&args).current_dir(d).output().unwrap()
+        } else {
+            let mut mpi_args: Vec<&str> = vec!["-n", if ranks == 2 { "2" } else { "4" }, WGPIPE];
+            mpi_args.extend(args.iter().map(String::as_str));
+            mpirun(d, &mpi_args)
+        };
+        let what = format!("{from} resumed on {ranks} rank(s)");
+        assert!(out.status.success(), "{what}: {}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("stream stream0: continuing after frame"), "{what}: {}", text(&out));
+        let computed: u64 = err
+            .lines()
+            .filter_map(|l| l.split("written ").nth(1)?.split('/').nth(1)?.split(' ').next()?.parse().ok())
+            .next_back()
+            .unwrap_or_else(|| panic!("{what}: no progress: {}", text(&out)));
+        assert!(computed <= 150 - reported + 7 && computed < 150, "{what}: computed {computed}, reported {reported}");
+        let (a, b) = (open_output(d.join(to)).unwrap(), open_output(d.join("serial.h5")).unwrap());
+        assert!(a.complete(), "{what}: not complete");
+        assert_eq!((a.streams()[0].frames, a.steps(0).unwrap()), (150, b.steps(0).unwrap()), "{what}");
+        for f in 0..a.fields().len() {
+            for i in 0..150 {
+                assert!(
+                    a.read_field(0, f, i).unwrap() == b.read_field(0, f, i).unwrap(),
+                    "{what}: field {f} frame {i}"
+                );
+            }
+        }
+        assert!(!d.join(format!("{to}.checkpoints")).exists(), "{what}: checkpoints left after the run completed");
+    }
+}

@@ -72,6 +72,13 @@ impl Checkpoints {
     }
 }
 
+/// Where the writer puts a saved state: by default its stream's file ([`write`]); a split
+/// domain gathers every rank's block into the whole grid's state, which rank 0 writes.
+pub(crate) trait Saver: Send {
+    /// Saves `saved` (taken with a frame the sink has stored) as its stream's checkpoint.
+    fn save(&mut self, saved: SavedState, checkpoints: &Checkpoints) -> Result<(), wgpipe_storage::Error>;
+}
+
 /// The checkpoint directory of the output at `output`: `OUTPUT.checkpoints` beside it (the
 /// one naming rule; the CLI and the guide use it).
 pub fn dir_beside(output: &Path) -> PathBuf {

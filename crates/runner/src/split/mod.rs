@@ -40,6 +40,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod checkpoints;
 mod decompose;
 mod exchange;
 mod source;
@@ -54,9 +55,11 @@ use mpi::traits::Communicator;
 use wgpipe_compute::{Block, BlockSim, GpuDevice, Grid, OutputDType};
 use wgpipe_storage::{MpiBlockSink, SinkOptions, StreamLayout};
 
+use crate::checkpoint::{SavedState, Saver};
 use crate::error::{Error, Result};
 use crate::job::{Job, Producer};
 use crate::lockstep::Lockstep;
+use checkpoints::GatherToRankZero;
 use source::BlockFrames;
 use votes::MpiVotes;
 
@@ -80,6 +83,14 @@ impl std::fmt::Debug for SplitDomain {
     }
 }
 
+/// What a split domain makes of a run: this rank's one job (its block), the votes with the
+/// other ranks, and how checkpoints are gathered.
+pub(crate) struct SplitRun {
+    pub(crate) jobs: Vec<Job>,
+    pub(crate) lockstep: Lockstep,
+    pub(crate) saver: Box<dyn Saver>,
+}
+
 /// The ranks' layout and the communicators of one split domain.
 pub(crate) struct Topology {
     /// The caller's ranks (duplicated): sinks get duplicates of it.
@@ -88,6 +99,8 @@ pub(crate) struct Topology {
     pub(crate) cart: CartesianCommunicator,
     /// The votes at frame boundaries (the device thread's).
     pub(crate) votes: SimpleCommunicator,
+    /// The gathers of checkpoints (the writer thread's, beside the sink's own).
+    pub(crate) checkpoints: SimpleCommunicator,
     dims: [usize; 3],
     block: Block,
 }
@@ -140,8 +153,8 @@ impl SplitDomain {
         })?;
         let coords: Vec<usize> = cart.rank_to_coordinates(cart.rank()).iter().map(|&c| c.max(0) as usize).collect();
         let block = Block::of_decomposition(&grid, &dims, &coords)?;
-        let (comm, votes) = (comm.duplicate(), cart.duplicate());
-        let topology = Topology { comm, cart, votes, dims, block };
+        let (comm, votes, checkpoints) = (comm.duplicate(), cart.duplicate(), comm.duplicate());
+        let topology = Topology { comm, cart, votes, checkpoints, dims, block };
         Ok(SplitDomain { topology: Arc::new(topology), times: Arc::default() })
     }
 
@@ -215,10 +228,12 @@ impl SplitDomain {
         Ok(*self.topology.block.grid())
     }
 
-    /// Turns a run's one kernel job into this rank's block source, and `layout` (computed for
+    /// Turns a run's one kernel job into this rank's block source (resuming from this rank's
+    /// block of the job's checkpoint, which holds the whole grid), and `layout` (computed for
     /// the block, see [`SplitDomain::sized_grid`]) into the whole grid's, as every rank
     /// writes it: the serial run's, with attributes `mpi_ranks` and `decomposition`, without
-    /// the adapters (ranks may differ there).
+    /// the adapters (ranks may differ there). Also returns how checkpoints are saved: the
+    /// ranks' blocks gathered into one file.
     pub(crate) fn into_run(
         self,
         output_dtype: OutputDType,
@@ -226,7 +241,7 @@ impl SplitDomain {
         mut jobs: Vec<Job>,
         devices: usize,
         layout: &mut StreamLayout,
-    ) -> Result<(Vec<Job>, Option<Lockstep>)> {
+    ) -> Result<SplitRun> {
         if devices != 1 {
             return Err(Error::Invalid(format!(
                 "a split domain runs its block on one device per rank, and {} were given: open one \
@@ -247,11 +262,17 @@ impl SplitDomain {
                     .to_owned(),
             ));
         };
-        let Job { name, producer: Producer::Kernel { kernel, init }, mut attributes, .. } = job else {
+        let Job { name, producer: Producer::Kernel { kernel, init }, mut attributes, resume } = job else {
             return Err(Error::Invalid(
                 "a split domain runs a field kernel on its blocks, not a frame source".to_owned(),
             ));
         };
+        let fields = kernel.fields.len();
+        let block_of = |saved: SavedState| -> Result<SavedState> {
+            let state = self.topology.block.extract(&checkpoints::values(&saved.state), fields)?;
+            Ok(SavedState { state: checkpoints::bytes(&state), ..saved })
+        };
+        let resume = resume.map(block_of).transpose()?;
         let frame_bytes = layout.frame_bytes()?;
         let names: Vec<String> = layout.fields.iter().map(|f| f.name.clone()).collect();
         let stored = kernel.field_indices(&names)?;
@@ -269,15 +290,15 @@ impl SplitDomain {
         layout.attributes.insert("decomposition".to_owned(), self.decomposition_text().into());
 
         let votes = MpiVotes { topology: Arc::clone(&self.topology) };
+        let saver = Box::new(GatherToRankZero { topology: Arc::clone(&self.topology), fields });
         let lockstep = Lockstep { agreement: Arc::new(votes), frame_bytes, cells: block.cells() as u64 };
         let (topology, times, steps_per_frame) = (self.topology, self.times, steps_per_frame);
         let job = Job::from_source(name, move |gpu: &GpuDevice| {
-            let fields = kernel.fields.len();
             let initial = block.extract(&init(block.global()), fields)?;
             let sim = BlockSim::new(gpu, &kernel, &block, &initial)?;
             let frames = BlockFrames::new(sim, topology, stored, steps_per_frame, times);
             Ok(Box::new(frames) as Box<dyn wgpipe_compute::FrameSource>)
         });
-        Ok((vec![Job { attributes, ..job }], Some(lockstep)))
+        Ok(SplitRun { jobs: vec![Job { attributes, resume, ..job }], lockstep, saver })
     }
 }

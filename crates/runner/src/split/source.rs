@@ -95,4 +95,32 @@ impl FrameSource for BlockFrames {
         self.sim.encode_block_copy(encoder, &self.stored, staging);
         Ok(self.sim.steps())
     }
+
+    /// The block's own cells of every field (the ghosts are exchanged again before each step).
+    fn state_bytes(&self) -> u64 {
+        (self.fields * self.sim.block().cells() * 4) as u64
+    }
+
+    fn encode_state(&mut self, encoder: &mut wgpu::CommandEncoder, staging: &wgpu::Buffer) -> Result<(), BoxError> {
+        let all: Vec<usize> = (0..self.fields).collect();
+        self.sim.encode_block_copy(encoder, &all, staging);
+        Ok(())
+    }
+
+    /// A new simulation of the block from the saved cells, at the step after frame `next - 1`.
+    fn restore_state(&mut self, state: &[u8], next: u64) -> Result<(), BoxError> {
+        if state.len() as u64 != self.state_bytes() {
+            return Err(format!(
+                "a saved block state of {} bytes cannot restore block {:?} ({} bytes)",
+                state.len(),
+                self.sim.block().shape(),
+                self.state_bytes()
+            )
+            .into());
+        }
+        let values: Vec<f32> = state.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        let sim = BlockSim::new(self.sim.gpu(), self.sim.spec(), self.sim.block(), &values)?;
+        self.sim = sim.starting_at_step(next.saturating_mul(u64::from(self.steps_per_frame)));
+        Ok(())
+    }
 }

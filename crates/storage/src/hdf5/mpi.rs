@@ -148,6 +148,11 @@ impl MpiHdf5Backend {
         }
     }
 
+    /// Whether `begin` appends to an existing file (and so may continue its streams).
+    pub(super) fn appending(&self) -> bool {
+        self.options.append
+    }
+
     /// The communicator of the collective calls.
     pub(super) fn comm(&self) -> &SimpleCommunicator {
         &self.comm
@@ -238,6 +243,11 @@ pub(super) fn close(comm: &SimpleCommunicator, open: Shared, frames: &[u64], fai
 impl Backend for MpiHdf5Backend {
     fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
         self.check_supported(layout).map(drop)
+    }
+
+    /// Appending: a continued stream is cut to its kept frames in `begin` (collectively).
+    fn continues_streams(&self) -> bool {
+        self.appending()
     }
 
     /// Collective: every rank calls it with the same layout. The file's structure is flushed

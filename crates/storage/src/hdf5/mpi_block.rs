@@ -121,6 +121,11 @@ impl Backend for MpiBlockBackend {
         self.check_block(layout)
     }
 
+    /// Appending: the stream continues after its kept frames (cut in `begin`, collectively).
+    fn continues_streams(&self) -> bool {
+        self.shared.appending()
+    }
+
     /// Frames are this rank's block of every field.
     fn frame_layout(&self, layout: &StreamLayout) -> Option<StreamLayout> {
         Some(block_layout(layout, &self.shape))
@@ -132,8 +137,13 @@ impl Backend for MpiBlockBackend {
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         let path = self.shared.path().display().to_string();
         agree(self.shared.comm(), self.check_block(layout), || format!("checking the blocks of {path}"))?;
-        self.open = Some(self.shared.create(layout, false)?);
-        Ok(())
+        let open = self.shared.create(layout, false)?;
+        // Before any frame: a continued stream's cut leaves its edge chunks (the steps') dirty
+        // in every rank's chunk cache, and written by a later flush they would overwrite the
+        // step rank 0 writes meanwhile.
+        let flushed = open.file.flush().map_err(|e| h5err("cannot flush", self.shared.path(), e));
+        self.open = Some(open);
+        agree(self.shared.comm(), flushed, || format!("flushing {path}"))
     }
 
     /// Collective: every rank calls it once per frame with its block of every field (checked

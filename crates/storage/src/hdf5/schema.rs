@@ -110,7 +110,7 @@ pub(crate) fn create(
         .iter()
         .map(|s| {
             if continued(s) {
-                return continue_stream(file, layout, s)
+                return continue_stream(file, layout, s, plan)
                     .map_err(err(format!("cannot cut stream {:?} to its {} kept frames in", s.name, s.kept_frames)));
             }
             next_index += 1;
@@ -122,14 +122,24 @@ pub(crate) fn create(
 
 /// Opens the existing stream `s` of an appended-to file and cuts its datasets to its kept
 /// frames ([`StreamInfo::kept_frames`]): the frames after them are gone before a new one is
-/// written, so none is ever stored twice.
-fn continue_stream(file: &File, layout: &StreamLayout, s: &StreamInfo) -> hdf5::Result<StreamSets> {
+/// written, so none is ever stored twice. A plan of `full_length` datasets (the MPI batch
+/// sink's) then grows them back to the expected frames, the steps of the new ones
+/// [`NO_STEP`].
+fn continue_stream(file: &File, layout: &StreamLayout, s: &StreamInfo, plan: &Plan) -> hdf5::Result<StreamSets> {
     let group = file.group(&s.name)?;
     let fields = layout.fields.iter().map(|f| group.dataset(&f.name)).collect::<hdf5::Result<Vec<_>>>()?;
     let steps = group.dataset(STEPS_NAME)?;
     let sets = StreamSets { group, fields, steps };
     let kept = usize::try_from(s.kept_frames).map_err(|_| format!("{} frames do not fit this host", s.kept_frames))?;
     resize(&sets, layout, kept)?;
+    if plan.full_length {
+        let expected = s.expected_frames.unwrap_or(s.kept_frames);
+        resize(
+            &sets,
+            layout,
+            usize::try_from(expected).map_err(|_| format!("{expected} frames do not fit this host"))?,
+        )?;
+    }
     Ok(sets)
 }
 

@@ -35,8 +35,11 @@ fn check(config: &Config, args: &RunArgs) -> anyhow::Result<()> {
             shape.len()
         );
     }
-    if args.resume {
-        bail!("--resume: a split run cannot be resumed (its frames are written by every rank together): run it again");
+    if args.resume && config.sink_name() != "hdf5" {
+        bail!(
+            "{}: --resume continues a split run in an HDF5 file only (output.sink = \"hdf5\"); run it again",
+            config.origin("output.sink")
+        );
     }
     match config.sink_name() {
         "hdf5" | "zarr" | "null" => Ok(()),
@@ -59,7 +62,7 @@ pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode
         println!("{}", split.describe());
     }
     let sink: Box<dyn Sink> = match config.sink_name() {
-        "hdf5" => Box::new(split.block_sink(config.sink_options().clone())),
+        "hdf5" => Box::new(split.block_sink(config.sink_options().clone().with_append(args.resume))),
         #[cfg(feature = "zarr")]
         "zarr" => Box::new(split.zarr_block_sink(config.sink_options().clone())),
         _ => Box::new(NullSink::default()),
