@@ -104,6 +104,7 @@ impl Pipeline {
             trace,
             shard: (shard, shards),
             checkpoints,
+            frames,
             ..
         } = settings;
         let local = |i: &usize| i % shards == shard;
@@ -113,8 +114,13 @@ impl Pipeline {
                 crate::checkpoint::remove(&c.dir, &job.name)?;
             }
         }
-        let streams: Vec<String> =
-            jobs.iter().enumerate().filter(|(i, _)| local(i)).map(|(_, j)| j.name.clone()).collect();
+        // This process's streams: (index, name, frames this run writes).
+        let streams: Vec<(usize, String, u64)> = jobs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| local(i))
+            .map(|(i, j)| (i, j.name.clone(), frames - j.resume.as_ref().map_or(0, |r| r.frames)))
+            .collect();
         sink.begin(&layout)?;
         let start = Instant::now();
         let state = Arc::new(RunState::new(stop));
@@ -214,14 +220,13 @@ impl Pipeline {
         }
         if let Some(c) = w.checkpoints.take() {
             report.checkpoints = c.report;
-            // Every stream complete: their checkpoints have nothing left to restart.
-            let snap = progress.snapshot();
-            let complete = !state.has_failed() && snap.written == snap.total_frames;
-            if complete {
-                for name in &streams {
-                    if let Err(e) = crate::checkpoint::remove(&c.checkpoints.dir, name) {
-                        state.fail("writer", format!("removing the checkpoint of a complete stream: {e}"));
-                    }
+            // A complete stream's checkpoint has nothing left to restart (an incomplete one's
+            // is what --resume needs).
+            let written = progress.snapshot().streams;
+            let failed = state.has_failed();
+            for (_, name, _) in streams.iter().filter(|(i, _, n)| !failed && written.get(*i) == Some(n)) {
+                if let Err(e) = crate::checkpoint::remove(&c.checkpoints.dir, name) {
+                    state.fail("writer", format!("removing the checkpoint of a complete stream: {e}"));
                 }
             }
         }
