@@ -123,6 +123,8 @@ struct InFlight {
 /// that frames in flight never share one.
 struct StateSaving {
     every: u64,
+    /// A frame that carries a state whatever the interval ([`FrameProducer::save_state_once`]).
+    once: Option<u64>,
     buffers: Vec<wgpu::Buffer>,
 }
 
@@ -400,10 +402,29 @@ impl FrameProducer {
             self.saving = None;
             return Ok(());
         }
-        if let Some(saving) = &mut self.saving {
-            saving.every = every;
-            return Ok(());
-        }
+        self.state_buffers()?.every = every;
+        Ok(())
+    }
+
+    /// Saves the source's state with frame `index` (besides any interval set by
+    /// [`FrameProducer::save_state_every`]): one checkpoint, for instance to measure what one
+    /// costs. Errors when the source saves no state.
+    pub fn save_state_once(&mut self, index: u64) -> Result<()> {
+        self.state_buffers()?.once = Some(index);
+        Ok(())
+    }
+
+    /// The state buffers, allocated on first use (saving nothing until told when).
+    fn state_buffers(&mut self) -> Result<&mut StateSaving> {
+        let saving = match self.saving.take() {
+            Some(saving) => saving,
+            None => StateSaving { every: u64::MAX, once: None, buffers: self.allocate_state_buffers()? },
+        };
+        Ok(self.saving.insert(saving))
+    }
+
+    /// One buffer per staging slot for the source's state, so frames in flight never share one.
+    fn allocate_state_buffers(&self) -> Result<Vec<wgpu::Buffer>> {
         let bytes = self.source.state_bytes();
         if bytes == 0 {
             return Err(Error::Source {
@@ -412,7 +433,7 @@ impl FrameProducer {
             });
         }
         let size = bytes.next_multiple_of(4);
-        let buffers = self.gpu.scoped("allocating state buffers", |device| {
+        self.gpu.scoped("allocating state buffers", |device| {
             (0..self.staging.len())
                 .map(|i| {
                     device.create_buffer(&wgpu::BufferDescriptor {
@@ -423,9 +444,7 @@ impl FrameProducer {
                     })
                 })
                 .collect::<Vec<_>>()
-        })?;
-        self.saving = Some(StateSaving { every, buffers });
-        Ok(())
+        })
     }
 
     /// The state saved with the frame [`FrameProducer::next_into`] returned last (`None` for
@@ -476,7 +495,10 @@ impl FrameProducer {
             }
             let index = self.submitted;
             let state = match &self.saving {
-                Some(saving) if (index + 1).is_multiple_of(saving.every) && index + 1 < self.config.frames => {
+                Some(saving)
+                    if ((index + 1).is_multiple_of(saving.every) || saving.once == Some(index))
+                        && index + 1 < self.config.frames =>
+                {
                     let buffer = &saving.buffers[slot];
                     if let Err(e) = self.source.encode_state(&mut encoder, buffer) {
                         self.free.push(slot);

@@ -90,3 +90,20 @@ fn a_saved_state_of_another_size_and_a_late_resume_are_refused() {
     let e = p.resume_at(1, &vec![0u8; 512]).unwrap_err().to_string();
     assert!(e.contains("before its first frame"), "{e}");
 }
+
+#[test]
+fn a_state_saved_once_comes_with_that_frame_only() {
+    let gpu = gpu();
+    let grid = Grid::new(&[8, 8]).unwrap();
+    let kernel = gray_scott::GrayScottParams::default().kernel();
+    let init = gray_scott::initial_state(8, 8, 0, 0.0);
+    let mut p = producer(&gpu, &kernel, &grid, &init, OutputDType::F32);
+    p.save_state_once(4).unwrap();
+    let (_, states) = run(p);
+    assert_eq!(states.iter().map(|s| s.0).collect::<Vec<_>>(), [4]);
+    let mut p = producer(&gpu, &kernel, &grid, &init, OutputDType::F32);
+    p.save_state_once(0).unwrap();
+    p.save_state_every(3).unwrap();
+    let (_, states) = run(p);
+    assert_eq!(states.iter().map(|s| s.0).collect::<Vec<_>>(), [0, 2, 5]);
+}

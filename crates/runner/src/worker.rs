@@ -151,12 +151,16 @@ impl DeviceWorker<'_> {
         if !ctx.gpu_timestamps {
             producer = producer.without_timestamps();
         }
-        drop(resume);
+        let first = resume.map_or(0, |saved| saved.frames);
         // A source that saves no state has no checkpoints: it restarts from frame 0.
         let mut schedule = match &ctx.checkpoints {
             Some((interval, auto)) if producer.state_bytes() > 0 => {
                 let schedule = Schedule::new(*interval, Arc::clone(auto));
-                producer.save_state_every(schedule.initial()).map_err(fail)?;
+                match schedule.initial() {
+                    Some(every) => producer.save_state_every(every),
+                    None => producer.save_state_once(first),
+                }
+                .map_err(fail)?;
                 Some(schedule)
             }
             _ => None,

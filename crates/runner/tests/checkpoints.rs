@@ -261,12 +261,11 @@ fn auto_checkpoints_follow_young_daly() {
             assert_eq!(every, 1, "{line}");
             // Every frame but the last, less those submitted (2 staging buffers ahead) while
             // the time per frame was measured.
-            assert!((frames - 3..frames).contains(&written), "{line}");
+            assert!((frames - 5..frames).contains(&written), "{line}");
         } else {
             assert!(every > frames, "{line}");
-            // Only the measurement: the first frame and those submitted with it (2 staging
-            // buffers ahead of the frame returned).
-            assert!((1..=3).contains(&written), "{line}");
+            // Only the measurement: the first frame's.
+            assert_eq!(written, 1, "{line}");
         }
     }
 }

@@ -42,7 +42,7 @@ impl AutoInterval {
     }
 }
 
-/// One stream's checkpoint interval on its device thread: fixed, or for `Auto` a checkpoint
+/// One stream's checkpoint interval on its device thread: fixed, or for `Auto` one checkpoint
 /// with the first frame (whose cost the writer measures), none while the time per frame is
 /// measured over the next frames, then Young's interval.
 pub(crate) struct Schedule {
@@ -61,12 +61,12 @@ impl Schedule {
         Schedule { interval, auto, timing: None, chosen: None }
     }
 
-    /// The interval to start with: the fixed one, or 1 for `Auto` (the first frame's
-    /// checkpoint is the measurement).
-    pub fn initial(&self) -> u64 {
+    /// The interval to start with: the fixed one, or `None` for `Auto`, which saves a state
+    /// with the first frame only (the measurement) until it knows its interval.
+    pub fn initial(&self) -> Option<u64> {
         match self.interval {
-            Interval::Every(n) => n,
-            Interval::Auto { .. } => 1,
+            Interval::Every(n) => Some(n),
+            Interval::Auto { .. } => None,
         }
     }
 
@@ -75,8 +75,7 @@ impl Schedule {
         let Interval::Auto { mtbf_seconds } = self.interval else { return None };
         let Some((first, frames)) = &mut self.timing else {
             self.timing = Some((Instant::now(), 0));
-            // Paused until the interval is known.
-            return Some(u64::MAX);
+            return None;
         };
         *frames += 1;
         if self.chosen.is_some() || *frames < TIMED_FRAMES {
