@@ -47,10 +47,10 @@ const WAIT_LIMIT: Duration = Duration::from_secs(30);
 ///
 /// Not for HDF5 yet: `--resume` edits the existing file in place (it deletes the incomplete
 /// streams and adds new ones), and a kill during that can lose frames the resumed run had
-/// reported written, like a kill of any HDF5 run (3 of 600 kills of the sink alone while
-/// appending, `crates/storage/examples/kill_stress.rs`; the table is in the README's
-/// "Reliability" section). Files no longer become unopenable (they are created without
-/// HDF5's free-space manager). Remove this exception when HDF5 keeps every reported frame.
+/// reported written, like a kill of any HDF5 run, or even leave a file HDF5 cannot open (6
+/// and 2 of 2000 kills of the sink alone while appending, `crates/storage/examples/kill_stress.rs`;
+/// the table is in the guide's "Reliability" page). Remove this exception when HDF5 keeps
+/// every reported frame.
 fn kills_resumed_runs(sink: &str) -> bool {
     sink != "hdf5"
 }

@@ -107,15 +107,20 @@ pub(crate) fn u64_attr(loc: &Location, name: &str) -> Option<u64> {
     }
 }
 
-/// Frames of an incomplete stream whose `steps` holds `len` entries: those before the first
-/// entry never written ([`NO_STEP`], in datasets the MPI sinks allocate ahead of their
-/// frames; a killed job leaves them full length).
-fn frames_written(steps: &Dataset, len: u64) -> hdf5::Result<u64> {
-    if len == 0 {
-        return Ok(0);
+/// Frames of an incomplete stream whose `steps` holds `len` entries. Where `steps` was
+/// allocated ahead of its frames (the MPI sinks' datasets; a killed job leaves them full
+/// length): those before the first entry never written ([`NO_STEP`]). Otherwise, or when the
+/// steps do not read (a serial file killed while it grew them: reading the frame's step then
+/// fails, as before), all `len`: opening the output must not depend on them.
+fn frames_written(steps: &Dataset, len: u64) -> u64 {
+    let ahead = steps.dcpl().is_ok_and(|p| p.alloc_time() == hdf5::dataset::AllocTime::Early);
+    if len == 0 || !ahead {
+        return len;
     }
-    let values = steps.read_slice_1d::<u64, _>(0..len as usize)?;
-    Ok(values.iter().position(|&s| s == NO_STEP).map_or(len, |p| p as u64))
+    match steps.read_slice_1d::<u64, _>(0..len as usize) {
+        Ok(values) => values.iter().position(|&s| s == NO_STEP).map_or(len, |p| p as u64),
+        Err(_) => len,
+    }
 }
 
 /// Opens the HDF5 output `path`.
@@ -176,7 +181,7 @@ impl Hdf5Reader {
             frames = frames.min(steps.size() as u64);
             let complete = bool_attr(&g, "complete");
             if !complete {
-                frames = frames_written(&steps, frames).map_err(err("cannot read the steps of"))?;
+                frames = frames_written(&steps, frames);
             }
             streams.push(StreamSummary {
                 attributes: user_attrs(&g, RESERVED_STREAM_ATTRS).map_err(err("cannot read attributes of"))?,
