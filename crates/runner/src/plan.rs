@@ -82,8 +82,12 @@ fn check_resumes(settings: &Settings, grid: Option<&Grid>, jobs: &[Job]) -> Resu
         }
         if saved.frames == 0 || saved.frames >= settings.frames {
             return Err(Error::Invalid(format!(
-                "the checkpoint of stream {:?} continues after frame {} of a stream of {} frames: it cannot",
-                job.name, saved.frames, settings.frames
+                "the checkpoint of stream {:?} was taken after {} frames of a stream of {}: a stream continues \
+                 after 1 to {} frames; delete the checkpoint to restart the stream from frame 0",
+                job.name,
+                saved.frames,
+                settings.frames,
+                settings.frames.saturating_sub(1)
             )));
         }
     }

@@ -211,6 +211,11 @@ fn a_checkpoint_of_another_run_is_refused_and_a_fresh_run_replaces_old_checkpoin
     };
     std::fs::write(dir.path().join("c.toml"), config("0.03")).unwrap();
     run_and_kill(dir.path(), FRAMES / 2).unwrap();
+    // `wgpipe info` says where the stream would resume.
+    let info = Command::new(env!("CARGO_BIN_EXE_wgpipe")).current_dir(dir.path()).args(["info", "out"]).output();
+    let info = String::from_utf8_lossy(&info.unwrap().stdout).into_owned();
+    let saved = wgpipe::checkpoint::read(&dir.path().join("out.checkpoints"), "stream0").unwrap().unwrap();
+    assert!(info.contains(&format!("checkpoint: after {} frames (step {})", saved.frames, saved.step)), "{info}");
     // Another feed rate: the checkpoint is not this run's.
     std::fs::write(dir.path().join("c.toml"), config("0.04")).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_wgpipe"))
@@ -268,4 +273,27 @@ fn auto_checkpoints_follow_young_daly() {
             assert_eq!(written, 1, "{line}");
         }
     }
+}
+
+/// A checkpoint directory that cannot be used (here a file stands at its path) stops the run
+/// before anything is written, with an error naming it; nothing is left half-made.
+#[test]
+fn an_unusable_checkpoint_directory_is_named_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "[grid]\nrows = 8\ncols = 8\n[run]\nframes = {FRAMES}\ncheckpoint_every = 3\n[devices]\nselect = [0]\n\
+         [output]\nsink = \"raw\"\npath = \"out\"\n"
+    );
+    std::fs::write(dir.path().join("c.toml"), config).unwrap();
+    std::fs::write(dir.path().join("out.checkpoints"), b"in the way").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_wgpipe"))
+        .current_dir(dir.path())
+        .args(["run", "c.toml"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("out.checkpoints") && err.contains("not a directory") && !err.contains("panicked"), "{err}");
+    assert!(!dir.path().join("out").exists(), "no output is created");
 }

@@ -57,9 +57,23 @@ fn io(action: &'static str, path: &Path, source: std::io::Error) -> StorageError
     StorageError::Io { action, path: path.to_path_buf(), source }
 }
 
+/// Errors unless `dir` is a directory or nothing: something else there would make every
+/// checkpoint fail with a less helpful error.
+fn check_dir(dir: &Path) -> Result<(), StorageError> {
+    match fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => Err(io(
+            "the output's checkpoints go to",
+            dir,
+            std::io::Error::new(std::io::ErrorKind::NotADirectory, "it is not a directory: move it away"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Writes `saved` as `dir/STREAM.ckpt`, replacing the previous one atomically: under a
 /// temporary name first, then renamed (with `fsync`, the file and then the directory synced).
 pub fn write(dir: &Path, saved: &SavedState, fsync: bool) -> Result<(), StorageError> {
+    check_dir(dir)?;
     fs::create_dir_all(dir).map_err(|e| io("cannot create the checkpoint directory", dir, e))?;
     let header = Header {
         stream: saved.stream.clone(),
@@ -143,6 +157,7 @@ pub fn read(dir: &Path, stream: &str) -> Result<Option<SavedState>, StorageError
 /// Deletes the checkpoint of `stream` in `dir` (nothing when there is none), and `dir` once
 /// it is empty.
 pub fn remove(dir: &Path, stream: &str) -> Result<(), StorageError> {
+    check_dir(dir)?;
     let at = path(dir, stream);
     match fs::remove_file(&at) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io("cannot delete checkpoint", &at, e)),

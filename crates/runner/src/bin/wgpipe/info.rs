@@ -1,11 +1,13 @@
 //! `wgpipe info`: what an output (HDF5 file, raw directory or Zarr store, via `open_output`) holds: its
-//! fields, streams and how far each got, the parameters and the wgpipe version that wrote it.
+//! fields, streams and how far each got (and from which checkpoint an incomplete one would
+//! resume), the parameters and the wgpipe version that wrote it.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
+use wgpipe::checkpoint;
 use wgpipe::storage::{AttrValue, Attributes, Output, OutputFormat, open_output};
 
 /// Arguments of `wgpipe info`.
@@ -77,6 +79,19 @@ fn describe(out: &Output) -> anyhow::Result<String> {
             let _ = write!(t, ", steps {first} to {last}");
         }
         t.push('\n');
+        if !s.complete {
+            let dir = checkpoint::dir_beside(out.path());
+            match checkpoint::read(&dir, &s.name) {
+                Ok(Some(saved)) => {
+                    let (n, step) = (saved.frames, saved.step);
+                    let _ = writeln!(t, "    checkpoint: after {n} frames (step {step}); --resume continues from it");
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    let _ = writeln!(t, "    checkpoint: {e}");
+                }
+            }
+        }
         attributes(&mut t, &s.attributes, "    ");
     }
     let _ = writeln!(t, "run attributes:");

@@ -64,12 +64,12 @@ pub fn from_checkpoints(config: &Config, held: &Held, jobs: Vec<Job>) -> anyhow:
         };
         match checkpoint::read(&checkpoints.dir, &job.name)? {
             Some(saved) if saved.frames <= frames => {
-                eprintln!("stream {}: continuing after frame {} from its checkpoint", job.name, saved.frames);
+                eprintln!("stream {}: continuing after {} frames from its checkpoint", job.name, saved.frames);
                 resumed.push(job.resuming(saved));
             }
             Some(saved) => {
                 eprintln!(
-                    "stream {}: its checkpoint after frame {} is ahead of the {frames} frames in the output; \
+                    "stream {}: its checkpoint after {} frames is ahead of the {frames} frames in the output; \
                      restarting it from frame 0",
                     job.name, saved.frames
                 );
