@@ -135,7 +135,14 @@ impl Hdf5Reader {
         if !has_signature(path) {
             return Err(bad("neither a raw output directory nor an HDF5 file".into()));
         }
-        let file = super::cloexec::retry_while_locked(|| File::open(path)).map_err(err("cannot open HDF5 file"))?;
+        // A file an SWMR writer has open, or left so when it was killed (the superblock's
+        // status flags stay set), opens only as an SWMR reader: reading it needs no more.
+        let file = super::cloexec::retry_while_locked(|| File::open(path))
+            .or_else(|e| match e.to_string().contains("already open for write") {
+                true => File::open_as(path, hdf5::file::OpenMode::ReadSWMR),
+                false => Err(e),
+            })
+            .map_err(err("cannot open HDF5 file"))?;
         super::cloexec::close_on_exec(path)?;
         let root: &Location = &file;
         match root.attr("format").ok().and_then(|a| attr_value(&a)) {
