@@ -9,11 +9,14 @@
 #![cfg(unix)]
 #![expect(clippy::unwrap_used, reason = "tests fail loudly")]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use common::cli::wgpipe;
 use wgpipe::storage::open_output;
 
 /// Frames per stream: enough that a kill after [`KILL_AFTER`] frames lands mid-run.
@@ -154,8 +157,7 @@ fn killed_checkpointed_runs_resume_from_their_checkpoints_bit_identical() {
         let reference = root.path().join("reference");
         std::fs::create_dir(&reference).unwrap();
         std::fs::write(reference.join("c.toml"), &case.config).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_wgpipe")).current_dir(&reference).args(["run", "c.toml"]).output();
-        let out = out.unwrap();
+        let out = wgpipe(&reference, &["run", "c.toml"]);
         assert!(out.status.success(), "{label}: {}", String::from_utf8_lossy(&out.stderr));
         let want = contents(&reference.join("out"));
         assert!(!reference.join("out.checkpoints").exists(), "{label}: a complete run keeps no checkpoint");
@@ -170,12 +172,7 @@ fn killed_checkpointed_runs_resume_from_their_checkpoints_bit_identical() {
             let what = format!("{label}, kill {k} after {after} frames (WGPIPE_KILL_SEED={})", seed());
             let Some(reported) = run_and_kill(&dir, after) else { panic!("{what}: the run ended before its kill") };
             assert!(dir.join("out.checkpoints").is_dir(), "{what}: no checkpoint directory");
-            let resumed = Command::new(env!("CARGO_BIN_EXE_wgpipe"))
-                .current_dir(&dir)
-                .args(["run", "c.toml", "--resume", "--progress", "frames"])
-                .stdin(Stdio::null())
-                .output()
-                .unwrap();
+            let resumed = wgpipe(&dir, &["run", "c.toml", "--resume", "--progress", "frames"]);
             let err = String::from_utf8_lossy(&resumed.stderr);
             assert!(resumed.status.success(), "{what}: the resume failed:\n{err}");
             let continued: u64 = err.matches(" from its checkpoint").count() as u64;
@@ -212,28 +209,17 @@ fn a_checkpoint_of_another_run_is_refused_and_a_fresh_run_replaces_old_checkpoin
     std::fs::write(dir.path().join("c.toml"), config("0.03")).unwrap();
     run_and_kill(dir.path(), FRAMES / 2).unwrap();
     // `wgpipe info` says where the stream would resume.
-    let info = Command::new(env!("CARGO_BIN_EXE_wgpipe")).current_dir(dir.path()).args(["info", "out"]).output();
-    let info = String::from_utf8_lossy(&info.unwrap().stdout).into_owned();
+    let info = String::from_utf8_lossy(&wgpipe(dir.path(), &["info", "out"]).stdout).into_owned();
     let saved = wgpipe::checkpoint::read(&dir.path().join("out.checkpoints"), "stream0").unwrap().unwrap();
     assert!(info.contains(&format!("checkpoint: after {} frames (step {})", saved.frames, saved.step)), "{info}");
     // Another feed rate: the checkpoint is not this run's.
     std::fs::write(dir.path().join("c.toml"), config("0.04")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_wgpipe"))
-        .current_dir(dir.path())
-        .args(["run", "c.toml", "--resume"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = wgpipe(dir.path(), &["run", "c.toml", "--resume"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("checkpoint of stream \"stream0\" was saved by another run") && err.contains("0.04"), "{err}");
     // A fresh run over it (overwrite) starts from frame 0 and leaves no stale checkpoint.
-    let out = Command::new(env!("CARGO_BIN_EXE_wgpipe"))
-        .current_dir(dir.path())
-        .args(["run", "c.toml", "--set", "output.overwrite=true"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = wgpipe(dir.path(), &["run", "c.toml", "--set", "output.overwrite=true"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!dir.path().join("out.checkpoints").exists());
 }
@@ -251,12 +237,7 @@ fn auto_checkpoints_follow_young_daly() {
              mtbf = {mtbf}\n[devices]\nselect = [0]\n[output]\nsink = \"raw\"\npath = \"out-{mtbf}\"\n"
         );
         std::fs::write(dir.path().join("c.toml"), config).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_wgpipe"))
-            .current_dir(dir.path())
-            .args(["run", "c.toml"])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let out = wgpipe(dir.path(), &["run", "c.toml"]);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
         let line = stdout.lines().find(|l| l.starts_with("checkpoints: ")).unwrap_or_else(|| panic!("{stdout}"));
@@ -286,12 +267,7 @@ fn an_unusable_checkpoint_directory_is_named_and_nothing_is_written() {
     );
     std::fs::write(dir.path().join("c.toml"), config).unwrap();
     std::fs::write(dir.path().join("out.checkpoints"), b"in the way").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_wgpipe"))
-        .current_dir(dir.path())
-        .args(["run", "c.toml"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = wgpipe(dir.path(), &["run", "c.toml"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("out.checkpoints") && err.contains("not a directory") && !err.contains("panicked"), "{err}");

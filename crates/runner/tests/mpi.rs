@@ -414,7 +414,6 @@ fn a_decomposition_that_does_not_match_the_ranks_is_refused_at_its_key() {
 /// written, bit-identical to the same frames of a run in one process.
 #[test]
 fn a_rank_killed_mid_run_ends_the_job_and_keeps_every_reported_frame() {
-    use std::io::{BufRead, BufReader};
     let dir = domain_setup();
     let d = dir.path();
     let sets = |path: &str| -> Vec<String> {
@@ -433,37 +432,7 @@ fn a_rank_killed_mid_run_ends_the_job_and_keeps_every_reported_frame() {
     let serial = Command::new(WGPIPE).args(sets("serial.h5")).current_dir(d).output().unwrap();
     assert!(serial.status.success(), "{}", text(&serial));
 
-    let mut job = Command::new("timeout")
-        .arg(LIMIT_S)
-        .arg(launcher())
-        .args(["-n", "2", WGPIPE])
-        .args(sets("killed.h5"))
-        .current_dir(d)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Rank 0's progress lines (stderr): "[   0.4 s] written 12/400 frames".
-    let written = |line: &str| -> Option<u64> { line.split("written ").nth(1)?.split('/').next()?.parse().ok() };
-    let mut lines = BufReader::new(job.stderr.take().unwrap()).lines();
-    let mut reported = 0;
-    for line in lines.by_ref() {
-        reported = reported.max(written(&line.unwrap()).unwrap_or(0));
-        if reported >= 5 {
-            break;
-        }
-    }
-    assert!(reported >= 5, "the split run ended before frame 5");
-    let ranks = ranks_writing("output.path=\"killed.h5\"");
-    assert_eq!(ranks.len(), 2, "found ranks {ranks:?}");
-    let killed = Command::new("kill").args(["-9", &ranks[1]]).status().unwrap();
-    assert!(killed.success());
-    for line in lines {
-        reported = reported.max(written(&line.unwrap()).unwrap_or(0));
-    }
-    let status = job.wait().unwrap();
-    assert_ne!(status.code(), Some(124), "the job hung after a rank was killed");
-    assert!(!status.success(), "the job succeeded although a rank was killed");
+    let reported = kill_a_rank(d, 2, &sets("killed.h5"), "output.path=\"killed.h5\"", 5);
 
     let out = open_output(d.join("killed.h5")).unwrap();
     let s = &out.streams()[0];
@@ -560,6 +529,45 @@ fn ranks_writing(path_arg: &str) -> Vec<String> {
         .collect()
 }
 
+/// Runs `timeout mpirun -n ranks WGPIPE args` in `d` and SIGKILLs its last rank (a wgpipe
+/// process whose arguments hold `marker`) once rank 0 has reported `after` frames written
+/// (`--progress frames` or `plain` lines on stderr); checks that the job then ends, failed,
+/// without hanging. Returns the most frames rank 0 reported written.
+fn kill_a_rank(d: &Path, ranks: usize, args: &[String], marker: &str, after: u64) -> u64 {
+    use std::io::{BufRead, BufReader};
+    let mut job = Command::new("timeout")
+        .arg(LIMIT_S)
+        .arg(launcher())
+        .args(["-n", &ranks.to_string(), WGPIPE])
+        .args(args)
+        .current_dir(d)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // "written 12/400 frames", or "[   0.4 s] written 12/400 frames (per rank: ...)".
+    let written = |line: &str| -> Option<u64> { line.split("written ").nth(1)?.split('/').next()?.parse().ok() };
+    let mut lines = BufReader::new(job.stderr.take().unwrap()).lines();
+    let mut reported = 0;
+    for line in lines.by_ref() {
+        reported = reported.max(written(&line.unwrap()).unwrap_or(0));
+        if reported >= after {
+            break;
+        }
+    }
+    assert!(reported >= after, "the job on {ranks} ranks ended before frame {after}");
+    let pids = ranks_writing(marker);
+    assert_eq!(pids.len(), ranks, "found ranks {pids:?}");
+    assert!(Command::new("kill").args(["-9", &pids[ranks - 1]]).status().unwrap().success());
+    for line in lines {
+        reported = reported.max(written(&line.unwrap()).unwrap_or(0));
+    }
+    let status = job.wait().unwrap();
+    assert_ne!(status.code(), Some(124), "the job hung after a rank was killed");
+    assert!(!status.success(), "the job succeeded although a rank was killed");
+    reported
+}
+
 /// A rank killed (SIGKILL) in the middle of a batch shared over two ranks: the job ends
 /// without a hang and the shared file opens (wgpipe's reader, h5py, h5dump) holding at least
 /// every frame rank 0 reported written, each bit-identical to the same batch run in one
@@ -567,7 +575,6 @@ fn ranks_writing(path_arg: &str) -> Vec<String> {
 /// datasets sized up front).
 #[test]
 fn a_rank_killed_mid_batch_leaves_a_file_with_every_reported_frame() {
-    use std::io::{BufRead, BufReader};
     let dir = setup();
     let d = dir.path();
     let args = |path: &str| -> Vec<String> {
@@ -580,36 +587,7 @@ fn a_rank_killed_mid_batch_leaves_a_file_with_every_reported_frame() {
     let serial = Command::new(WGPIPE).args(args("serial.h5")).current_dir(d).output().unwrap();
     assert!(serial.status.success(), "{}", text(&serial));
 
-    let mut job = Command::new("timeout")
-        .arg(LIMIT_S)
-        .arg(launcher())
-        .args(["-n", "2", WGPIPE])
-        .args(args("killed.h5"))
-        .current_dir(d)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Rank 0's lines: "written 12/15000 frames" (every rank's frames, gathered).
-    let written = |line: &str| -> Option<u64> { line.strip_prefix("written ")?.split('/').next()?.parse().ok() };
-    let mut lines = BufReader::new(job.stderr.take().unwrap()).lines();
-    let mut reported = 0;
-    for line in lines.by_ref() {
-        reported = reported.max(written(&line.unwrap()).unwrap_or(0));
-        if reported >= 50 {
-            break;
-        }
-    }
-    assert!(reported >= 50, "the batch ended before 50 frames were reported");
-    let ranks = ranks_writing("output.path=killed.h5");
-    assert_eq!(ranks.len(), 2, "found ranks {ranks:?}");
-    assert!(Command::new("kill").args(["-9", &ranks[1]]).status().unwrap().success());
-    for line in lines {
-        reported = reported.max(written(&line.unwrap()).unwrap_or(0));
-    }
-    let status = job.wait().unwrap();
-    assert_ne!(status.code(), Some(124), "the job hung after a rank was killed");
-    assert!(!status.success(), "the job succeeded although a rank was killed");
+    let reported = kill_a_rank(d, 2, &args("killed.h5"), "output.path=killed.h5", 50);
 
     let out = open_output(d.join("killed.h5")).unwrap();
     let whole = open_output(d.join("serial.h5")).unwrap();
@@ -656,42 +634,6 @@ fn checkpointed_args(path: &str, progress: &str, resume: bool) -> Vec<String> {
     v
 }
 
-/// `mpirun -n ranks` of a checkpointed split run writing `path`, one of whose ranks is killed
-/// (SIGKILL) once rank 0 has reported 40 frames written; returns what it reported.
-fn kill_checkpointed_split(d: &Path, ranks: usize, path: &str) -> u64 {
-    use std::io::{BufRead, BufReader};
-    let mut job = Command::new("timeout")
-        .arg(LIMIT_S)
-        .arg(launcher())
-        .args(["-n", &ranks.to_string(), WGPIPE])
-        .args(checkpointed_args(path, "frames", false))
-        .current_dir(d)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let written = |line: &str| -> Option<u64> { line.split("written ").nth(1)?.split('/').next()?.parse().ok() };
-    let mut lines = BufReader::new(job.stderr.take().unwrap()).lines();
-    let mut reported = 0;
-    for line in lines.by_ref() {
-        reported = reported.max(written(&line.unwrap()).unwrap_or(0));
-        if reported >= 40 {
-            break;
-        }
-    }
-    assert!(reported >= 40, "the split run on {ranks} ranks ended before frame 40");
-    let pids = ranks_writing(&format!("output.path=\"{path}\""));
-    assert_eq!(pids.len(), ranks, "found ranks {pids:?}");
-    assert!(Command::new("kill").args(["-9", &pids[ranks - 1]]).status().unwrap().success());
-    for line in lines {
-        reported = reported.max(written(&line.unwrap()).unwrap_or(0));
-    }
-    let status = job.wait().unwrap();
-    assert_ne!(status.code(), Some(124), "the job hung after a rank was killed");
-    assert!(!status.success(), "the job succeeded although a rank was killed");
-    reported
-}
-
 /// Copies a killed run's file and checkpoints to `to` (and `to.checkpoints`).
 fn copy_killed(d: &Path, from: &str, to: &str) {
     std::fs::copy(d.join(from), d.join(to)).unwrap();
@@ -715,8 +657,11 @@ fn a_killed_split_run_resumes_from_its_checkpoint_on_any_number_of_ranks() {
     let serial = Command::new(WGPIPE).args(checkpointed_args("serial.h5", "none", false)).current_dir(d).output();
     let serial = serial.unwrap();
     assert!(serial.status.success(), "{}", text(&serial));
-    let reported_2 = kill_checkpointed_split(d, 2, "killed2.h5");
-    let reported_4 = kill_checkpointed_split(d, 4, "killed4.h5");
+    let kill = |ranks: usize, path: &str| {
+        let marker = format!("output.path=\"{path}\"");
+        kill_a_rank(d, ranks, &checkpointed_args(path, "frames", false), &marker, 40)
+    };
+    let (reported_2, reported_4) = (kill(2, "killed2.h5"), kill(4, "killed4.h5"));
     for (from, reported, to, ranks) in [
         ("killed2.h5", reported_2, "r2.h5", 2),
         ("killed2.h5", reported_2, "r4.h5", 4),
