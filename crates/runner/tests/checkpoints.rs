@@ -148,7 +148,7 @@ fn seed() -> u64 {
 fn killed_checkpointed_runs_resume_from_their_checkpoints_bit_identical() {
     let kills: Option<u64> = std::env::var("WGPIPE_CHECKPOINT_KILLS").ok().and_then(|s| s.parse().ok());
     let mut rng = seed();
-    let mut landed = 0;
+    let (mut landed, mut restarts) = (0, 0);
     let only = std::env::var("WGPIPE_CHECKPOINT_CASE").unwrap_or_default();
     for case in cases().into_iter().filter(|c| c.label.contains(&only)) {
         let kills = kills.unwrap_or(case.kills);
@@ -176,13 +176,23 @@ fn killed_checkpointed_runs_resume_from_their_checkpoints_bit_identical() {
             let err = String::from_utf8_lossy(&resumed.stderr);
             assert!(resumed.status.success(), "{what}: the resume failed:\n{err}");
             let continued: u64 = err.matches(" from its checkpoint").count() as u64;
-            assert_eq!(continued, case.streams, "{what}: every stream continues from its checkpoint:\n{err}");
+            // HDF5's known kill damage (a compressed chunk of several frames rewritten when the
+            // kill came; the guide's Reliability page) can break the last frame a checkpoint
+            // keeps: that stream restarts from frame 0, said so, and still ends bit-identical.
+            let restarted: u64 = err.matches("restarting the stream from frame 0").count() as u64;
+            assert!(restarted == 0 || label.contains("hdf5"), "{what}: a stream restarted:\n{err}");
+            restarts += restarted;
+            assert_eq!(
+                continued + restarted,
+                case.streams,
+                "{what}: every stream continues from its checkpoint:\n{err}"
+            );
             let (done, planned) = written(&err).unwrap_or_else(|| panic!("{what}: no progress:\n{err}"));
             assert_eq!(done, planned, "{what}");
             // No more than one interval per stream beyond what had not been reported.
-            let bound = total - reported + case.streams * case.every;
+            let bound = total - reported + case.streams * case.every + restarted * FRAMES;
             assert!(
-                planned <= bound && planned < total,
+                planned <= bound && (planned < total || restarted > 0),
                 "{what}: the resume computed {planned} frames; at most {bound} (reported {reported})"
             );
             assert!(
@@ -194,7 +204,10 @@ fn killed_checkpointed_runs_resume_from_their_checkpoints_bit_identical() {
             landed += 1;
         }
     }
-    eprintln!("{landed} kills, each resumed from its checkpoints to the uninterrupted output");
+    eprintln!(
+        "{landed} kills, each resumed to the uninterrupted output: every stream from its checkpoint but {restarts} \
+         (a damaged HDF5 frame: restarted from frame 0)"
+    );
 }
 
 #[test]

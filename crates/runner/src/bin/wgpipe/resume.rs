@@ -7,7 +7,7 @@ use anyhow::{Context, bail};
 use wgpipe::Job;
 use wgpipe::checkpoint;
 use wgpipe::config::Config;
-use wgpipe::storage::{FieldSpec, open_output};
+use wgpipe::storage::{FieldSpec, Output, open_output};
 
 /// What an existing output holds, as far as resuming it matters.
 #[derive(Debug, Default)]
@@ -51,11 +51,22 @@ pub fn held_streams(config: &Config) -> anyhow::Result<Held> {
     })
 }
 
+/// Whether the last of the first `frames` frames of stream `name` reads back, every field:
+/// continuing after it rewrites the chunk that holds it (a frame a kill damaged, as HDF5's
+/// compressed chunks of several frames can be, would stop the resume or stay broken).
+fn last_kept_reads(out: &Output, name: &str, frames: u64) -> bool {
+    let Some(s) = out.streams().iter().position(|s| s.name == name) else { return false };
+    let fields = out.fields().len();
+    frames > 0 && out.steps(s).is_ok() && (0..fields).all(|f| out.read_field(s, f, frames - 1).is_ok())
+}
+
 /// `jobs` (the incomplete and missing streams), each continuing from its checkpoint when the
-/// run checkpoints and the checkpoint's frames are all in the output; the others restart from
-/// frame 0 (said on stderr when a checkpoint cannot be used).
+/// run checkpoints and the checkpoint's frames are all in the output, the last of them
+/// readable; the others restart from frame 0 (said on stderr when a checkpoint cannot be used).
 pub fn from_checkpoints(config: &Config, held: &Held, jobs: Vec<Job>) -> anyhow::Result<Vec<Job>> {
     let Some(checkpoints) = config.checkpoints() else { return Ok(jobs) };
+    let path = config.output_path();
+    let out = if held.frames.is_empty() { None } else { Some(open_output(&path)?) };
     let mut resumed = Vec::with_capacity(jobs.len());
     for job in jobs {
         let Some(&frames) = held.frames.get(&job.name) else {
@@ -64,8 +75,18 @@ pub fn from_checkpoints(config: &Config, held: &Held, jobs: Vec<Job>) -> anyhow:
         };
         match checkpoint::read(&checkpoints.dir, &job.name)? {
             Some(saved) if saved.frames <= frames => {
-                eprintln!("stream {}: continuing after {} frames from its checkpoint", job.name, saved.frames);
-                resumed.push(job.resuming(saved));
+                if out.as_ref().is_some_and(|o| last_kept_reads(o, &job.name, saved.frames)) {
+                    eprintln!("stream {}: continuing after {} frames from its checkpoint", job.name, saved.frames);
+                    resumed.push(job.resuming(saved));
+                } else {
+                    eprintln!(
+                        "stream {}: frame {} of the output, the last its checkpoint keeps, does not read back (damaged \
+                         by the kill?); restarting the stream from frame 0",
+                        job.name,
+                        saved.frames - 1
+                    );
+                    resumed.push(job);
+                }
             }
             Some(saved) => {
                 eprintln!(
