@@ -128,6 +128,23 @@ struct StateSaving {
     buffers: Vec<wgpu::Buffer>,
 }
 
+/// `count` buffers of `size` bytes the GPU copies into and the host maps to read, labelled
+/// `what-0`, `what-1`, ...: the staging ring, and the state buffers beside it.
+fn readback_buffers(gpu: &GpuDevice, what: &str, count: usize, size: u64) -> Result<Vec<wgpu::Buffer>> {
+    gpu.scoped(&format!("allocating {what} buffers"), |device| {
+        (0..count)
+            .map(|i| {
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(&format!("{what}-{i}")),
+                    size,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })
+            .collect::<Vec<_>>()
+    })
+}
+
 /// A field simulation as a [`FrameSource`]: `steps_per_frame` steps, then the chosen fields,
 /// as computed (f32) or packed to f16 by `pack`.
 struct FieldFrames {
@@ -328,18 +345,7 @@ impl FrameProducer {
         let timer = if room { FrameTimer::new(gpu, config.staging_buffers, timestamps_at)? } else { None };
         let size = if timer.is_some() { with_timestamps } else { data.next_multiple_of(4) };
         let invalid = |message: String| Error::InvalidKernel { kernel: name.clone(), message };
-        let staging = gpu.scoped("allocating staging buffers", |device| {
-            (0..config.staging_buffers)
-                .map(|i| {
-                    device.create_buffer(&wgpu::BufferDescriptor {
-                        label: Some(&format!("staging-{i}")),
-                        size,
-                        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                        mapped_at_creation: false,
-                    })
-                })
-                .collect::<Vec<_>>()
-        })?;
+        let staging = readback_buffers(gpu, "staging", config.staging_buffers, size)?;
         let free = (0..config.staging_buffers).rev().collect();
         let frame_bytes =
             usize::try_from(data).map_err(|_| invalid("a frame does not fit in host memory".to_owned()))?;
@@ -432,19 +438,7 @@ impl FrameProducer {
                 message: "it saves no state (its state_bytes is 0), so it cannot be checkpointed".to_owned(),
             });
         }
-        let size = bytes.next_multiple_of(4);
-        self.gpu.scoped("allocating state buffers", |device| {
-            (0..self.staging.len())
-                .map(|i| {
-                    device.create_buffer(&wgpu::BufferDescriptor {
-                        label: Some(&format!("state-{i}")),
-                        size,
-                        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                        mapped_at_creation: false,
-                    })
-                })
-                .collect::<Vec<_>>()
-        })
+        readback_buffers(&self.gpu, "state", self.staging.len(), bytes.next_multiple_of(4))
     }
 
     /// The state saved with the frame [`FrameProducer::next_into`] returned last (`None` for

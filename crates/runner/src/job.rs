@@ -98,6 +98,11 @@ impl Job {
         self
     }
 
+    /// Frames of the stream the output keeps when it resumes (its checkpoint's), 0 otherwise.
+    pub fn kept_frames(&self) -> u64 {
+        self.resume.as_ref().map_or(0, |r| r.frames)
+    }
+
     /// What the stream's state depends on besides its frame: a checkpoint saved by a stream
     /// of another fingerprint cannot continue this one. Kernels: name, fields, parameters,
     /// seed, rank, boundary, shader (checksummed), grid and steps per frame; frame sources:
@@ -105,11 +110,7 @@ impl Job {
     pub fn fingerprint(&self, grid: Option<&Grid>, steps_per_frame: u32) -> String {
         match &self.producer {
             Producer::Kernel { kernel: k, .. } => {
-                let shader = k
-                    .wgsl
-                    .code
-                    .bytes()
-                    .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+                let shader = crate::checkpoint::checksum(k.wgsl.code.as_bytes());
                 format!(
                     "kernel {}, fields {:?}, params {:?}, seed {}, rank {}, boundary {}, shader {shader:016x}, grid {:?}, \
                      steps_per_frame {steps_per_frame}",

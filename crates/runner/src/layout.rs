@@ -78,8 +78,8 @@ pub(crate) fn stream_layout(settings: &Settings, grid: Option<&Grid>, jobs: &[Jo
         }
     };
     for job in jobs {
-        let kept = job.resume.as_ref().map_or(0, |r| r.frames);
-        let mut info = StreamInfo::new(job.name.clone()).with_expected_frames(settings.frames).with_kept_frames(kept);
+        let mut info =
+            StreamInfo::new(job.name.clone()).with_expected_frames(settings.frames).with_kept_frames(job.kept_frames());
         info.attributes = job.attributes.clone();
         if job.kernel().is_some() {
             info.attributes.insert("steps_per_frame".to_owned(), u64::from(settings.steps_per_frame).into());

@@ -119,7 +119,7 @@ impl Pipeline {
             .iter()
             .enumerate()
             .filter(|(i, _)| local(i))
-            .map(|(i, j)| (i, j.name.clone(), frames - j.resume.as_ref().map_or(0, |r| r.frames)))
+            .map(|(i, j)| (i, j.name.clone(), frames - j.kept_frames()))
             .collect();
         sink.begin(&layout)?;
         let start = Instant::now();

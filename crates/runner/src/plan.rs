@@ -181,7 +181,7 @@ impl Draft {
             .iter()
             .enumerate()
             .filter(|(i, _)| i % shards == shard)
-            .map(|(_, j)| settings.frames - j.resume.as_ref().map_or(0, |r| r.frames))
+            .map(|(_, j)| settings.frames - j.kept_frames())
             .sum();
         let readback = ReadbackConfig {
             steps_per_frame: settings.steps_per_frame,

@@ -48,8 +48,9 @@ fn path(dir: &Path, stream: &str) -> PathBuf {
     dir.join(format!("{stream}.ckpt"))
 }
 
-/// FNV-1a, 64 bits: enough to notice a damaged file, and no dependency.
-fn checksum(bytes: &[u8]) -> u64 {
+/// FNV-1a, 64 bits: enough to notice a damaged file (or a changed shader in a fingerprint),
+/// and no dependency.
+pub(crate) fn checksum(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 

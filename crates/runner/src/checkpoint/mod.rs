@@ -29,6 +29,7 @@ mod interval;
 
 use std::path::{Path, PathBuf};
 
+pub(crate) use file::checksum;
 pub use file::{SavedState, read, remove, write};
 pub use interval::young_daly_frames;
 pub(crate) use interval::{AutoInterval, Schedule};

@@ -118,7 +118,7 @@ impl FrameSource for BlockFrames {
             )
             .into());
         }
-        let values: Vec<f32> = state.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        let values = super::checkpoints::values(state);
         let sim = BlockSim::new(self.sim.gpu(), self.sim.spec(), self.sim.block(), &values)?;
         self.sim = sim.starting_at_step(next.saturating_mul(u64::from(self.steps_per_frame)));
         Ok(())

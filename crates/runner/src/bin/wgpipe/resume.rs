@@ -10,8 +10,10 @@ use wgpipe::config::Config;
 use wgpipe::storage::{FieldSpec, Output, open_output};
 
 /// What an existing output holds, as far as resuming it matters.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Held {
+    /// The output, opened once for every check of the resume.
+    pub output: Option<Output>,
     /// Streams complete in it: not run again.
     pub complete: BTreeSet<String>,
     /// Frames of each incomplete stream.
@@ -45,10 +47,9 @@ pub fn held_streams(config: &Config) -> anyhow::Result<Held> {
         );
     }
     let (complete, incomplete): (Vec<_>, Vec<_>) = out.streams().iter().partition(|s| s.complete);
-    Ok(Held {
-        complete: complete.into_iter().map(|s| s.name.clone()).collect(),
-        frames: incomplete.into_iter().map(|s| (s.name.clone(), s.frames)).collect(),
-    })
+    let complete = complete.into_iter().map(|s| s.name.clone()).collect();
+    let frames = incomplete.into_iter().map(|s| (s.name.clone(), s.frames)).collect();
+    Ok(Held { complete, frames, output: Some(out) })
 }
 
 /// Whether the last of the first `frames` frames of stream `name` reads back, every field:
@@ -65,8 +66,6 @@ fn last_kept_reads(out: &Output, name: &str, frames: u64) -> bool {
 /// readable; the others restart from frame 0 (said on stderr when a checkpoint cannot be used).
 pub fn from_checkpoints(config: &Config, held: &Held, jobs: Vec<Job>) -> anyhow::Result<Vec<Job>> {
     let Some(checkpoints) = config.checkpoints() else { return Ok(jobs) };
-    let path = config.output_path();
-    let out = if held.frames.is_empty() { None } else { Some(open_output(&path)?) };
     let mut resumed = Vec::with_capacity(jobs.len());
     for job in jobs {
         let Some(&frames) = held.frames.get(&job.name) else {
@@ -75,7 +74,7 @@ pub fn from_checkpoints(config: &Config, held: &Held, jobs: Vec<Job>) -> anyhow:
         };
         match checkpoint::read(&checkpoints.dir, &job.name)? {
             Some(saved) if saved.frames <= frames => {
-                if out.as_ref().is_some_and(|o| last_kept_reads(o, &job.name, saved.frames)) {
+                if held.output.as_ref().is_some_and(|o| last_kept_reads(o, &job.name, saved.frames)) {
                     eprintln!("stream {}: continuing after {} frames from its checkpoint", job.name, saved.frames);
                     resumed.push(job.resuming(saved));
                 } else {
