@@ -9,6 +9,8 @@ use std::collections::VecDeque;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::analysis::AnalysisSpec;
+use crate::analysis::reducer::FieldReducer;
 use crate::device::GpuDevice;
 use crate::error::{Error, Result};
 use crate::f16_pack::HalfPacker;
@@ -154,13 +156,22 @@ struct FieldFrames {
     steps_per_frame: u32,
     fields: Vec<usize>,
     pack: Option<HalfPacker>,
+    /// Reductions recorded after the steps, their results behind the fields.
+    analysis: Option<FieldReducer>,
+}
+
+impl FieldFrames {
+    /// Bytes of the fields in staging (packed f16 fields are padded to whole words).
+    fn fields_bytes(&self) -> u64 {
+        let field_bytes = self.pack.as_ref().map_or(self.sim.field_bytes(), HalfPacker::padded_field_bytes);
+        field_bytes * self.fields.len() as u64
+    }
 }
 
 impl FrameSource for FieldFrames {
-    /// The bytes copied into staging: packed f16 fields are padded to whole words.
+    /// The bytes copied into staging: the fields, then the analysis results.
     fn frame_bytes(&self) -> u64 {
-        let field_bytes = self.pack.as_ref().map_or(self.sim.field_bytes(), HalfPacker::padded_field_bytes);
-        field_bytes * self.fields.len() as u64
+        self.fields_bytes() + self.analysis.as_ref().map_or(0, FieldReducer::frame_bytes)
     }
 
     fn encode_frame(
@@ -170,6 +181,9 @@ impl FrameSource for FieldFrames {
         staging: &wgpu::Buffer,
     ) -> std::result::Result<u64, Box<dyn std::error::Error + Send + Sync>> {
         self.sim.encode_steps(encoder, self.steps_per_frame);
+        if let Some(analysis) = &self.analysis {
+            analysis.encode(encoder, self.sim.current_side(), staging, self.fields_bytes());
+        }
         if let Some(pack) = &self.pack {
             pack.encode(encoder, self.sim.current_side(), staging);
             return Ok(self.sim.steps());
@@ -221,10 +235,12 @@ pub struct FrameProducer {
     submitted: u64,
     frame_bytes: usize,
     /// How the frame sits in staging: `pieces` runs of `piece` bytes, `stride` bytes apart
-    /// (one run for f32; one per field, each without its padding half, for f16).
+    /// (one run for f32; one per field, each without its padding half, for f16), then
+    /// `tail` bytes (the analysis results) right after the last stride.
     pieces: usize,
     piece: usize,
     stride: usize,
+    tail: usize,
     /// GPU time per frame, where the device has timestamp queries.
     timer: Option<FrameTimer>,
     /// Saving the source's state with some frames (checkpoints); `None`: never.
@@ -254,6 +270,18 @@ impl FrameProducer {
     /// as `dtype`: [`OutputDType::F16`] converts each field on the GPU after the frame's steps,
     /// so frames have half the bytes (fields back to back, 2 bytes a cell, little-endian).
     pub fn with_dtype(sim: FieldSim, config: ReadbackConfig, dtype: OutputDType) -> Result<Self> {
+        Self::with_analysis(sim, config, dtype, &AnalysisSpec::default())
+    }
+
+    /// [`FrameProducer::with_dtype`], each frame followed by `analysis`'s reductions of the
+    /// kernel's fields (computed on the device after the frame's steps, before the readback),
+    /// in the order and shapes [`AnalysisSpec::outputs`] gives, each 4 bytes an element.
+    pub fn with_analysis(
+        sim: FieldSim,
+        config: ReadbackConfig,
+        dtype: OutputDType,
+        analysis: &AnalysisSpec,
+    ) -> Result<Self> {
         let invalid = |message: String| Error::InvalidKernel { kernel: sim.spec().name.clone(), message };
         if config.staging_buffers == 0 {
             return Err(invalid("staging_buffers must be at least 1".to_owned()));
@@ -285,14 +313,17 @@ impl FrameProducer {
         let stride = pack.as_ref().map_or(field_bytes, HalfPacker::padded_field_bytes);
         let fields = config.fields.len();
         let first_step = sim.steps();
+        let reducer = if analysis.is_empty() { None } else { Some(FieldReducer::new(&sim, analysis)?) };
+        let tail = reducer.as_ref().map_or(0, FieldReducer::frame_bytes);
         let source = FieldFrames {
             sim,
             first_step,
             steps_per_frame: config.steps_per_frame,
             fields: config.fields.clone(),
             pack,
+            analysis: reducer,
         };
-        debug_assert!(dtype != OutputDType::F32 || source.frame_bytes() == footprint.frame_bytes);
+        debug_assert!(dtype != OutputDType::F32 || source.fields_bytes() == footprint.frame_bytes);
         let mut producer = Self::with_ring(&gpu, name, Box::new(source), config)?;
         let invalid = |what: &str| Error::InvalidKernel {
             kernel: producer.name.clone(),
@@ -301,7 +332,12 @@ impl FrameProducer {
         producer.pieces = fields;
         producer.piece = usize::try_from(field_bytes).map_err(|_| invalid("a field"))?;
         producer.stride = usize::try_from(stride).map_err(|_| invalid("a field"))?;
-        producer.frame_bytes = producer.piece.checked_mul(fields).ok_or_else(|| invalid("a frame"))?;
+        producer.tail = usize::try_from(tail).map_err(|_| invalid("the analysis"))?;
+        producer.frame_bytes = producer
+            .piece
+            .checked_mul(fields)
+            .and_then(|b| b.checked_add(producer.tail))
+            .ok_or_else(|| invalid("a frame"))?;
         Ok(producer)
     }
 
@@ -362,6 +398,7 @@ impl FrameProducer {
             pieces: 1,
             piece: frame_bytes,
             stride: frame_bytes,
+            tail: 0,
             timer,
             saving: None,
             saved: None,
@@ -548,10 +585,13 @@ impl FrameProducer {
                 .get_mapped_range(..)
                 .map_err(|e| Error::Gpu { device: gpu.label().to_owned(), message: e.to_string() })?;
             // Each piece is a field (f16: without its padding half) or the whole frame.
-            for (k, piece) in out.chunks_exact_mut(self.piece).enumerate().take(self.pieces) {
+            let (fields, tail) = out.split_at_mut(self.pieces * self.piece);
+            for (k, piece) in fields.chunks_exact_mut(self.piece).enumerate() {
                 let at = k * self.stride;
                 piece.copy_from_slice(&view[at..at + self.piece]);
             }
+            let at = self.pieces * self.stride;
+            tail.copy_from_slice(&view[at..at + self.tail]);
             self.timer.as_mut().and_then(|t| t.read(&view))
         };
         staging.unmap();

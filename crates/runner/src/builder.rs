@@ -9,6 +9,7 @@ use wgpipe_compute::{
 };
 use wgpipe_storage::{AttrValue, Attributes, FieldSpec, Sink};
 
+use crate::analysis::Analysis;
 use crate::error::{Error, Result};
 use crate::job::{Job, Work};
 use crate::pipeline::Pipeline;
@@ -145,6 +146,14 @@ impl PipelineBuilder {
     /// [`PipelineBuilder::frame_layout`].
     pub fn output_dtype(mut self, dtype: OutputDType) -> Self {
         self.settings.output_dtype = dtype;
+        self
+    }
+
+    /// Reductions of the kernel's fields computed on the device in each frame's command
+    /// buffer, before readback, and stored beside the fields ([`Analysis`] lists them and
+    /// their names). Kernels only: a frame source computes its own frames.
+    pub fn analysis(mut self, analysis: Analysis) -> Self {
+        self.settings.analysis = analysis;
         self
     }
 

@@ -16,12 +16,17 @@ pub fn stored_dtype(dtype: OutputDType) -> DType {
     }
 }
 
-/// The layout of `jobs` on `grid` (without the adapters' names, which the plan adds), and the
-/// number of fields of the kernels' state (0 for frame sources). Errors when the jobs do not
-/// share one frame layout or `settings` asks for fields they lack.
-pub(crate) fn stream_layout(settings: &Settings, grid: Option<&Grid>, jobs: &[Job]) -> Result<(StreamLayout, usize)> {
+/// The layout of `jobs` on `grid` (without the adapters' names, which the plan adds), the
+/// number of fields of the kernels' state (0 for frame sources), and how many of the layout's
+/// fields are the kernels' fields on the grid (the analysis's reductions follow them). Errors
+/// when the jobs do not share one frame layout or `settings` asks for fields they lack.
+pub(crate) fn stream_layout(
+    settings: &Settings,
+    grid: Option<&Grid>,
+    jobs: &[Job],
+) -> Result<(StreamLayout, usize, usize)> {
     let kernels: Vec<&KernelSpec> = jobs.iter().filter_map(Job::kernel).collect();
-    let (mut layout, state_fields) = match (kernels.first(), grid) {
+    let (mut layout, state_fields, grid_fields) = match (kernels.first(), grid) {
         (Some(first), Some(grid)) if kernels.len() == jobs.len() => {
             let kernel_fields = &first.fields;
             if let Some((j, k)) = jobs.iter().zip(&kernels).find(|(_, k)| &k.fields != kernel_fields) {
@@ -44,7 +49,12 @@ pub(crate) fn stream_layout(settings: &Settings, grid: Option<&Grid>, jobs: &[Jo
                     }
                 }
             }
-            (layout, kernel_fields.len())
+            let grid_fields = layout.fields.len();
+            if !settings.analysis.is_empty() {
+                let dims = layout.fields[0].dims.clone();
+                layout.fields.extend(settings.analysis.stored_fields(first, grid, &dims)?);
+            }
+            (layout, kernel_fields.len(), grid_fields)
         }
         (None, _) => {
             if settings.fields.is_some() {
@@ -61,6 +71,12 @@ pub(crate) fn stream_layout(settings: &Settings, grid: Option<&Grid>, jobs: &[Jo
                     settings.output_dtype
                 )));
             }
+            if !settings.analysis.is_empty() {
+                return Err(Error::Invalid(
+                    ".analysis(..) reduces a kernel's fields on the device; a frame source computes its own                      frames: add the reductions to its frame layout instead"
+                        .to_owned(),
+                ));
+            }
             let fields = settings.frame_layout.clone().unwrap_or_default();
             if fields.is_empty() {
                 return Err(Error::Invalid(
@@ -69,7 +85,8 @@ pub(crate) fn stream_layout(settings: &Settings, grid: Option<&Grid>, jobs: &[Jo
                         .to_owned(),
                 ));
             }
-            (StreamLayout::new(fields), 0)
+            let n = fields.len();
+            (StreamLayout::new(fields), 0, n)
         }
         _ => {
             return Err(Error::Invalid(
@@ -93,5 +110,5 @@ pub(crate) fn stream_layout(settings: &Settings, grid: Option<&Grid>, jobs: &[Jo
         layout.attributes.insert("steps_per_frame".to_owned(), u64::from(settings.steps_per_frame).into());
     }
     layout.attributes.insert("io_mode".to_owned(), settings.mode.name().into());
-    Ok((layout, state_fields))
+    Ok((layout, state_fields, grid_fields))
 }

@@ -24,6 +24,7 @@
 //! # Ok::<(), wgpipe::Error>(())
 //! ```
 
+pub mod analysis;
 mod builder;
 pub mod checkpoint;
 mod chrome_trace;
@@ -47,6 +48,7 @@ mod trace;
 mod worker;
 mod writer;
 
+pub use analysis::Analysis;
 pub use builder::{MAX_DEVICE_COPIES, PipelineBuilder, gray_scott_3d_attributes, gray_scott_attributes};
 pub use chrome_trace::chrome_trace;
 pub use error::{Error, Failure, Result};

@@ -93,6 +93,7 @@ impl Pipeline {
             total_frames: _,
             lockstep,
             fingerprints,
+            grid_fields,
             saver,
         } = plan;
         let Settings {
@@ -105,6 +106,7 @@ impl Pipeline {
             shard: (shard, shards),
             checkpoints,
             frames,
+            analysis: settings_analysis,
             ..
         } = settings;
         let local = |i: &usize| i % shards == shard;
@@ -167,7 +169,8 @@ impl Pipeline {
             readback: readback.clone(),
             output_dtype,
             gpu_timestamps,
-            fields: layout.fields.iter().map(|f| f.name.clone()).collect(),
+            fields: layout.fields.iter().take(grid_fields).map(|f| f.name.clone()).collect(),
+            analysis: settings_analysis,
             lockstep,
             checkpoints: checkpoints.as_ref().map(|c| (c.interval, Arc::clone(&auto))),
             fingerprints,

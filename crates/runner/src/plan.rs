@@ -52,6 +52,9 @@ pub(crate) struct Plan {
     pub lockstep: Option<Lockstep>,
     /// What each job's state depends on ([`Job::fingerprint`]), by stream: checkpoints carry it.
     pub fingerprints: Vec<String>,
+    /// How many of the layout's fields, from the first, are the kernels' fields on the grid
+    /// (the rest are the analysis's reductions of them).
+    pub grid_fields: usize,
     /// How checkpoints are saved when not as one file per stream (a split domain's gather).
     pub saver: Option<Box<dyn Saver>>,
 }
@@ -135,11 +138,11 @@ impl Draft {
         #[cfg(not(feature = "mpi"))]
         let sized = grid;
         check_resumes(&settings, grid.as_ref(), &jobs)?;
-        let (mut layout, state_fields) = stream_layout(&settings, sized.as_ref(), &jobs)?;
+        let (mut layout, state_fields, grid_fields) = stream_layout(&settings, sized.as_ref(), &jobs)?;
         let shape = RunShape {
             grid: sized,
             state_fields,
-            frame_fields: layout.fields.len(),
+            frame_fields: grid_fields,
             staging_buffers: settings.staging_buffers,
             io_buffer: settings.io_buffer,
             workgroup_sizes,
@@ -202,6 +205,7 @@ impl Draft {
             total_frames,
             lockstep,
             fingerprints,
+            grid_fields,
             saver,
         })
     }

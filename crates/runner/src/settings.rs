@@ -4,6 +4,7 @@
 use wgpipe_compute::OutputDType;
 use wgpipe_storage::{Attributes, FieldSpec};
 
+use crate::analysis::Analysis;
 use crate::checkpoint::{Checkpoints, Interval};
 use crate::error::{Error, Result};
 use crate::report::IoMode;
@@ -32,6 +33,8 @@ pub(crate) struct Settings {
     pub shard: (usize, usize),
     /// Where and how often streams save their state; `None`: never.
     pub checkpoints: Option<Checkpoints>,
+    /// Reductions of the kernels' fields computed on the device; empty: none.
+    pub analysis: Analysis,
     /// One grid split over MPI ranks: this rank's block and its communicator.
     #[cfg(feature = "mpi")]
     pub split: Option<crate::split::SplitDomain>,
@@ -55,6 +58,7 @@ impl Default for Settings {
             trace: false,
             shard: (0, 1),
             checkpoints: None,
+            analysis: Analysis::default(),
             #[cfg(feature = "mpi")]
             split: None,
         }
@@ -85,6 +89,14 @@ impl Settings {
                 )));
             }
             _ => {}
+        }
+        #[cfg(feature = "mpi")]
+        if self.split.is_some() && !self.analysis.is_empty() {
+            return invalid(
+                "analysis of a domain split over MPI ranks is not supported yet (each rank holds one block; the \
+                 PDF needs the whole frame's min and max first): run the analysis without grid.split, or batch \
+                 runs over ranks instead",
+            );
         }
         let (index, count) = self.shard;
         if index >= count {

@@ -7,6 +7,7 @@ use crossbeam_channel::{Receiver, Sender};
 use wgpipe_compute::{FieldSim, FrameProducer, GpuDevice, Grid, OutputDType, ReadbackConfig};
 use wgpipe_storage::Frame;
 
+use crate::analysis::Analysis;
 use crate::checkpoint::{AutoInterval, Interval, SavedState, Schedule};
 use crate::job::{Job, Producer};
 use crate::lockstep::{Lockstep, Verdict};
@@ -46,6 +47,8 @@ pub(crate) struct WorkerContext {
     pub checkpoints: Option<(Interval, Arc<AutoInterval>)>,
     /// Each stream's fingerprint, carried by its checkpoints.
     pub fingerprints: Vec<String>,
+    /// The reductions each frame carries behind its fields.
+    pub analysis: Analysis,
 }
 
 /// Why a job ended early.
@@ -122,7 +125,9 @@ impl DeviceWorker<'_> {
                     let sim = FieldSim::new(gpu, &kernel, &grid, &init).map_err(fail)?;
                     drop(init);
                     let config = ReadbackConfig { fields: indices, ..ctx.readback.clone() };
-                    FrameProducer::with_dtype(sim, config, ctx.output_dtype).map_err(fail)?
+                    let analysis =
+                        ctx.analysis.spec(&kernel).map_err(|e| Stop::Device(format!("stream {name}: {e}")))?;
+                    FrameProducer::with_analysis(sim, config, ctx.output_dtype, &analysis).map_err(fail)?
                 }
                 Producer::Source(open) => {
                     let source =

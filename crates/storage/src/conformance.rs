@@ -177,10 +177,11 @@ fn with_streams(layout: StreamLayout, expected: Option<u64>) -> StreamLayout {
         .with_attribute("devices", 2_i64)
 }
 
-/// A field of every element type in every rank, shapes small and not square (so transposed
+/// A field of every element type in every rank (rank 0: one value per frame, as a reduction),
+/// shapes small and not square (so transposed
 /// or reordered axes show), custom axis names on one.
 fn every_dtype_and_rank(expected: Option<u64>) -> StreamLayout {
-    let shapes: [&[usize]; MAX_RANK] = [&[5], &[3, 4], &[2, 3, 5]];
+    let shapes: [&[usize]; MAX_RANK + 1] = [&[], &[5], &[3, 4], &[2, 3, 5]];
     let mut fields = Vec::new();
     for d in DType::ALL {
         for shape in shapes {
@@ -467,7 +468,6 @@ fn unusable_layouts_are_refused(subject: &Subject<'_>, dir: &Path) -> Result<(),
     let mut bad: Vec<(&str, StreamLayout)> = vec![
         ("no fields", with_streams(StreamLayout::new(Vec::new()), None)),
         ("no streams", StreamLayout::new(vec![FieldSpec::new("u", DType::F32, [2])])),
-        ("a rank-0 field", one(FieldSpec::new("u", DType::F32, Vec::new()))),
         ("a rank-4 field", one(FieldSpec::new("u", DType::F32, [2, 2, 2, 2]))),
         ("an empty axis", one(FieldSpec::new("u", DType::U8, [4, 0]))),
         ("one axis name for two axes", one(FieldSpec::new("u", DType::U8, [4, 4]).with_dims(["x"]))),

@@ -45,7 +45,7 @@ impl FieldEntry {
         }
     }
 
-    /// The field this entry describes, checked: a known type, 1 to 3 axes with their names,
+    /// The field this entry describes, checked: a known type, 0 to 3 axes with their names,
     /// and a byte count that matches (metadata is user-editable text).
     pub(crate) fn to_spec(&self, path: &Path) -> Result<FieldSpec> {
         let bad = |reason: String| Error::BadOutput { path: path.to_path_buf(), reason };
@@ -55,9 +55,9 @@ impl FieldEntry {
         let mut spec = FieldSpec::new(self.name.clone(), dtype, self.shape.clone()).with_dims(self.dims.clone());
         spec.units.clone_from(&self.units);
         spec.long_name.clone_from(&self.long_name);
-        if !(1..=MAX_RANK).contains(&spec.shape.len()) || spec.dims.len() != spec.shape.len() {
+        if spec.shape.len() > MAX_RANK || spec.dims.len() != spec.shape.len() {
             return Err(bad(format!(
-                "field {:?} has shape {:?} with axes {:?}: expected 1 to {MAX_RANK} axes, one name each",
+                "field {:?} has shape {:?} with axes {:?}: expected 0 to {MAX_RANK} axes, one name each",
                 self.name, self.shape, self.dims
             )));
         }

@@ -25,7 +25,7 @@
 //! ```
 //!
 //! A frame is a set of named arrays: the [`StreamLayout`] declares each field once, with its
-//! element type ([`DType`]: `u8 u16 u32 i32 f16 f32 f64`) and shape of rank 1 to 3, and every
+//! element type ([`DType`]: `u8 u16 u32 i32 f16 f32 f64`) and shape of rank 0 to 3, and every
 //! [`Frame`] carries the fields' bytes back to back in that order (C order, last axis
 //! fastest, little-endian). Sinks store each field as `[frames, *shape]`.
 //!

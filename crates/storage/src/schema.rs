@@ -113,7 +113,8 @@ pub const AXIS_ORDER: &str = "C";
 /// Largest number of axes a field may have (a frame adds one more on disk).
 pub const MAX_RANK: usize = 3;
 
-/// One named array of every frame: its element type and shape (rank 1 to [`MAX_RANK`]).
+/// One named array of every frame: its element type and shape (rank 0, one value per frame,
+/// to [`MAX_RANK`]).
 ///
 /// Sinks store it as `[frames, *shape]`. `dims` names the axes (recorded as metadata, so
 /// tools show `z`, `y`, `x` instead of numbers); [`FieldSpec::new`] picks the names by rank

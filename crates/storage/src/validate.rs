@@ -61,7 +61,7 @@ pub fn check_field_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Refuses layouts no sink can store: no fields or streams, ranks outside 1 to 3, empty
+/// Refuses layouts no sink can store: no fields or streams, ranks above 3, empty
 /// axes, sizes that overflow, bad or duplicate names, attributes the sinks write themselves.
 pub(crate) fn check_layout(layout: &StreamLayout) -> Result<()> {
     let bad = |msg: String| Err(Error::InvalidLayout(msg));
@@ -88,9 +88,9 @@ pub(crate) fn check_layout(layout: &StreamLayout) -> Result<()> {
     }
     for f in &layout.fields {
         let rank = f.shape.len();
-        if !(1..=MAX_RANK).contains(&rank) {
+        if rank > MAX_RANK {
             return bad(format!(
-                "field {:?} has {rank} axes (shape {:?}): use 1 to {MAX_RANK} (the frame axis is added by the sink)",
+                "field {:?} has {rank} axes (shape {:?}): use 0 to {MAX_RANK} (the frame axis is added by the sink)",
                 f.name, f.shape
             ));
         }

@@ -43,7 +43,8 @@ fn adios2_python() -> PathBuf {
     python
 }
 
-/// Every element type ADIOS2 has, ranks 1 to 3, with units on one.
+/// Every element type ADIOS2 has, ranks 0 (a reduction: one value per frame) to 3, with units
+/// on one.
 fn layout() -> StreamLayout {
     StreamLayout::new(vec![
         FieldSpec::new("img", DType::U8, [6, 10]),
@@ -52,6 +53,7 @@ fn layout() -> StreamLayout {
         FieldSpec::new("delta", DType::I32, [5, 4]),
         FieldSpec::new("u", DType::F32, [4, 6, 8]).with_units("1"),
         FieldSpec::new("pos", DType::F64, [7, 3]),
+        FieldSpec::new("u_max", DType::F32, Vec::new()),
     ])
     .with_stream(StreamInfo::new("s0").with_expected_frames(FRAMES).with_attribute("feed", 0.03_f32))
     .with_stream(StreamInfo::new("s1").with_expected_frames(FRAMES).with_attribute("seed", 7_i64))
@@ -80,6 +82,7 @@ fn the_adios2_python_api_reads_every_frame_of_a_bp5_output() {
         ("delta", "int32_t"),
         ("u", "float"),
         ("pos", "double"),
+        ("u_max", "float"),
     ];
     for s in ["s0", "s1"] {
         for (f, ty) in types {
@@ -90,6 +93,7 @@ fn the_adios2_python_api_reads_every_frame_of_a_bp5_output() {
         }
     }
     assert_eq!(r["variables"]["s0/u"]["shape"], "4, 6, 8");
+    assert_eq!(r["variables"]["s0/u_max"]["shape"], "", "a global value");
     assert_eq!(r["steps"]["s0"], json!([100, 200, 300]));
     assert_eq!(r["steps"]["s1"], json!([101, 201, 301]));
     assert_eq!(r["attributes"]["s0/feed"]["type"], "float");

@@ -12,6 +12,7 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
        cargo xtask bench --micro
        cargo xtask bench --reserve-cost [--out DIR] [--rows R --cols C --frames N --reps K]
        cargo xtask bench --checkpoint-cost [--out DIR] [--rows EDGE --frames N --reps K]
+       cargo xtask bench --analysis-cost [--rows EDGE --frames N --reps K]
        cargo xtask bench --sink raw --against posix [--out DIR] [--rows R --cols C --frames N]
        cargo xtask bench --kernel [--rows R --cols C] [--reps K --devices SEL --candidate[-3d] FILE]
 
@@ -60,6 +61,9 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
   --checkpoint-cost    the 3-D model (edge --rows, default 48; --frames, default 60) without
                        checkpoints, with one every frame and at Young's interval (MTBF 1 h),
                        rotating (HDF5, fsync in finish, --out DIR)
+  --analysis-cost      the 3-D model (edge --rows, default 64; --frames, default 40) with and
+                       without u and v reduced on the device (100-bin PDFs), alternating (null
+                       sink): GPU time ratio, time per step, bytes of the reductions
 
 Runs lavapipe with LP_NUM_THREADS=1 (re-executes itself to set it) so the writer has a core.";
 
@@ -86,6 +90,7 @@ pub struct Args {
     pub micro: bool,
     pub reserve_cost: bool,
     pub checkpoint_cost: bool,
+    pub analysis_cost: bool,
     pub kernel: bool,
     pub candidate: Option<PathBuf>,
     pub candidate_3d: Option<PathBuf>,
@@ -115,6 +120,7 @@ impl Default for Args {
             micro: false,
             reserve_cost: false,
             checkpoint_cost: false,
+            analysis_cost: false,
             kernel: false,
             candidate: None,
             candidate_3d: None,
@@ -170,6 +176,7 @@ pub fn parse(argv: &[String]) -> Result<Args> {
             "--micro" => a.micro = true,
             "--reserve-cost" => a.reserve_cost = true,
             "--checkpoint-cost" => a.checkpoint_cost = true,
+            "--analysis-cost" => a.analysis_cost = true,
             "--kernel" => a.kernel = true,
             "--candidate" => a.candidate = Some(PathBuf::from(value()?)),
             "--candidate-3d" => a.candidate_3d = Some(PathBuf::from(value()?)),
@@ -218,6 +225,9 @@ pub fn parse(argv: &[String]) -> Result<Args> {
             "--checkpoint-cost is a benchmark of its own: run it without --sink, --micro, --reserve-cost and --kernel"
         );
     }
+    if a.analysis_cost && (a.sink.is_some() || a.micro || a.reserve_cost || a.checkpoint_cost || a.kernel) {
+        bail!("--analysis-cost is a benchmark of its own: run it without the other benchmarks");
+    }
     if a.kernel && (a.sink.is_some() || a.micro || a.reserve_cost) {
         bail!("--kernel is a benchmark of its own: run it without --sink, --micro and --reserve-cost");
     }
@@ -227,9 +237,11 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     if a.candidate_3d.is_some() && (a.rows.is_some() || a.cols.is_some()) {
         bail!("--candidate-3d runs on the 3-D cases, which --rows/--cols leave out: drop --rows/--cols");
     }
-    if a.sink.is_none() && !a.micro && !a.reserve_cost && !a.checkpoint_cost && !a.kernel && !a.help {
+    if a.sink.is_none() && !a.micro && !a.reserve_cost && !a.checkpoint_cost && !a.analysis_cost && !a.kernel && !a.help
+    {
         bail!(
-            "choose what to measure: --sink null|raw|hdf5|zarr, --kernel, --micro, --reserve-cost or --checkpoint-cost\n\n{USAGE}"
+            "choose what to measure: --sink null|raw|hdf5|zarr, --kernel, --micro, --reserve-cost, --checkpoint-cost \
+             or --analysis-cost\n\n{USAGE}"
         );
     }
     Ok(a)

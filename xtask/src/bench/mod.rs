@@ -11,6 +11,7 @@
 //! - `--reserve-cost`: the HDF5 sink with and without its disk-space reservation ([`reserve`]).
 //! - `--checkpoint-cost`: a 3-D run without checkpoints, with one every frame, and at Young's
 //!   interval ([`checkpoint`]).
+//! - `--analysis-cost`: a 3-D run with and without reductions on the device ([`analysis`]).
 //! - `--mpi`: weak and strong scaling of a domain split over MPI ranks ([`mpi`], its own
 //!   options: `cargo xtask bench --mpi --help`).
 //! - `--kernel`: the step kernels alone, and the 2-D Gray-Scott shader against its
@@ -19,6 +20,7 @@
 //! Every comparison alternates its runs in one process, because absolute times on a shared
 //! machine drift more than the effects measured.
 
+mod analysis;
 pub(crate) mod args;
 mod checkpoint;
 mod dtype;
@@ -57,7 +59,7 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
         println!("{}", args::USAGE);
         return Ok(ExitCode::SUCCESS);
     }
-    if (args.sink.is_some() || args.checkpoint_cost)
+    if (args.sink.is_some() || args.checkpoint_cost || args.analysis_cost)
         && !args.against_posix
         && let Some(code) = machine::reexec_with_one_lavapipe_thread(&argv)?
     {
@@ -68,6 +70,8 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
         run_reserve_cost(&args, &mut report)?;
     } else if args.checkpoint_cost {
         run_checkpoint_cost(&args, &mut report)?;
+    } else if args.analysis_cost {
+        run_analysis_cost(&args, &mut report)?;
     } else if args.kernel {
         run_kernel(&args, &mut report)?;
     } else if args.against_posix {
@@ -125,6 +129,20 @@ fn run_checkpoint_cost(args: &Args, report: &mut Map<String, Value>) -> Result<(
     println!("{}", r.table);
     report.insert("checkpoint_cost".to_owned(), r.json);
     report.insert("machine".to_owned(), machine::describe(&gpus, Some(scratch.path())));
+    Ok(())
+}
+
+/// `--analysis-cost`: the 3-D model with and without analysis on the device.
+fn run_analysis_cost(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
+    let selector = DeviceSelector::parse(&args.devices).context("reading --devices")?;
+    let gpus = open_devices(&selector, 1).context("opening the device to benchmark")?;
+    let gpu = gpus.first().context("--devices selected no device")?;
+    println!("{}", machine::lp_threads_note());
+    let edge = args.rows.unwrap_or(64);
+    let r = analysis::run(gpu, edge, args.frames.unwrap_or(40), args.reps)?;
+    println!("{}", r.table);
+    report.insert("analysis_cost".to_owned(), r.json);
+    report.insert("machine".to_owned(), machine::describe(&gpus, None));
     Ok(())
 }
 

@@ -35,7 +35,7 @@ pub use model::{
 };
 
 use crate::checkpoint::{self, Checkpoints, Interval};
-use crate::{IoMode, Job, Pipeline, PipelineBuilder};
+use crate::{Analysis, IoMode, Job, Pipeline, PipelineBuilder};
 use source::Source;
 
 /// The built-in default run: the text of `configs/gray-scott.toml`.
@@ -109,6 +109,17 @@ impl Config {
         if let Some(f) = fields.iter().find(|f| !all.contains(f)) {
             return Err(source
                 .invalid("output.fields", format!("the kernel has no field {f:?}: choose from {}", all.join(", "))));
+        }
+        if let Some(f) = file.analysis.fields.iter().find(|f| !all.contains(f)) {
+            return Err(source
+                .invalid("analysis.fields", format!("the kernel has no field {f:?}: choose from {}", all.join(", "))));
+        }
+        if let Some((i, f)) =
+            file.analysis.fields.iter().enumerate().find(|(i, f)| file.analysis.fields[..*i].contains(f))
+        {
+            return Err(
+                source.invalid("analysis.fields", format!("{f:?} is listed twice (at {i}): list each field once"))
+            );
         }
         let runs = batch::expand(&file, &kernel, &source)?;
         if matches!(kernel, ResolvedKernel::GrayScott3d { .. })
@@ -337,6 +348,11 @@ impl Config {
             })
             .fields(self.fields.clone())
             .output_dtype(self.dtype)
+            .analysis(Analysis {
+                fields: f.analysis.fields.clone(),
+                pdf_bins: f.analysis.pdf_bins,
+                downsample: f.analysis.downsample,
+            })
             .attribute("config", self.source_name())
     }
 

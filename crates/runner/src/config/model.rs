@@ -48,6 +48,9 @@ pub struct ConfigFile {
     /// Where and how frames are stored.
     #[serde(default)]
     pub output: OutputSection,
+    /// Reductions of the kernel's fields computed on the device with each frame.
+    #[serde(default)]
+    pub analysis: AnalysisSection,
     /// A batch of named runs, each one a stream of the output with its own parameters, seed or noise.
     #[serde(default)]
     pub runs: Vec<RunEntry>,
@@ -65,6 +68,33 @@ pub struct ConfigFile {
     /// Default: no sweep: a single run, or the `[[runs]]` batch.
     #[serde(default)]
     pub sweep: Option<BTreeMap<String, Vec<f64>>>,
+}
+
+/// `[analysis]`: per-frame reductions of the kernel's fields, computed on the device in the
+/// frame's command buffer before readback and stored beside the fields in every sink. For
+/// each field `F` listed: `F_min`, `F_max`, `F_mean` and `F_sum` (one value per frame); with
+/// `analysis.pdf_bins`, the PDF of each slice along the slowest axis, `F_pdf` (counts shaped
+/// `[slices, bins]`) with its left bin edges `F_bins` (bins between the frame's min and max, as
+/// the ADIOS2 Gray-Scott tutorial defines them); with `analysis.downsample`, `F_ds`, the field
+/// averaged over blocks. See the guide's "Analysis" page.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AnalysisSection {
+    /// The kernel's fields to reduce, stored or not.
+    ///
+    /// Accepted values: names of the kernel's fields, each once.
+    ///
+    /// Default: none: no analysis.
+    pub fields: Vec<String>,
+    /// Bins of each field's PDF per slice along the slowest axis (the tutorial uses 100).
+    ///
+    /// Accepted values: 0 (no PDF) to 2048, with `analysis.fields`.
+    pub pdf_bins: u32,
+    /// Downsample each field by this factor along every axis of the grid: each coarse cell
+    /// is the mean of a k × k (× k) block (fewer cells at the far edges).
+    ///
+    /// Accepted values: 0 or 1 (none), or more, with `analysis.fields`.
+    pub downsample: u32,
 }
 
 /// `[kernel]`: the kernel every stream runs, the 2-D Gray-Scott model unless this table

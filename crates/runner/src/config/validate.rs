@@ -10,6 +10,31 @@ use super::model::{CheckpointMode, ConfigFile, DEFAULT_GRID_EDGE, SELECT_ACCEPTS
 use super::source::Source;
 use crate::MAX_DEVICE_COPIES;
 
+/// `[analysis]`: its sizes, and no sizes without fields to apply them to.
+fn analysis(file: &ConfigFile, src: &Source) -> Result<()> {
+    let a = &file.analysis;
+    if a.pdf_bins > wgpipe_compute::MAX_PDF_BINS {
+        return Err(src.invalid(
+            "analysis.pdf_bins",
+            format!(
+                "{} is out of range: use 0 (no PDF) to {} (one workgroup's histogram)",
+                a.pdf_bins,
+                wgpipe_compute::MAX_PDF_BINS
+            ),
+        ));
+    }
+    if a.fields.is_empty() {
+        for (key, set) in [("analysis.pdf_bins", a.pdf_bins > 0), ("analysis.downsample", a.downsample > 1)] {
+            if set {
+                return Err(
+                    src.invalid(key, "applies to analysis.fields, which lists none: name the fields to analyse")
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Errors on the first out-of-range value (kernel-dependent checks are in `kernel.rs`).
 pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
     let at_least_one = |key: &str, value: u64| -> Result<()> {
@@ -62,6 +87,7 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
             ),
         ));
     }
+    analysis(file, src)?;
     selector(file, src)?;
     if !SINK_NAMES.contains(&file.output.sink.as_str()) {
         return Err(src.invalid(

@@ -39,8 +39,8 @@ fn field_spec(ds: &Dataset, name: &str) -> std::result::Result<FieldSpec, String
     let shape = ds.shape();
     let desc = ds.dtype().and_then(|t| t.to_descriptor()).map_err(|e| e.to_string())?;
     let dtype = dtype_of(&desc).ok_or_else(|| format!("holds {desc}, not a type wgpipe writes"))?;
-    if !(2..=MAX_RANK + 1).contains(&shape.len()) || shape[1..].contains(&0) {
-        return Err(format!("has shape {shape:?}: expected [frames, *shape] with 1 to {MAX_RANK} non-empty axes"));
+    if !(1..=MAX_RANK + 1).contains(&shape.len()) || shape[1..].contains(&0) {
+        return Err(format!("has shape {shape:?}: expected [frames, *shape] with 0 to {MAX_RANK} non-empty axes"));
     }
     let mut spec = FieldSpec::new(name, dtype, shape[1..].to_vec());
     let text = |attr: &str| match ds.attr(attr).ok().and_then(|a| attr_value(&a)) {

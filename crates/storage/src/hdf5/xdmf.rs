@@ -74,7 +74,8 @@ pub(crate) fn document(h5_name: &str, fields: &[FieldSpec], streams: &[StreamFra
     let h5 = escape(h5_name);
     // Fields XDMF can show, grouped by frame shape (a 1-D field shows as one row).
     let mut shapes: Vec<(Vec<usize>, Vec<&FieldSpec>)> = Vec::new();
-    for f in fields.iter().filter(|f| number_type(f.dtype).is_some()) {
+    // A field of one value per frame (a reduction) is no mesh.
+    for f in fields.iter().filter(|f| number_type(f.dtype).is_some() && !f.shape.is_empty()) {
         let mut shape = vec![1; 3 - f.shape.len().min(3)];
         shape.extend(&f.shape);
         match shapes.iter_mut().find(|(s, _)| *s == shape) {

@@ -5,6 +5,7 @@
 mod colormap;
 mod devices;
 mod info;
+mod monitor;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod progress;

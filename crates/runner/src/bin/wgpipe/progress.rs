@@ -222,6 +222,15 @@ struct JsonDevice<'a> {
     written: u64,
 }
 
+/// One stream in a [`JsonLine`].
+#[derive(Debug, serde::Serialize)]
+struct JsonStream<'a> {
+    /// The stream's name in the output.
+    name: &'a str,
+    /// Frames of it this run wrote.
+    written: u64,
+}
+
 /// What `--progress json` prints per update: one object per line on stderr. Rates are over the
 /// interval since the previous line; `eta_s` is from the mean write rate since the start
 /// (`null` until a frame is written).
@@ -237,6 +246,8 @@ struct JsonLine<'a> {
     computed: u64,
     /// Per device, in device order.
     devices: Vec<JsonDevice<'a>>,
+    /// Per stream, in the output's order: frames this run wrote.
+    streams: Vec<JsonStream<'a>>,
     /// Frames written per second.
     frames_per_s: f64,
     /// Megabytes (10^6) written per second.
@@ -253,7 +264,9 @@ struct JsonLine<'a> {
     done: bool,
 }
 
-fn json_line(
+/// One [`JsonLine`] of `now`, with rates since `prev` (`dt` seconds before); also what the
+/// monitor's `/api/progress` serves.
+pub fn json_line(
     now: &ProgressSnapshot,
     prev: &ProgressSnapshot,
     dt: f64,
@@ -275,6 +288,7 @@ fn json_line(
             .zip(&scale.labels)
             .map(|(d, label)| JsonDevice { label, computed: d.computed, written: d.written })
             .collect(),
+        streams: now.streams.iter().zip(&scale.streams).map(|(&written, name)| JsonStream { name, written }).collect(),
         frames_per_s: (now.written - prev.written.min(now.written)) as f64 / dt.max(1e-9),
         mb_per_s: r.mb,
         cell_steps_per_s: r.cell_steps,

@@ -3,8 +3,6 @@
 //! element type; a 3-D field is shown as one plane (`--slice z=32`, by default the middle of
 //! the first axis) or as its maximum along an axis (`--max z`).
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
@@ -69,7 +67,7 @@ fn parse_slice(s: &str) -> Result<(Axis, usize), String> {
 
 /// How a 3-D field becomes a picture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum View {
+pub enum View {
     Slice(Axis, usize),
     Max(Axis),
 }
@@ -186,6 +184,40 @@ fn colorize(values: &[f32], range: Option<(f32, f32)>) -> Vec<u8> {
         .collect()
 }
 
+/// A field of `shape` holding `values` as `(rows, cols, RGB bytes)`: a 3-D field as `view`
+/// shows it, colours from `range` or the values' own min and max.
+pub fn picture(
+    shape: &[usize],
+    values: Vec<f32>,
+    view: Option<View>,
+    range: Option<(f32, f32)>,
+) -> anyhow::Result<(usize, usize, Vec<u8>)> {
+    let (rows, cols, values) = match (shape, view) {
+        ([cols], _) => (1, *cols, values),
+        ([rows, cols], _) => (*rows, *cols, values),
+        ([nz, ny, nx], Some(view)) => plane(&values, [*nz, *ny, *nx], view)?,
+        _ => bail!("a field of shape {shape:?} is no picture: render shows fields of rank 1 to 3"),
+    };
+    Ok((rows, cols, colorize(&values, range)))
+}
+
+/// `rgb` (`rows × cols` pixels) encoded as a PNG file's bytes.
+pub fn png_bytes(rows: usize, cols: usize, rgb: &[u8]) -> anyhow::Result<Vec<u8>> {
+    let too_big = || format!("a {rows}×{cols} frame is too large for PNG");
+    let mut bytes = Vec::new();
+    let mut encoder = png::Encoder::new(
+        &mut bytes,
+        u32::try_from(cols).ok().with_context(too_big)?,
+        u32::try_from(rows).ok().with_context(too_big)?,
+    );
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(rgb)?;
+    writer.finish()?;
+    Ok(bytes)
+}
+
 fn write_frame(
     out: &Output,
     stream: usize,
@@ -198,25 +230,10 @@ fn write_frame(
     let spec = &out.fields()[field];
     // Every element type as f32 for the colormap (exact for all but the extremes of u32/i32).
     let values: Vec<f32> = out.read_field(stream, field, index)?.to_f64().into_iter().map(|v| v as f32).collect();
-    let (rows, cols, values) = match (&spec.shape[..], view) {
-        ([cols], _) => (1, *cols, values),
-        ([rows, cols], _) => (*rows, *cols, values),
-        ([nz, ny, nx], Some(view)) => plane(&values, [*nz, *ny, *nx], view)?,
-        _ => bail!("field {:?} is {}: render shows fields of rank 1 to 3", spec.name, spec.describe()),
-    };
-    let rgb = colorize(&values, range);
-    let too_big = || format!("a {rows}×{cols} frame is too large for PNG");
-    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    let mut encoder = png::Encoder::new(
-        BufWriter::new(file),
-        u32::try_from(cols).ok().with_context(too_big)?,
-        u32::try_from(rows).ok().with_context(too_big)?,
-    );
-    encoder.set_color(png::ColorType::Rgb);
-    encoder.set_depth(png::BitDepth::Eight);
-    let mut writer = encoder.write_header().with_context(|| format!("cannot write {}", path.display()))?;
-    writer.write_image_data(&rgb).with_context(|| format!("cannot write {}", path.display()))?;
-    writer.finish().with_context(|| format!("cannot write {}", path.display()))?;
+    let (rows, cols, rgb) =
+        picture(&spec.shape, values, view, range).with_context(|| format!("field {:?}", spec.name))?;
+    let png = png_bytes(rows, cols, &rgb)?;
+    std::fs::write(path, png).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }
 

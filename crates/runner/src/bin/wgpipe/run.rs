@@ -11,6 +11,7 @@ use wgpipe::config::Config;
 use wgpipe::storage::open_sink;
 use wgpipe::{Error, RunReport, StopHandle};
 
+use crate::monitor::{Latest, Monitor, TapSink};
 use crate::progress::{ProgressMode, Reporter, Scale};
 use crate::resume::{from_checkpoints, held_streams};
 
@@ -32,6 +33,11 @@ pub struct RunArgs {
     /// change of the frames written (frames), a JSON object per line every second (json), or none.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
+    /// Serve a live view of the run at ADDRESS (e.g. 127.0.0.1:8000; port 0 picks a free one):
+    /// a page with progress, the newest frame and the PDFs, and JSON under /api/. Give a
+    /// loopback address unless others should see it; it stops with the run.
+    #[arg(long, value_name = "ADDRESS")]
+    pub monitor: Option<std::net::SocketAddr>,
 }
 
 /// What a run will do: the checked config, the opened devices and the jobs still to run.
@@ -94,6 +100,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let sink = open_sink(config.sink_name(), &options)
         .with_context(|| format!("{}: output.sink", config.origin("output.sink")))?;
     let stop = StopHandle::default();
+    let latest = Arc::new(Latest::default());
+    let sink = if args.monitor.is_some() { Box::new(TapSink::new(sink, Arc::clone(&latest))) } else { sink };
     // The devices' limits and the host memory they need together, before anything is allocated.
     let labels = gpus.iter().map(|g| g.label().to_owned()).collect();
     let pipeline = config.build(config.builder().gpus(gpus).jobs(jobs).sink(sink).stop_handle(stop.clone()))?;
@@ -110,9 +118,16 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         on_ctrl_c.stop();
     })
     .context("cannot install the Ctrl-C handler")?;
+    let monitor = match args.monitor {
+        Some(address) => Some(Monitor::start(address, Arc::clone(&pipeline.progress()), scale.clone(), latest)?),
+        None => None,
+    };
     let reporter = Reporter::start(Arc::clone(&pipeline.progress()), scale, args.progress);
     let result = pipeline.run();
     reporter.finish();
+    if let Some(monitor) = monitor {
+        monitor.stop();
+    }
     let shown =
         if config.sink_name() == "null" { "null sink (nothing stored)".to_owned() } else { path.display().to_string() };
     match result {

@@ -152,6 +152,12 @@ pub fn split_requested(args: &RunArgs) -> bool {
 /// `wgpipe run` on every rank of an MPI job of more than one rank, or of a split domain.
 pub fn run(args: &RunArgs, world: &World) -> anyhow::Result<ExitCode> {
     let (rank, size) = (world.rank(), world.size());
+    if let Some(address) = args.monitor {
+        bail!(
+            "--monitor {address}: the live view serves a run in one process; under mpirun it is not available yet: \
+             run without --monitor (each rank's progress is on rank 0's stderr)"
+        );
+    }
     let planned = plan(args, size);
     let Some(plan) = world.agree("checking the config, the output and the devices", planned)? else {
         return Ok(ExitCode::SUCCESS);

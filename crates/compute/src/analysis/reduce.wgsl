@@ -1,0 +1,148 @@
+// Per-frame reductions of one f32 field, in the frame's command buffer before readback.
+// The host prepends the constants (CELLS, SLICES, SLICE, BINS, LOCAL_BINS = max(BINS, 1),
+// LAST_BIN, GROUPS, ITEMS, the grid and the coarse grid, the offsets into `result`), so every loop bound is known to the compiler.
+//
+// `result` holds, in 32-bit words: [min, max, mean, sum], then BINS left bin edges (f32), then
+// SLICES × BINS counts (u32), then the coarse grid's means (f32): the frame's layout of the
+// field's reductions, copied as is after the fields.
+
+@group(0) @binding(0) var<storage, read> field: array<f32>;
+@group(0) @binding(1) var<storage, read_write> partials: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> result: array<f32>;
+@group(0) @binding(3) var<storage, read_write> counts: array<atomic<u32>>;
+
+const WG: u32 = 256u;
+
+var<workgroup> lo: array<f32, WG>;
+var<workgroup> hi: array<f32, WG>;
+var<workgroup> total: array<f32, WG>;
+
+// Tree reduction of the workgroup's (lo, hi, total); thread 0 ends with the result.
+fn reduce_workgroup(t: u32) {
+    for (var stride = WG / 2u; stride > 0u; stride = stride / 2u) {
+        workgroupBarrier();
+        if (t < stride) {
+            lo[t] = min(lo[t], lo[t + stride]);
+            hi[t] = max(hi[t], hi[t + stride]);
+            total[t] = total[t] + total[t + stride];
+        }
+    }
+    workgroupBarrier();
+}
+
+// Pass 1: GROUPS workgroups, each a strided share of the cells, into partials[group].
+@compute @workgroup_size(256)
+fn partial(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) g: vec3<u32>) {
+    var a = field[0];
+    var b = field[0];
+    var s = 0.0;
+    for (var i = g.x * WG + t; i < CELLS; i = i + GROUPS * WG) {
+        let x = field[i];
+        a = min(a, x);
+        b = max(b, x);
+        s = s + x;
+    }
+    lo[t] = a;
+    hi[t] = b;
+    total[t] = s;
+    reduce_workgroup(t);
+    if (t == 0u) {
+        partials[g.x] = vec4<f32>(lo[0], hi[0], total[0], 0.0);
+    }
+}
+
+// Pass 2: one workgroup folds the partials into [min, max, mean, sum] and the left bin edges.
+@compute @workgroup_size(256)
+fn finish(@builtin(local_invocation_index) t: u32) {
+    var a = partials[0].x;
+    var b = partials[0].y;
+    var s = 0.0;
+    for (var j = t; j < GROUPS; j = j + WG) {
+        let p = partials[j];
+        a = min(a, p.x);
+        b = max(b, p.y);
+        s = s + p.z;
+    }
+    lo[t] = a;
+    hi[t] = b;
+    total[t] = s;
+    reduce_workgroup(t);
+    let mn = lo[0];
+    let mx = hi[0];
+    if (t == 0u) {
+        result[0] = mn;
+        result[1] = mx;
+        result[2] = total[0] / f32(CELLS);
+        result[3] = total[0];
+    }
+    let w = (mx - mn) / f32(max(BINS, 1u));
+    for (var i = t; i < BINS; i = i + WG) {
+        result[BINS_AT + i] = mn + f32(i) * w;
+    }
+}
+
+var<workgroup> local_counts: array<atomic<u32>, LOCAL_BINS>;
+
+// Pass 3: the PDF of each slice along the slowest axis. Workgroup (x, slice) counts ITEMS × WG
+// cells of its slice into its own histogram, then adds it to the slice's counts (zeroed by the
+// host before the pass). A value x lands in bin floor((x − min) / w), the maximum in the last
+// bin; a constant frame (w = 0) has every value in bin BINS / 2.
+@compute @workgroup_size(256)
+fn histogram(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) g: vec3<u32>) {
+    for (var b = t; b < BINS; b = b + WG) {
+        atomicStore(&local_counts[b], 0u);
+    }
+    workgroupBarrier();
+    let mn = bitcast<f32>(atomicLoad(&counts[0]));
+    let mx = bitcast<f32>(atomicLoad(&counts[1]));
+    let w = (mx - mn) / f32(BINS);
+    let slice = g.y;
+    let first = g.x * WG * ITEMS;
+    for (var k = 0u; k < ITEMS; k = k + 1u) {
+        let i = first + k * WG + t;
+        if (i < SLICE) {
+            let x = field[slice * SLICE + i];
+            var bin = BINS / 2u;
+            if (w > 0.0) {
+                bin = u32(clamp(floor((x - mn) / w), 0.0, f32(LAST_BIN)));
+            }
+            atomicAdd(&local_counts[bin], 1u);
+        }
+    }
+    workgroupBarrier();
+    for (var b = t; b < BINS; b = b + WG) {
+        let c = atomicLoad(&local_counts[b]);
+        if (c > 0u) {
+            atomicAdd(&counts[PDF_AT + slice * BINS + b], c);
+        }
+    }
+}
+
+// Pass 4: the field downsampled by K along each axis of the grid: each coarse cell the mean of
+// the (up to) KZ × KY × KX cells of its block (fewer at the far edges).
+@compute @workgroup_size(64)
+fn downsample(@builtin(global_invocation_id) id: vec3<u32>) {
+    let c = id.y * DS_ROW + id.x;
+    if (c >= CNX * CNY * CNZ) {
+        return;
+    }
+    let cx = c % CNX;
+    let cy = (c / CNX) % CNY;
+    let cz = c / (CNX * CNY);
+    var s = 0.0;
+    var n = 0u;
+    for (var dz = 0u; dz < KZ; dz = dz + 1u) {
+        let z = cz * KZ + dz;
+        for (var dy = 0u; dy < KY; dy = dy + 1u) {
+            let y = cy * KY + dy;
+            for (var dx = 0u; dx < KX; dx = dx + 1u) {
+                let x = cx * KX + dx;
+                if (x < NX && y < NY && z < NZ) {
+                    s = s + field[(z * NY + y) * NX + x];
+                    n = n + 1u;
+                }
+            }
+        }
+    }
+    result[DS_AT + c] = s / f32(n);
+}

@@ -1,0 +1,299 @@
+//! The GPU passes of [`super::AnalysisSpec`] for one [`FieldSim`]: per analysed field, a
+//! strided min/max/sum per workgroup, one workgroup folding those into the statistics and the
+//! bin edges, a histogram per slice (workgroup-local counts, then one atomic add per bin), and
+//! the downsampling; all recorded after the frame's steps, the results copied into staging
+//! behind the fields (reduce.wgsl says how a field's results are laid out).
+
+use super::AnalysisSpec;
+use crate::device::GpuDevice;
+use crate::error::{Error, Result};
+use crate::field_sim::FieldSim;
+
+const SHADER: &str = include_str!("reduce.wgsl");
+/// Invocations per workgroup of the reduction and histogram passes (`WG` in the shader).
+const WG: u64 = 256;
+/// Most workgroups of the first reduction pass: enough to fill any GPU, few enough for one
+/// workgroup to fold.
+const MAX_GROUPS: u64 = 1024;
+/// Cells each invocation of the histogram pass counts.
+const ITEMS: u64 = 8;
+/// Invocations per workgroup of the downsampling pass.
+const DS_WG: u64 = 64;
+
+/// The reductions of one field.
+struct FieldPasses {
+    /// Per side of the field's ping-pong pair: the bind groups of the passes that read it.
+    partial: [wgpu::BindGroup; 2],
+    histogram: Option<[wgpu::BindGroup; 2]>,
+    downsample: Option<[wgpu::BindGroup; 2]>,
+    finish: wgpu::BindGroup,
+    result: wgpu::Buffer,
+}
+
+/// The compiled passes and per-field buffers of an analysis.
+pub(crate) struct FieldReducer {
+    partial: wgpu::ComputePipeline,
+    finish: wgpu::ComputePipeline,
+    histogram: Option<wgpu::ComputePipeline>,
+    downsample: Option<wgpu::ComputePipeline>,
+    fields: Vec<FieldPasses>,
+    groups: u32,
+    histogram_groups: [u32; 2],
+    downsample_groups: [u32; 2],
+    /// Where the counts start in a field's results, and how many bytes they take.
+    pdf_at: u64,
+    pdf_bytes: u64,
+    /// Bytes of one field's results.
+    result_bytes: u64,
+}
+
+/// `x` as a dispatch size of at most `max` workgroups, else an error naming `what`.
+fn dispatch(x: u64, max: u64, what: &str, kernel: &str) -> Result<u32> {
+    u32::try_from(x).ok().filter(|&n| u64::from(n) <= max).ok_or_else(|| Error::InvalidKernel {
+        kernel: kernel.to_owned(),
+        message: format!(
+            "{what} needs {x} workgroups along one axis, more than the device's {max}: use a smaller grid"
+        ),
+    })
+}
+
+impl FieldReducer {
+    /// Compiles the passes of `spec` for `sim`'s grid (checked by [`AnalysisSpec::check`]).
+    pub(crate) fn new(sim: &FieldSim, spec: &AnalysisSpec) -> Result<Self> {
+        let kernel = sim.spec().name.clone();
+        spec.check(&kernel, sim.spec().fields.len())?;
+        let gpu: &GpuDevice = sim.gpu();
+        let grid = sim.grid();
+        let max_dim = u64::from(gpu.device().limits().max_compute_workgroups_per_dimension.max(1));
+        let cells = grid.cells() as u64;
+        let slices = grid.shape()[0] as u64;
+        let slice = cells / slices;
+        let bins = u64::from(spec.pdf_bins);
+        let k = spec.factor() as u64;
+        let rank = grid.rank();
+        // The factor applies along the grid's own axes: a 2-D grid is not coarsened along z.
+        let [kz, ky, kx] = [if rank >= 3 { k } else { 1 }, if rank >= 2 { k } else { 1 }, k];
+        let (nx, ny, nz) = (grid.nx() as u64, grid.ny() as u64, grid.nz() as u64);
+        let (cnx, cny, cnz) = (nx.div_ceil(kx), ny.div_ceil(ky), nz.div_ceil(kz));
+        let coarse = if k > 1 { cnx * cny * cnz } else { 0 };
+        let groups = cells.div_ceil(WG).clamp(1, MAX_GROUPS);
+        let histogram_groups = [
+            dispatch(slice.div_ceil(WG * ITEMS), max_dim, "the PDF of one slice", &kernel)?,
+            dispatch(slices, max_dim, "the PDF's slices", &kernel)?,
+        ];
+        let ds_groups = coarse.div_ceil(DS_WG).max(1);
+        let ds_x = ds_groups.min(max_dim);
+        let downsample_groups = [
+            dispatch(ds_x, max_dim, "downsampling", &kernel)?,
+            dispatch(ds_groups.div_ceil(ds_x), max_dim, "downsampling", &kernel)?,
+        ];
+        let (bins_at, pdf_at) = (4, 4 + bins);
+        let ds_at = pdf_at + slices * bins;
+        let result_words = ds_at + coarse;
+        let too_large = || Error::InvalidKernel {
+            kernel: kernel.clone(),
+            message: format!(
+                "the analysis of a {cells}-cell field needs {result_words} words per frame, more than 32-bit \
+                 indices reach: use fewer bins or a larger analysis.downsample"
+            ),
+        };
+        if u32::try_from(result_words).is_err() {
+            return Err(too_large());
+        }
+        let constants = [
+            ("CELLS", cells),
+            ("SLICES", slices),
+            ("SLICE", slice),
+            ("BINS", bins),
+            ("LOCAL_BINS", bins.max(1)),
+            ("LAST_BIN", bins.max(1) - 1),
+            ("GROUPS", groups),
+            ("ITEMS", ITEMS),
+            ("BINS_AT", bins_at),
+            ("PDF_AT", pdf_at),
+            ("DS_AT", ds_at),
+            ("NX", nx),
+            ("NY", ny),
+            ("NZ", nz),
+            ("KX", kx),
+            ("KY", ky),
+            ("KZ", kz),
+            ("CNX", cnx),
+            ("CNY", cny),
+            ("CNZ", cnz),
+            ("DS_ROW", ds_x * DS_WG),
+        ];
+        let mut source: String = constants.iter().map(|(name, v)| format!("const {name}: u32 = {v}u;\n")).collect();
+        source.push_str(SHADER);
+        let field_buffers: Vec<[&wgpu::Buffer; 2]> = spec
+            .fields
+            .iter()
+            .map(|&f| match (sim.side_buffer(f, 0), sim.side_buffer(f, 1)) {
+                (Some(a), Some(b)) => Ok([a, b]),
+                _ => Err(Error::InvalidKernel {
+                    kernel: kernel.clone(),
+                    message: format!("analysis field index {f} is out of range"),
+                }),
+            })
+            .collect::<Result<_>>()?;
+        let result_bytes = result_words * 4;
+        let built = gpu.scoped("compiling the analysis passes", |device| {
+            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some("analysis"),
+                source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
+            });
+            let pipeline = |entry: &str| {
+                device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(entry),
+                    layout: None,
+                    module: &module,
+                    entry_point: Some(entry),
+                    compilation_options: Default::default(),
+                    cache: None,
+                })
+            };
+            let partial = pipeline("partial");
+            let finish = pipeline("finish");
+            let histogram = (bins > 0).then(|| pipeline("histogram"));
+            let downsample = (k > 1).then(|| pipeline("downsample"));
+            let partials = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("analysis partials"),
+                size: groups * 16,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            });
+            let bind = |pipeline: &wgpu::ComputePipeline, entries: &[(u32, &wgpu::Buffer)]| {
+                let entries: Vec<wgpu::BindGroupEntry<'_>> = entries
+                    .iter()
+                    .map(|(binding, buffer)| wgpu::BindGroupEntry {
+                        binding: *binding,
+                        resource: buffer.as_entire_binding(),
+                    })
+                    .collect();
+                device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("analysis"),
+                    layout: &pipeline.get_bind_group_layout(0),
+                    entries: &entries,
+                })
+            };
+            let fields: Vec<FieldPasses> = field_buffers
+                .iter()
+                .map(|sides| {
+                    let result = device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("analysis results"),
+                        size: result_bytes,
+                        usage: wgpu::BufferUsages::STORAGE
+                            | wgpu::BufferUsages::COPY_SRC
+                            | wgpu::BufferUsages::COPY_DST,
+                        mapped_at_creation: false,
+                    });
+                    FieldPasses {
+                        partial: sides.map(|f| bind(&partial, &[(0, f), (1, &partials)])),
+                        histogram: histogram.as_ref().map(|p| sides.map(|f| bind(p, &[(0, f), (3, &result)]))),
+                        downsample: downsample.as_ref().map(|p| sides.map(|f| bind(p, &[(0, f), (2, &result)]))),
+                        finish: bind(&finish, &[(1, &partials), (2, &result)]),
+                        result,
+                    }
+                })
+                .collect();
+            (partial, finish, histogram, downsample, fields)
+        })?;
+        let (partial, finish, histogram, downsample, fields) = built;
+        Ok(FieldReducer {
+            partial,
+            finish,
+            histogram,
+            downsample,
+            fields,
+            groups: u32::try_from(groups).map_err(|_| too_large())?,
+            histogram_groups,
+            downsample_groups,
+            pdf_at: pdf_at * 4,
+            pdf_bytes: slices * bins * 4,
+            result_bytes,
+        })
+    }
+
+    /// Bytes the analysis adds behind the fields in staging.
+    pub(crate) fn frame_bytes(&self) -> u64 {
+        self.result_bytes * self.fields.len() as u64
+    }
+
+    /// Records every pass over side `side` of the fields, then copies the results into
+    /// `staging` from byte `at`, field after field.
+    pub(crate) fn encode(&self, encoder: &mut wgpu::CommandEncoder, side: usize, staging: &wgpu::Buffer, at: u64) {
+        let side = side % 2;
+        for field in &self.fields {
+            if self.pdf_bytes > 0 {
+                encoder.clear_buffer(&field.result, self.pdf_at, Some(self.pdf_bytes));
+            }
+        }
+        {
+            let mut pass = encoder
+                .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("analysis"), timestamp_writes: None });
+            for field in &self.fields {
+                pass.set_pipeline(&self.partial);
+                pass.set_bind_group(0, &field.partial[side], &[]);
+                pass.dispatch_workgroups(self.groups, 1, 1);
+                pass.set_pipeline(&self.finish);
+                pass.set_bind_group(0, &field.finish, &[]);
+                pass.dispatch_workgroups(1, 1, 1);
+                if let (Some(pipeline), Some(groups)) = (&self.histogram, &field.histogram) {
+                    pass.set_pipeline(pipeline);
+                    pass.set_bind_group(0, &groups[side], &[]);
+                    pass.dispatch_workgroups(self.histogram_groups[0], self.histogram_groups[1], 1);
+                }
+                if let (Some(pipeline), Some(groups)) = (&self.downsample, &field.downsample) {
+                    pass.set_pipeline(pipeline);
+                    pass.set_bind_group(0, &groups[side], &[]);
+                    pass.dispatch_workgroups(self.downsample_groups[0], self.downsample_groups[1], 1);
+                }
+            }
+        }
+        for (i, field) in self.fields.iter().enumerate() {
+            encoder.copy_buffer_to_buffer(
+                &field.result,
+                0,
+                staging,
+                at + i as u64 * self.result_bytes,
+                self.result_bytes,
+            );
+        }
+    }
+}
+
+/// The order [`FieldReducer`] lays a field's results out in, which must be
+/// [`AnalysisSpec::outputs`]'s: checked by a unit test.
+#[cfg(test)]
+const RESULT_ORDER: [super::Reduction; 7] = [
+    super::Reduction::Min,
+    super::Reduction::Max,
+    super::Reduction::Mean,
+    super::Reduction::Sum,
+    super::Reduction::Bins,
+    super::Reduction::Pdf,
+    super::Reduction::Downsampled,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::RESULT_ORDER;
+    use crate::analysis::AnalysisSpec;
+    use crate::grid::Grid;
+
+    #[test]
+    fn outputs_follow_the_order_of_the_results() -> crate::error::Result<()> {
+        let grid = Grid::new(&[4, 6, 8])?;
+        let spec = AnalysisSpec { fields: vec![1, 0], pdf_bins: 10, downsample: 3 };
+        let outputs = spec.outputs(&grid);
+        assert_eq!(outputs.len(), 14);
+        for (i, o) in outputs.iter().enumerate() {
+            assert_eq!(o.reduction, RESULT_ORDER[i % 7]);
+            assert_eq!(o.field, if i < 7 { 1 } else { 0 });
+        }
+        assert_eq!(outputs[5].shape, vec![4, 10]);
+        assert_eq!(outputs[6].shape, vec![2, 2, 3]);
+        assert_eq!(spec.frame_bytes(&grid), 2 * 4 * (4 + 10 + 40 + 12));
+        Ok(())
+    }
+}
