@@ -30,34 +30,30 @@ fn reduce_workgroup(t: u32) {
     workgroupBarrier();
 }
 
-// Pass 1: GROUPS workgroups, each a strided share of the cells, into partials[group].
+// Pass 1: GROUPS workgroups, each invocation a strided share of the cells (at least 64 of
+// them) into its own partials entry: no barrier, which a CPU adapter (lavapipe) pays dearly
+// for, and few entries for pass 2.
 @compute @workgroup_size(256)
-fn partial(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) g: vec3<u32>) {
+fn partial(@builtin(global_invocation_id) id: vec3<u32>) {
     var a = field[0];
     var b = field[0];
     var s = 0.0;
-    for (var i = g.x * WG + t; i < CELLS; i = i + GROUPS * WG) {
+    for (var i = id.x; i < CELLS; i = i + GROUPS * WG) {
         let x = field[i];
         a = min(a, x);
         b = max(b, x);
         s = s + x;
     }
-    lo[t] = a;
-    hi[t] = b;
-    total[t] = s;
-    reduce_workgroup(t);
-    if (t == 0u) {
-        partials[g.x] = vec4<f32>(lo[0], hi[0], total[0], 0.0);
-    }
+    partials[id.x] = vec4<f32>(a, b, s, 0.0);
 }
 
-// Pass 2: one workgroup folds the partials into [min, max, mean, sum] and the left bin edges.
+// Pass 2: one workgroup folds the GROUPS × WG partials into [min, max, mean, sum] and the left bin edges.
 @compute @workgroup_size(256)
 fn finish(@builtin(local_invocation_index) t: u32) {
     var a = partials[0].x;
     var b = partials[0].y;
     var s = 0.0;
-    for (var j = t; j < GROUPS; j = j + WG) {
+    for (var j = t; j < GROUPS * WG; j = j + WG) {
         let p = partials[j];
         a = min(a, p.x);
         b = max(b, p.y);
@@ -83,7 +79,7 @@ fn finish(@builtin(local_invocation_index) t: u32) {
 
 var<workgroup> local_counts: array<atomic<u32>, LOCAL_BINS>;
 
-// Pass 3: the PDF of each slice along the slowest axis. Workgroup (x, slice) counts ITEMS × WG
+// Pass 3: the PDF of each slice along the slowest axis. Workgroup (x, slice) counts WG × ITEMS
 // cells of its slice into its own histogram, then adds it to the slice's counts (zeroed by the
 // host before the pass). A value x lands in bin floor((x − min) / w), the maximum in the last
 // bin; a constant frame (w = 0) has every value in bin BINS / 2.
@@ -97,17 +93,29 @@ fn histogram(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) g: 
     let mx = bitcast<f32>(atomicLoad(&counts[1]));
     let w = (mx - mn) / f32(BINS);
     let slice = g.y;
-    let first = g.x * WG * ITEMS;
+    // ITEMS neighbouring cells per invocation, counted as runs of one bin: a smooth field's
+    // neighbours mostly share a bin, and one atomic add per run is cheaper than one per cell.
+    let first = (g.x * WG + t) * ITEMS;
+    var run_bin = 0u;
+    var run = 0u;
     for (var k = 0u; k < ITEMS; k = k + 1u) {
-        let i = first + k * WG + t;
+        let i = first + k;
         if (i < SLICE) {
             let x = field[slice * SLICE + i];
             var bin = BINS / 2u;
             if (w > 0.0) {
                 bin = u32(clamp(floor((x - mn) / w), 0.0, f32(LAST_BIN)));
             }
-            atomicAdd(&local_counts[bin], 1u);
+            if (bin != run_bin && run > 0u) {
+                atomicAdd(&local_counts[run_bin], run);
+                run = 0u;
+            }
+            run_bin = bin;
+            run = run + 1u;
         }
+    }
+    if (run > 0u) {
+        atomicAdd(&local_counts[run_bin], run);
     }
     workgroupBarrier();
     for (var b = t; b < BINS; b = b + WG) {

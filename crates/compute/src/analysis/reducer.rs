@@ -1,5 +1,5 @@
 //! The GPU passes of [`super::AnalysisSpec`] for one [`FieldSim`]: per analysed field, a
-//! strided min/max/sum per workgroup, one workgroup folding those into the statistics and the
+//! strided min/max/sum per invocation, one workgroup folding those into the statistics and the
 //! bin edges, a histogram per slice (workgroup-local counts, then one atomic add per bin), and
 //! the downsampling; all recorded after the frame's steps, the results copied into staging
 //! behind the fields (reduce.wgsl says how a field's results are laid out).
@@ -12,9 +12,11 @@ use crate::field_sim::FieldSim;
 const SHADER: &str = include_str!("reduce.wgsl");
 /// Invocations per workgroup of the reduction and histogram passes (`WG` in the shader).
 const WG: u64 = 256;
-/// Most workgroups of the first reduction pass: enough to fill any GPU, few enough for one
-/// workgroup to fold.
-const MAX_GROUPS: u64 = 1024;
+/// Most workgroups of the first reduction pass: 64 × 256 invocations fill a large GPU, and
+/// one workgroup folds their 16 384 partials in 64 reads an invocation.
+const MAX_GROUPS: u64 = 64;
+/// Fewest cells an invocation of the first pass reduces: fewer partials for small grids.
+const CELLS_PER_INVOCATION: u64 = 64;
 /// Cells each invocation of the histogram pass counts.
 const ITEMS: u64 = 8;
 /// Invocations per workgroup of the downsampling pass.
@@ -76,7 +78,7 @@ impl FieldReducer {
         let (nx, ny, nz) = (grid.nx() as u64, grid.ny() as u64, grid.nz() as u64);
         let (cnx, cny, cnz) = (nx.div_ceil(kx), ny.div_ceil(ky), nz.div_ceil(kz));
         let coarse = if k > 1 { cnx * cny * cnz } else { 0 };
-        let groups = cells.div_ceil(WG).clamp(1, MAX_GROUPS);
+        let groups = cells.div_ceil(WG * CELLS_PER_INVOCATION).clamp(1, MAX_GROUPS);
         let histogram_groups = [
             dispatch(slice.div_ceil(WG * ITEMS), max_dim, "the PDF of one slice", &kernel)?,
             dispatch(slices, max_dim, "the PDF's slices", &kernel)?,
@@ -158,7 +160,7 @@ impl FieldReducer {
             let downsample = (k > 1).then(|| pipeline("downsample"));
             let partials = device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("analysis partials"),
-                size: groups * 16,
+                size: groups * WG * 16,
                 usage: wgpu::BufferUsages::STORAGE,
                 mapped_at_creation: false,
             });
