@@ -289,8 +289,8 @@ impl FrameProducer {
         if config.steps_per_frame == 0 {
             return Err(invalid("steps_per_frame must be at least 1".to_owned()));
         }
-        if config.fields.is_empty() {
-            return Err(invalid("choose at least one field to read back".to_owned()));
+        if config.fields.is_empty() && analysis.is_empty() {
+            return Err(invalid("choose at least one field to read back, or an analysis of them".to_owned()));
         }
         if let Some(bad) = config.fields.iter().find(|f| **f >= sim.spec().fields.len()) {
             return Err(invalid(format!(

@@ -51,7 +51,7 @@ pub(crate) fn stream_layout(
             }
             let grid_fields = layout.fields.len();
             if !settings.analysis.is_empty() {
-                let dims = layout.fields[0].dims.clone();
+                let dims = FieldSpec::new("grid", dtype, grid.shape()).dims;
                 layout.fields.extend(settings.analysis.stored_fields(first, grid, &dims)?);
             }
             (layout, kernel_fields.len(), grid_fields)

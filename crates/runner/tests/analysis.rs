@@ -114,6 +114,11 @@ fn wrong_analysis_settings_are_refused_at_their_key() {
         (&["analysis.fields=[\"u\",\"u\"]"][..], "listed twice"),
         (&["analysis.pdf_bins=5000"][..], "analysis.pdf_bins"),
         (&["analysis.fields=[]"][..], "applies to analysis.fields"),
+        (&["analysis.downsample=13"][..], "analysis.downsample"),
+        (
+            &["analysis.fields=[]", "analysis.pdf_bins=0", "analysis.downsample=0", "output.fields=[]"][..],
+            "output.fields",
+        ),
     ] {
         let out = run(dir.path(), CONFIG, sets);
         let text = common::cli::text(&out);
@@ -126,4 +131,32 @@ fn wrong_analysis_settings_are_refused_at_their_key() {
     let text = common::cli::text(&out);
     assert!(text.contains("line 15") && text.contains("no field \"w\""), "{text}");
     assert!(!dir.path().join("output.h5").exists(), "nothing written");
+}
+
+#[test]
+fn the_reductions_can_be_stored_alone_and_resume_checks_them_as_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let sets = ["output.path=\"a.h5\"", "output.fields=[]"];
+    let out = run(dir.path(), CONFIG, &sets);
+    assert!(out.status.success(), "{}", common::cli::text(&out));
+    let output = open_output(dir.path().join("a.h5")).unwrap();
+    let names: Vec<&str> = output.fields().iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names.len(), 14, "{names:?}");
+    assert!(names.iter().all(|n| n.starts_with("u_") || n.starts_with("v_")), "{names:?}");
+    // --resume expects what the config stores, reductions included: the complete output is
+    // recognised, not refused as holding other fields.
+    let sets_resume: Vec<&str> = sets.to_vec();
+    std::fs::write(dir.path().join("run.toml"), CONFIG).unwrap();
+    let mut args = vec!["run", "run.toml", "--progress", "none", "--resume"];
+    for s in &sets_resume {
+        args.extend(["--set", s]);
+    }
+    let again = common::cli::wgpipe(dir.path(), &args);
+    let text = common::cli::text(&again);
+    assert!(again.status.success() && text.contains("every run is already complete"), "{text}");
+    // Another analysis is another output.
+    args.extend(["--set", "analysis.pdf_bins=10"]);
+    let other = common::cli::wgpipe(dir.path(), &args);
+    let text = common::cli::text(&other);
+    assert!(!other.status.success() && text.contains("cannot resume"), "{text}");
 }

@@ -5,7 +5,7 @@
 //!
 //! This module owns what the reductions are: their names (`u_min`, `u_pdf`, ...), their
 //! order in a frame, their shapes and their element types. The runner turns
-//! [`AnalysisSpec::outputs`] into the storage layout; [`reducer`] computes them.
+//! [`AnalysisSpec::outputs`] into the storage layout; `reducer.rs` computes them.
 //!
 //! The PDF is the ADIOS2 Gray-Scott tutorial's: `bins` bins between the frame's min and max
 //! (the whole frame's, the same for every slice), bin width w = (max − min) / bins, left

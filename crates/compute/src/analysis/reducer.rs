@@ -73,16 +73,31 @@ impl FieldReducer {
         let bins = u64::from(spec.pdf_bins);
         let k = spec.factor() as u64;
         let rank = grid.rank();
+        let longest = grid.shape().iter().copied().max().unwrap_or(1) as u64;
+        if k > longest {
+            return Err(Error::InvalidKernel {
+                kernel,
+                message: format!(
+                    "analysis downsampling by {k} on the grid {:?}: a block larger than the longest axis ({longest}) \
+                     is the whole grid; use at most {longest}",
+                    grid.shape()
+                ),
+            });
+        }
         // The factor applies along the grid's own axes: a 2-D grid is not coarsened along z.
         let [kz, ky, kx] = [if rank >= 3 { k } else { 1 }, if rank >= 2 { k } else { 1 }, k];
         let (nx, ny, nz) = (grid.nx() as u64, grid.ny() as u64, grid.nz() as u64);
         let (cnx, cny, cnz) = (nx.div_ceil(kx), ny.div_ceil(ky), nz.div_ceil(kz));
         let coarse = if k > 1 { cnx * cny * cnz } else { 0 };
         let groups = cells.div_ceil(WG * CELLS_PER_INVOCATION).clamp(1, MAX_GROUPS);
-        let histogram_groups = [
-            dispatch(slice.div_ceil(WG * ITEMS), max_dim, "the PDF of one slice", &kernel)?,
-            dispatch(slices, max_dim, "the PDF's slices", &kernel)?,
-        ];
+        let histogram_groups = if bins > 0 {
+            [
+                dispatch(slice.div_ceil(WG * ITEMS), max_dim, "the PDF of one slice", &kernel)?,
+                dispatch(slices, max_dim, "the PDF's slices", &kernel)?,
+            ]
+        } else {
+            [0, 0]
+        };
         let ds_groups = coarse.div_ceil(DS_WG).max(1);
         let ds_x = ds_groups.min(max_dim);
         let downsample_groups = [

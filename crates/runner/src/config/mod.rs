@@ -24,7 +24,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use wgpipe_compute::{DeviceSelector, Grid, OutputDType};
-use wgpipe_storage::{SinkOptions, check_output, open_sink};
+use wgpipe_storage::{FieldSpec, SinkOptions, check_output, open_sink};
 
 pub use batch::{MAX_RUNS, RunSpec};
 pub use error::{ConfigError, Origin, Result};
@@ -252,6 +252,31 @@ impl Config {
         &self.fields
     }
 
+    /// Every array each frame of the output holds: the stored fields on the grid, then the
+    /// analysis's reductions (`[analysis]`), as the pipeline lays them out.
+    pub fn stored_fields(&self) -> Result<Vec<FieldSpec>> {
+        let shape = self.grid_shape();
+        let mut fields: Vec<FieldSpec> =
+            self.fields.iter().map(|f| FieldSpec::new(f.clone(), self.stored_dtype(), shape)).collect();
+        let analysis = self.analysis();
+        if !analysis.is_empty() {
+            let grid = Grid::new(shape).map_err(|e| self.source.invalid("grid.shape", e.to_string()))?;
+            let kernel = self.kernel.spec(&self.file.kernel.params, 0);
+            let dims = FieldSpec::new("grid", self.stored_dtype(), shape).dims;
+            let reductions = analysis
+                .stored_fields(&kernel, &grid, &dims)
+                .map_err(|e| self.source.invalid("analysis", e.to_string()))?;
+            fields.extend(reductions);
+        }
+        Ok(fields)
+    }
+
+    /// `[analysis]` as the builder takes it.
+    pub fn analysis(&self) -> Analysis {
+        let a = &self.file.analysis;
+        Analysis { fields: a.fields.clone(), pdf_bins: a.pdf_bins, downsample: a.downsample }
+    }
+
     /// The element type the fields are computed into output as (`output.dtype`).
     pub fn output_dtype(&self) -> OutputDType {
         self.dtype
@@ -348,11 +373,7 @@ impl Config {
             })
             .fields(self.fields.clone())
             .output_dtype(self.dtype)
-            .analysis(Analysis {
-                fields: f.analysis.fields.clone(),
-                pdf_bins: f.analysis.pdf_bins,
-                downsample: f.analysis.downsample,
-            })
+            .analysis(self.analysis())
             .attribute("config", self.source_name())
     }
 

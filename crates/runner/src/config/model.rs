@@ -93,7 +93,7 @@ pub struct AnalysisSection {
     /// Downsample each field by this factor along every axis of the grid: each coarse cell
     /// is the mean of a k × k (× k) block (fewer cells at the far edges).
     ///
-    /// Accepted values: 0 or 1 (none), or more, with `analysis.fields`.
+    /// Accepted values: 0 or 1 (none) up to the grid's longest axis, with `analysis.fields`.
     pub downsample: u32,
 }
 
@@ -432,8 +432,8 @@ pub struct OutputSection {
     pub overwrite: bool,
     /// The fields stored per frame, a subset of the kernel's.
     ///
-    /// Accepted values: a non-empty list of the kernel's field names (`"u"` and `"v"` for the
-    /// built-in kernels).
+    /// Accepted values: a list of the kernel's field names (`"u"` and `"v"` for the built-in
+    /// kernels); empty only with `analysis.fields`, to store the reductions alone.
     ///
     /// Default: `["v"]` for `"gray-scott"`; every field for `"gray-scott-3d"` and custom kernels.
     pub fields: Option<Vec<String>>,

@@ -23,6 +23,17 @@ fn analysis(file: &ConfigFile, src: &Source) -> Result<()> {
             ),
         ));
     }
+    let largest = grid_shape(file, src)?.into_iter().max().unwrap_or(1);
+    if a.downsample as usize > largest {
+        return Err(src.invalid(
+            "analysis.downsample",
+            format!(
+                "{} is out of range: a block larger than the grid's longest axis ({largest}) is the whole grid; use \
+                 0 or 1 (none) to {largest}",
+                a.downsample
+            ),
+        ));
+    }
     if a.fields.is_empty() {
         for (key, set) in [("analysis.pdf_bins", a.pdf_bins > 0), ("analysis.downsample", a.downsample > 1)] {
             if set {
@@ -130,10 +141,16 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
             ));
         }
     }
+    // With an analysis, the reductions alone may be stored.
     if let Some(fields) = &file.output.fields
         && fields.is_empty()
+        && file.analysis.fields.is_empty()
     {
-        return Err(src.invalid("output.fields", "the list is empty: store at least one field, e.g. [\"v\"]"));
+        return Err(src.invalid(
+            "output.fields",
+            "the list is empty: store at least one field, e.g. [\"v\"], or list analysis.fields to store their \
+             reductions alone",
+        ));
     }
     Ok(())
 }

@@ -31,9 +31,7 @@ pub fn held_streams(config: &Config) -> anyhow::Result<Held> {
         return Ok(Held::default());
     }
     let out = open_output(&path).with_context(|| format!("cannot resume {}", path.display()))?;
-    let shape = config.grid_shape();
-    let writes: Vec<FieldSpec> =
-        config.output_fields().iter().map(|f| FieldSpec::new(f.clone(), config.stored_dtype(), shape)).collect();
+    let writes: Vec<FieldSpec> = config.stored_fields()?;
     if out.fields().len() != writes.len() || out.fields().iter().zip(&writes).any(|(a, b)| !a.same_data(b)) {
         let list = |fields: &[FieldSpec]| {
             fields.iter().map(|f| format!("{} {}", f.name, f.describe())).collect::<Vec<_>>().join(", ")

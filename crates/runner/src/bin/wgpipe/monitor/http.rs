@@ -1,20 +1,24 @@
-//! The monitor's HTTP: one GET request per connection, answered and closed, with timeouts so
-//! that a client that stops reading or writing costs the server a second at most.
+//! The monitor's HTTP: one GET request per connection, answered and closed within a deadline,
+//! so that a client that reads or writes slowly, or not at all, costs the server two seconds
+//! at most.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use wgpipe::storage::{FieldData, Frame, StreamLayout};
-
 use super::Watched;
+use super::tap::{Snapshot, default_picture};
 use crate::progress::json_line;
-use crate::render::{Axis, View, picture, png_bytes};
+use crate::render::{picture, png_bytes};
 
 const PAGE: &str = include_str!("page.html");
-/// Longest a client may take to send its request or read the answer.
-const TIMEOUT: Duration = Duration::from_secs(1);
+/// Longest a connection may take, request and answer.
+const DEADLINE: Duration = Duration::from_secs(2);
+/// Longest one read or write may block (the deadline is checked between them).
+const TIMEOUT: Duration = Duration::from_millis(250);
+/// Bytes written per call, so the deadline is checked while a slow client reads.
+const WRITE_PIECE: usize = 64 << 10;
 /// Longest request read: a GET line and its headers.
 const MAX_REQUEST: usize = 8192;
 
@@ -40,15 +44,21 @@ impl Response {
 
 /// Reads one request from `stream` and answers it; errors only drop the connection.
 pub fn answer(mut stream: TcpStream, watched: &Watched) {
+    let deadline = Instant::now() + DEADLINE;
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(TIMEOUT));
     let _ = stream.set_write_timeout(Some(TIMEOUT));
     let mut request = Vec::new();
     let mut buf = [0u8; 1024];
     while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < MAX_REQUEST {
+        if Instant::now() >= deadline {
+            return;
+        }
         match stream.read(&mut buf) {
-            Ok(0) | Err(_) => break,
+            Ok(0) => break,
             Ok(n) => request.extend_from_slice(&buf[..n]),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return,
         }
     }
     let text = String::from_utf8_lossy(&request);
@@ -63,7 +73,17 @@ pub fn answer(mut stream: TcpStream, watched: &Watched) {
         response.content_type,
         response.body.len()
     );
-    let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(&response.body));
+    let mut out = head.into_bytes();
+    out.extend_from_slice(&response.body);
+    let mut sent = 0;
+    while sent < out.len() && Instant::now() < deadline {
+        match stream.write(&out[sent..out.len().min(sent + WRITE_PIECE)]) {
+            Ok(0) => return,
+            Ok(n) => sent += n,
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+            Err(_) => return,
+        }
+    }
 }
 
 /// `name=value` of `query`, the first one called `key`.
@@ -113,40 +133,35 @@ fn fields(watched: &Watched) -> Response {
     Response::json(&serde_json::json!({ "fields": fields, "streams": streams }))
 }
 
-/// The newest frame copied, with the layout it follows; asks the tap for a fresh one.
-fn newest(watched: &Watched) -> Result<(StreamLayout, Frame), Response> {
+/// Asks the tap for a fresh snapshot and reads the newest one through `read`.
+fn with_snapshot<T>(watched: &Watched, read: impl FnOnce(&Snapshot) -> T) -> Option<T> {
     watched.latest.wanted.store(true, Ordering::Relaxed);
-    let layout = watched.latest.layout.lock().ok().and_then(|l| l.clone());
-    let frame = watched.latest.frame.lock().ok().and_then(|f| f.clone());
-    match (layout, frame) {
-        (Some(layout), Some(frame)) => Ok((layout, frame)),
-        _ => Err(Response::error("503 Service Unavailable", "no frame yet: ask again in a moment")),
-    }
+    let slot = watched.latest.snapshot.lock().ok()?;
+    slot.as_ref().map(read)
 }
 
-/// Field `name` of `frame` as a C-order array.
-fn field_data(layout: &StreamLayout, frame: &Frame, name: &str) -> Option<FieldData> {
-    let i = layout.field_index(name)?;
-    let range = layout.field_range(i)?;
-    let spec = &layout.fields[i];
-    Some(FieldData { dtype: spec.dtype, shape: spec.shape.clone(), bytes: frame.data.get(range)?.to_vec() })
-}
-
-/// The newest frame of `field` (default: the first) through the colormap, a 3-D field's
-/// middle z slice.
+/// The newest picture of `field` (default: the first field on the grid) through the colormap,
+/// a 3-D field's middle z slice.
 fn frame_png(watched: &Watched, field: Option<&str>) -> Response {
-    let (layout, frame) = match newest(watched) {
-        Ok(newest) => newest,
-        Err(response) => return response,
+    let Some(layout) = watched.latest.layout.lock().ok().and_then(|l| l.clone()) else {
+        return Response::error("503 Service Unavailable", "the run has not begun writing yet");
     };
-    let name = field.unwrap_or_else(|| layout.fields.first().map_or("", |f| f.name.as_str()));
-    let Some(data) = field_data(&layout, &frame, name) else {
+    let Some(name) = field.or_else(|| default_picture(&layout)).map(str::to_owned) else {
+        return Response::error("404 Not Found", "the output has no field to show");
+    };
+    if layout.field_index(&name).is_none() {
         let names: Vec<&str> = layout.fields.iter().map(|f| f.name.as_str()).collect();
         return Response::error("404 Not Found", &format!("no field {name:?}: the fields are {}", names.join(", ")));
+    }
+    if let Ok(mut chosen) = watched.latest.field.lock() {
+        *chosen = Some(name.clone());
+    }
+    let data = with_snapshot(watched, |s| s.picture.as_ref().filter(|(n, _)| *n == name).map(|(_, d)| d.clone()));
+    let Some(data) = data.flatten() else {
+        return Response::error("503 Service Unavailable", &format!("no frame of {name:?} yet: ask again in a moment"));
     };
     let values: Vec<f32> = data.to_f64().into_iter().map(|v| v as f32).collect();
-    let view = (data.shape.len() == 3).then(|| View::Slice(Axis::Z, data.shape[0] / 2));
-    match picture(&data.shape, values, view, None).and_then(|(rows, cols, rgb)| png_bytes(rows, cols, &rgb)) {
+    match picture(&data.shape, values, None, None).and_then(|(rows, cols, rgb)| png_bytes(rows, cols, &rgb)) {
         Ok(png) => Response::ok("image/png", png),
         Err(e) => Response::error("422 Unprocessable Entity", &format!("field {name:?}: {e}")),
     }
@@ -155,25 +170,31 @@ fn frame_png(watched: &Watched, field: Option<&str>) -> Response {
 /// The newest frame's PDFs: per analysed field, the left bin edges and the counts summed
 /// over the slices (the whole frame's distribution).
 fn pdf(watched: &Watched) -> Response {
-    let (layout, frame) = match newest(watched) {
-        Ok(newest) => newest,
-        Err(response) => return response,
-    };
-    let mut pdfs = Vec::new();
-    for f in layout.fields.iter().filter(|f| f.name.ends_with("_pdf")) {
-        let base = &f.name[..f.name.len() - "_pdf".len()];
-        let (Some(counts), Some(edges)) =
-            (field_data(&layout, &frame, &f.name), field_data(&layout, &frame, &format!("{base}_bins")))
-        else {
-            continue;
-        };
-        let bins = edges.shape.iter().product::<usize>().max(1);
-        let mut total = vec![0.0f64; bins];
-        for (i, c) in counts.to_f64().into_iter().enumerate() {
-            total[i % bins] += c;
-        }
-        pdfs.push(serde_json::json!({ "field": base, "edges": edges.to_f64(), "counts": total }));
+    let stream_names: Vec<String> = watched
+        .latest
+        .layout
+        .lock()
+        .ok()
+        .and_then(|l| l.as_ref().map(|l| l.streams.iter().map(|s| s.name.clone()).collect()))
+        .unwrap_or_default();
+    let body = with_snapshot(watched, |s| {
+        let pdfs: Vec<serde_json::Value> = s
+            .pdfs
+            .iter()
+            .map(|p| {
+                let bins = p.edges.shape.iter().product::<usize>().max(1);
+                let mut total = vec![0.0f64; bins];
+                for (i, c) in p.counts.to_f64().into_iter().enumerate() {
+                    total[i % bins] += c;
+                }
+                serde_json::json!({ "field": p.field, "edges": p.edges.to_f64(), "counts": total })
+            })
+            .collect();
+        let stream = stream_names.get(s.stream).map_or("", String::as_str);
+        serde_json::json!({ "stream": stream, "frame": s.index, "step": s.step, "pdfs": pdfs })
+    });
+    match body {
+        Some(body) => Response::json(&body),
+        None => Response::error("503 Service Unavailable", "no frame yet: ask again in a moment"),
     }
-    let stream = layout.streams.get(frame.stream).map_or("", |s| s.name.as_str());
-    Response::json(&serde_json::json!({ "stream": stream, "frame": frame.index, "step": frame.step, "pdfs": pdfs }))
 }

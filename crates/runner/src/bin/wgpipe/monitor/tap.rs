@@ -1,39 +1,105 @@
 //! The monitor's view of the frames: a sink that passes every call to the run's own sink and,
-//! after a frame is stored, keeps a copy of it for the page when one was asked for, at most a
-//! few times a second and only if the slot is free at that moment (`try_lock`): the writer
-//! never waits for the server, whatever a browser does.
+//! after a frame is stored, keeps what the page shows of it, when a page asked for it since
+//! the last time, at most four times a second, and only if the server is not reading the
+//! previous one at that moment (`try_lock`): the writer never waits for the server. What it
+//! keeps is small whatever the frame: one picture (a 3-D field's middle z slice) of the field
+//! the page chose, and the PDFs.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use wgpipe::storage::{Frame, Result, Sink, SinkSummary, StreamLayout};
+use wgpipe::storage::{FieldData, Frame, Result, Sink, SinkSummary, StreamLayout};
 
-/// Shortest time between two copies of a frame: the page refreshes twice a second.
+/// Shortest time between two snapshots: the page refreshes twice a second.
 const COPY_PERIOD: Duration = Duration::from_millis(250);
+/// Largest picture kept (a 2-D field larger than this is not shown).
+const MAX_PICTURE_BYTES: usize = 64 << 20;
+
+/// One analysed field's newest PDF.
+pub struct Pdf {
+    /// The analysed field (`u` for `u_pdf`).
+    pub field: String,
+    /// Left bin edges.
+    pub edges: FieldData,
+    /// Counts per slice and bin.
+    pub counts: FieldData,
+}
+
+/// What the page shows of the newest frame.
+pub struct Snapshot {
+    pub stream: usize,
+    pub index: u64,
+    pub step: u64,
+    /// The chosen field's picture: the field, or a 3-D field's middle z slice.
+    pub picture: Option<(String, FieldData)>,
+    pub pdfs: Vec<Pdf>,
+}
 
 /// What the tap shares with the server.
 #[derive(Default)]
 pub struct Latest {
     /// The layout the sink began with.
     pub layout: Mutex<Option<StreamLayout>>,
-    /// The newest frame copied, with when it was copied.
-    pub frame: Mutex<Option<Frame>>,
-    /// Set by the server when a page asked for a frame since the last copy.
+    /// The newest snapshot.
+    pub snapshot: Mutex<Option<Snapshot>>,
+    /// Set by the server when a page asked for a frame since the last snapshot.
     pub wanted: AtomicBool,
+    /// The field the page shows, set by the server (default: the first field).
+    pub field: Mutex<Option<String>>,
 }
 
-/// The run's sink, with a copy of the newest frame kept for the monitor.
+/// The run's sink, with what the monitor shows of the newest frame kept beside it.
 pub struct TapSink {
     inner: Box<dyn Sink>,
     latest: Arc<Latest>,
-    copied: Option<Instant>,
+    layout: Option<StreamLayout>,
+    taken: Option<Instant>,
 }
 
 impl TapSink {
     pub fn new(inner: Box<dyn Sink>, latest: Arc<Latest>) -> Self {
-        TapSink { inner, latest, copied: None }
+        TapSink { inner, latest, layout: None, taken: None }
     }
+}
+
+/// Field `name` of `frame` under `layout`; a 3-D field as its middle z slice.
+fn picture(layout: &StreamLayout, frame: &Frame, name: &str) -> Option<FieldData> {
+    let i = layout.field_index(name)?;
+    let range = layout.field_range(i)?;
+    let spec = &layout.fields[i];
+    let (shape, range) = match spec.shape[..] {
+        [nz, ny, nx] => {
+            let plane = ny * nx * spec.dtype.size();
+            let start = range.start + nz / 2 * plane;
+            (vec![ny, nx], start..start + plane)
+        }
+        _ => (spec.shape.clone(), range),
+    };
+    if range.len() > MAX_PICTURE_BYTES {
+        return None;
+    }
+    Some(FieldData { dtype: spec.dtype, shape, bytes: frame.data.get(range)?.to_vec() })
+}
+
+/// Field `name` of `frame` under `layout`, whole.
+fn whole(layout: &StreamLayout, frame: &Frame, name: &str) -> Option<FieldData> {
+    let i = layout.field_index(name)?;
+    let spec = &layout.fields[i];
+    Some(FieldData {
+        dtype: spec.dtype,
+        shape: spec.shape.clone(),
+        bytes: frame.data.get(layout.field_range(i)?)?.to_vec(),
+    })
+}
+
+/// The first field a page would show: a field on the grid, not a PDF or its edges.
+pub fn default_picture(layout: &StreamLayout) -> Option<&str> {
+    layout
+        .fields
+        .iter()
+        .find(|f| !f.shape.is_empty() && !f.name.ends_with("_pdf") && !f.name.ends_with("_bins"))
+        .map(|f| f.name.as_str())
 }
 
 impl Sink for TapSink {
@@ -43,6 +109,7 @@ impl Sink for TapSink {
 
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         self.inner.begin(layout)?;
+        self.layout = Some(layout.clone());
         if let Ok(mut slot) = self.latest.layout.lock() {
             *slot = Some(layout.clone());
         }
@@ -51,15 +118,34 @@ impl Sink for TapSink {
 
     fn write(&mut self, frame: &Frame) -> Result<()> {
         self.inner.write(frame)?;
-        let due = self.copied.is_none_or(|t| t.elapsed() >= COPY_PERIOD);
-        if due
-            && self.latest.wanted.load(Ordering::Relaxed)
-            && let Ok(mut slot) = self.latest.frame.try_lock()
-        {
-            *slot = Some(frame.clone());
-            self.latest.wanted.store(false, Ordering::Relaxed);
-            self.copied = Some(Instant::now());
+        let due = self.taken.is_none_or(|t| t.elapsed() >= COPY_PERIOD);
+        if !due || !self.latest.wanted.load(Ordering::Relaxed) {
+            return Ok(());
         }
+        let (Some(layout), Ok(mut slot)) = (&self.layout, self.latest.snapshot.try_lock()) else {
+            return Ok(());
+        };
+        let chosen = self.latest.field.try_lock().ok().and_then(|f| f.clone());
+        let name = chosen.as_deref().or_else(|| default_picture(layout)).unwrap_or_default().to_owned();
+        let pdfs = layout
+            .fields
+            .iter()
+            .filter_map(|f| f.name.strip_suffix("_pdf"))
+            .filter_map(|base| {
+                let counts = whole(layout, frame, &format!("{base}_pdf"))?;
+                let edges = whole(layout, frame, &format!("{base}_bins"))?;
+                Some(Pdf { field: base.to_owned(), edges, counts })
+            })
+            .collect();
+        *slot = Some(Snapshot {
+            stream: frame.stream,
+            index: frame.index,
+            step: frame.step,
+            picture: picture(layout, frame, &name).map(|p| (name, p)),
+            pdfs,
+        });
+        self.latest.wanted.store(false, Ordering::Relaxed);
+        self.taken = Some(Instant::now());
         Ok(())
     }
 
