@@ -59,10 +59,19 @@ fn last_kept_reads(out: &Output, name: &str, frames: u64) -> bool {
     frames > 0 && out.steps(s).is_ok() && (0..fields).all(|f| out.read_field(s, f, frames - 1).is_ok())
 }
 
+/// `eprintln!` when the first argument is true.
+macro_rules! say {
+    ($speaks:expr, $($arg:tt)*) => {
+        if $speaks {
+            eprintln!($($arg)*);
+        }
+    };
+}
+
 /// `jobs` (the incomplete and missing streams), each continuing from its checkpoint when the
 /// run checkpoints and the checkpoint's frames are all in the output, the last of them
-/// readable; the others restart from frame 0 (said on stderr when a checkpoint cannot be used).
-pub fn from_checkpoints(config: &Config, held: &Held, jobs: Vec<Job>) -> anyhow::Result<Vec<Job>> {
+/// readable; the others restart from frame 0. Says which on stderr when it `speaks`.
+pub fn from_checkpoints(config: &Config, held: &Held, jobs: Vec<Job>, speaks: bool) -> anyhow::Result<Vec<Job>> {
     let Some(checkpoints) = config.checkpoints() else { return Ok(jobs) };
     let mut resumed = Vec::with_capacity(jobs.len());
     for job in jobs {
@@ -73,10 +82,11 @@ pub fn from_checkpoints(config: &Config, held: &Held, jobs: Vec<Job>) -> anyhow:
         match checkpoint::read(&checkpoints.dir, &job.name)? {
             Some(saved) if saved.frames <= frames => {
                 if held.output.as_ref().is_some_and(|o| last_kept_reads(o, &job.name, saved.frames)) {
-                    eprintln!("stream {}: continuing after {} frames from its checkpoint", job.name, saved.frames);
+                    say!(speaks, "stream {}: continuing after {} frames from its checkpoint", job.name, saved.frames);
                     resumed.push(job.resuming(saved));
                 } else {
-                    eprintln!(
+                    say!(
+                        speaks,
                         "stream {}: frame {} of the output, the last its checkpoint keeps, does not read back (damaged \
                          by the kill?); restarting the stream from frame 0",
                         job.name,
@@ -86,10 +96,12 @@ pub fn from_checkpoints(config: &Config, held: &Held, jobs: Vec<Job>) -> anyhow:
                 }
             }
             Some(saved) => {
-                eprintln!(
+                say!(
+                    speaks,
                     "stream {}: its checkpoint after {} frames is ahead of the {frames} frames in the output; \
                      restarting it from frame 0",
-                    job.name, saved.frames
+                    job.name,
+                    saved.frames
                 );
                 resumed.push(job);
             }

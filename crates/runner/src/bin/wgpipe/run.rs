@@ -50,8 +50,9 @@ pub struct Plan {
 
 /// Loads and checks the config (for a run of `ranks` MPI ranks: 1 without `mpirun`) and the
 /// output path, opens the devices and lists the jobs still to run; `None` when `--resume`
-/// finds every run complete.
-pub fn plan(args: &RunArgs, ranks: usize) -> anyhow::Result<Option<Plan>> {
+/// finds every run complete. Only a process that `speaks` (rank 0 of an MPI job) says on
+/// stderr what it resumes: every rank plans alike.
+pub fn plan(args: &RunArgs, ranks: usize, speaks: bool) -> anyhow::Result<Option<Plan>> {
     // Everything that can be checked without a device is checked before one opens: the whole
     // config (sizes included), then the output path.
     let config = Config::load(args.config.as_deref(), &args.sets)?;
@@ -80,19 +81,21 @@ pub fn plan(args: &RunArgs, ranks: usize) -> anyhow::Result<Option<Plan>> {
     let gpus = wgpipe::compute::open_devices(&selector, count)
         .with_context(|| format!("{}: devices.select", config.origin("devices.select")))?;
     let jobs = config.jobs(gpus.len(), |name| done.contains(name));
-    let jobs = if args.resume { from_checkpoints(&config, &held, jobs)? } else { jobs };
+    let jobs = if args.resume { from_checkpoints(&config, &held, jobs, speaks)? } else { jobs };
     if jobs.is_empty() {
-        eprintln!("nothing to do: every run is already complete in {}", path.display());
+        if speaks {
+            eprintln!("nothing to do: every run is already complete in {}", path.display());
+        }
         return Ok(None);
     }
-    if !done.is_empty() {
+    if speaks && !done.is_empty() {
         eprintln!("resuming {}: {} runs complete, {} to run", path.display(), done.len(), jobs.len());
     }
     Ok(Some(Plan { config, gpus, jobs }))
 }
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let Some(Plan { config, gpus, jobs }) = plan(args, 1)? else {
+    let Some(Plan { config, gpus, jobs }) = plan(args, 1, true)? else {
         return Ok(ExitCode::SUCCESS);
     };
     let path = config.output_path();

@@ -158,7 +158,7 @@ pub fn run(args: &RunArgs, world: &World) -> anyhow::Result<ExitCode> {
              run without --monitor (each rank's progress is on rank 0's stderr)"
         );
     }
-    let planned = plan(args, size);
+    let planned = plan(args, size, rank == 0);
     let Some(plan) = world.agree("checking the config, the output and the devices", planned)? else {
         return Ok(ExitCode::SUCCESS);
     };
