@@ -15,6 +15,13 @@ fn config(fields: Vec<usize>, frames: u64) -> ReadbackConfig {
     ReadbackConfig { steps_per_frame: 7, frames, staging_buffers: 2, fields, work_ahead: true }
 }
 
+/// The 2-D Gray-Scott model on a `rows` × `cols` grid, from its seeded start.
+fn gray_scott_2d(gpu: &wgpipe_compute::GpuDevice, rows: usize, cols: usize) -> FieldSim {
+    let grid = Grid::new(&[rows, cols]).unwrap();
+    let init = gray_scott::initial_state(rows, cols, 5, 0.05);
+    FieldSim::new(gpu, &gray_scott::GrayScottParams::default().kernel(), &grid, &init).unwrap()
+}
+
 /// Every frame of `p`.
 fn frames(mut p: FrameProducer) -> Vec<Vec<u8>> {
     let mut buf = vec![0u8; p.frame_bytes()];
@@ -163,13 +170,7 @@ fn reductions_pdfs_and_downsampling_match_a_float64_recomputation_in_3d() {
 fn a_field_not_stored_is_analysed_and_a_2d_grid_downsamples_along_its_two_axes() {
     let gpu = common::gpu();
     let grid = Grid::new(&[33, 20]).unwrap();
-    let sim = FieldSim::new(
-        &gpu,
-        &gray_scott::GrayScottParams::default().kernel(),
-        &grid,
-        &gray_scott::initial_state(33, 20, 5, 0.05),
-    )
-    .unwrap();
+    let sim = gray_scott_2d(&gpu, 33, 20);
     // v analysed, both read back for the check; 100 bins as the tutorial's PDF.
     let spec = AnalysisSpec { fields: vec![1], pdf_bins: 100, downsample: 3 };
     let frames = frames(FrameProducer::with_analysis(sim, config(vec![0, 1], 3), OutputDType::F32, &spec).unwrap());
@@ -220,9 +221,7 @@ fn results_follow_f16_fields_unchanged() {
     let grid = Grid::new(&[15, 13]).unwrap();
     let spec = AnalysisSpec { fields: vec![0, 1], pdf_bins: 7, downsample: 2 };
     let run = |dtype| {
-        let init = gray_scott::initial_state(15, 13, 5, 0.05);
-        let sim = FieldSim::new(&gpu, &gray_scott::GrayScottParams::default().kernel(), &grid, &init).unwrap();
-        frames(FrameProducer::with_analysis(sim, config(vec![1, 0], 3), dtype, &spec).unwrap())
+        frames(FrameProducer::with_analysis(gray_scott_2d(&gpu, 15, 13), config(vec![1, 0], 3), dtype, &spec).unwrap())
     };
     let (full, half) = (run(OutputDType::F32), run(OutputDType::F16));
     let tail = spec.frame_bytes(&grid);
@@ -235,22 +234,13 @@ fn results_follow_f16_fields_unchanged() {
 #[test]
 fn bad_analyses_are_refused_with_what_to_change() {
     let gpu = common::gpu();
-    let grid = Grid::new(&[8, 8]).unwrap();
-    let sim = || {
-        FieldSim::new(
-            &gpu,
-            &gray_scott::GrayScottParams::default().kernel(),
-            &grid,
-            &gray_scott::initial_state(8, 8, 2, 0.0),
-        )
-        .unwrap()
-    };
     for (spec, says) in [
         (AnalysisSpec { fields: vec![2], pdf_bins: 10, downsample: 0 }, "out of range"),
         (AnalysisSpec { fields: vec![0, 0], pdf_bins: 10, downsample: 0 }, "listed twice"),
         (AnalysisSpec { fields: vec![0], pdf_bins: 100_000, downsample: 0 }, "pdf_bins"),
     ] {
-        let err = FrameProducer::with_analysis(sim(), config(vec![0], 1), OutputDType::F32, &spec).unwrap_err();
+        let err = FrameProducer::with_analysis(gray_scott_2d(&gpu, 8, 8), config(vec![0], 1), OutputDType::F32, &spec)
+            .unwrap_err();
         assert!(err.to_string().contains(says), "{err}");
     }
 }

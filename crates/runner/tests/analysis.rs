@@ -36,8 +36,14 @@ downsample = 3
 "#;
 
 fn run(dir: &Path, config: &str, sets: &[&str]) -> std::process::Output {
+    run_with(dir, config, sets, &[])
+}
+
+/// `wgpipe run` of `config` in `dir` with `--set` `sets` and other `flags`.
+fn run_with(dir: &Path, config: &str, sets: &[&str], flags: &[&str]) -> std::process::Output {
     std::fs::write(dir.join("run.toml"), config).unwrap();
     let mut args = vec!["run", "run.toml", "--progress", "none"];
+    args.extend_from_slice(flags);
     for s in sets {
         args.extend(["--set", s]);
     }
@@ -145,18 +151,11 @@ fn the_reductions_can_be_stored_alone_and_resume_checks_them_as_fields() {
     assert!(names.iter().all(|n| n.starts_with("u_") || n.starts_with("v_")), "{names:?}");
     // --resume expects what the config stores, reductions included: the complete output is
     // recognised, not refused as holding other fields.
-    let sets_resume: Vec<&str> = sets.to_vec();
-    std::fs::write(dir.path().join("run.toml"), CONFIG).unwrap();
-    let mut args = vec!["run", "run.toml", "--progress", "none", "--resume"];
-    for s in &sets_resume {
-        args.extend(["--set", s]);
-    }
-    let again = common::cli::wgpipe(dir.path(), &args);
+    let again = run_with(dir.path(), CONFIG, &sets, &["--resume"]);
     let text = common::cli::text(&again);
     assert!(again.status.success() && text.contains("every run is already complete"), "{text}");
     // Another analysis is another output.
-    args.extend(["--set", "analysis.pdf_bins=10"]);
-    let other = common::cli::wgpipe(dir.path(), &args);
+    let other = run_with(dir.path(), CONFIG, &[sets[0], sets[1], "analysis.pdf_bins=10"], &["--resume"]);
     let text = common::cli::text(&other);
     assert!(!other.status.success() && text.contains("cannot resume"), "{text}");
 }

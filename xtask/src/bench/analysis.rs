@@ -13,10 +13,10 @@ use std::fmt::Write as _;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use wgpipe::compute::GpuDevice;
-use wgpipe::compute::gray_scott_3d::GrayScott3dParams;
 use wgpipe::storage::NullSink;
-use wgpipe::{Analysis, IoMode, Pipeline, RunReport};
+use wgpipe::{Analysis, RunReport};
 
+use super::measure::{TUTORIAL_STEPS_PER_FRAME, tutorial_3d};
 use super::stats::Summary;
 
 /// The tutorial's PDF: 100 bins.
@@ -30,15 +30,7 @@ pub struct AnalysisResult {
 
 /// One run of `frames` frames of the `edge`³ model into the null sink, analysed or not.
 fn timed_run(gpu: &GpuDevice, edge: usize, frames: u64, analysed: bool) -> Result<RunReport> {
-    let mut builder = Pipeline::builder()
-        .gpus(vec![gpu.clone()])
-        .shape([edge, edge, edge])
-        .frames(frames)
-        .steps_per_frame(10)
-        .mode(IoMode::Async)
-        .fields(["u", "v"])
-        .gray_scott_3d(GrayScott3dParams::default(), 1)
-        .sink(Box::new(NullSink::default()));
+    let mut builder = tutorial_3d(gpu, edge, frames, Box::new(NullSink::default())).fields(["u", "v"]);
     if analysed {
         builder = builder.analysis(Analysis::of(["u", "v"]).with_pdf(PDF_BINS));
     }
@@ -64,7 +56,7 @@ pub fn run(gpu: &GpuDevice, edge: usize, frames: u64, reps: usize) -> Result<Ana
     }
     let ratio = |v: &[Vec<f64>; 2]| v[1].iter().zip(&v[0]).map(|(a, b)| a / b).collect::<Vec<f64>>();
     let (compute_ratio, wall_ratio) = (ratio(&compute), ratio(&walls));
-    let steps = frames as f64 * 10.0;
+    let steps = frames as f64 * f64::from(TUTORIAL_STEPS_PER_FRAME);
     let per_step_us: Vec<f64> = compute[1].iter().zip(&compute[0]).map(|(a, b)| (a - b) / steps * 1e6).collect();
     let field_bytes = bytes[0];
     let analysis_bytes = bytes[1].saturating_sub(bytes[0]);
@@ -72,7 +64,7 @@ pub fn run(gpu: &GpuDevice, edge: usize, frames: u64, reps: usize) -> Result<Ana
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "analysis of the 3-D model ({edge}³, {frames} frames of 10 steps, null sink): u and v, min/max/mean/sum and \
+        "analysis of the 3-D model ({edge}³, {frames} frames of {TUTORIAL_STEPS_PER_FRAME} steps, null sink): u and v, min/max/mean/sum and \
          a {PDF_BINS}-bin PDF per z slice; median [min–max] of {reps} pairs; compute time from {source}"
     );
     let _ = writeln!(t, "  compute without analysis:       {} s", Summary::of(&compute[0]).text(3));
@@ -84,7 +76,7 @@ pub fn run(gpu: &GpuDevice, edge: usize, frames: u64, reps: usize) -> Result<Ana
         "  bytes per frame: fields {field_bytes}, reductions {analysis_bytes} ({saving:.0}× fewer than the fields)"
     );
     let json = json!({
-        "model": "gray-scott-3d", "edge": edge, "frames": frames, "steps_per_frame": 10, "reps": reps,
+        "model": "gray-scott-3d", "edge": edge, "frames": frames, "steps_per_frame": TUTORIAL_STEPS_PER_FRAME, "reps": reps,
         "sink": "null", "fields": ["u", "v"], "pdf_bins": PDF_BINS, "compute_source": source,
         "compute_seconds_without": Summary::json(&compute[0]),
         "compute_seconds_with": Summary::json(&compute[1]),

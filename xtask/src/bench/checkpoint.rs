@@ -13,12 +13,12 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
+use wgpipe::RunReport;
 use wgpipe::checkpoint::{Checkpoints, Interval};
 use wgpipe::compute::GpuDevice;
-use wgpipe::compute::gray_scott_3d::GrayScott3dParams;
 use wgpipe::storage::{SinkOptions, open_sink};
-use wgpipe::{IoMode, Pipeline, RunReport};
 
+use super::measure::{TUTORIAL_STEPS_PER_FRAME, tutorial_3d};
 use super::stats::Summary;
 
 /// The MTBF `Interval::Auto` plans for here: one hour.
@@ -35,14 +35,7 @@ fn timed_run(gpu: &GpuDevice, dir: &Path, edge: usize, frames: u64, interval: Op
     let path = dir.join("checkpoint-cost.h5");
     let options = SinkOptions::new(&path).with_fsync(true).with_overwrite(true);
     let sink = open_sink("hdf5", &options).context("opening the HDF5 sink")?;
-    let mut builder = Pipeline::builder()
-        .gpus(vec![gpu.clone()])
-        .shape([edge, edge, edge])
-        .frames(frames)
-        .steps_per_frame(10)
-        .mode(IoMode::Async)
-        .gray_scott_3d(GrayScott3dParams::default(), 1)
-        .sink(sink);
+    let mut builder = tutorial_3d(gpu, edge, frames, sink);
     if let Some(interval) = interval {
         builder = builder.checkpoints(Checkpoints::new(dir.join("checkpoint-cost.h5.checkpoints"), interval));
     }
@@ -89,7 +82,7 @@ pub fn run(gpu: &GpuDevice, dir: &Path, edge: usize, frames: u64, reps: usize) -
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "checkpoints of the 3-D model ({edge}³, {frames} frames of 10 steps, HDF5, fsync in finish), state {state_mb:.2} MB; \
+        "checkpoints of the 3-D model ({edge}³, {frames} frames of {TUTORIAL_STEPS_PER_FRAME} steps, HDF5, fsync in finish), state {state_mb:.2} MB; \
          median [min–max] of {reps} rotations"
     );
     let _ = writeln!(t, "  wall without checkpoints:       {} s", Summary::of(&walls[0]).text(3));
@@ -104,7 +97,7 @@ pub fn run(gpu: &GpuDevice, dir: &Path, edge: usize, frames: u64, reps: usize) -
         Summary::of(&written_auto).text(0)
     );
     let json = json!({
-        "model": "gray-scott-3d", "edge": edge, "frames": frames, "steps_per_frame": 10, "reps": reps,
+        "model": "gray-scott-3d", "edge": edge, "frames": frames, "steps_per_frame": TUTORIAL_STEPS_PER_FRAME, "reps": reps,
         "sink": "hdf5", "fsync": true, "state_mb": state_mb, "mtbf_seconds": MTBF_SECONDS,
         "wall_seconds_without": Summary::json(&walls[0]),
         "wall_seconds_every_frame": Summary::json(&walls[1]),

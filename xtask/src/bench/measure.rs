@@ -7,13 +7,31 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use wgpipe::compute::gray_scott::{self, GrayScottParams};
+use wgpipe::compute::gray_scott_3d::GrayScott3dParams;
 use wgpipe::compute::{FieldSim, FrameProducer, GpuDevice, Grid, OutputDType, ReadbackConfig};
 use wgpipe::storage::{Compression, Frame, Sink, SinkOptions, StreamInfo, StreamLayout, open_sink};
-use wgpipe::{IoMode, Pipeline, RunReport};
+use wgpipe::{IoMode, Pipeline, PipelineBuilder, RunReport};
 
 /// Seed and noise of the Gray-Scott start state (any fixed values do).
 const SEED: u64 = 7;
 const NOISE: f32 = 0.02;
+
+/// Steps per frame of the ADIOS2 tutorial's 3-D runs (its `plotgap`).
+pub const TUTORIAL_STEPS_PER_FRAME: u32 = 10;
+
+/// The ADIOS2 tutorial's 3-D model at `edge`³ on `gpu`, `frames` frames of
+/// [`TUTORIAL_STEPS_PER_FRAME`] steps, asynchronous, into `sink`: the run the 3-D cost benches
+/// (checkpoints, analysis) compare variants of.
+pub fn tutorial_3d(gpu: &GpuDevice, edge: usize, frames: u64, sink: Box<dyn Sink>) -> PipelineBuilder {
+    Pipeline::builder()
+        .gpus(vec![gpu.clone()])
+        .shape([edge, edge, edge])
+        .frames(frames)
+        .steps_per_frame(TUTORIAL_STEPS_PER_FRAME)
+        .mode(IoMode::Async)
+        .gray_scott_3d(GrayScott3dParams::default(), 1)
+        .sink(sink)
+}
 
 /// What is computed: the same for the compute-only loop and the pipeline.
 #[derive(Debug, Clone)]

@@ -106,13 +106,12 @@ impl Config {
         kernel.check_params(&file.kernel.params, "kernel.params", require_all, &source)?;
         let fields = file.output.fields.clone().unwrap_or_else(|| kernel.default_output_fields());
         let all = kernel.fields();
-        if let Some(f) = fields.iter().find(|f| !all.contains(f)) {
-            return Err(source
-                .invalid("output.fields", format!("the kernel has no field {f:?}: choose from {}", all.join(", "))));
-        }
-        if let Some(f) = file.analysis.fields.iter().find(|f| !all.contains(f)) {
-            return Err(source
-                .invalid("analysis.fields", format!("the kernel has no field {f:?}: choose from {}", all.join(", "))));
+        for (key, names) in [("output.fields", &fields), ("analysis.fields", &file.analysis.fields)] {
+            if let Some(f) = names.iter().find(|f| !all.contains(f)) {
+                return Err(
+                    source.invalid(key, format!("the kernel has no field {f:?}: choose from {}", all.join(", ")))
+                );
+            }
         }
         if let Some((i, f)) =
             file.analysis.fields.iter().enumerate().find(|(i, f)| file.analysis.fields[..*i].contains(f))

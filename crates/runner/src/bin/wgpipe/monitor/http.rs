@@ -107,14 +107,16 @@ fn route(target: &str, watched: &Watched) -> Response {
 fn progress(watched: &Watched) -> Response {
     let now = watched.progress.snapshot();
     let elapsed = watched.started.elapsed().as_secs_f64();
+    // Done once every device thread has ended (the writer may still be closing the output).
+    let done = now.finished_devices >= watched.progress.devices();
     let line = match watched.previous.lock() {
         Ok(mut previous) => {
             let dt = previous.1.elapsed().as_secs_f64();
-            let line = json_line(&now, &previous.0, dt, elapsed, &watched.scale, watched.done.load(Ordering::Relaxed));
+            let line = json_line(&now, &previous.0, dt, elapsed, &watched.scale, done);
             *previous = (now, Instant::now());
             line
         }
-        Err(_) => json_line(&now, &now, 1.0, elapsed, &watched.scale, false),
+        Err(_) => json_line(&now, &now, 1.0, elapsed, &watched.scale, done),
     };
     Response::ok("application/json", line.into_bytes())
 }

@@ -35,13 +35,10 @@ pub struct Watched {
     pub started: Instant,
     /// The previous snapshot `/api/progress` served, for rates over the interval since.
     pub previous: std::sync::Mutex<(ProgressSnapshot, Instant)>,
-    /// Set once the run has ended (the last progress says `done`).
-    pub done: AtomicBool,
 }
 
 /// A running monitor; [`Monitor::stop`] ends it.
 pub struct Monitor {
-    watched: Arc<Watched>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -69,7 +66,6 @@ impl Monitor {
             latest,
             started: Instant::now(),
             previous: std::sync::Mutex::new((snapshot, Instant::now())),
-            done: AtomicBool::new(false),
         });
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -80,12 +76,11 @@ impl Monitor {
                 .context("--monitor: cannot start the server thread")?
         };
         eprintln!("monitor: http://{address}/ (JSON: /api/progress, /api/fields, /api/frame.png?field=NAME, /api/pdf)");
-        Ok(Monitor { watched, stop, thread: Some(thread) })
+        Ok(Monitor { stop, thread: Some(thread) })
     }
 
     /// Stops serving (the run has ended) and waits for the server thread.
     pub fn stop(mut self) {
-        self.watched.done.store(true, Ordering::Relaxed);
         self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();

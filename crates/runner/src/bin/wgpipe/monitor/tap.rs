@@ -63,34 +63,24 @@ impl TapSink {
     }
 }
 
-/// Field `name` of `frame` under `layout`; a 3-D field as its middle z slice.
-fn picture(layout: &StreamLayout, frame: &Frame, name: &str) -> Option<FieldData> {
+/// Field `name` of `frame` under `layout`, whole, or as a picture: a 3-D field's middle z
+/// slice, nothing above [`MAX_PICTURE_BYTES`].
+fn field(layout: &StreamLayout, frame: &Frame, name: &str, as_picture: bool) -> Option<FieldData> {
     let i = layout.field_index(name)?;
     let range = layout.field_range(i)?;
     let spec = &layout.fields[i];
-    let (shape, range) = match spec.shape[..] {
-        [nz, ny, nx] => {
+    let (shape, range) = match (as_picture, &spec.shape[..]) {
+        (true, &[nz, ny, nx]) => {
             let plane = ny * nx * spec.dtype.size();
             let start = range.start + nz / 2 * plane;
             (vec![ny, nx], start..start + plane)
         }
         _ => (spec.shape.clone(), range),
     };
-    if range.len() > MAX_PICTURE_BYTES {
+    if as_picture && range.len() > MAX_PICTURE_BYTES {
         return None;
     }
     Some(FieldData { dtype: spec.dtype, shape, bytes: frame.data.get(range)?.to_vec() })
-}
-
-/// Field `name` of `frame` under `layout`, whole.
-fn whole(layout: &StreamLayout, frame: &Frame, name: &str) -> Option<FieldData> {
-    let i = layout.field_index(name)?;
-    let spec = &layout.fields[i];
-    Some(FieldData {
-        dtype: spec.dtype,
-        shape: spec.shape.clone(),
-        bytes: frame.data.get(layout.field_range(i)?)?.to_vec(),
-    })
 }
 
 /// The first field a page would show: a field on the grid, not a PDF or its edges.
@@ -132,8 +122,8 @@ impl Sink for TapSink {
             .iter()
             .filter_map(|f| f.name.strip_suffix("_pdf"))
             .filter_map(|base| {
-                let counts = whole(layout, frame, &format!("{base}_pdf"))?;
-                let edges = whole(layout, frame, &format!("{base}_bins"))?;
+                let counts = field(layout, frame, &format!("{base}_pdf"), false)?;
+                let edges = field(layout, frame, &format!("{base}_bins"), false)?;
                 Some(Pdf { field: base.to_owned(), edges, counts })
             })
             .collect();
@@ -141,7 +131,7 @@ impl Sink for TapSink {
             stream: frame.stream,
             index: frame.index,
             step: frame.step,
-            picture: picture(layout, frame, &name).map(|p| (name, p)),
+            picture: field(layout, frame, &name, true).map(|p| (name, p)),
             pdfs,
         });
         self.latest.wanted.store(false, Ordering::Relaxed);
