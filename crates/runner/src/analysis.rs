@@ -49,6 +49,18 @@ impl Analysis {
         self.fields.is_empty()
     }
 
+    /// Whether `name` is one of the arrays this analysis adds to a frame (`u_min`, `v_pdf`,
+    /// ...), by the one naming rule, [`Reduction::name`].
+    pub fn is_reduction(&self, name: &str) -> bool {
+        self.fields.iter().any(|f| Reduction::ALL.iter().any(|r| r.name(f) == name))
+    }
+
+    /// The names of the reductions with one value per frame (`u_min`, `u_max`, `u_mean`,
+    /// `u_sum`, ...): what a condition (`output.when`) may compare.
+    pub fn scalar_names(&self) -> Vec<String> {
+        self.fields.iter().flat_map(|f| Reduction::SCALAR.map(|r| r.name(f))).collect()
+    }
+
     /// The device's spec for `kernel`: field names to indices; errors name an unknown field
     /// and the kernel's fields.
     pub fn spec(&self, kernel: &KernelSpec) -> Result<AnalysisSpec> {

@@ -44,6 +44,7 @@ mod settings;
 mod sizes;
 #[cfg(feature = "mpi")]
 pub mod split;
+pub mod thinning;
 mod trace;
 mod worker;
 mod writer;
@@ -59,6 +60,7 @@ pub use pool::BufferPool;
 pub use progress::{DeviceProgress, Progress, ProgressSnapshot};
 pub use report::{CheckpointReport, ComputeSource, DeviceReport, IoMode, RunReport, WriterReport};
 pub use run_state::StopHandle;
+pub use thinning::{ThinnedSink, Thinning, Trigger, TriggerError};
 pub use trace::{Span, SpanKind};
 pub use wgpipe_compute::FrameSource;
 

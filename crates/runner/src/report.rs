@@ -248,6 +248,19 @@ impl fmt::Display for RunReport {
                 if every.is_empty() { String::new() } else { format!(" (auto: every {} frames)", every.join(", ")) }
             )?;
         }
+        if self.sink.skipped_frames > 0 {
+            let stored = self.sink.bytes as f64;
+            let skipped = self.sink.skipped_bytes as f64;
+            writeln!(
+                f,
+                "fields not stored (output.every, output.when): {} of {} frames, {:.1} MB saved ({:.1} % of the bytes \
+                 storing every frame's fields would have written)",
+                self.sink.skipped_frames,
+                self.sink.frames,
+                skipped / 1e6,
+                if stored + skipped > 0.0 { 100.0 * skipped / (stored + skipped) } else { 0.0 }
+            )?;
+        }
         writeln!(f, "compute {:.2} s ({})", self.compute_seconds(), self.compute_source().name())?;
         write!(
             f,

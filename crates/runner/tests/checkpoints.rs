@@ -57,6 +57,19 @@ fn cases() -> Vec<Case> {
         },
         Case { label: "2-D, noise, raw", kills: 3, every: 7, streams: 2, config: two_d(7, "sink = \"raw\"") },
         Case {
+            // The fields of some frames (the condition holds for about the first half), the
+            // reductions of every frame in a second output: both cut at the checkpoint.
+            label: "2-D, noise, hdf5, output.every and output.when",
+            kills: 3,
+            every: 5,
+            streams: 2,
+            config: two_d(
+                5,
+                "sink = \"hdf5\"\nfields = [\"u\", \"v\"]\nevery = 9\nwhen = \"v_max > 0.2\"\n[analysis]\n\
+                 fields = [\"v\"]\npdf_bins = 4",
+            ),
+        },
+        Case {
             label: "2-D, noise, zarr, 3 frames per shard",
             kills: 3,
             every: 4,
@@ -159,7 +172,9 @@ fn killed_checkpointed_runs_resume_from_their_checkpoints_bit_identical() {
         std::fs::write(reference.join("c.toml"), &case.config).unwrap();
         let out = wgpipe(&reference, &["run", "c.toml"]);
         assert!(out.status.success(), "{label}: {}", String::from_utf8_lossy(&out.stderr));
-        let want = contents(&reference.join("out"));
+        // The output, and the reductions' own output where the run thins its fields.
+        let outputs: Vec<&str> = ["out", "out.analysis"].into_iter().filter(|o| reference.join(o).exists()).collect();
+        let want: Vec<Contents> = outputs.iter().map(|o| contents(&reference.join(o))).collect();
         assert!(!reference.join("out.checkpoints").exists(), "{label}: a complete run keeps no checkpoint");
         let total = FRAMES * case.streams;
         for k in 0..kills {
@@ -195,10 +210,12 @@ fn killed_checkpointed_runs_resume_from_their_checkpoints_bit_identical() {
                 planned <= bound && (planned < total || restarted > 0),
                 "{what}: the resume computed {planned} frames; at most {bound} (reported {reported})"
             );
-            assert!(
-                contents(&dir.join("out")) == want,
-                "{what}: the resumed output differs from the uninterrupted run's"
-            );
+            for (o, want) in outputs.iter().zip(&want) {
+                assert!(
+                    contents(&dir.join(o)) == *want,
+                    "{what}: the resumed output {o} differs from the uninterrupted run's"
+                );
+            }
             assert!(!dir.join("out.checkpoints").exists(), "{what}: the completed run removes its checkpoints");
             std::fs::remove_dir_all(&dir).unwrap();
             landed += 1;

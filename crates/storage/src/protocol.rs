@@ -268,4 +268,8 @@ impl<B: Backend> Sink for Checked<B> {
         self.summary.write_seconds += start.elapsed().as_secs_f64();
         Ok(std::mem::take(&mut self.summary))
     }
+
+    fn fail(&mut self) {
+        Checked::fail(self);
+    }
 }

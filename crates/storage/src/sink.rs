@@ -19,6 +19,12 @@ pub struct SinkSummary {
     /// Order-independent checksum of every frame written (see [`crate::frame_checksum`]),
     /// equal across sinks for the same frames.
     pub checksum: u64,
+    /// Frames whose fields a decorating sink chose not to store (a run's `output.every` and
+    /// `output.when`): they are counted in `frames` for what was stored of them (their
+    /// reductions), their fields are not.
+    pub skipped_frames: u64,
+    /// Payload bytes of the fields not stored (`skipped_frames`'), not counted in `bytes`.
+    pub skipped_bytes: u64,
 }
 
 impl SinkSummary {
@@ -66,6 +72,11 @@ pub trait Sink: Send {
     fn write(&mut self, frame: &Frame) -> Result<()>;
     /// Flushes and closes; reports what was written.
     fn finish(&mut self) -> Result<SinkSummary>;
+    /// Marks the run failed before `finish`: `finish` then marks no stream complete, keeping
+    /// every frame stored readable. For a decorator that knows more than the sink it wraps (a
+    /// stream that ended short where the wrapped sink expected no count). The default does
+    /// nothing, for sinks with no notion of complete.
+    fn fail(&mut self) {}
 }
 
 impl<S: Sink + ?Sized> Sink for Box<S> {
@@ -80,5 +91,8 @@ impl<S: Sink + ?Sized> Sink for Box<S> {
     }
     fn finish(&mut self) -> Result<SinkSummary> {
         (**self).finish()
+    }
+    fn fail(&mut self) {
+        (**self).fail()
     }
 }

@@ -54,6 +54,20 @@ pub enum Reduction {
 }
 
 impl Reduction {
+    /// Every reduction, in the order [`AnalysisSpec::outputs`] lays out a field's.
+    pub const ALL: [Reduction; 7] = [
+        Reduction::Min,
+        Reduction::Max,
+        Reduction::Mean,
+        Reduction::Sum,
+        Reduction::Bins,
+        Reduction::Pdf,
+        Reduction::Downsampled,
+    ];
+
+    /// The reductions of one value per frame, which conditions (`output.when`) compare.
+    pub const SCALAR: [Reduction; 4] = [Reduction::Min, Reduction::Max, Reduction::Mean, Reduction::Sum];
+
     /// The suffix of the stored array's name: `FIELD_min`, `FIELD_pdf`, ...
     pub fn suffix(self) -> &'static str {
         match self {
@@ -121,7 +135,7 @@ impl AnalysisSpec {
         let mut out = Vec::new();
         let bins = self.pdf_bins as usize;
         for &field in &self.fields {
-            for reduction in [Reduction::Min, Reduction::Max, Reduction::Mean, Reduction::Sum] {
+            for reduction in Reduction::SCALAR {
                 out.push(AnalysisOutput { field, reduction, shape: Vec::new() });
             }
             if bins > 0 {

@@ -20,11 +20,12 @@ mod model;
 mod source;
 mod validate;
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use wgpipe_compute::{DeviceSelector, Grid, OutputDType};
-use wgpipe_storage::{FieldSpec, SinkOptions, check_output, open_sink};
+use wgpipe_storage::{FieldSpec, Sink, SinkOptions, check_output, open_sink};
 
 pub use batch::{MAX_RUNS, RunSpec};
 pub use error::{ConfigError, Origin, Result};
@@ -35,6 +36,7 @@ pub use model::{
 };
 
 use crate::checkpoint::{self, Checkpoints, Interval};
+use crate::thinning::{ThinnedSink, Thinning};
 use crate::{Analysis, IoMode, Job, Pipeline, PipelineBuilder};
 use source::Source;
 
@@ -80,6 +82,8 @@ pub struct Config {
     decomposition: Option<Vec<usize>>,
     source: Source,
     dtype: OutputDType,
+    /// `output.every` and `output.when`.
+    thinning: Thinning,
 }
 
 impl Config {
@@ -149,7 +153,20 @@ impl Config {
             .with_xdmf(file.output.xdmf)
             .with_swmr(file.output.swmr);
         let dtype = validate::output_dtype(&file, &source)?;
-        let config = Config { file, kernel, runs, selector, sink_options, fields, shape, decomposition, source, dtype };
+        let thinning = validate::thinning(&file, &source)?;
+        let config = Config {
+            file,
+            kernel,
+            runs,
+            selector,
+            sink_options,
+            fields,
+            shape,
+            decomposition,
+            source,
+            dtype,
+            thinning,
+        };
         config.check_plan()?;
         Ok(config)
     }
@@ -159,8 +176,7 @@ impl Config {
     /// by [`Config::build`] once they are open): sizes, the sink's limits, host memory.
     fn check_plan(&self) -> Result<()> {
         let count = self.file.devices.count;
-        let sink = open_sink(self.sink_name(), &self.sink_options)
-            .map_err(|e| self.source.invalid("output.sink", e.to_string()))?;
+        let sink = self.open_sink(false).map_err(|e| self.source.invalid("output.sink", e.to_string()))?;
         let builder = self.builder().jobs(self.jobs(count, |_| false)).sink(sink);
         builder.check_unopened(count).map_err(|e| self.locate(e))
     }
@@ -177,8 +193,77 @@ impl Config {
     /// directory exists; an existing output is refused unless `output.overwrite` replaces it
     /// or `append`, what `--resume` does, adds to it). The sink checks again when it starts.
     pub fn check_output(&self, append: bool) -> Result<()> {
-        let options = self.sink_options.clone().with_append(append);
-        check_output(self.sink_name(), &options).map_err(|e| self.source.invalid("output.path", e.to_string()))
+        for options in self.outputs() {
+            check_output(self.sink_name(), &options.with_append(append))
+                .map_err(|e| self.source.invalid("output.path", e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// The sink of this config's output (`append`: adding to an existing one, what
+    /// `--resume` does), creating nothing yet. With `output.every` or `output.when`, a
+    /// [`ThinnedSink`] over two: the fields at `output.path`, the reductions at
+    /// [`Config::analysis_output_path`]; `kept_fields` says, for streams that continue, how many
+    /// frames the fields output keeps of each.
+    pub fn open_sink(&self, append: bool) -> wgpipe_storage::Result<Box<dyn Sink>> {
+        self.open_sink_resuming(append, BTreeMap::new())
+    }
+
+    /// [`Config::open_sink`] for a resumed run whose streams continue: `kept_fields` is how
+    /// many frames the fields output keeps of each such stream (with `output.when` only the
+    /// output knows).
+    pub fn open_sink_resuming(
+        &self,
+        append: bool,
+        kept_fields: BTreeMap<String, u64>,
+    ) -> wgpipe_storage::Result<Box<dyn Sink>> {
+        let mut sinks = Vec::with_capacity(2);
+        for options in self.outputs() {
+            sinks.push(open_sink(self.sink_name(), &options.with_append(append))?);
+        }
+        match (sinks.pop(), sinks.pop()) {
+            (Some(reductions), Some(fields)) => Ok(Box::new(
+                ThinnedSink::new(fields, reductions, self.analysis(), self.thinning.clone())
+                    .with_kept_fields(kept_fields),
+            )),
+            (Some(only), None) => Ok(only),
+            _ => Err(wgpipe_storage::Error::Usage("a config has one output or two")),
+        }
+    }
+
+    /// The sink options of each output: `output.path`'s, then, when the run thins its fields
+    /// (`output.every`, `output.when`), the reductions' beside it.
+    fn outputs(&self) -> Vec<SinkOptions> {
+        let mut outputs = vec![self.sink_options.clone()];
+        if let Some(path) = self.analysis_output_path() {
+            // No XDMF: the reductions are not fields on the grid.
+            let mut reductions = self.sink_options.clone().with_xdmf(false);
+            reductions.path = path;
+            outputs.push(reductions);
+        }
+        outputs
+    }
+
+    /// `output.every` and `output.when`.
+    pub fn thinning(&self) -> &Thinning {
+        &self.thinning
+    }
+
+    /// Where the reductions of every frame go when the fields of only some frames are stored
+    /// (`output.every`, `output.when`): beside `output.path`, `.analysis` before its
+    /// extension (`out.h5` → `out.analysis.h5`, a raw directory `out` → `out.analysis`).
+    /// `None`: the reductions, if any, share the fields' output.
+    pub fn analysis_output_path(&self) -> Option<PathBuf> {
+        if !self.thinning.thins() {
+            return None;
+        }
+        let path = self.output_path();
+        let name = path.file_name()?.to_string_lossy().into_owned();
+        let sibling = match name.rsplit_once('.') {
+            Some((stem, ext)) if !stem.is_empty() => format!("{stem}.analysis.{ext}"),
+            _ => format!("{name}.analysis"),
+        };
+        Some(path.with_file_name(sibling))
     }
 
     /// A pipeline error as a config error, at the key it is about.
@@ -229,6 +314,14 @@ impl Config {
     /// Checks that `grid.decomposition`, if given, splits the grid over exactly `ranks`
     /// ranks (1 for a run without `mpirun`).
     pub fn check_ranks(&self, ranks: usize) -> Result<()> {
+        if ranks > 1 && self.thinning.thins() {
+            let key = if self.thinning.when.is_some() { "output.when" } else { "output.every" };
+            return Err(self.source.invalid(
+                key,
+                "storing the fields of some frames only is not supported under mpirun yet (the ranks share one \
+                 output): run without mpirun, or remove output.every and output.when",
+            ));
+        }
         let Some(parts) = &self.decomposition else {
             return Ok(());
         };
@@ -251,12 +344,23 @@ impl Config {
         &self.fields
     }
 
-    /// Every array each frame of the output holds: the stored fields on the grid, then the
-    /// analysis's reductions (`[analysis]`), as the pipeline lays them out.
+    /// Every array each frame of the output at `output.path` holds: the stored fields on the
+    /// grid, then the analysis's reductions (`[analysis]`), as the pipeline lays them out;
+    /// without the reductions when they have their own output ([`Config::reduction_fields`]).
     pub fn stored_fields(&self) -> Result<Vec<FieldSpec>> {
         let shape = self.grid_shape();
         let mut fields: Vec<FieldSpec> =
             self.fields.iter().map(|f| FieldSpec::new(f.clone(), self.stored_dtype(), shape)).collect();
+        if !self.thinning.thins() {
+            fields.extend(self.reduction_fields()?);
+        }
+        Ok(fields)
+    }
+
+    /// The analysis's reductions each frame holds, in layout order (none without `[analysis]`).
+    pub fn reduction_fields(&self) -> Result<Vec<FieldSpec>> {
+        let shape = self.grid_shape();
+        let mut fields = Vec::new();
         let analysis = self.analysis();
         if !analysis.is_empty() {
             let grid = Grid::new(shape).map_err(|e| self.source.invalid("grid.shape", e.to_string()))?;

@@ -437,6 +437,24 @@ pub struct OutputSection {
     ///
     /// Default: `["v"]` for `"gray-scott"`; every field for `"gray-scott-3d"` and custom kernels.
     pub fields: Option<Vec<String>>,
+    /// Store the fields of every k-th frame only (frames 0, k, 2k, ...), and the analysis's
+    /// reductions of every frame. The reductions then go to an output of their own beside
+    /// `output.path` (`NAME.analysis.EXT`: each output has one time axis); a frame's fields
+    /// and reductions share its step. With `output.when`, a frame is kept when either keeps it.
+    ///
+    /// Accepted values: 1 (every frame) or more, with `analysis.fields`.
+    ///
+    /// Default: every frame's fields (unless `output.when` chooses).
+    pub every: Option<u64>,
+    /// Store a frame's fields only when this condition over its reductions holds (the
+    /// reductions of every frame are stored, beside `output.path` as with `output.every`).
+    ///
+    /// Accepted values: a condition over the one-value reductions of `analysis.fields`
+    /// (`F_min`, `F_max`, `F_mean`, `F_sum`) with numbers, `+ - * /`, `< <= > >= == !=`,
+    /// `and`, `or`, `not` and parentheses, e.g. `"v_max > 0.3"`.
+    ///
+    /// Default: no condition (every frame's fields, unless `output.every` chooses).
+    pub when: Option<String>,
     /// The element type the fields are stored as. Kernels compute in f32 either way; `"f16"`
     /// converts each frame on the GPU, halving the bytes read back, queued and written.
     ///
@@ -514,6 +532,8 @@ impl Default for OutputSection {
             path: PathBuf::from("output.h5"),
             overwrite: false,
             fields: None,
+            every: None,
+            when: None,
             dtype: "f32".to_owned(),
             compression: "none".to_owned(),
             chunk_frames: 1,

@@ -9,6 +9,8 @@ use super::error::Result;
 use super::model::{CheckpointMode, ConfigFile, DEFAULT_GRID_EDGE, SELECT_ACCEPTS, Select};
 use super::source::Source;
 use crate::MAX_DEVICE_COPIES;
+use crate::analysis::Analysis;
+use crate::thinning::{Thinning, Trigger};
 
 /// `[analysis]`: its sizes, and no sizes without fields to apply them to.
 fn analysis(file: &ConfigFile, src: &Source) -> Result<()> {
@@ -153,6 +155,63 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// `output.every` and `output.when` as a [`Thinning`]: a count of at least 1, a condition
+/// that parses and reads only one-value reductions of `analysis.fields`, and reductions to
+/// keep (an analysis) beside fields to thin.
+pub(crate) fn thinning(file: &ConfigFile, src: &Source) -> Result<Thinning> {
+    let out = &file.output;
+    let when =
+        match &out.when {
+            None => None,
+            Some(text) => Some(Trigger::parse(text).map_err(|e| {
+                src.invalid("output.when", format!("{text:?}, {e}; e.g. output.when = \"v_max > 0.3\""))
+            })?),
+        };
+    let thinning = Thinning { every: out.every, when };
+    if out.every == Some(0) {
+        return Err(src.invalid("output.every", "0 is out of range: use 1 (every frame) or more"));
+    }
+    if out.every == Some(1) && thinning.when.is_some() {
+        return Err(src.invalid(
+            "output.every",
+            "1 keeps every frame, whatever output.when says: remove output.every, or give 2 or more to keep every \
+             k-th frame besides those output.when keeps",
+        ));
+    }
+    if !thinning.thins() {
+        return Ok(thinning);
+    }
+    let key = if thinning.when.is_some() { "output.when" } else { "output.every" };
+    let analysis = Analysis::of(file.analysis.fields.clone());
+    if analysis.is_empty() {
+        return Err(src.invalid(
+            key,
+            "it keeps the analysis's reductions of every frame, and analysis.fields lists none: name the fields to \
+             reduce (analysis.fields = [\"v\"]), or store fewer frames altogether with a larger run.steps_per_frame",
+        ));
+    }
+    if out.fields.as_ref().is_some_and(Vec::is_empty) {
+        return Err(src.invalid(
+            key,
+            "output.fields is empty, so no frame stores fields: remove it, or list the fields to store on the frames \
+             it keeps",
+        ));
+    }
+    if let Some(when) = &thinning.when {
+        let names = analysis.scalar_names();
+        if let Some(unknown) = when.names().iter().find(|n| !names.contains(n)) {
+            return Err(src.invalid(
+                "output.when",
+                format!(
+                    "{unknown:?} is not a one-value reduction of analysis.fields: choose from {}",
+                    names.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(thinning)
 }
 
 /// The grid's shape from `grid.shape`, or from the 2-D spelling `grid.rows`/`grid.cols`

@@ -2,6 +2,7 @@
 //! others continue (from their checkpoints, or from frame 0).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use anyhow::{Context, bail};
 use wgpipe::Job;
@@ -14,25 +15,24 @@ use wgpipe::storage::{FieldSpec, Output, open_output};
 pub struct Held {
     /// The output, opened once for every check of the resume.
     pub output: Option<Output>,
+    /// The reductions' own output, when the run stores the fields of some frames only
+    /// (`output.every`, `output.when`): it holds every frame, so the streams' frames and
+    /// completeness are read from it.
+    pub reductions: Option<Output>,
     /// Streams complete in it: not run again.
     pub complete: BTreeSet<String>,
     /// Frames of each incomplete stream.
     pub frames: BTreeMap<String, u64>,
 }
 
-/// What the config's existing output holds (nothing when there is no output yet), after
-/// checking that it holds the fields and grid this config writes.
-pub fn held_streams(config: &Config) -> anyhow::Result<Held> {
-    if config.sink_name() == "null" {
-        bail!("--resume needs an output to resume: the null sink stores nothing; set output.sink to hdf5 or raw");
-    }
-    let path = config.output_path();
+/// The output at `path` opened, after checking that it holds `writes` (`key` names them in
+/// the message); `None` when there is none yet.
+fn open_checked(path: &Path, writes: &[FieldSpec]) -> anyhow::Result<Option<Output>> {
     if !path.exists() {
-        return Ok(Held::default());
+        return Ok(None);
     }
-    let out = open_output(&path).with_context(|| format!("cannot resume {}", path.display()))?;
-    let writes: Vec<FieldSpec> = config.stored_fields()?;
-    if out.fields().len() != writes.len() || out.fields().iter().zip(&writes).any(|(a, b)| !a.same_data(b)) {
+    let out = open_output(path).with_context(|| format!("cannot resume {}", path.display()))?;
+    if out.fields().len() != writes.len() || out.fields().iter().zip(writes).any(|(a, b)| !a.same_data(b)) {
         let list = |fields: &[FieldSpec]| {
             fields.iter().map(|f| format!("{} {}", f.name, f.describe())).collect::<Vec<_>>().join(", ")
         };
@@ -41,13 +41,34 @@ pub fn held_streams(config: &Config) -> anyhow::Result<Held> {
              resume with the config that wrote it, or choose another output.path",
             path.display(),
             list(out.fields()),
-            list(&writes)
+            list(writes)
         );
     }
-    let (complete, incomplete): (Vec<_>, Vec<_>) = out.streams().iter().partition(|s| s.complete);
+    Ok(Some(out))
+}
+
+/// What the config's existing output holds (nothing when there is no output yet), after
+/// checking that it holds the fields and grid this config writes.
+pub fn held_streams(config: &Config) -> anyhow::Result<Held> {
+    if config.sink_name() == "null" {
+        bail!("--resume needs an output to resume: the null sink stores nothing; set output.sink to hdf5 or raw");
+    }
+    let Some(output) = open_checked(&config.output_path(), &config.stored_fields()?)? else {
+        return Ok(Held::default());
+    };
+    let reductions = match config.analysis_output_path() {
+        Some(path) => match open_checked(&path, &config.reduction_fields()?)? {
+            Some(out) => Some(out),
+            // Killed between creating the two outputs: nothing to continue.
+            None => return Ok(Held { output: Some(output), ..Held::default() }),
+        },
+        None => None,
+    };
+    let every_frame = reductions.as_ref().unwrap_or(&output);
+    let (complete, incomplete): (Vec<_>, Vec<_>) = every_frame.streams().iter().partition(|s| s.complete);
     let complete = complete.into_iter().map(|s| s.name.clone()).collect();
     let frames = incomplete.into_iter().map(|s| (s.name.clone(), s.frames)).collect();
-    Ok(Held { complete, frames, output: Some(out) })
+    Ok(Held { complete, frames, output: Some(output), reductions })
 }
 
 /// Whether the last of the first `frames` frames of stream `name` reads back, every field:
@@ -57,6 +78,34 @@ fn last_kept_reads(out: &Output, name: &str, frames: u64) -> bool {
     let Some(s) = out.streams().iter().position(|s| s.name == name) else { return false };
     let fields = out.fields().len();
     frames > 0 && out.steps(s).is_ok() && (0..fields).all(|f| out.read_field(s, f, frames - 1).is_ok())
+}
+
+/// Of a stream continuing after `frames` frames, how many the fields output keeps when the
+/// reductions have their own output: those whose step is at most that of the last frame
+/// kept (`Some(0)` when the fields output has none of the stream); `None` when the outputs
+/// cannot say (a step unreadable).
+fn kept_fields(held: &Held, name: &str, frames: u64) -> Option<u64> {
+    let (Some(fields), Some(reductions)) = (&held.output, &held.reductions) else { return Some(frames) };
+    let stream = |out: &Output| out.streams().iter().position(|s| s.name == name);
+    let last = *reductions.steps(stream(reductions)?).ok()?.get(usize::try_from(frames.checked_sub(1)?).ok()?)?;
+    match stream(fields) {
+        None => Some(0),
+        Some(s) => Some(fields.steps(s).ok()?.iter().filter(|&&step| step <= last).count() as u64),
+    }
+}
+
+/// Whether a stream's checkpoint after `frames` frames can be continued: those frames (and,
+/// with a reductions output, the fields frames kept among them) are in the outputs, the
+/// last of each reading back. Returns the fields frames kept.
+fn continuable(held: &Held, name: &str, frames: u64) -> Option<u64> {
+    let kept = kept_fields(held, name, frames)?;
+    let fields = held.output.as_ref()?;
+    match &held.reductions {
+        Some(reductions) => (last_kept_reads(reductions, name, frames)
+            && (kept == 0 || last_kept_reads(fields, name, kept)))
+        .then_some(kept),
+        None => last_kept_reads(fields, name, frames).then_some(kept),
+    }
 }
 
 /// `eprintln!` when the first argument is true.
@@ -70,9 +119,17 @@ macro_rules! say {
 
 /// `jobs` (the incomplete and missing streams), each continuing from its checkpoint when the
 /// run checkpoints and the checkpoint's frames are all in the output, the last of them
-/// readable; the others restart from frame 0. Says which on stderr when it `speaks`.
-pub fn from_checkpoints(config: &Config, held: &Held, jobs: Vec<Job>, speaks: bool) -> anyhow::Result<Vec<Job>> {
-    let Some(checkpoints) = config.checkpoints() else { return Ok(jobs) };
+/// readable; the others restart from frame 0. Says which on stderr when it `speaks`. Also
+/// returns, per continuing stream, the frames the fields output keeps (with
+/// `output.every`/`output.when`, fewer than the checkpoint's).
+pub fn from_checkpoints(
+    config: &Config,
+    held: &Held,
+    jobs: Vec<Job>,
+    speaks: bool,
+) -> anyhow::Result<(Vec<Job>, BTreeMap<String, u64>)> {
+    let mut kept = BTreeMap::new();
+    let Some(checkpoints) = config.checkpoints() else { return Ok((jobs, kept)) };
     let mut resumed = Vec::with_capacity(jobs.len());
     for job in jobs {
         let Some(&frames) = held.frames.get(&job.name) else {
@@ -80,21 +137,23 @@ pub fn from_checkpoints(config: &Config, held: &Held, jobs: Vec<Job>, speaks: bo
             continue;
         };
         match checkpoint::read(&checkpoints.dir, &job.name)? {
-            Some(saved) if saved.frames <= frames => {
-                if held.output.as_ref().is_some_and(|o| last_kept_reads(o, &job.name, saved.frames)) {
+            Some(saved) if saved.frames <= frames => match continuable(held, &job.name, saved.frames) {
+                Some(fields) => {
                     say!(speaks, "stream {}: continuing after {} frames from its checkpoint", job.name, saved.frames);
+                    kept.insert(job.name.clone(), fields);
                     resumed.push(job.resuming(saved));
-                } else {
+                }
+                None => {
                     say!(
                         speaks,
-                        "stream {}: frame {} of the output, the last its checkpoint keeps, does not read back (damaged \
-                         by the kill?); restarting the stream from frame 0",
+                        "stream {}: frame {} of the output, the last its checkpoint keeps, does not read back \
+                         (damaged by the kill?); restarting the stream from frame 0",
                         job.name,
                         saved.frames - 1
                     );
                     resumed.push(job);
                 }
-            }
+            },
             Some(saved) => {
                 say!(
                     speaks,
@@ -108,5 +167,5 @@ pub fn from_checkpoints(config: &Config, held: &Held, jobs: Vec<Job>, speaks: bo
             None => resumed.push(job),
         }
     }
-    Ok(resumed)
+    Ok((resumed, kept))
 }

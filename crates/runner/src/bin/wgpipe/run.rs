@@ -1,6 +1,7 @@
 //! `wgpipe run`: load a config, open the devices, run the pipeline with a progress
 //! reporter and a Ctrl-C handler, print the summary.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -8,7 +9,6 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::Args;
 use wgpipe::config::Config;
-use wgpipe::storage::open_sink;
 use wgpipe::{Error, RunReport, StopHandle};
 
 use crate::monitor::{Latest, Monitor, TapSink};
@@ -46,6 +46,8 @@ pub struct Plan {
     pub config: Config,
     pub gpus: Vec<wgpipe::compute::GpuDevice>,
     pub jobs: Vec<wgpipe::Job>,
+    /// Per stream continuing from its checkpoint, the frames its fields output keeps.
+    pub kept_fields: BTreeMap<String, u64>,
 }
 
 /// Loads and checks the config (for a run of `ranks` MPI ranks: 1 without `mpirun`) and the
@@ -58,13 +60,16 @@ pub fn plan(args: &RunArgs, ranks: usize, speaks: bool) -> anyhow::Result<Option
     let config = Config::load(args.config.as_deref(), &args.sets)?;
     config.check_ranks(ranks)?;
     let path = config.output_path();
-    if !args.resume && config.sink_name() != "null" && !config.file.output.overwrite && path.exists() {
-        bail!(
-            "{}: output.path: output {} already exists: remove it, choose another path (--set output.path=...), \
-             replace it (--set output.overwrite=true), or add the missing runs of a batch with --resume",
-            config.origin("output.path"),
-            path.display()
-        );
+    for output in std::iter::once(path.clone()).chain(config.analysis_output_path()) {
+        if !args.resume && config.sink_name() != "null" && !config.file.output.overwrite && output.exists() {
+            bail!(
+                "{}: output.path: output {} already exists: remove it, choose another path (--set \
+                 output.path=...), replace it (--set output.overwrite=true), or add the missing runs of a batch \
+                 with --resume",
+                config.origin("output.path"),
+                output.display()
+            );
+        }
     }
     if args.resume && config.file.output.swmr {
         bail!(
@@ -81,7 +86,8 @@ pub fn plan(args: &RunArgs, ranks: usize, speaks: bool) -> anyhow::Result<Option
     let gpus = wgpipe::compute::open_devices(&selector, count)
         .with_context(|| format!("{}: devices.select", config.origin("devices.select")))?;
     let jobs = config.jobs(gpus.len(), |name| done.contains(name));
-    let jobs = if args.resume { from_checkpoints(&config, &held, jobs, speaks)? } else { jobs };
+    let (jobs, kept_fields) =
+        if args.resume { from_checkpoints(&config, &held, jobs, speaks)? } else { (jobs, BTreeMap::new()) };
     if jobs.is_empty() {
         if speaks {
             eprintln!("nothing to do: every run is already complete in {}", path.display());
@@ -91,16 +97,16 @@ pub fn plan(args: &RunArgs, ranks: usize, speaks: bool) -> anyhow::Result<Option
     if speaks && !done.is_empty() {
         eprintln!("resuming {}: {} runs complete, {} to run", path.display(), done.len(), jobs.len());
     }
-    Ok(Some(Plan { config, gpus, jobs }))
+    Ok(Some(Plan { config, gpus, jobs, kept_fields }))
 }
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
-    let Some(Plan { config, gpus, jobs }) = plan(args, 1, true)? else {
+    let Some(Plan { config, gpus, jobs, kept_fields }) = plan(args, 1, true)? else {
         return Ok(ExitCode::SUCCESS);
     };
     let path = config.output_path();
-    let options = config.sink_options().clone().with_append(args.resume);
-    let sink = open_sink(config.sink_name(), &options)
+    let sink = config
+        .open_sink_resuming(args.resume, kept_fields)
         .with_context(|| format!("{}: output.sink", config.origin("output.sink")))?;
     let stop = StopHandle::default();
     let latest = Arc::new(Latest::default());
@@ -131,8 +137,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(monitor) = monitor {
         monitor.stop();
     }
-    let shown =
-        if config.sink_name() == "null" { "null sink (nothing stored)".to_owned() } else { path.display().to_string() };
+    let shown = match config.analysis_output_path() {
+        _ if config.sink_name() == "null" => "null sink (nothing stored)".to_owned(),
+        Some(reductions) => {
+            format!("{} (fields), {} (reductions of every frame)", path.display(), reductions.display())
+        }
+        None => path.display().to_string(),
+    };
     match result {
         Ok(report) => {
             summary(&report, &shown);

@@ -139,6 +139,10 @@ impl Sink for TapSink {
         Ok(())
     }
 
+    fn fail(&mut self) {
+        self.inner.fail();
+    }
+
     fn finish(&mut self) -> Result<SinkSummary> {
         self.inner.finish()
     }

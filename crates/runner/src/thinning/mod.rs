@@ -1,0 +1,356 @@
+//! Writing less: the fields of only some frames, the reductions of every frame
+//! (`output.every`, `output.when`, [`Thinning`]).
+//!
+//! A [`ThinnedSink`] wraps two sinks: the frames the pipeline produces (fields, then the
+//! analysis's reductions) arrive whole, their reductions go to one sink every frame and their
+//! fields to the other only for the frames kept. Two outputs because each then has one time
+//! axis, which netCDF readers and xarray need: the fields output's frames are the kept ones,
+//! each with its `steps` entry, and a reader matches them to the reductions by step. (The
+//! ADIOS2 Gray-Scott tutorial does the same: its analysis writes `pdf.bp` beside `gs.bp`.)
+//!
+//! It is a sink decorator, so the pipeline, the progress counters and the checkpoints see one
+//! frame per produced frame, reported written once both parts are stored (the reductions
+//! first); the live view wraps it and sees every frame whole.
+
+mod trigger;
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use wgpipe_storage::{AttrValue, DType, Error, Frame, Result, Sink, SinkSummary, StreamInfo, StreamLayout};
+
+pub use trigger::{Trigger, TriggerError};
+
+use crate::analysis::Analysis;
+
+/// Which frames keep their fields: every `every`-th (frames 0, k, 2k, ...), those whose
+/// reductions make `when` hold, or both (either keeps a frame). Neither: every frame.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Thinning {
+    /// Keep frame `i` when `i % every == 0` (1: every frame); `None`: no frame for its
+    /// index alone.
+    pub every: Option<u64>,
+    /// Keep a frame when this condition over its reductions holds.
+    pub when: Option<Trigger>,
+}
+
+impl Thinning {
+    /// The fields of every `k`-th frame: frames 0, k, 2k, ...
+    pub fn every(k: u64) -> Self {
+        Thinning { every: Some(k), when: None }
+    }
+
+    /// The fields of the frames whose reductions make `condition` hold.
+    pub fn when(condition: Trigger) -> Self {
+        Thinning { every: None, when: Some(condition) }
+    }
+
+    /// Also keeps the frames where `condition` holds.
+    pub fn or_when(mut self, condition: Trigger) -> Self {
+        self.when = Some(condition);
+        self
+    }
+
+    /// Whether some frames may lose their fields (otherwise the run stores them all, with
+    /// the reductions beside them in one output).
+    pub fn thins(&self) -> bool {
+        self.every.is_some_and(|k| k > 1) || self.when.is_some()
+    }
+
+    /// Whether frame `index` keeps its fields, given whether the condition holds on it (not
+    /// asked when there is no condition).
+    fn keeps(&self, index: u64, condition: impl FnOnce(&Trigger) -> bool) -> bool {
+        match (self.every, &self.when) {
+            (None, None) => true,
+            (Some(k), None) => index.is_multiple_of(k.max(1)),
+            (every, Some(when)) => every.is_some_and(|k| index.is_multiple_of(k.max(1))) || condition(when),
+        }
+    }
+
+    /// Frames among a stream's first `frames` that keep their fields, when that follows from
+    /// the count alone (no condition).
+    pub fn kept_among(&self, frames: u64) -> Option<u64> {
+        match (self.every, &self.when) {
+            (None, None) => Some(frames),
+            (Some(k), None) => Some(frames.div_ceil(k.max(1))),
+            (_, Some(_)) => None,
+        }
+    }
+
+    /// What the outputs record of the rule (run attributes `output_every`, `output_when`).
+    fn attributes(&self) -> Vec<(&'static str, AttrValue)> {
+        let mut a = Vec::new();
+        if let Some(k) = self.every {
+            a.push(("output_every", AttrValue::from(k)));
+        }
+        if let Some(w) = &self.when {
+            a.push(("output_when", AttrValue::from(w.text())));
+        }
+        a
+    }
+}
+
+/// Where each part of a produced frame lies, and where each stream is.
+struct Open {
+    fields: Vec<Range<usize>>,
+    reductions: Vec<Range<usize>>,
+    /// Per name of the condition, the bytes and type of its value in a produced frame.
+    condition: Vec<(Range<usize>, DType)>,
+    /// Per stream: the fields' next frame index, and frames received.
+    next_kept: Vec<u64>,
+    received: Vec<u64>,
+    expected: Vec<Option<u64>>,
+    failed: bool,
+}
+
+/// A sink that stores the reductions of every frame in one sink and the fields of the frames
+/// a [`Thinning`] keeps in another (see the module doc). Give it the frames of a run with
+/// `[analysis]`: it tells the fields from the reductions by the analysis's names.
+pub struct ThinnedSink {
+    fields: Box<dyn Sink>,
+    reductions: Box<dyn Sink>,
+    analysis: Analysis,
+    thinning: Thinning,
+    kept_fields: BTreeMap<String, u64>,
+    open: Option<Open>,
+    /// Reused for the fields' bytes of each kept frame.
+    buffer: Vec<u8>,
+    skipped_frames: u64,
+    skipped_bytes: u64,
+}
+
+/// The value of a one-value field as f64.
+fn value(bytes: &[u8], dtype: DType) -> f64 {
+    let word = |n: usize| -> Option<[u8; 8]> {
+        let mut w = [0u8; 8];
+        w.get_mut(..n)?.copy_from_slice(bytes.get(..n)?);
+        Some(w)
+    };
+    let Some(w) = word(dtype.size()) else { return f64::NAN };
+    match dtype {
+        DType::U8 => f64::from(w[0]),
+        DType::U16 => f64::from(u16::from_le_bytes([w[0], w[1]])),
+        DType::U32 => f64::from(u32::from_le_bytes([w[0], w[1], w[2], w[3]])),
+        DType::I32 => f64::from(i32::from_le_bytes([w[0], w[1], w[2], w[3]])),
+        DType::F32 => f64::from(f32::from_le_bytes([w[0], w[1], w[2], w[3]])),
+        DType::F64 => f64::from_le_bytes(w),
+        _ => f64::NAN,
+    }
+}
+
+impl ThinnedSink {
+    /// Fields of the kept frames to `fields`, the reductions of `analysis` of every frame to
+    /// `reductions`.
+    pub fn new(fields: Box<dyn Sink>, reductions: Box<dyn Sink>, analysis: Analysis, thinning: Thinning) -> Self {
+        ThinnedSink {
+            fields,
+            reductions,
+            analysis,
+            thinning,
+            kept_fields: BTreeMap::new(),
+            open: None,
+            buffer: Vec::new(),
+            skipped_frames: 0,
+            skipped_bytes: 0,
+        }
+    }
+
+    /// For streams that continue after kept frames (a resumed run): how many frames the
+    /// fields output keeps of each, by stream name. Needed with a condition, whose kept
+    /// frames only the output knows; with `every` alone they follow from the count.
+    pub fn with_kept_fields(mut self, kept: BTreeMap<String, u64>) -> Self {
+        self.kept_fields = kept;
+        self
+    }
+
+    /// The two layouts `layout` splits into (fields, reductions), with each part's byte
+    /// ranges in a produced frame.
+    #[expect(clippy::type_complexity, reason = "a private pair of (layout, ranges)")]
+    fn split(
+        &self,
+        layout: &StreamLayout,
+    ) -> Result<((StreamLayout, Vec<Range<usize>>), (StreamLayout, Vec<Range<usize>>))> {
+        let mut parts = [(Vec::new(), Vec::new()), (Vec::new(), Vec::new())];
+        for (i, f) in layout.fields.iter().enumerate() {
+            let range = layout
+                .field_range(i)
+                .ok_or_else(|| Error::InvalidLayout(format!("field {:?} is too large", f.name)))?;
+            let part = &mut parts[usize::from(self.analysis.is_reduction(&f.name))];
+            part.0.push(f.clone());
+            part.1.push(range);
+        }
+        let [(fields, field_ranges), (reductions, reduction_ranges)] = parts;
+        if fields.is_empty() || reductions.is_empty() {
+            return Err(Error::InvalidLayout(format!(
+                "writing the fields of some frames only (output.every, output.when) needs frames with fields and \
+                 reductions of them; these hold {}: {}",
+                if fields.is_empty() { "reductions only" } else { "no reductions of analysis.fields" },
+                if fields.is_empty() {
+                    "every frame's reductions are stored already, drop output.every and output.when"
+                } else {
+                    "add [analysis] with the fields the condition reads"
+                }
+            )));
+        }
+        let mut attributes = layout.attributes.clone();
+        for (k, v) in self.thinning.attributes() {
+            attributes.insert(k.to_owned(), v);
+        }
+        let mut streams = Vec::with_capacity(layout.streams.len());
+        for s in &layout.streams {
+            let kept = match (s.kept_frames, self.kept_fields.get(&s.name)) {
+                (0, _) => 0,
+                (_, Some(&n)) => n,
+                (k, None) => self.thinning.kept_among(k).ok_or_else(|| {
+                    Error::InvalidLayout(format!(
+                        "stream {:?} continues after {k} frames, but which of them kept their fields depends on \
+                         output.when: give the count the fields output holds (ThinnedSink::with_kept_fields)",
+                        s.name
+                    ))
+                })?,
+            };
+            let expected = s.expected_frames.and_then(|n| self.thinning.kept_among(n));
+            streams.push(StreamInfo { expected_frames: expected, kept_frames: kept, ..s.clone() });
+        }
+        let fields_layout = StreamLayout { fields, streams, attributes: attributes.clone() };
+        let reductions_layout = StreamLayout { fields: reductions, streams: layout.streams.clone(), attributes };
+        Ok(((fields_layout, field_ranges), (reductions_layout, reduction_ranges)))
+    }
+
+    /// Where each name of the condition lies in a produced frame: a one-value reduction.
+    fn bind(&self, layout: &StreamLayout) -> Result<Vec<(Range<usize>, DType)>> {
+        let Some(when) = &self.thinning.when else { return Ok(Vec::new()) };
+        when.names()
+            .iter()
+            .map(|name| {
+                layout
+                    .field_index(name)
+                    .filter(|&i| layout.fields[i].shape.is_empty() && self.analysis.is_reduction(name))
+                    .and_then(|i| Some((layout.field_range(i)?, layout.fields[i].dtype)))
+                    .ok_or_else(|| {
+                        Error::InvalidLayout(format!(
+                            "output.when reads {name:?}, which the frames do not hold as one value per frame: choose \
+                             from {}",
+                            self.analysis.scalar_names().join(", ")
+                        ))
+                    })
+            })
+            .collect()
+    }
+
+    /// Concatenates `ranges` of `data` into `out`.
+    fn gather(data: &[u8], ranges: &[Range<usize>], out: &mut Vec<u8>) {
+        out.clear();
+        for r in ranges {
+            out.extend_from_slice(data.get(r.clone()).unwrap_or_default());
+        }
+    }
+}
+
+impl Sink for ThinnedSink {
+    fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
+        let ((fields, _), (reductions, _)) = self.split(layout)?;
+        self.bind(layout)?;
+        self.fields.check_layout(&fields)?;
+        self.reductions.check_layout(&reductions)
+    }
+
+    fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
+        if self.open.is_some() {
+            return Err(Error::Usage("begin called twice"));
+        }
+        let ((fields, field_ranges), (reductions, reduction_ranges)) = self.split(layout)?;
+        let condition = self.bind(layout)?;
+        self.fields.check_layout(&fields)?;
+        self.reductions.check_layout(&reductions)?;
+        self.fields.begin(&fields)?;
+        if let Err(e) = self.reductions.begin(&reductions) {
+            // Close the fields output begun a moment ago: it holds no frame.
+            self.fields.fail();
+            let _closed = self.fields.finish();
+            return Err(e);
+        }
+        self.open = Some(Open {
+            fields: field_ranges,
+            reductions: reduction_ranges,
+            condition,
+            next_kept: fields.streams.iter().map(|s| s.kept_frames).collect(),
+            received: layout.streams.iter().map(|s| s.kept_frames).collect(),
+            expected: layout.streams.iter().map(|s| s.expected_frames).collect(),
+            failed: false,
+        });
+        Ok(())
+    }
+
+    fn write(&mut self, frame: &Frame) -> Result<()> {
+        let Some(open) = self.open.as_mut() else { return Err(Error::Usage("write called before begin")) };
+        let Some(next) = open.next_kept.get(frame.stream).copied() else {
+            return Err(Error::FrameMismatch {
+                stream: frame.stream,
+                index: frame.index,
+                reason: "the layout has no such stream".to_owned(),
+            });
+        };
+        // The reductions of every frame, first: the fields output never holds a frame whose
+        // reductions are missing.
+        let mut part = Vec::new();
+        Self::gather(&frame.data, &open.reductions, &mut part);
+        let result = self.reductions.write(&Frame::new(frame.stream, frame.index, frame.step, part));
+        if let Err(e) = result {
+            open.failed = true;
+            return Err(e);
+        }
+        let data = &frame.data;
+        let keeps = self.thinning.keeps(frame.index, |when| {
+            when.holds(&|i| {
+                open.condition.get(i).map_or(f64::NAN, |(r, t)| value(data.get(r.clone()).unwrap_or_default(), *t))
+            })
+        });
+        if keeps {
+            let mut part = std::mem::take(&mut self.buffer);
+            Self::gather(data, &open.fields, &mut part);
+            let kept = Frame::new(frame.stream, next, frame.step, part);
+            let result = self.fields.write(&kept);
+            self.buffer = kept.data;
+            if let Err(e) = result {
+                open.failed = true;
+                return Err(e);
+            }
+            open.next_kept[frame.stream] += 1;
+        } else {
+            self.skipped_frames += 1;
+            self.skipped_bytes += open.fields.iter().map(|r| r.len() as u64).sum::<u64>();
+        }
+        open.received[frame.stream] += 1;
+        Ok(())
+    }
+
+    fn fail(&mut self) {
+        if let Some(open) = self.open.as_mut() {
+            open.failed = true;
+        }
+        self.fields.fail();
+        self.reductions.fail();
+    }
+
+    fn finish(&mut self) -> Result<SinkSummary> {
+        let Some(open) = self.open.take() else { return Err(Error::Usage("finish called without begin")) };
+        // With a condition the fields output cannot know how many frames a stream keeps, so it
+        // expects none; a stream that ended short (or a failure) must not leave it complete.
+        let short = open.received.iter().zip(&open.expected).any(|(r, e)| e.is_some_and(|e| *r < e));
+        if open.failed || (self.thinning.when.is_some() && short) {
+            self.fields.fail();
+        }
+        let reductions = self.reductions.finish();
+        let fields = self.fields.finish();
+        let (r, f) = (reductions?, fields?);
+        Ok(SinkSummary {
+            frames: r.frames,
+            bytes: r.bytes + f.bytes,
+            write_seconds: r.write_seconds + f.write_seconds,
+            checksum: r.checksum.wrapping_add(f.checksum),
+            skipped_frames: self.skipped_frames,
+            skipped_bytes: self.skipped_bytes,
+        })
+    }
+}
