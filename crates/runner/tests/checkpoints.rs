@@ -275,9 +275,10 @@ fn auto_checkpoints_follow_young_daly() {
         let every: u64 = line.split("every ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
         if expect_every_frame {
             assert_eq!(every, 1, "{line}");
-            // Every frame but the last, less those submitted (2 staging buffers ahead) while
-            // the time per frame was measured.
-            assert!((frames - 5..frames).contains(&written), "{line}");
+            // Every frame but the last, less those decided while the first checkpoint was
+            // measured: up to the 2 staging buffers, the 2 frames of the channel (io_buffer)
+            // and the one being written (how many depends on the machine's load).
+            assert!((frames - 6..frames).contains(&written), "{line}");
         } else {
             assert!(every > frames, "{line}");
             // Only the measurement: the first frame's.

@@ -7,7 +7,9 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
+use std::process::{Command, Stdio};
 
 use wgpipe::config::Config;
 use wgpipe::storage::{AttrValue, Output, open_output};
@@ -34,7 +36,7 @@ pdf_bins = 8
 "#;
 
 /// The condition the thinned runs use (also given as `output.when`).
-const WHEN: &str = "v_max > 0.3 and not u_mean < 0";
+const WHEN: &str = "v_max > 0.3 and not u_mean > 0.8";
 const EVERY: u64 = 4;
 
 fn run(dir: &Path, sets: &[&str]) -> std::process::Output {
@@ -81,7 +83,7 @@ fn exactly_the_promised_frames_are_stored_bit_identical_in_every_backend() {
             assert_eq!(o.attributes().get("output_every"), Some(&AttrValue::Int(EVERY as i64)), "{sink}");
         }
 
-        let (mut skipped, mut kept_somewhere, mut skipped_somewhere) = (0u64, false, false);
+        let (mut skipped, mut kept_somewhere, mut skipped_somewhere, mut not_somewhere) = (0u64, false, false, false);
         for (s, stream) in all.streams().iter().enumerate() {
             let rs = reductions.stream_index(&stream.name).unwrap();
             let fs = fields.stream_index(&stream.name).unwrap();
@@ -94,7 +96,8 @@ fn exactly_the_promised_frames_are_stored_bit_identical_in_every_backend() {
             for i in 0..stream.frames {
                 let v = f64::from(all.read_f32(s, v_max, i).unwrap()[0]);
                 let u = f64::from(all.read_f32(s, u_mean, i).unwrap()[0]);
-                if i % EVERY == 0 || (v > 0.3 && u >= 0.0) {
+                not_somewhere |= i % EVERY != 0 && v > 0.3 && u > 0.8;
+                if i % EVERY == 0 || (v > 0.3 && u <= 0.8) {
                     promised.push(i);
                 }
                 // Every frame's reductions, bit-identical to the run storing every frame.
@@ -112,6 +115,7 @@ fn exactly_the_promised_frames_are_stored_bit_identical_in_every_backend() {
             skipped += stream.frames - promised.len() as u64;
         }
         assert!(kept_somewhere && skipped_somewhere, "{sink}: the condition both keeps and drops frames");
+        assert!(not_somewhere, "{sink}: `not` drops a frame the rest of the condition keeps");
         // The summary says what was saved: the skipped frames' u and v.
         let frame_bytes = 2 * 24 * 20 * 4;
         assert!(
@@ -178,4 +182,73 @@ fn wrong_thinning_settings_are_refused_at_their_key() {
     let e = thin.check_ranks(2).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(e.contains("output.every") && e.contains("mpirun"), "{e}");
     assert!(thin.check_ranks(1).is_ok());
+}
+
+/// One stream as a reader sees it: name, completeness, steps, every field's bytes of every frame.
+type StreamContents = (String, bool, Vec<u64>, Vec<Vec<u8>>);
+
+/// Everything a reader sees of an output: its completeness and its streams.
+fn contents(path: &Path) -> (bool, Vec<StreamContents>) {
+    let out = open_output(path).unwrap();
+    let streams = out
+        .streams()
+        .iter()
+        .enumerate()
+        .map(|(s, st)| {
+            let frames = (0..st.frames).flat_map(|i| frame(&out, s, i).into_iter().map(|(_, b)| b)).collect();
+            (st.name.clone(), st.complete, out.steps(s).unwrap(), frames)
+        })
+        .collect();
+    (out.complete(), streams)
+}
+
+/// A batch of three runs on one device (one after the other), stopped with Ctrl-C during the
+/// second, then resumed: the first run is complete in both outputs and skipped, the others
+/// run again, and both outputs end as an uninterrupted run leaves them, `complete` included.
+#[test]
+fn a_stopped_thinned_batch_resumes_to_the_uninterrupted_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = "[grid]\nrows = 24\ncols = 20\n[run]\nframes = 40\nsteps_per_frame = 200\nnoise = 0.05\n\
+                  [devices]\nselect = [0]\n[output]\npath = \"out.h5\"\nevery = 7\nwhen = \"v_max > 0.3\"\n\
+                  [analysis]\nfields = [\"v\"]\n[[runs]]\nname = \"a\"\n[[runs]]\nname = \"b\"\n[[runs]]\n\
+                  name = \"c\"\n";
+    for sub in ["reference", "stopped"] {
+        std::fs::create_dir(dir.path().join(sub)).unwrap();
+        std::fs::write(dir.path().join(sub).join("c.toml"), config).unwrap();
+    }
+    let reference = common::cli::wgpipe(&dir.path().join("reference"), &["run", "c.toml"]);
+    assert!(reference.status.success(), "{}", common::cli::text(&reference));
+    let stopped = dir.path().join("stopped");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wgpipe"))
+        .current_dir(&stopped)
+        .args(["run", "c.toml", "--progress", "frames"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    while let Some(Ok(line)) = lines.next() {
+        let n = line.strip_prefix("written ").and_then(|l| l.split('/').next()).and_then(|n| n.parse::<u64>().ok());
+        if n.is_some_and(|n| n >= 50) {
+            assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+            break;
+        }
+    }
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(130), "stopped by Ctrl-C: {rest:?}");
+    for output in ["out.h5", "out.analysis.h5"] {
+        let (complete, streams) = contents(&stopped.join(output));
+        assert!(!complete, "{output}");
+        assert!(streams[0].1 && !streams[1].1, "{output}: run a complete, run b stopped short: {:?}", streams[1].2);
+    }
+    let resumed = common::cli::wgpipe(&stopped, &["run", "c.toml", "--resume"]);
+    let text = common::cli::text(&resumed);
+    assert!(resumed.status.success() && text.contains("1 runs complete, 2 to run"), "{text}");
+    for output in ["out.h5", "out.analysis.h5"] {
+        assert!(
+            contents(&stopped.join(output)) == contents(&dir.path().join("reference").join(output)),
+            "{output}: the resumed output differs from the uninterrupted run's"
+        );
+    }
 }

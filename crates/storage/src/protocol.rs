@@ -79,6 +79,8 @@ pub struct Outcome<'a> {
     layout: &'a StreamLayout,
     frames: &'a [u64],
     failed: bool,
+    /// Streams the caller said ended short ([`crate::Sink::leave_incomplete`]), by index.
+    short: &'a [usize],
 }
 
 impl<'a> Outcome<'a> {
@@ -86,7 +88,13 @@ impl<'a> Outcome<'a> {
     /// [`Checked`] tells its backend, or what MPI ranks agreed on (frames and failures of
     /// every rank).
     pub(crate) fn new(layout: &'a StreamLayout, frames: &'a [u64], failed: bool) -> Self {
-        Outcome { layout, frames, failed }
+        Outcome { layout, frames, failed, short: &[] }
+    }
+
+    /// This outcome with the streams `short` left incomplete whatever their frames.
+    pub(crate) fn with_short(mut self, short: &'a [usize]) -> Self {
+        self.short = short;
+        self
     }
 
     /// The layout given to `begin`.
@@ -108,7 +116,9 @@ impl<'a> Outcome<'a> {
     /// its expected frames (any number, when none were given). A run stopped early leaves
     /// its short streams incomplete, which `--resume` continues.
     pub fn stream_complete(&self, i: usize, frames: u64) -> bool {
-        !self.failed && self.layout.streams.get(i).is_some_and(|s| s.expected_frames.is_none_or(|e| e == frames))
+        !self.failed
+            && !self.short.contains(&i)
+            && self.layout.streams.get(i).is_some_and(|s| s.expected_frames.is_none_or(|e| e == frames))
     }
 
     /// Whether every stream of this run is complete with the frames stored: the output's
@@ -127,6 +137,8 @@ struct Begun {
     validator: Validator,
     /// A write failed or the caller said the run failed: no more writes.
     failed: bool,
+    /// Streams the caller said ended short ([`Sink::leave_incomplete`]).
+    short: Vec<usize>,
 }
 
 /// Where a sink is in its lifecycle.
@@ -218,7 +230,8 @@ impl<B: Backend> Sink for Checked<B> {
         self.backend.begin(layout)?;
         let frames = self.backend.frame_layout(layout);
         let validator = Validator::new(frames.as_ref().unwrap_or(layout))?;
-        self.stage = Stage::Open(Box::new(Begun { layout: layout.clone(), validator, failed: false }));
+        self.stage =
+            Stage::Open(Box::new(Begun { layout: layout.clone(), validator, failed: false, short: Vec::new() }));
         self.summary.write_seconds += start.elapsed().as_secs_f64();
         Ok(())
     }
@@ -264,12 +277,19 @@ impl<B: Backend> Sink for Checked<B> {
         let Stage::Open(begun) = std::mem::replace(&mut self.stage, Stage::Finished) else {
             return Err(Error::Usage("finish called without begin"));
         };
-        self.backend.finish(&Outcome::new(&begun.layout, begun.validator.frames(), begun.failed))?;
+        let outcome = Outcome::new(&begun.layout, begun.validator.frames(), begun.failed).with_short(&begun.short);
+        self.backend.finish(&outcome)?;
         self.summary.write_seconds += start.elapsed().as_secs_f64();
         Ok(std::mem::take(&mut self.summary))
     }
 
     fn fail(&mut self) {
         Checked::fail(self);
+    }
+
+    fn leave_incomplete(&mut self, stream: usize) {
+        if let Stage::Open(begun) = &mut self.stage {
+            begun.short.push(stream);
+        }
     }
 }

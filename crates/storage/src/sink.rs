@@ -77,6 +77,12 @@ pub trait Sink: Send {
     /// stream that ended short where the wrapped sink expected no count). The default does
     /// nothing, for sinks with no notion of complete.
     fn fail(&mut self) {}
+    /// Tells the sink before `finish` that stream `stream` ended short even if it holds the
+    /// frames its layout expected (a decorator storing some frames of a longer stream), so
+    /// `finish` does not mark it complete. The default does nothing.
+    fn leave_incomplete(&mut self, stream: usize) {
+        let _ = stream;
+    }
 }
 
 impl<S: Sink + ?Sized> Sink for Box<S> {
@@ -94,5 +100,8 @@ impl<S: Sink + ?Sized> Sink for Box<S> {
     }
     fn fail(&mut self) {
         (**self).fail()
+    }
+    fn leave_incomplete(&mut self, stream: usize) {
+        (**self).leave_incomplete(stream)
     }
 }

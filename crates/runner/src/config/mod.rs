@@ -167,6 +167,16 @@ impl Config {
             dtype,
             thinning,
         };
+        if config.thinning.thins() && config.sink_name() != "null" && config.analysis_output_path().is_none() {
+            return Err(config.source.invalid(
+                "output.path",
+                format!(
+                    "{}: with output.every or output.when the reductions go beside the output, named after it: give \
+                     a path that ends in a name",
+                    config.output_path().display()
+                ),
+            ));
+        }
         config.check_plan()?;
         Ok(config)
     }

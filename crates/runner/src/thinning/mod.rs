@@ -45,7 +45,8 @@ impl Thinning {
         Thinning { every: None, when: Some(condition) }
     }
 
-    /// Also keeps the frames where `condition` holds.
+    /// Also keeps the frames where `condition` holds (it replaces an earlier condition:
+    /// join conditions with `or` in one).
     pub fn or_when(mut self, condition: Trigger) -> Self {
         self.when = Some(condition);
         self
@@ -96,6 +97,8 @@ struct Open {
     reductions: Vec<Range<usize>>,
     /// Per name of the condition, the bytes and type of its value in a produced frame.
     condition: Vec<(Range<usize>, DType)>,
+    /// Bytes of a produced frame.
+    frame_bytes: usize,
     /// Per stream: the fields' next frame index, and frames received.
     next_kept: Vec<u64>,
     received: Vec<u64>,
@@ -223,9 +226,13 @@ impl ThinnedSink {
         when.names()
             .iter()
             .map(|name| {
+                // One value, of a type `value` reads (the analysis's are f32).
                 layout
                     .field_index(name)
-                    .filter(|&i| layout.fields[i].shape.is_empty() && self.analysis.is_reduction(name))
+                    .filter(|&i| {
+                        let f = &layout.fields[i];
+                        f.shape.is_empty() && f.dtype != DType::F16 && self.analysis.is_reduction(name)
+                    })
                     .and_then(|i| Some((layout.field_range(i)?, layout.fields[i].dtype)))
                     .ok_or_else(|| {
                         Error::InvalidLayout(format!(
@@ -263,14 +270,18 @@ impl Sink for ThinnedSink {
         let condition = self.bind(layout)?;
         self.fields.check_layout(&fields)?;
         self.reductions.check_layout(&reductions)?;
+        let frame_bytes = layout.frame_bytes()?;
         self.fields.begin(&fields)?;
         if let Err(e) = self.reductions.begin(&reductions) {
-            // Close the fields output begun a moment ago: it holds no frame.
+            // Close the fields output begun a moment ago, which holds no frame (unlike the
+            // sinks it wraps, a thinned sink may leave this empty output when it fails to
+            // begin: the error is the one told).
             self.fields.fail();
             let _closed = self.fields.finish();
             return Err(e);
         }
         self.open = Some(Open {
+            frame_bytes,
             fields: field_ranges,
             reductions: reduction_ranges,
             condition,
@@ -284,20 +295,26 @@ impl Sink for ThinnedSink {
 
     fn write(&mut self, frame: &Frame) -> Result<()> {
         let Some(open) = self.open.as_mut() else { return Err(Error::Usage("write called before begin")) };
+        if open.failed {
+            return Err(Error::Usage("write called after a failed write: call finish"));
+        }
+        let mismatch = |reason: String| Error::FrameMismatch { stream: frame.stream, index: frame.index, reason };
         let Some(next) = open.next_kept.get(frame.stream).copied() else {
-            return Err(Error::FrameMismatch {
-                stream: frame.stream,
-                index: frame.index,
-                reason: "the layout has no such stream".to_owned(),
-            });
+            return Err(mismatch("the layout has no such stream".to_owned()));
         };
+        if frame.data.len() != open.frame_bytes {
+            return Err(mismatch(format!("{} bytes, the layout's frames are {}", frame.data.len(), open.frame_bytes)));
+        }
+        // A frame the sinks refuse is not a write (the protocol's rule); anything else fails
+        // the run.
+        let fails = |e: &Error| !matches!(e, Error::FrameMismatch { .. });
         // The reductions of every frame, first: the fields output never holds a frame whose
         // reductions are missing.
         let mut part = Vec::new();
         Self::gather(&frame.data, &open.reductions, &mut part);
         let result = self.reductions.write(&Frame::new(frame.stream, frame.index, frame.step, part));
         if let Err(e) = result {
-            open.failed = true;
+            open.failed = fails(&e);
             return Err(e);
         }
         let data = &frame.data;
@@ -313,6 +330,7 @@ impl Sink for ThinnedSink {
             let result = self.fields.write(&kept);
             self.buffer = kept.data;
             if let Err(e) = result {
+                // The reductions of this frame are stored: a refused frame here is a failure.
                 open.failed = true;
                 return Err(e);
             }
@@ -333,15 +351,30 @@ impl Sink for ThinnedSink {
         self.reductions.fail();
     }
 
+    fn leave_incomplete(&mut self, stream: usize) {
+        self.fields.leave_incomplete(stream);
+        self.reductions.leave_incomplete(stream);
+    }
+
     fn finish(&mut self) -> Result<SinkSummary> {
         let Some(open) = self.open.take() else { return Err(Error::Usage("finish called without begin")) };
-        // With a condition the fields output cannot know how many frames a stream keeps, so it
-        // expects none; a stream that ended short (or a failure) must not leave it complete.
-        let short = open.received.iter().zip(&open.expected).any(|(r, e)| e.is_some_and(|e| *r < e));
-        if open.failed || (self.thinning.when.is_some() && short) {
+        if open.failed {
             self.fields.fail();
+            self.reductions.fail();
+        }
+        // A stream that ended short of its frames is incomplete in the reductions' output by
+        // its count; in the fields' output it may hold every frame it would keep (the last
+        // kept frame came before the stop) or expect none (a condition): say so.
+        for (i, (r, e)) in open.received.iter().zip(&open.expected).enumerate() {
+            if e.is_some_and(|e| *r < e) {
+                self.fields.leave_incomplete(i);
+            }
         }
         let reductions = self.reductions.finish();
+        if reductions.is_err() {
+            // Neither output may say complete when the other cannot.
+            self.fields.fail();
+        }
         let fields = self.fields.finish();
         let (r, f) = (reductions?, fields?);
         Ok(SinkSummary {
@@ -352,5 +385,71 @@ impl Sink for ThinnedSink {
             skipped_frames: self.skipped_frames,
             skipped_bytes: self.skipped_bytes,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "tests fail loudly")]
+
+    use wgpipe_storage::{FieldSpec, SinkOptions, open_output, open_sink};
+
+    use super::*;
+
+    /// `v` on a 2 × 2 grid and its four one-value reductions; one stream of 12 frames.
+    fn layout() -> StreamLayout {
+        let mut fields = vec![FieldSpec::new("v", DType::F32, [2, 2])];
+        fields.extend(["v_min", "v_max", "v_mean", "v_sum"].map(|n| FieldSpec::new(n, DType::F32, Vec::new())));
+        StreamLayout::new(fields).with_stream(StreamInfo::new("s").with_expected_frames(12))
+    }
+
+    fn frame(i: u64) -> Frame {
+        Frame::new(0, i, i + 1, (0..8u32).flat_map(|v| (v as f32 * 0.1 + i as f32).to_le_bytes()).collect())
+    }
+
+    fn sink(dir: &std::path::Path, thinning: Thinning) -> ThinnedSink {
+        let open = |name: &str| open_sink("hdf5", &SinkOptions::new(dir.join(name))).unwrap();
+        ThinnedSink::new(open("f.h5"), open("r.h5"), Analysis::of(["v"]), thinning)
+    }
+
+    #[test]
+    fn a_stream_stopped_after_its_last_kept_frame_is_incomplete_in_both_outputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = sink(dir.path(), Thinning::every(5));
+        s.begin(&layout()).unwrap();
+        // Frames 0 to 10 of 12: the fields output has its 3 (0, 5, 10), the stream is short.
+        for i in 0..11 {
+            s.write(&frame(i)).unwrap();
+        }
+        let summary = s.finish().unwrap();
+        assert_eq!((summary.frames, summary.skipped_frames, summary.skipped_bytes), (11, 8, 8 * 16));
+        let fields = open_output(dir.path().join("f.h5")).unwrap();
+        assert_eq!(fields.streams()[0].frames, 3);
+        assert_eq!(fields.steps(0).unwrap(), [1, 6, 11]);
+        assert!(
+            !fields.streams()[0].complete && !fields.complete(),
+            "3 of 3 kept frames, but the stream stopped short"
+        );
+        assert!(!open_output(dir.path().join("r.h5")).unwrap().streams()[0].complete);
+    }
+
+    #[test]
+    fn frames_of_the_wrong_size_are_refused_before_anything_is_stored_and_are_not_failures() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = sink(dir.path(), Thinning::when(Trigger::parse("v_max > 100").unwrap()));
+        s.begin(&layout()).unwrap();
+        let mut long = frame(0);
+        long.data.extend([0; 4]);
+        let e = s.write(&long).unwrap_err();
+        assert!(matches!(e, Error::FrameMismatch { .. }), "{e}");
+        for i in 0..12 {
+            s.write(&frame(i)).unwrap();
+        }
+        s.finish().unwrap();
+        let reductions = open_output(dir.path().join("r.h5")).unwrap();
+        assert!(reductions.complete() && reductions.streams()[0].frames == 12, "the refused frame stored nothing");
+        let fields = open_output(dir.path().join("f.h5")).unwrap();
+        assert_eq!(fields.streams()[0].frames, 0, "v never exceeds 100");
+        assert!(fields.complete(), "a refused frame does not fail the run");
     }
 }

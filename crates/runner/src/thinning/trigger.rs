@@ -9,6 +9,13 @@
 
 use std::fmt;
 
+/// Most tokens a condition may have: the parser and the evaluation recurse along the tree,
+/// whose depth a long chain (`a + a + ...`) makes as deep as its length, on threads whose
+/// stacks are small.
+const MAX_TOKENS: usize = 512;
+/// Most nested parentheses, `not`s and signs.
+const MAX_NESTING: usize = 32;
+
 /// Why a condition does not parse: the column (1-based, in characters) and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TriggerError {
@@ -94,7 +101,13 @@ impl Trigger {
     /// Parses `text`; errors say at which column and what was expected.
     pub fn parse(text: &str) -> Result<Trigger, TriggerError> {
         let tokens = tokenize(text)?;
-        let mut p = Parser { tokens, at: 0, names: Vec::new(), end: text.chars().count() + 1 };
+        if let Some(t) = tokens.get(MAX_TOKENS) {
+            return Err(TriggerError {
+                column: t.column,
+                message: format!("the condition is longer than {MAX_TOKENS} names, numbers and operators: shorten it"),
+            });
+        }
+        let mut p = Parser { tokens, at: 0, names: Vec::new(), end: text.chars().count() + 1, nesting: 0 };
         let node = p.or()?;
         if let Some(t) = p.tokens.get(p.at) {
             return Err(TriggerError {
@@ -237,12 +250,16 @@ fn tokenize(text: &str) -> Result<Vec<Token>, TriggerError> {
                 if e < chars.len() && matches!(chars[e], '+' | '-') {
                     e += 1;
                 }
-                if e < chars.len() && chars[e].is_ascii_digit() {
-                    while e < chars.len() && chars[e].is_ascii_digit() {
-                        e += 1;
-                    }
-                    end = e;
+                if !(e < chars.len() && chars[e].is_ascii_digit()) {
+                    return Err(TriggerError {
+                        column: end + 1,
+                        message: "the exponent needs digits, e.g. 1e-3".to_owned(),
+                    });
                 }
+                while e < chars.len() && chars[e].is_ascii_digit() {
+                    e += 1;
+                }
+                end = e;
             }
             let s: String = chars[i..end].iter().collect();
             let n = s.parse::<f64>().map_err(|_| TriggerError { column, message: format!("{s:?} is not a number") })?;
@@ -302,9 +319,20 @@ struct Parser {
     names: Vec<String>,
     /// Column just past the text, for "expected ... at the end".
     end: usize,
+    /// Parentheses, `not`s and signs open around the token being parsed.
+    nesting: usize,
 }
 
 impl Parser {
+    /// Counts one more level of nesting; errors past [`MAX_NESTING`].
+    fn nest(&mut self) -> Result<(), TriggerError> {
+        self.nesting += 1;
+        if self.nesting > MAX_NESTING {
+            return Err(self.error(format!("more than {MAX_NESTING} nested parentheses, `not`s or signs: simplify")));
+        }
+        Ok(())
+    }
+
     fn peek(&self) -> Option<&Kind> {
         self.tokens.get(self.at).map(|t| &t.kind)
     }
@@ -369,9 +397,11 @@ impl Parser {
 
     fn not(&mut self) -> Result<Node, TriggerError> {
         if self.peek() == Some(&Kind::Not) {
+            self.nest()?;
             self.at += 1;
             let column = self.column();
             let inner = self.not()?;
+            self.nesting -= 1;
             return Ok(Node::Cond(Cond::Not(Box::new(self.condition(inner, column, "`not`")?))));
         }
         self.comparison()
@@ -421,9 +451,11 @@ impl Parser {
 
     fn unary(&mut self) -> Result<Node, TriggerError> {
         if self.peek() == Some(&Kind::Arith(Arith::Sub)) {
+            self.nest()?;
             self.at += 1;
             let column = self.column();
             let inner = self.unary()?;
+            self.nesting -= 1;
             return Ok(Node::Num(Num::Neg(Box::new(self.number(inner, column)?))));
         }
         self.atom()
@@ -446,11 +478,13 @@ impl Parser {
                 Node::Num(Num::Var(i))
             }
             Kind::Open => {
+                self.nest()?;
                 self.at += 1;
                 let inner = self.or()?;
                 if self.peek() != Some(&Kind::Close) {
                     return Err(self.error("expected `)` to close the `(`"));
                 }
+                self.nesting -= 1;
                 inner
             }
             other => return Err(self.error(format!("unexpected {other}: expected a name, a number or `(`"))),
@@ -490,6 +524,27 @@ mod tests {
     }
 
     #[test]
+    fn deep_or_long_conditions_are_refused_not_overflowing_the_stack() {
+        let deep = format!("{}v_max > 0{}", "(".repeat(100), ")".repeat(100));
+        let e = Trigger::parse(&deep).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("column 33") && e.contains("nested"), "{e}");
+        let deeper = format!("{}v_max > 0{}", "(".repeat(10_000), ")".repeat(10_000));
+        assert!(Trigger::parse(&deeper).is_err());
+        let nots = format!("{}v_max > 0", "not ".repeat(20_000));
+        assert!(Trigger::parse(&nots).is_err());
+        let signs = format!("{}v_max > 0", "-".repeat(20_000));
+        assert!(Trigger::parse(&signs).is_err());
+        let long = format!("{} > 1", vec!["v_max"; 60_000].join(" + "));
+        let e = Trigger::parse(&long).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("longer than 512"), "{e}");
+        // Within the limits, deep enough for any real condition.
+        let nested = format!("{}v_max > 0{}", "(".repeat(32), ")".repeat(32));
+        assert!(Trigger::parse(&nested).is_ok());
+        let sum = format!("{} > 1", vec!["v_max"; 250].join(" + "));
+        assert!(eval(&sum, &[("v_max", 0.01)]));
+    }
+
+    #[test]
     fn errors_name_the_column_and_what_to_write() {
         let cases = [
             ("v_max", 1, "not a condition"),
@@ -502,6 +557,8 @@ mod tests {
             ("v_max # 2", 7, "unexpected '#'"),
             ("(a > 1) + 2 > 3", 1, "a condition where a number belongs"),
             ("not 3", 5, "not numbers"),
+            ("v_max > 1e", 10, "exponent needs digits"),
+            ("v_max > 1e+", 10, "exponent needs digits"),
         ];
         for (text, column, says) in cases {
             match Trigger::parse(text) {

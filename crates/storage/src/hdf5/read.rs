@@ -107,14 +107,15 @@ pub(crate) fn u64_attr(loc: &Location, name: &str) -> Option<u64> {
     }
 }
 
-/// Frames of an incomplete stream whose `steps` holds `len` entries. Where `steps` was
-/// allocated ahead of its frames (the MPI sinks' datasets; a killed job leaves them full
-/// length): those before the first entry never written ([`NO_STEP`]). Otherwise, or when the
-/// steps do not read (a serial file killed while it grew them: reading the frame's step then
-/// fails, as before), all `len`: opening the output must not depend on them.
+/// Frames of an incomplete stream whose `steps` holds `len` entries: those before the first
+/// entry that reads [`NO_STEP`], which marks a frame not stored whole: never written, where
+/// `steps` was allocated ahead of its frames (the MPI sinks' datasets; a killed job leaves
+/// them full length), or taken back after its write failed (the serial sink's roll-back,
+/// should HDF5 refuse to shrink the datasets). When the steps do not read (a serial file
+/// killed while it grew them: reading the frame's step then fails, as before), all `len`:
+/// opening the output must not depend on them.
 fn frames_written(steps: &Dataset, len: u64) -> u64 {
-    let ahead = steps.dcpl().is_ok_and(|p| p.alloc_time() == hdf5::dataset::AllocTime::Early);
-    if len == 0 || !ahead {
+    if len == 0 {
         return len;
     }
     match steps.read_slice_1d::<u64, _>(0..len as usize) {

@@ -8,7 +8,7 @@ use super::cloexec::{close_on_exec, retry_while_locked};
 use super::direct::{ChunkPlan, DirectWriter, write_chunk};
 use super::format::{chunk_shapes, h5err, with_elem_type, write_frame_slab};
 use super::reserve::Reserve;
-use super::schema::{Plan, STEPS_CHUNK, StreamSets};
+use super::schema::{NO_STEP, Plan, STEPS_CHUNK, StreamSets};
 use crate::error::{Error, Result};
 use crate::frame::Fields;
 use crate::frame::Frame;
@@ -103,6 +103,39 @@ struct Open {
     direct: Option<DirectWriter>,
     /// Appending: every stream already in the file and not rewritten is complete.
     others_complete: bool,
+    /// `(stream, frames)` of each stream whose datasets a failed write grew and HDF5 then
+    /// refused to shrink back: `finish` tries again (see [`roll_back`]).
+    unshrunk: Vec<(usize, usize)>,
+}
+
+/// Faults the tests inject where no real one can be arranged on demand: a write failing after
+/// the datasets grew, and HDF5 refusing to shrink them back.
+#[cfg(test)]
+mod fault {
+    use std::cell::Cell;
+    thread_local! {
+        pub(super) static FAIL_AFTER_GROW: Cell<bool> = const { Cell::new(false) };
+        pub(super) static FAIL_SHRINK: Cell<bool> = const { Cell::new(false) };
+    }
+}
+
+/// Takes frame `n` of stream `s` back out after its write failed, so that no reader ever sees
+/// a frame that was not stored whole (a "phantom" frame): first its `steps` entry is set to
+/// [`NO_STEP`], which every wgpipe reader stops before in a stream not complete (the stream is
+/// not: the run failed), then the datasets shrink to the `n` frames stored, which hides it
+/// from every other reader too. Returns whether they shrank; if not, the entry still marks
+/// the frame, and `finish` tries again.
+fn roll_back(open: &Open, s: usize, n: usize) -> bool {
+    let Some(sets) = open.streams.get(s) else { return true };
+    if n < sets.steps.size() {
+        // Best effort: if even this fails, the shrink below is what hides the frame.
+        let _marked = super::schema::write_step(sets, n, NO_STEP);
+    }
+    #[cfg(test)]
+    if fault::FAIL_SHRINK.get() {
+        return false;
+    }
+    super::schema::resize(sets, &open.layout, n).is_ok()
 }
 
 /// The HDF5 backend: writes every stream into one HDF5 file, a group per stream, per field a chunked dataset of
@@ -245,6 +278,7 @@ impl Hdf5Backend {
             scratch: Vec::new(),
             direct,
             others_complete: existing.is_none_or(|e| e.others_complete),
+            unshrunk: Vec::new(),
         })
     }
 }
@@ -320,6 +354,10 @@ fn write_frame(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) 
     }
     super::schema::resize(sets, l, n + 1)
         .map_err(|e| h5err(format!("cannot grow stream {name} to {} frames in", n + 1), path, e))?;
+    #[cfg(test)]
+    if fault::FAIL_AFTER_GROW.get() {
+        return Err(h5err(format!("cannot write frame {n} of {name} to"), path, "injected fault"));
+    }
     for ((ds, spec), bytes) in sets.fields.iter().zip(&l.fields).zip(fields.iter()) {
         with_elem_type!(spec.dtype, T => write_frame_slab::<T>(ds, spec, bytes, n, &mut open.scratch))
             .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
@@ -354,7 +392,10 @@ impl Backend for Hdf5Backend {
         if let Err(e) = write_frame(open, frame, fields, &path) {
             // Back to the frames stored, so the file does not claim a frame it may not hold
             // (and HDF5 can give back the space it had allocated); the error is the one told.
-            let _ = super::schema::resize(&open.streams[frame.stream], &open.layout, frame.index as usize);
+            let (s, n) = (frame.stream, frame.index as usize);
+            if !roll_back(open, s, n) {
+                open.unshrunk.push((s, n));
+            }
             return Err(e);
         }
         Ok(None)
@@ -363,6 +404,18 @@ impl Backend for Hdf5Backend {
     fn finish(&mut self, outcome: &Outcome<'_>) -> Result<()> {
         let path: PathBuf = self.options.path.clone();
         let mut open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;
+        // Frames a failed write left in datasets that would not shrink: once more, and if they
+        // still do not, the caller hears of it (their steps read NO_STEP, which wgpipe's
+        // readers stop before, but h5py shows the frames).
+        let unshrunk = std::mem::take(&mut open.unshrunk);
+        let phantoms: Vec<String> = unshrunk
+            .into_iter()
+            .filter(|&(s, n)| !roll_back(&open, s, n))
+            .map(|(s, n)| {
+                let name = open.layout.streams.get(s).map_or("?", |st| st.name.as_str());
+                format!("frame {n} of stream {name}")
+            })
+            .collect();
         let write_failed = outcome.failed();
         // Without room for the attributes, writing them could damage the file: leave it as
         // the last frame's flush left it (`complete` is false since `begin`).
@@ -399,6 +452,84 @@ impl Backend for Hdf5Backend {
             std::fs::File::open(&path).and_then(|f| f.sync_all()).map_err(|e| Error::io("cannot sync", &path, e))?;
             crate::prepare::sync_dir(path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))?;
         }
+        if !phantoms.is_empty() {
+            return Err(h5err(
+                format!(
+                    "cannot take back {} (never stored whole: its write failed, and HDF5 twice refused to shrink the \
+                     datasets) from",
+                    phantoms.join(", ")
+                ),
+                &path,
+                format!(
+                    "its step reads {NO_STEP}, so wgpipe's readers and --resume leave it out, but readers of the bare \
+                     datasets (h5py) see it: drop the frames whose step is {NO_STEP}"
+                ),
+            ));
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "tests fail loudly")]
+
+    use super::fault::{FAIL_AFTER_GROW, FAIL_SHRINK};
+    use super::*;
+    use crate::schema::{FieldSpec, StreamInfo};
+    use crate::{DType, Sink, open_output};
+
+    fn layout() -> StreamLayout {
+        StreamLayout::new(vec![FieldSpec::new("u", DType::F32, [4, 3])])
+            .with_stream(StreamInfo::new("s").with_expected_frames(5))
+    }
+
+    fn frame(i: u64) -> Frame {
+        Frame::new(0, i, 10 * (i + 1), (0..12u32).flat_map(|v| (v as f32 + i as f32).to_le_bytes()).collect())
+    }
+
+    /// Two frames stored, the third's write failing after the datasets grew, with HDF5
+    /// refusing to shrink them as long as `shrink_fails_at_finish` says; returns finish's
+    /// result and the datasets' length (`u`, `steps`) and the last step entry as HDF5 has them.
+    fn failed_write(path: &Path, shrink_fails_at_finish: bool) -> (Result<()>, usize, usize, u64) {
+        let mut sink = Hdf5Sink::new(SinkOptions::new(path));
+        sink.begin(&layout()).unwrap();
+        sink.write(&frame(0)).unwrap();
+        sink.write(&frame(1)).unwrap();
+        FAIL_AFTER_GROW.set(true);
+        FAIL_SHRINK.set(true);
+        let e = sink.write(&frame(2)).unwrap_err().to_string();
+        FAIL_AFTER_GROW.set(false);
+        assert!(e.contains("frame 2 of s") && e.contains("injected"), "{e}");
+        FAIL_SHRINK.set(shrink_fails_at_finish);
+        let finished = sink.finish().map(drop);
+        FAIL_SHRINK.set(false);
+        let file = hdf5::File::open(path).unwrap();
+        let (u, steps) = (file.dataset("s/u").unwrap(), file.dataset("s/steps").unwrap());
+        let last: Vec<u64> = steps.read_raw().unwrap();
+        (finished, u.shape()[0], steps.size(), last.last().copied().unwrap_or(0))
+    }
+
+    #[test]
+    fn a_frame_whose_write_failed_is_never_visible_even_when_the_shrink_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        // The shrink fails at the write and again at finish: the frame stays in the datasets,
+        // its step marked, finish says so, and wgpipe's readers stop before it.
+        let path = dir.path().join("kept.h5");
+        let (finished, u, steps, last) = failed_write(&path, true);
+        let e = finished.unwrap_err().to_string();
+        assert!(e.contains("cannot take back frame 2 of stream s") && e.contains("h5py"), "{e}");
+        assert_eq!((u, steps, last), (3, 3, NO_STEP), "the frame is in the datasets, its step marked");
+        let out = open_output(&path).unwrap();
+        assert_eq!(out.streams()[0].frames, 2, "the reader stops before the marked frame");
+        assert!(!out.streams()[0].complete);
+        assert_eq!(out.steps(0).unwrap(), [10, 20]);
+        assert_eq!(out.read_field(0, 0, 1).unwrap().bytes, frame(1).data);
+        // The shrink fails at the write only: finish takes the frame out.
+        let path = dir.path().join("shrunk.h5");
+        let (finished, u, steps, last) = failed_write(&path, false);
+        assert!(finished.is_ok(), "{finished:?}");
+        assert_eq!((u, steps, last), (2, 2, 20), "finish shrank the datasets back to the frames stored");
+        assert_eq!(open_output(&path).unwrap().streams()[0].frames, 2);
     }
 }

@@ -65,9 +65,30 @@ pub fn held_streams(config: &Config) -> anyhow::Result<Held> {
         None => None,
     };
     let every_frame = reductions.as_ref().unwrap_or(&output);
-    let (complete, incomplete): (Vec<_>, Vec<_>) = every_frame.streams().iter().partition(|s| s.complete);
-    let complete = complete.into_iter().map(|s| s.name.clone()).collect();
-    let frames = incomplete.into_iter().map(|s| (s.name.clone(), s.frames)).collect();
+    let (mut complete, mut frames) = (BTreeSet::new(), BTreeMap::new());
+    for s in every_frame.streams() {
+        // With two outputs, a stream is complete in both or in neither: each is marked when
+        // the run's end is written, the reductions' first.
+        if let Some(reductions) = &reductions {
+            let fields_complete = output.streams().iter().any(|f| f.name == s.name && f.complete);
+            if fields_complete != s.complete {
+                let (done, not) = if s.complete { (reductions, &output) } else { (&output, reductions) };
+                bail!(
+                    "cannot resume: stream {} is complete in {} but not in {}, whose end was not written (the run \
+                     was killed or failed while it finished); its frames are there, but --resume cannot tell: run \
+                     the config again into another output.path",
+                    s.name,
+                    done.path().display(),
+                    not.path().display()
+                );
+            }
+        }
+        if s.complete {
+            complete.insert(s.name.clone());
+        } else {
+            frames.insert(s.name.clone(), s.frames);
+        }
+    }
     Ok(Held { complete, frames, output: Some(output), reductions })
 }
 
@@ -146,10 +167,11 @@ pub fn from_checkpoints(
                 None => {
                     say!(
                         speaks,
-                        "stream {}: frame {} of the output, the last its checkpoint keeps, does not read back \
-                         (damaged by the kill?); restarting the stream from frame 0",
+                        "stream {}: the last of the {} frames its checkpoint keeps does not read back from the \
+                         output{} (damaged by the kill?); restarting the stream from frame 0",
                         job.name,
-                        saved.frames - 1
+                        saved.frames,
+                        if held.reductions.is_some() { "s (fields and reductions)" } else { "" }
                     );
                     resumed.push(job);
                 }

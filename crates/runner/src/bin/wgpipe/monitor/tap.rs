@@ -143,6 +143,10 @@ impl Sink for TapSink {
         self.inner.fail();
     }
 
+    fn leave_incomplete(&mut self, stream: usize) {
+        self.inner.leave_incomplete(stream);
+    }
+
     fn finish(&mut self) -> Result<SinkSummary> {
         self.inner.finish()
     }
