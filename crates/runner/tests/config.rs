@@ -311,3 +311,13 @@ fn grid_decomposition_is_checked_at_its_key_and_against_the_rank_count() {
     let e = set.map(|e| e.to_string()).unwrap_or_default();
     assert!(e.contains("--set grid.decomposition=[1, 1, 5]") && e.contains("whose size is 4"), "{e}");
 }
+
+#[test]
+fn zfp_takes_a_bound_and_the_hdf5_sink() {
+    let ok = Config::parse("c.toml", "[output]\ncompression = \"zfp:accuracy=1e-3\"\n", ".", &[]).unwrap();
+    assert_eq!(ok.sink_options().compression.to_string(), "zfp:accuracy=0.001");
+    let e = err("[output]\nsink = \"zarr\"\npath = \"a.zarr\"\ncompression = \"zfp:accuracy=1e-3\"\n");
+    assert!(e.contains("line 4") && e.contains("output.compression") && e.contains("hdf5 sink only"), "{e}");
+    let e = err("[output]\ncompression = \"zfp:accuracy=0\"\n");
+    assert!(e.contains("line 2") && e.contains("above 0"), "{e}");
+}

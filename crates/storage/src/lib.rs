@@ -90,7 +90,7 @@ pub use hdf5::{MpiBlockBackend, MpiBlockSink, MpiHdf5Backend, MpiHdf5Sink};
 pub use mpi;
 pub use null::{NullBackend, NullSink};
 pub use open::{SINK_NAMES, check_output, open_output, open_sink};
-pub use options::{Adios2Engine, Compression, QueueFullPolicy, SinkOptions, default_compression_threads};
+pub use options::{Adios2Engine, Compression, QueueFullPolicy, SinkOptions, Tolerance, default_compression_threads};
 pub use protocol::{Backend, Checked, Outcome};
 pub use raw::{RawBackend, RawSink};
 pub use read::{FieldData, Output, OutputFormat, StreamSummary};

@@ -27,11 +27,36 @@ pub enum Compression {
     /// Zstandard at this level (1 … 9): Zarr only (its `zstd` codec), where it is the
     /// common choice; the HDF5 sink refuses it (use `blosc-zstd` there).
     Zstd(u8),
+    /// ZFP in fixed-accuracy mode, lossy: every float value read back lies within this
+    /// absolute error of the value written. HDF5 only, through the H5Z-ZFP filter plugin
+    /// (HDF5 filter 32013; Debian: `hdf5-filter-plugin-zfp-serial`), which other readers
+    /// need too (h5py finds it in HDF5's plugin directory). Fields of other element types
+    /// (integers, f16) are stored without it.
+    Zfp(Tolerance),
+}
+
+/// A ZFP error bound: a finite number above 0.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerance(f64);
+
+/// Equal bounds are equal numbers: no NaN is ever a tolerance.
+impl Eq for Tolerance {}
+
+impl Tolerance {
+    /// `bound` as a tolerance, if it is finite and above 0.
+    pub fn new(bound: f64) -> Option<Self> {
+        (bound.is_finite() && bound > 0.0).then_some(Tolerance(bound))
+    }
+
+    /// The largest absolute error allowed.
+    pub fn get(self) -> f64 {
+        self.0
+    }
 }
 
 /// The valid compression values, as listed in error messages.
 const COMPRESSION_VALUES: &str = "none, deflate, deflate:LEVEL (also spelled gzip), blosc-lz4, blosc-lz4:LEVEL, blosc-zstd, blosc-zstd:LEVEL, \
-     zstd or zstd:LEVEL (LEVEL 1-9)";
+     zstd or zstd:LEVEL (LEVEL 1-9), or zfp:accuracy=E (E > 0, the largest absolute error)";
 
 impl Compression {
     /// Level used by `blosc-lz4` without `:LEVEL`.
@@ -49,6 +74,16 @@ impl Compression {
     /// Errors if this build cannot write this compression (blosc without feature `blosc`),
     /// so that a config can refuse the value itself before anything starts.
     pub fn check_available(&self) -> Result<()> {
+        #[cfg(feature = "hdf5")]
+        if let Compression::Zfp(_) = self
+            && !hdf5::filters::zfp_available()
+        {
+            return Err(Error::InvalidOptions(format!(
+                "compression {self} needs HDF5's ZFP filter plugin (H5Z-ZFP, filter 32013), which HDF5 cannot \
+                 load: install it (Debian: apt-get install hdf5-filter-plugin-zfp-serial) or point \
+                 HDF5_PLUGIN_PATH at the directory holding libh5zzfp.so"
+            )));
+        }
         if self.is_blosc() && !cfg!(feature = "blosc") {
             return Err(Error::InvalidOptions(format!(
                 "compression {self} needs the blosc filter, but wgpipe-storage was built without the \
@@ -67,6 +102,7 @@ impl fmt::Display for Compression {
             Compression::BloscLz4(level) => write!(f, "blosc-lz4:{level}"),
             Compression::BloscZstd(level) => write!(f, "blosc-zstd:{level}"),
             Compression::Zstd(level) => write!(f, "zstd:{level}"),
+            Compression::Zfp(t) => write!(f, "zfp:accuracy={}", t.get()),
         }
     }
 }
@@ -82,6 +118,19 @@ impl FromStr for Compression {
 
     fn from_str(s: &str) -> Result<Self> {
         let bad = || Error::InvalidOptions(format!("compression {s:?} is unknown: use {COMPRESSION_VALUES}"));
+        if let Some(bound) = s.strip_prefix("zfp:accuracy=") {
+            return bound.parse::<f64>().ok().and_then(Tolerance::new).map(Compression::Zfp).ok_or_else(|| {
+                Error::InvalidOptions(format!(
+                    "compression {s:?}: the accuracy must be a number above 0 (the largest absolute error), e.g. \
+                     zfp:accuracy=1e-4"
+                ))
+            });
+        }
+        if s == "zfp" || s.starts_with("zfp:") {
+            return Err(Error::InvalidOptions(format!(
+                "compression {s:?}: ZFP needs its error bound, e.g. zfp:accuracy=1e-4 (the largest absolute error)"
+            )));
+        }
         let (name, level) = match s.split_once(':') {
             None => (s, None),
             Some((name, level)) => match level.parse::<u8>() {
@@ -352,6 +401,8 @@ impl SinkOptions {
             Compression::BloscLz4(l) => Some(("blosc-lz4", l)),
             Compression::BloscZstd(l) => Some(("blosc-zstd", l)),
             Compression::Zstd(l) => Some(("zstd", l)),
+            // A Tolerance is above 0 by construction.
+            Compression::Zfp(_) => None,
         };
         if let Some((name, l)) = level
             && !(1..=9).contains(&l)

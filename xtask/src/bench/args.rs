@@ -33,6 +33,9 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
   --compare-threads A,B  hdf5 with deflate or blosc: instead of the efficiency ratio, writer
                        throughput (MB/s, write-only runs) and the I/O-bound async run's
                        wall time with A and with B compression threads, alternating
+  --compare-compression A,B  hdf5, zarr: the same captured frames stored with A and with B,
+                       alternating: writer throughput (write-only runs), bytes on disk and
+                       the largest absolute error read back (e.g. deflate:4,zfp:accuracy=1e-4)
   --compare-dtype      raw/hdf5: instead of the efficiency ratio, f32 vs f16 output
                        (converted on the GPU): bytes per frame, the sink's write time per
                        frame (write-only runs) and the I/O-bound async run's wall time
@@ -81,6 +84,7 @@ pub struct Args {
     pub compression: Compression,
     pub compression_threads: usize,
     pub compare_threads: Option<(usize, usize)>,
+    pub compare_compression: Option<(Compression, Compression)>,
     pub compare_dtype: bool,
     pub against_posix: bool,
     pub out: Option<PathBuf>,
@@ -111,6 +115,7 @@ impl Default for Args {
             compression: Compression::None,
             compression_threads: wgpipe::storage::default_compression_threads(),
             compare_threads: None,
+            compare_compression: None,
             compare_dtype: false,
             against_posix: false,
             out: None,
@@ -161,6 +166,15 @@ pub fn parse(argv: &[String]) -> Result<Args> {
                     v.split_once(',').with_context(|| format!("--compare-threads {v:?}: use A,B (e.g. 1,2)"))?;
                 a.compare_threads = Some((number(flag, x)?, number(flag, y)?));
             }
+            "--compare-compression" => {
+                let v = value()?;
+                let (x, y) = v.split_once(',').with_context(|| {
+                    format!("--compare-compression {v:?}: use A,B (e.g. deflate:4,zfp:accuracy=1e-4)")
+                })?;
+                let parse =
+                    |c: &str| c.parse::<Compression>().with_context(|| format!("reading --compare-compression {c:?}"));
+                a.compare_compression = Some((parse(x)?, parse(y)?));
+            }
             "--compare-dtype" => a.compare_dtype = true,
             "--against" => {
                 let v = value()?;
@@ -206,6 +220,17 @@ pub fn parse(argv: &[String]) -> Result<Args> {
         bail!(
             "--compare-threads compares compression threads: add --sink hdf5 --compression deflate:LEVEL (or \
              blosc-zstd:LEVEL / blosc-lz4:LEVEL with `cargo run -p xtask --release --features blosc -- bench`)"
+        );
+    }
+    if a.compare_compression.is_some() && !matches!(a.sink.as_deref(), Some("hdf5" | "zarr")) {
+        bail!("--compare-compression compares what a sink stores: use it with --sink hdf5 or --sink zarr");
+    }
+    if a.compare_compression.is_some_and(|(x, y)| x == y) {
+        bail!("--compare-compression A,B compares two different compressions");
+    }
+    if a.compare_compression.is_some() && (a.compare_threads.is_some() || a.compare_dtype || a.sweep) {
+        bail!(
+            "--compare-compression is a comparison of its own: run it without --compare-threads, --compare-dtype and --sweep"
         );
     }
     if a.compare_dtype && !matches!(a.sink.as_deref(), Some("raw" | "hdf5")) {

@@ -56,7 +56,7 @@ pub fn run(b: &IoBench<'_>, spf: u32, io_buffer: usize, reps: usize) -> Result<D
         t,
         "{} sink{}: f32 vs f16 output, {} frames, median [min–max] of {reps} alternating reps",
         b.kind,
-        if b.kind == "hdf5" { format!(" ({})", b.compression) } else { String::new() },
+        if b.kind == "hdf5" { format!(" ({})", b.compression.get()) } else { String::new() },
         b.w.frames
     );
     let _ = writeln!(t, "  bytes per frame:            f32 {}   f16 {}", bytes[0], bytes[1]);

@@ -37,7 +37,8 @@ pub struct IoBench<'a> {
     pub w: &'a Workload,
     pub kind: &'a str,
     pub dir: PathBuf,
-    pub compression: Compression,
+    /// The sink's compression; changed between runs by `--compare-compression`.
+    pub compression: Cell<Compression>,
     /// Threads compressing each frame (HDF5 with deflate); changed between runs by
     /// `--compare-threads`.
     pub threads: Cell<usize>,
@@ -53,6 +54,7 @@ impl<'a> IoBench<'a> {
         let data = capture_frames(w, 1)?;
         let dir = dir.to_path_buf();
         let threads = Cell::new(threads);
+        let compression = Cell::new(compression);
         Ok(IoBench { w, kind, dir, compression, threads, data, runs: Cell::new(0), cache_note: Cell::new(None) })
     }
 
@@ -89,7 +91,7 @@ impl<'a> IoBench<'a> {
         dtype: OutputDType,
     ) -> Result<RunReport> {
         let path = self.next_path();
-        let sink = durable_sink(self.kind, &path, self.compression, self.threads.get())?;
+        let sink = durable_sink(self.kind, &path, self.compression.get(), self.threads.get())?;
         self.settle();
         let report = pipeline_as(w, spf, mode, io_buffer, sink, trace, dtype);
         remove_output(&path)?;
@@ -104,11 +106,25 @@ impl<'a> IoBench<'a> {
     /// The sink alone writing `data`, frames whose fields are `dtype`, fsync included.
     pub fn write_only_of(&self, data: &[Vec<u8>], dtype: OutputDType) -> Result<f64> {
         let path = self.next_path();
-        let sink = durable_sink(self.kind, &path, self.compression, self.threads.get())?;
+        let sink = durable_sink(self.kind, &path, self.compression.get(), self.threads.get())?;
         self.settle();
         let t = write_only_as(self.w, data, sink, dtype);
         remove_output(&path)?;
         t
+    }
+
+    /// The sink alone writing the captured frames, fsync included: seconds, bytes on disk,
+    /// and the largest absolute difference between a value read back and the value written
+    /// (0 for lossless compression).
+    pub fn write_only_measured(&self) -> Result<(f64, u64, f64)> {
+        let path = self.next_path();
+        let sink = durable_sink(self.kind, &path, self.compression.get(), self.threads.get())?;
+        self.settle();
+        let seconds = write_only_as(self.w, &self.data, sink, OutputDType::F32)?;
+        let bytes = disk_bytes(&path)?;
+        let error = largest_error(&path, &self.data)?;
+        remove_output(&path)?;
+        Ok((seconds, bytes, error))
     }
 
     /// t_comp: the compute-only loop (same page-cache treatment, for symmetry).
@@ -269,4 +285,39 @@ pub fn efficiency(b: &IoBench<'_>, cal: &Calibration, io_buffer: usize, reps: us
         Summary::of(&waited).median
     );
     Ok(EfficiencyResult { json, table: t, efficiency_ratio: ratio.median })
+}
+
+/// Bytes `path` takes: a file's length, or a directory's files' lengths summed.
+fn disk_bytes(path: &Path) -> Result<u64> {
+    if !path.is_dir() {
+        return Ok(std::fs::metadata(path)?.len());
+    }
+    let mut total = 0;
+    for entry in std::fs::read_dir(path)? {
+        total += disk_bytes(&entry?.path())?;
+    }
+    Ok(total)
+}
+
+/// The largest |read − written| over every value of every frame of the output at `path`,
+/// whose stream `s` frame `i` was written from `data[i % data.len()]` (f32 fields in order).
+fn largest_error(path: &Path, data: &[Vec<u8>]) -> Result<f64> {
+    let out = wgpipe::storage::open_output(path)?;
+    let mut worst = 0.0f64;
+    for s in 0..out.streams().len() {
+        for i in 0..out.streams()[s].frames {
+            let Some(written) = data.get(i as usize % data.len().max(1)) else { continue };
+            let mut at = 0;
+            for f in 0..out.fields().len() {
+                let read = out.read_f32(s, f, i)?;
+                for (k, r) in read.iter().enumerate() {
+                    let b = written.get(at + 4 * k..at + 4 * k + 4).unwrap_or_default();
+                    let v = b.try_into().map(f32::from_le_bytes).unwrap_or(f32::NAN);
+                    worst = worst.max(f64::from((r - v).abs()));
+                }
+                at += 4 * read.len();
+            }
+        }
+    }
+    Ok(worst)
 }

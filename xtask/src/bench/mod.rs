@@ -23,6 +23,7 @@
 mod analysis;
 pub(crate) mod args;
 mod checkpoint;
+mod compression;
 mod dtype;
 mod io;
 mod kernel;
@@ -231,7 +232,7 @@ fn run_sink(args: &Args, kind: &str, report: &mut Map<String, Value>) -> Result<
     } else {
         let scratch = output::ScratchDir::under(args.out.as_deref(), "bench")?;
         println!("writing to {} ({})", scratch.path().display(), machine::filesystem_type(scratch.path()));
-        let b = io::IoBench::new(&w, kind, scratch.path(), args.compression, args.compression_threads)?;
+        let mut b = io::IoBench::new(&w, kind, scratch.path(), args.compression, args.compression_threads)?;
         params["compression_threads"] = json!(args.compression_threads);
         if args.compare_dtype {
             let spf = args.steps_per_frame.unwrap_or(1);
@@ -239,6 +240,19 @@ fn run_sink(args: &Args, kind: &str, report: &mut Map<String, Value>) -> Result<
             let r = dtype::run(&b, spf, args.io_buffer, args.reps)?;
             println!("{}", r.table);
             report.insert("dtype".to_owned(), r.json);
+            report.insert("machine".to_owned(), machine::describe(&w.gpus, Some(scratch.path())));
+            report.insert("parameters".to_owned(), params);
+            return Ok(());
+        }
+        if let Some(pair) = args.compare_compression {
+            // Frames of an evolved pattern (the first steps' are nearly uniform and would
+            // flatter every codec).
+            let spf = args.steps_per_frame.unwrap_or(compression::STEPS_PER_FRAME);
+            params["steps_per_frame"] = json!(spf);
+            b.data = measure::capture_frames(&w, spf)?;
+            let r = compression::run(&b, pair, args.reps)?;
+            println!("{}", r.table);
+            report.insert("compression".to_owned(), r.json);
             report.insert("machine".to_owned(), machine::describe(&w.gpus, Some(scratch.path())));
             report.insert("parameters".to_owned(), params);
             return Ok(());

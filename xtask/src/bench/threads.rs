@@ -52,7 +52,7 @@ pub fn run(b: &IoBench<'_>, threads: (usize, usize), spf: u32, io_buffer: usize,
     let _ = writeln!(
         t,
         "hdf5 {}: {ta} vs {tb} compression threads, {} frames of {:.2} MB, median [min–max] of {reps} alternating reps",
-        b.compression,
+        b.compression.get(),
         b.w.frames,
         b.w.frame_bytes() as f64 / 1e6
     );
@@ -63,7 +63,7 @@ pub fn run(b: &IoBench<'_>, threads: (usize, usize), spf: u32, io_buffer: usize,
     let _ = writeln!(t, "  async wall at {spf} step(s)/frame, {tb} thread(s): {} s", Summary::of(&pb).text(3));
     let _ = writeln!(t, "  wall {ta}/{tb}:                     {}", Summary::of(&wall_ratio).text(2));
     let json = json!({
-        "compression": b.compression.to_string(),
+        "compression": b.compression.get().to_string(),
         "threads": [ta, tb],
         "reps": reps,
         "steps_per_frame": spf,

@@ -289,7 +289,19 @@ pub(crate) fn queue_full_policy(file: &ConfigFile, src: &Source) -> Result<wgpip
 pub(crate) fn compression(file: &ConfigFile, src: &Source) -> Result<Compression> {
     let invalid = |e: wgpipe_storage::Error| src.invalid("output.compression", e.to_string());
     let compression = Compression::from_str(&file.output.compression).map_err(invalid)?;
-    // Only the HDF5 sink's blosc needs a cargo feature; zstd is the Zarr sink's alone.
+    if let Compression::Zfp(_) = compression
+        && file.output.sink != "hdf5"
+    {
+        return Err(src.invalid(
+            "output.compression",
+            format!(
+                "{compression} is written by the hdf5 sink only, for now: set output.sink = \"hdf5\", or choose a \
+                 lossless compression"
+            ),
+        ));
+    }
+    // Only the HDF5 sink's blosc (a cargo feature) and ZFP (a filter plugin) need more than
+    // the build; zstd is the Zarr sink's alone.
     if file.output.sink == "hdf5" {
         compression.check_available().map_err(invalid)?;
         if let Compression::Zstd(_) = compression {

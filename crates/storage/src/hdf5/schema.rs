@@ -21,6 +21,7 @@ use super::format::{
 };
 use crate::append::Existing;
 use crate::error::Result;
+use crate::frame::DType;
 use crate::options::Compression;
 use crate::protocol::Outcome;
 use crate::schema::{AXIS_ORDER, AttrValue, FieldSpec, StreamInfo, StreamLayout};
@@ -186,6 +187,17 @@ fn create_stream(
     Ok(StreamSets { group, fields, steps })
 }
 
+/// HDF5's registered id of the H5Z-ZFP filter plugin.
+pub(crate) const ZFP_FILTER: hdf5_sys::h5z::H5Z_filter_t = 32013;
+
+/// H5Z-ZFP's parameters for fixed-accuracy mode with absolute error `bound`: what its
+/// `H5Pset_zfp_accuracy_cdata` macro writes, mode 3 then the bound as a native double in the
+/// third and fourth values.
+fn zfp_accuracy(bound: f64) -> [std::ffi::c_uint; 4] {
+    let bits = bound.to_bits();
+    [3, 0, (bits & 0xffff_ffff) as std::ffi::c_uint, (bits >> 32) as std::ffi::c_uint]
+}
+
 /// Creates field `f`'s dataset in `group`: `frames` frames (resizable along the frame axis),
 /// chunked as `chunk`, filtered and cached as `plan` says, with its `dims` attribute.
 fn create_field(group: &Group, f: &FieldSpec, chunk: &[usize], frames: usize, plan: &Plan) -> hdf5::Result<Dataset> {
@@ -210,6 +222,11 @@ fn create_field(group: &Group, f: &FieldSpec, chunk: &[usize], frames: usize, pl
         Compression::BloscLz4(_) | Compression::BloscZstd(_) => b,
         // Refused when the sink is opened (`open.rs`): zstd is Zarr's.
         Compression::Zstd(_) => b,
+        // ZFP compresses floats; other element types are stored as they are.
+        Compression::Zfp(tolerance) if matches!(f.dtype, DType::F32 | DType::F64) => {
+            b.add_filter(ZFP_FILTER, &zfp_accuracy(tolerance.get()))
+        }
+        Compression::Zfp(_) => b,
     };
     if plan.chunk_cache && plan.compression != Compression::None {
         // A filtered chunk should stay in the cache until all its frames are in: room for

@@ -148,6 +148,13 @@ fn codecs(compression: Compression, dtype: DType) -> Result<Vec<Arc<dyn BytesToB
         Compression::Zstd(level) => vec![Arc::new(ZstdCodec::new(i32::from(level), false))],
         Compression::BloscLz4(level) => vec![blosc(BloscCompressor::LZ4, level)?],
         Compression::BloscZstd(level) => vec![blosc(BloscCompressor::Zstd, level)?],
+        Compression::Zfp(_) => {
+            return Err(invalid(
+                "ZFP is written by the hdf5 sink only, for now: use output.sink = \"hdf5\", or a lossless codec \
+                 (zstd, gzip, blosc-lz4, blosc-zstd)"
+                    .to_owned(),
+            ));
+        }
     })
 }
 
