@@ -313,11 +313,13 @@ fn grid_decomposition_is_checked_at_its_key_and_against_the_rank_count() {
 }
 
 #[test]
-fn zfp_takes_a_bound_and_the_hdf5_sink() {
+fn zfp_takes_a_bound_and_the_hdf5_or_zarr_sink() {
     let ok = Config::parse("c.toml", "[output]\ncompression = \"zfp:accuracy=1e-3\"\n", ".", &[]).unwrap();
     assert_eq!(ok.sink_options().compression.to_string(), "zfp:accuracy=0.001");
-    let e = err("[output]\nsink = \"zarr\"\npath = \"a.zarr\"\ncompression = \"zfp:accuracy=1e-3\"\n");
-    assert!(e.contains("line 4") && e.contains("output.compression") && e.contains("hdf5 sink only"), "{e}");
+    let zarr = "[output]\nsink = \"zarr\"\npath = \"a.zarr\"\ncompression = \"zfp:accuracy=1e-3\"\n";
+    Config::parse("c.toml", zarr, ".", &[]).unwrap();
+    let e = err("[output]\nsink = \"raw\"\npath = \"a\"\ncompression = \"zfp:accuracy=1e-3\"\n");
+    assert!(e.contains("line 4") && e.contains("output.compression") && e.contains("hdf5 and zarr"), "{e}");
     let e = err("[output]\ncompression = \"zfp:accuracy=0\"\n");
     assert!(e.contains("line 2") && e.contains("above 0"), "{e}");
 }

@@ -28,9 +28,10 @@ pub enum Compression {
     /// common choice; the HDF5 sink refuses it (use `blosc-zstd` there).
     Zstd(u8),
     /// ZFP in fixed-accuracy mode, lossy: every float value read back lies within this
-    /// absolute error of the value written. HDF5 only, through the H5Z-ZFP filter plugin
-    /// (HDF5 filter 32013; Debian: `hdf5-filter-plugin-zfp-serial`), which other readers
-    /// need too (h5py finds it in HDF5's plugin directory). Fields of other element types
+    /// absolute error of the value written. HDF5 through the H5Z-ZFP filter plugin (HDF5
+    /// filter 32013; Debian: `hdf5-filter-plugin-zfp-serial`), which other readers need too
+    /// (h5py finds it in HDF5's plugin directory); Zarr through the `zfpy` codec (numcodecs'
+    /// layout: zarr-python reads it with `zfpy` installed). Fields of other element types
     /// (integers, f16) are stored without it.
     Zfp(Tolerance),
 }
@@ -71,8 +72,9 @@ impl Compression {
         matches!(self, Compression::BloscLz4(_) | Compression::BloscZstd(_))
     }
 
-    /// Errors if this build cannot write this compression (blosc without feature `blosc`),
-    /// so that a config can refuse the value itself before anything starts.
+    /// Errors if the HDF5 sink of this build cannot write this compression (blosc without
+    /// feature `blosc`, ZFP without HDF5's ZFP filter plugin), so that a config can refuse the
+    /// value itself before anything starts. (The Zarr sink's codecs are always built in.)
     pub fn check_available(&self) -> Result<()> {
         #[cfg(feature = "hdf5")]
         if let Compression::Zfp(_) = self

@@ -134,3 +134,67 @@ fn zarr_python_and_xarray_read_every_frame_of_every_codec_and_sharding() {
         assert_eq!(report["streams"]["s0"]["attributes"]["attribute_types"]["feed"], "float32", "{label}");
     }
 }
+
+/// ZFP (`zfp:accuracy=E`): zarr-python reads the float arrays through numcodecs' `zfpy`
+/// codec, every value within E of the value written, and the counts exactly.
+#[test]
+fn zarr_python_reads_zfp_arrays_within_their_bound() {
+    let python = zarr_python();
+    let dir = tempdir();
+    let layout = StreamLayout::new(vec![
+        FieldSpec::new("u", DType::F32, [4, 6, 8]),
+        FieldSpec::new("pos", DType::F64, [7, 3]),
+        FieldSpec::new("hist", DType::U32, [16]),
+    ])
+    .with_stream(StreamInfo::new("s0").with_expected_frames(FRAMES));
+    let bound = 1e-3;
+    let store = dir.path().join("zfp.zarr");
+    let options = SinkOptions::new(&store).with_compression(format!("zfp:accuracy={bound}").parse().unwrap());
+    let mut sink = open_sink("zarr", &options).unwrap();
+    sink.begin(&layout).unwrap();
+    let mut expected = Vec::new();
+    for i in 0..FRAMES {
+        let t = i as f64 * 0.4;
+        let u: Vec<u8> = (0..4 * 6 * 8).flat_map(|k| ((0.2 * k as f64 + t).sin() as f32).to_le_bytes()).collect();
+        let pos: Vec<u8> = (0..7 * 3).flat_map(|k| (10.0 * (0.3 * k as f64 - t).cos()).to_le_bytes()).collect();
+        let hist: Vec<u8> = (0..16u32).flat_map(|k| (k * 3 + i as u32).to_le_bytes()).collect();
+        expected.push([u.clone(), pos.clone(), hist.clone()]);
+        sink.write(&wgpipe_storage::Frame::new(0, i, i + 1, [u, pos, hist].concat())).unwrap();
+    }
+    sink.finish().unwrap();
+    let expected_dir = dir.path().join("expected");
+    std::fs::create_dir(&expected_dir).unwrap();
+    for (i, fields) in expected.iter().enumerate() {
+        for (name, bytes) in ["u", "pos", "hist"].iter().zip(fields) {
+            std::fs::write(expected_dir.join(format!("{name}.{i}.bin")), bytes).unwrap();
+        }
+    }
+    let script = r#"
+import os, sys, numpy as np, zarr
+store, expected, bound = sys.argv[1], sys.argv[2], float(sys.argv[3])
+group = zarr.open_group(store, mode="r")["s0"]
+for name, dtype in (("u", "<f4"), ("pos", "<f8"), ("hist", "<u4")):
+    a = group[name]
+    codecs = [c.to_dict()["name"] for c in a.metadata.codecs]
+    for frame in range(a.shape[0]):
+        got = np.asarray(a[frame])
+        want = np.fromfile(os.path.join(expected, f"{name}.{frame}.bin"), dtype=dtype).reshape(got.shape)
+        if name == "hist":
+            assert "numcodecs.zfpy" not in codecs, codecs
+            assert (got == want).all(), (name, frame)
+        else:
+            assert "numcodecs.zfpy" in codecs, codecs
+            err = np.abs(got.astype("f8") - want.astype("f8")).max()
+            assert 0 < err <= bound, (name, frame, err)
+print("ok")
+"#;
+    let out = Command::new(&python)
+        .args(["-c", script])
+        .arg(&store)
+        .arg(&expected_dir)
+        .arg(bound.to_string())
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).trim_end() == "ok", "{text}");
+}

@@ -1,8 +1,9 @@
-//! ZFP (`zfp:accuracy=E`, HDF5 only, through HDF5's H5Z-ZFP filter plugin): every f32 and f64
-//! value read back lies within E of the value written, by wgpipe's reader and by h5py; other
-//! element types are stored exactly; smooth fields take a fraction of their bytes; a bound
-//! that is not a number above 0 is refused.
-#![cfg(feature = "hdf5")]
+//! ZFP (`zfp:accuracy=E`; HDF5 through HDF5's H5Z-ZFP filter plugin, Zarr through the `zfpy`
+//! codec): every f32 and f64 value read back lies within E of the value written, by wgpipe's
+//! reader and (HDF5) by h5py; other element types are stored exactly; smooth fields take a
+//! fraction of their bytes; a bound that is not a number above 0 is refused. (zarr-python
+//! reads the Zarr stores: tests/zarr_python.rs.)
+#![cfg(all(feature = "hdf5", feature = "zarr"))]
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 mod common;
@@ -37,14 +38,32 @@ fn frame(i: u64) -> Frame {
     Frame::new(0, i, 10 * (i + 1), u.chain(w).chain(n).collect())
 }
 
-fn write(path: &std::path::Path, compression: Compression) {
+fn write(kind: &str, path: &std::path::Path, compression: Compression) {
     let options = SinkOptions::new(path).with_compression(compression);
-    let mut sink = open_sink("hdf5", &options).unwrap();
+    let mut sink = open_sink(kind, &options).unwrap();
     sink.begin(&layout()).unwrap();
     for i in 0..FRAMES {
         sink.write(&frame(i)).unwrap();
     }
     sink.finish().unwrap();
+}
+
+/// The largest error of fields `u` and `w` of every frame of `lossy` against `exact`, after
+/// checking that `n` is exact.
+fn largest_error(exact: &std::path::Path, lossy: &std::path::Path) -> f64 {
+    let (a, b) = (open_output(exact).unwrap(), open_output(lossy).unwrap());
+    assert!(b.complete());
+    let mut worst = 0.0f64;
+    for i in 0..FRAMES {
+        for (f, name) in ["u", "w"].iter().enumerate() {
+            let (x, y) = (a.read_field(0, f, i).unwrap().to_f64(), b.read_field(0, f, i).unwrap().to_f64());
+            let err = x.iter().zip(&y).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+            assert!(err > 0.0, "{name} frame {i}: ZFP was not applied (no error at all)");
+            worst = worst.max(err);
+        }
+        assert_eq!(a.read_field(0, 2, i).unwrap(), b.read_field(0, 2, i).unwrap(), "counts are stored exactly");
+    }
+    worst
 }
 
 #[test]
@@ -53,19 +72,19 @@ fn every_float_is_within_the_bound_and_everything_else_exact() {
     let zfp: Compression = format!("zfp:accuracy={BOUND}").parse().unwrap();
     assert_eq!(zfp.to_string(), "zfp:accuracy=0.001");
     let (exact, lossy) = (dir.path().join("exact.h5"), dir.path().join("zfp.h5"));
-    write(&exact, Compression::None);
-    write(&lossy, zfp);
-    let (a, b) = (open_output(&exact).unwrap(), open_output(&lossy).unwrap());
-    assert!(b.complete());
-    for i in 0..FRAMES {
-        for (f, name) in ["u", "w"].iter().enumerate() {
-            let (x, y) = (a.read_field(0, f, i).unwrap().to_f64(), b.read_field(0, f, i).unwrap().to_f64());
-            let worst = x.iter().zip(&y).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
-            assert!(worst <= BOUND, "{name} frame {i}: error {worst} above {BOUND}");
-            assert!(worst > 0.0, "{name} frame {i}: ZFP was not applied (no error at all)");
-        }
-        assert_eq!(a.read_field(0, 2, i).unwrap(), b.read_field(0, 2, i).unwrap(), "counts are stored exactly");
-    }
+    write("hdf5", &exact, Compression::None);
+    write("hdf5", &lossy, zfp);
+    let worst = largest_error(&exact, &lossy);
+    assert!(worst <= BOUND, "hdf5: error {worst} above {BOUND}");
+    // Zarr: the same bound through the zfpy codec, and under half the bytes of the plain store
+    // (its zarr.json and the codec's per-chunk header included).
+    let (exact_zarr, lossy_zarr) = (dir.path().join("exact.zarr"), dir.path().join("zfp.zarr"));
+    write("zarr", &exact_zarr, Compression::None);
+    write("zarr", &lossy_zarr, zfp);
+    let worst = largest_error(&exact_zarr, &lossy_zarr);
+    assert!(worst <= BOUND, "zarr: error {worst} above {BOUND}");
+    let size = |p: &std::path::Path| dir_bytes(&p.join("s").join("u"));
+    assert!(size(&lossy_zarr) * 2 < size(&exact_zarr), "{} vs {}", size(&lossy_zarr), size(&exact_zarr));
     // h5py, through HDF5's plugin directory as any reader finds it: the same bound, and the
     // filter recorded on the float datasets only.
     let script = r#"
@@ -107,11 +126,13 @@ fn a_bound_that_is_not_a_number_above_zero_is_refused() {
         let e = bad.parse::<Compression>().unwrap_err().to_string();
         assert!(e.contains("zfp:accuracy="), "{bad}: {e}");
     }
-    // The Zarr sink does not write it (yet): refused when the store would be laid out.
-    let dir = common::tempdir();
-    let options = SinkOptions::new(dir.path().join("a.zarr")).with_compression("zfp:accuracy=1e-3".parse().unwrap());
-    let mut sink = open_sink("zarr", &options).unwrap();
-    let e = sink.begin(&layout()).unwrap_err().to_string();
-    assert!(e.contains("hdf5 sink only"), "{e}");
-    assert!(!dir.path().join("a.zarr").exists());
+}
+
+/// Bytes of the files under `path`.
+fn dir_bytes(path: &std::path::Path) -> u64 {
+    std::fs::read_dir(path)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| if p.is_dir() { dir_bytes(&p) } else { p.metadata().unwrap().len() })
+        .sum()
 }

@@ -290,13 +290,13 @@ pub(crate) fn compression(file: &ConfigFile, src: &Source) -> Result<Compression
     let invalid = |e: wgpipe_storage::Error| src.invalid("output.compression", e.to_string());
     let compression = Compression::from_str(&file.output.compression).map_err(invalid)?;
     if let Compression::Zfp(_) = compression
-        && file.output.sink != "hdf5"
+        && !["hdf5", "zarr"].contains(&file.output.sink.as_str())
     {
         return Err(src.invalid(
             "output.compression",
             format!(
-                "{compression} is written by the hdf5 sink only, for now: set output.sink = \"hdf5\", or choose a \
-                 lossless compression"
+                "{compression} is written by the hdf5 and zarr sinks: set output.sink = \"hdf5\" or \"zarr\", or \
+                 remove output.compression"
             ),
         ));
     }

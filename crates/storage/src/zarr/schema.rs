@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
+use zarrs::array::codec::array_to_bytes::zfpy::ZfpyCodec;
 use zarrs::array::codec::{BloscCodec, BloscCompressionLevel, BloscCompressor, BloscShuffleMode, GzipCodec, ZstdCodec};
 use zarrs::array::{Array, ArrayBuilder, BytesToBytesCodecTraits, FillValue};
 use zarrs::group::GroupBuilder;
@@ -148,13 +149,8 @@ fn codecs(compression: Compression, dtype: DType) -> Result<Vec<Arc<dyn BytesToB
         Compression::Zstd(level) => vec![Arc::new(ZstdCodec::new(i32::from(level), false))],
         Compression::BloscLz4(level) => vec![blosc(BloscCompressor::LZ4, level)?],
         Compression::BloscZstd(level) => vec![blosc(BloscCompressor::Zstd, level)?],
-        Compression::Zfp(_) => {
-            return Err(invalid(
-                "ZFP is written by the hdf5 sink only, for now: use output.sink = \"hdf5\", or a lossless codec \
-                 (zstd, gzip, blosc-lz4, blosc-zstd)"
-                    .to_owned(),
-            ));
-        }
+        // An array-to-bytes codec, not one of these: see `field_array`.
+        Compression::Zfp(_) => Vec::new(),
     })
 }
 
@@ -186,7 +182,17 @@ pub(crate) fn field_array(
     let within = plan.frame_chunk.clone().unwrap_or_else(|| frame_shape.clone());
     let chunk: Vec<u64> = std::iter::once(plan.shard_frames).chain(within.iter().copied()).collect();
     let mut b = ArrayBuilder::new(shape, chunk, data_type(field.dtype), fill_value(field.dtype));
-    b.bytes_to_bytes_codecs(codecs(plan.compression, field.dtype)?);
+    match (plan.compression, field.dtype) {
+        // ZFP replaces the `bytes` codec (it turns values into bytes itself): the `zfpy` codec,
+        // numcodecs' layout, which zarr-python reads with numcodecs' `numcodecs.zfpy`. Floats
+        // only; other element types are stored as they are.
+        (Compression::Zfp(tolerance), DType::F32 | DType::F64) => {
+            b.array_to_bytes_codec(Arc::new(ZfpyCodec::new_fixed_accuracy(tolerance.get())));
+        }
+        (compression, dtype) => {
+            b.bytes_to_bytes_codecs(codecs(compression, dtype)?);
+        }
+    }
     if plan.shard_frames > 1 {
         b.subchunk_shape(std::iter::once(1).chain(within.iter().copied()).collect::<Vec<u64>>());
     }
