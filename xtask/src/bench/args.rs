@@ -15,6 +15,7 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
        cargo xtask bench --analysis-cost [--rows EDGE --frames N --reps K]
        cargo xtask bench --sink raw --against posix [--out DIR] [--rows R --cols C --frames N]
        cargo xtask bench --kernel [--rows R --cols C] [--reps K --devices SEL --candidate[-3d] FILE]
+       cargo xtask bench --roofline [--reps K --devices SEL]
 
   --sink KIND          null: pipeline vs compute-only overhead (plus the microbenchmarks);
                        raw/hdf5/zarr: non-blocking efficiency ratio (async wall / sync wall)
@@ -56,6 +57,9 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
                        invocation), alternating, results checked bit for bit; lavapipe
                        keeps LP_NUM_THREADS as set (all cores when unset); with
                        --rows/--cols: only the 2-D Gray-Scott on that grid
+  --roofline           --kernel, plus the adapter's copy bandwidth (a device-local buffer
+                       copy, read + write, before and after the kernels) and each shipped
+                       kernel's effective GB/s as a fraction of it
   --candidate FILE     with --kernel: a 2-D Gray-Scott step shader measured alongside
                        (same prelude, fields and Params), its result compared bit for bit
   --candidate-3d FILE  the same for the 3-D Gray-Scott cases
@@ -96,6 +100,7 @@ pub struct Args {
     pub checkpoint_cost: bool,
     pub analysis_cost: bool,
     pub kernel: bool,
+    pub roofline: bool,
     pub candidate: Option<PathBuf>,
     pub candidate_3d: Option<PathBuf>,
     pub help: bool,
@@ -127,6 +132,7 @@ impl Default for Args {
             checkpoint_cost: false,
             analysis_cost: false,
             kernel: false,
+            roofline: false,
             candidate: None,
             candidate_3d: None,
             help: false,
@@ -192,6 +198,10 @@ pub fn parse(argv: &[String]) -> Result<Args> {
             "--checkpoint-cost" => a.checkpoint_cost = true,
             "--analysis-cost" => a.analysis_cost = true,
             "--kernel" => a.kernel = true,
+            "--roofline" => {
+                a.kernel = true;
+                a.roofline = true;
+            }
             "--candidate" => a.candidate = Some(PathBuf::from(value()?)),
             "--candidate-3d" => a.candidate_3d = Some(PathBuf::from(value()?)),
             "--help" | "-h" => a.help = true,

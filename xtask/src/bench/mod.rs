@@ -15,7 +15,8 @@
 //! - `--mpi`: weak and strong scaling of a domain split over MPI ranks ([`mpi`], its own
 //!   options: `cargo xtask bench --mpi --help`).
 //! - `--kernel`: the step kernels alone, and the 2-D Gray-Scott shader against its
-//!   predecessor ([`kernel`]).
+//!   predecessor ([`kernel`]); with `--roofline`, each as a fraction of the adapter's copy
+//!   bandwidth ([`roofline`]).
 //!
 //! Every comparison alternates its runs in one process, because absolute times on a shared
 //! machine drift more than the effects measured.
@@ -35,6 +36,7 @@ mod null;
 pub(crate) mod output;
 mod posix;
 mod reserve;
+mod roofline;
 mod stats;
 mod sweep;
 mod threads;
@@ -168,8 +170,15 @@ fn run_kernel(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
         (None, None) => None,
         (rows, cols) => Some((rows.unwrap_or(1024), cols.unwrap_or(1024))),
     };
+    let before = if args.roofline { roofline::copy_bandwidth(gpu, args.reps)? } else { Vec::new() };
     let r = kernel::run(gpu, args.reps, candidate.as_ref(), candidate_3d.as_ref(), grid_2d)?;
     println!("{}", r.table);
+    if args.roofline {
+        let after = roofline::copy_bandwidth(gpu, args.reps)?;
+        let (text, json) = roofline::report(&before, &after, &r.json["cases"]);
+        println!("{text}");
+        report.insert("roofline".to_owned(), json);
+    }
     report.insert("kernel".to_owned(), r.json);
     report.insert("machine".to_owned(), machine::describe(std::slice::from_ref(gpu), None));
     Ok(())
