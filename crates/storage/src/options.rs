@@ -28,7 +28,9 @@ pub enum Compression {
     /// common choice; the HDF5 sink refuses it (use `blosc-zstd` there).
     Zstd(u8),
     /// ZFP in fixed-accuracy mode, lossy: every float value read back lies within this
-    /// absolute error of the value written. HDF5 through the H5Z-ZFP filter plugin (HDF5
+    /// absolute error of the value written, for finite values whose magnitude the bound does
+    /// not undercut by more than the type's precision (a bound of 1e-9 on values near 1e3
+    /// cannot hold in f32); a block holding Inf or NaN is not bounded at all. HDF5 through the H5Z-ZFP filter plugin (HDF5
     /// filter 32013; Debian: `hdf5-filter-plugin-zfp-serial`), which other readers need too
     /// (h5py finds it in HDF5's plugin directory); Zarr through the `zfpy` codec (numcodecs'
     /// layout: zarr-python reads it with `zfpy` installed). Fields of other element types

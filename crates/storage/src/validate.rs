@@ -190,6 +190,14 @@ impl Validator {
                 frame.index, l.streams[frame.stream].name
             ));
         }
+        if frame.step == u64::MAX {
+            return mismatch(format!(
+                "step {} is the mark of a frame never stored ({}): steps go up to {}",
+                frame.step,
+                "2^64 - 1",
+                u64::MAX - 1
+            ));
+        }
         if frame.data.len() != self.frame_bytes {
             let fields: Vec<String> = l.fields.iter().map(|f| format!("{} {}", f.name, f.describe())).collect();
             return mismatch(format!(

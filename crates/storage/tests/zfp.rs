@@ -57,7 +57,12 @@ fn largest_error(exact: &std::path::Path, lossy: &std::path::Path) -> f64 {
     for i in 0..FRAMES {
         for (f, name) in ["u", "w"].iter().enumerate() {
             let (x, y) = (a.read_field(0, f, i).unwrap().to_f64(), b.read_field(0, f, i).unwrap().to_f64());
-            let err = x.iter().zip(&y).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+            // NaN anywhere is an unbounded error, not one `max` skips.
+            let err = x
+                .iter()
+                .zip(&y)
+                .map(|(x, y)| (x - y).abs())
+                .fold(0.0, |m, e| if e.is_nan() { f64::INFINITY } else { m.max(e) });
             assert!(err > 0.0, "{name} frame {i}: ZFP was not applied (no error at all)");
             worst = worst.max(err);
         }

@@ -313,7 +313,9 @@ fn largest_error(path: &Path, data: &[Vec<u8>]) -> Result<f64> {
                 for (k, r) in read.iter().enumerate() {
                     let b = written.get(at + 4 * k..at + 4 * k + 4).unwrap_or_default();
                     let v = b.try_into().map(f32::from_le_bytes).unwrap_or(f32::NAN);
-                    worst = worst.max(f64::from((r - v).abs()));
+                    // NaN (a value lost, or bytes missing) counts as an unbounded error.
+                    let error = f64::from((r - v).abs());
+                    worst = if error.is_nan() { f64::INFINITY } else { worst.max(error) };
                 }
                 at += 4 * read.len();
             }

@@ -2,8 +2,9 @@
 //! bandwidth as a fraction of it: how close a step kernel comes to the memory roof, so that
 //! the first run on a real GPU gives a roofline figure.
 //!
-//! The roof is a device-local buffer copy (`copy_buffer_to_buffer`, [`COPY_BYTES`], several
-//! copies per submission, submit and wait), counted as read plus write (`2 × bytes`): what a
+//! The roof is a device-local buffer copy (`copy_buffer_to_buffer`, [`COPY_BYTES`], as many
+//! copies per submission as fill [`MIN_TIMING`], submit and wait), counted as read plus
+//! write (`2 × bytes`): what a
 //! step must move at the least is the same read-once-write-once traffic (the kernel bench's
 //! byte model). It is measured before and after the kernels, alternating with nothing else,
 //! so that the spread shows the machine's drift over the kernel runs.
@@ -21,8 +22,13 @@ use super::stats::Summary;
 /// Bytes of each copy: large against caches (lavapipe's and a GPU's), within every
 /// adapter's default `max_buffer_size` (256 MiB).
 const COPY_BYTES: u64 = 128 << 20;
-/// Copies per timed submission.
+/// Copies per timed submission at least; more until a timing lasts [`MIN_TIMING`] (a real
+/// GPU copies 1 GiB in about a millisecond, where submit-and-wait would count).
 const COPIES: u32 = 8;
+/// Shortest timing.
+const MIN_TIMING: f64 = 0.1;
+/// Most copies per submission.
+const MAX_COPIES: u32 = 1 << 14;
 
 /// GB/s (read + write) of `reps` timed submissions of [`COPIES`] copies of [`COPY_BYTES`].
 pub fn copy_bandwidth(gpu: &GpuDevice, reps: usize) -> Result<Vec<f64>> {
@@ -50,7 +56,10 @@ pub fn copy_bandwidth(gpu: &GpuDevice, reps: usize) -> Result<Vec<f64>> {
     };
     gpu.queue().write_buffer(&src, 0, &vec![1u8; COPY_BYTES as usize]);
     submit(1)?;
-    (0..reps).map(|_| submit(COPIES).map(|s| 2.0 * (COPY_BYTES * u64::from(COPIES)) as f64 / s / 1e9)).collect()
+    let first = submit(COPIES)?;
+    let scale = (MIN_TIMING / first.max(1e-9)).ceil().clamp(1.0, f64::from(MAX_COPIES / COPIES));
+    let copies = COPIES * scale as u32;
+    (0..reps).map(|_| submit(copies).map(|s| 2.0 * (COPY_BYTES * u64::from(copies)) as f64 / s / 1e9)).collect()
 }
 
 /// The roofline section of the kernel report: the copy bandwidth measured `before` and
@@ -90,7 +99,7 @@ pub fn report(before: &[f64], after: &[f64], cases: &Value) -> (String, Value) {
         }));
     }
     let json = json!({
-        "copy_bytes": COPY_BYTES, "copies_per_timing": COPIES,
+        "copy_bytes": COPY_BYTES, "min_seconds_per_timing": MIN_TIMING,
         "copy_gb_per_s_before": Summary::json(before), "copy_gb_per_s_after": Summary::json(after),
         "roof_gb_per_s": roof, "kernels": fractions,
     });

@@ -469,9 +469,10 @@ pub struct OutputSection {
     /// Accepted values: `"none"`, `"deflate"`, `"deflate:LEVEL"`, `"gzip"`, `"gzip:LEVEL"`,
     /// `"blosc-lz4"`, `"blosc-lz4:LEVEL"`, `"blosc-zstd"` or `"blosc-zstd:LEVEL"` (hdf5 and
     /// zarr); `"zstd"` or `"zstd:LEVEL"` (zarr only); `"zfp:accuracy=E"` (hdf5 and zarr,
-    /// lossy: every f32/f64 value within E of the value computed; HDF5 through its ZFP filter
-    /// plugin, Debian's `hdf5-filter-plugin-zfp-serial`, Zarr through numcodecs' `zfpy` codec;
-    /// other element types stored as they are).
+    /// lossy: every f32/f64 value within E of the value computed, for finite values whose
+    /// magnitude E does not undercut by more than the type's precision; HDF5 through its ZFP
+    /// filter plugin, Debian's `hdf5-filter-plugin-zfp-serial`, Zarr through numcodecs' `zfpy`
+    /// codec; other element types, and in HDF5 one-value arrays, stored as they are).
     pub compression: String,
     /// Frames per HDF5 chunk. 1 writes each frame as whole chunks, the fastest and the most
     /// crash-proof; more frames per chunk help compression. The raw sink has no chunks; the

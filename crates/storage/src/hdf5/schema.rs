@@ -175,11 +175,14 @@ fn create_stream(
                 .map_err(|e| hdf5::Error::from(format!("dataset {}: {e}", f.name)))
         })
         .collect::<hdf5::Result<Vec<Dataset>>>()?;
-    let mut steps = group.new_dataset::<u64>().chunk(STEPS_CHUNK).shape(frames..);
+    // An entry never written reads as NO_STEP, which tells a reader of a killed run's file
+    // which frames are not there: those allocated ahead of their frames (`early_allocation`,
+    // the MPI sinks), and a frame whose datasets had grown when the kill came, before its
+    // step was written (the serial sink writes the step last).
+    let mut steps =
+        group.new_dataset::<u64>().chunk(STEPS_CHUNK).shape(frames..).fill_time(FillTime::Alloc).fill_value(NO_STEP);
     if plan.early_allocation {
-        // Allocated ahead of their frames: an entry never written reads as NO_STEP, which
-        // tells a reader of a killed job's file which frames are not there.
-        steps = steps.alloc_time(Some(AllocTime::Early)).fill_time(FillTime::Alloc).fill_value(NO_STEP);
+        steps = steps.alloc_time(Some(AllocTime::Early));
     }
     let steps = steps.create(STEPS_NAME)?;
     super::netcdf::describe_stream(&group, layout, dims, &fields, &steps)
@@ -191,11 +194,12 @@ fn create_stream(
 pub(crate) const ZFP_FILTER: hdf5_sys::h5z::H5Z_filter_t = 32013;
 
 /// H5Z-ZFP's parameters for fixed-accuracy mode with absolute error `bound`: what its
-/// `H5Pset_zfp_accuracy_cdata` macro writes, mode 3 then the bound as a native double in the
-/// third and fourth values.
+/// `H5Pset_zfp_accuracy_cdata` macro writes, mode 3 then the bound's native bytes in the
+/// third and fourth values (it stores a `double` over them).
 fn zfp_accuracy(bound: f64) -> [std::ffi::c_uint; 4] {
-    let bits = bound.to_bits();
-    [3, 0, (bits & 0xffff_ffff) as std::ffi::c_uint, (bits >> 32) as std::ffi::c_uint]
+    let b = bound.to_ne_bytes();
+    let word = |i: usize| std::ffi::c_uint::from_ne_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    [3, 0, word(0), word(4)]
 }
 
 /// Creates field `f`'s dataset in `group`: `frames` frames (resizable along the frame axis),

@@ -41,9 +41,10 @@ fn frame_bytes_bound(layout: &StreamLayout, options: &SinkOptions) -> u64 {
         match options.compression {
             Compression::None => {}
             // Fixed-accuracy ZFP with a bound below the data's precision can spend more bits
-            // than the raw values (a block header per 4^d values, up to 64 bits per value
-            // for f32 in the worst case).
-            Compression::Zfp(_) => bytes = bytes.saturating_mul(2).saturating_add(4096),
+            // than the raw values: about one more per value, in blocks of 4^d values padded
+            // from each axis's length (an axis of 2 counts as 4: twice the values), plus a
+            // header per chunk. 2.5 times covers both.
+            Compression::Zfp(_) => bytes = bytes.saturating_mul(5).saturating_div(2).saturating_add(4096),
             _ => bytes = bytes.saturating_add(bytes / 64).saturating_add(4096),
         }
         sum.saturating_add(bytes)
@@ -133,8 +134,9 @@ mod fault {
 fn roll_back(open: &Open, s: usize, n: usize) -> bool {
     let Some(sets) = open.streams.get(s) else { return true };
     if n < sets.steps.size() {
-        // Best effort: if even this fails, the shrink below is what hides the frame.
-        let _marked = super::schema::write_step(sets, n, NO_STEP);
+        // Best effort, flushed so that a kill from here on finds the mark: if even this
+        // fails, the shrink below is what hides the frame.
+        let _marked = super::schema::write_step(sets, n, NO_STEP).and_then(|()| open.file.flush());
     }
     #[cfg(test)]
     if fault::FAIL_SHRINK.get() {
