@@ -9,12 +9,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command};
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
 
 /// The browser: `WGPIPE_CHROMIUM`, else `chromium` or `chromium-browser` on PATH.
 fn chromium() -> PathBuf {
@@ -89,36 +89,7 @@ fn start_run(dir: &Path) -> (Child, Receiver<String>) {
          [analysis]\nfields = [\"u\", \"v\"]\npdf_bins = 50\n",
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wgpipe"))
-        .current_dir(dir)
-        .args(["run", "run.toml", "--progress", "frames", "--monitor", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    (child, rx)
-}
-
-/// Lines from the run until one satisfies `wanted`; panics with what was seen after 120 s.
-fn wait_for(rx: &Receiver<String>, seen: &mut Vec<String>, wanted: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while let Ok(line) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-        seen.push(line.clone());
-        if wanted(&line) {
-            return line;
-        }
-    }
-    panic!("the run never printed what was waited for; it printed:\n{}", seen.join("\n"));
+    common::cli::spawn_with_stderr(dir, &["run", "run.toml", "--progress", "frames", "--monitor", "127.0.0.1:0"])
 }
 
 #[test]
@@ -127,9 +98,9 @@ fn the_live_view_in_chromium_shows_the_runs_own_numbers_and_never_slows_it() {
     let profile = tempfile::tempdir().unwrap();
     let (mut child, rx) = start_run(dir.path());
     let mut seen = Vec::new();
-    let line = wait_for(&rx, &mut seen, |l| l.starts_with("monitor: http://"));
+    let line = common::cli::wait_for(&rx, &mut seen, |l| l.starts_with("monitor: http://"));
     let address: SocketAddr = line["monitor: http://".len()..].split('/').next().unwrap().parse().unwrap();
-    wait_for(&rx, &mut seen, |l| l.starts_with("written ") && !l.starts_with("written 0/"));
+    common::cli::wait_for(&rx, &mut seen, |l| l.starts_with("written ") && !l.starts_with("written 0/"));
 
     // A client that connects and never asks: the run goes on meanwhile.
     let stuck = TcpStream::connect(address).unwrap();

@@ -5,30 +5,19 @@
 #![cfg(unix)]
 #![expect(clippy::unwrap_used, reason = "tests fail loudly")]
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod common;
+
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 /// What the server promises each connection: an answer, or the door, within this.
 const DEADLINE: Duration = Duration::from_secs(2);
 /// Room for a loaded 2-core machine on top of it.
 const SLACK: Duration = Duration::from_secs(4);
-
-fn wait_for(rx: &Receiver<String>, wanted: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut seen = Vec::new();
-    while let Ok(line) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-        if wanted(&line) {
-            return line;
-        }
-        seen.push(line);
-    }
-    panic!("the run never printed what was waited for; it printed:\n{}", seen.join("\n"));
-}
 
 #[test]
 fn a_trickling_client_neither_starves_others_nor_delays_the_runs_exit() {
@@ -39,26 +28,14 @@ fn a_trickling_client_neither_starves_others_nor_delays_the_runs_exit() {
          [output]\nsink = \"null\"\n[analysis]\nfields = [\"v\"]\npdf_bins = 16\n",
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wgpipe"))
-        .current_dir(dir.path())
-        .args(["run", "run.toml", "--progress", "frames", "--monitor", "127.0.0.1:0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let line = wait_for(&rx, |l| l.starts_with("monitor: http://"));
+    let (mut child, rx) = common::cli::spawn_with_stderr(
+        dir.path(),
+        &["run", "run.toml", "--progress", "frames", "--monitor", "127.0.0.1:0"],
+    );
+    let mut seen = Vec::new();
+    let line = common::cli::wait_for(&rx, &mut seen, |l| l.starts_with("monitor: http://"));
     let address: SocketAddr = line["monitor: http://".len()..].split('/').next().unwrap().parse().unwrap();
-    wait_for(&rx, |l| l.starts_with("written ") && !l.starts_with("written 0/"));
+    common::cli::wait_for(&rx, &mut seen, |l| l.starts_with("written ") && !l.starts_with("written 0/"));
 
     // One byte every 100 ms of a request that never ends, until the server hangs up.
     let stop = Arc::new(AtomicBool::new(false));

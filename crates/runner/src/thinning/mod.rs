@@ -17,7 +17,7 @@ mod trigger;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use wgpipe_storage::{AttrValue, DType, Error, Frame, Result, Sink, SinkSummary, StreamInfo, StreamLayout};
+use wgpipe_storage::{AttrValue, DType, Error, FieldData, Frame, Result, Sink, SinkSummary, StreamInfo, StreamLayout};
 
 pub use trigger::{Trigger, TriggerError};
 
@@ -122,23 +122,10 @@ pub struct ThinnedSink {
     skipped_bytes: u64,
 }
 
-/// The value of a one-value field as f64.
+/// The value of a one-value field of type `dtype` held in `bytes`, as f64 (NaN if missing).
 fn value(bytes: &[u8], dtype: DType) -> f64 {
-    let word = |n: usize| -> Option<[u8; 8]> {
-        let mut w = [0u8; 8];
-        w.get_mut(..n)?.copy_from_slice(bytes.get(..n)?);
-        Some(w)
-    };
-    let Some(w) = word(dtype.size()) else { return f64::NAN };
-    match dtype {
-        DType::U8 => f64::from(w[0]),
-        DType::U16 => f64::from(u16::from_le_bytes([w[0], w[1]])),
-        DType::U32 => f64::from(u32::from_le_bytes([w[0], w[1], w[2], w[3]])),
-        DType::I32 => f64::from(i32::from_le_bytes([w[0], w[1], w[2], w[3]])),
-        DType::F32 => f64::from(f32::from_le_bytes([w[0], w[1], w[2], w[3]])),
-        DType::F64 => f64::from_le_bytes(w),
-        _ => f64::NAN,
-    }
+    let field = FieldData { dtype, shape: Vec::new(), bytes: bytes.to_vec() };
+    field.to_f64().first().copied().unwrap_or(f64::NAN)
 }
 
 impl ThinnedSink {
@@ -226,12 +213,12 @@ impl ThinnedSink {
         when.names()
             .iter()
             .map(|name| {
-                // One value, of a type `value` reads (the analysis's are f32).
+                // One value per frame.
                 layout
                     .field_index(name)
                     .filter(|&i| {
                         let f = &layout.fields[i];
-                        f.shape.is_empty() && f.dtype != DType::F16 && self.analysis.is_reduction(name)
+                        f.shape.is_empty() && self.analysis.is_reduction(name)
                     })
                     .and_then(|i| Some((layout.field_range(i)?, layout.fields[i].dtype)))
                     .ok_or_else(|| {

@@ -1,7 +1,9 @@
 //! Running the `wgpipe` binary from a test.
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc::{Receiver, channel};
 
 /// `wgpipe ARGS` in `dir`, with no standard input.
 pub fn wgpipe(dir: &Path, args: &[&str]) -> Output {
@@ -20,4 +22,42 @@ pub fn small_config(path: &str, extra: &str) -> String {
         "[grid]\nrows = 6\ncols = 5\n[run]\nframes = 3\nsteps_per_frame = 4\n[devices]\nselect = [0]\n\
          [output]\npath = \"{path}\"\n{extra}\n"
     )
+}
+
+/// `wgpipe ARGS` started in `dir` with no standard input and stdout discarded; its stderr
+/// lines arrive on the receiver as it prints them.
+pub fn spawn_with_stderr(dir: &Path, args: &[&str]) -> (Child, Receiver<String>) {
+    #[expect(clippy::unwrap_used, reason = "tests fail loudly")]
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wgpipe"))
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = channel();
+    if let Some(stderr) = child.stderr.take() {
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    (child, rx)
+}
+
+/// Lines from `rx` (kept in `seen`) until one satisfies `wanted`, which it returns; panics with
+/// everything seen when none comes within 120 s.
+pub fn wait_for(rx: &Receiver<String>, seen: &mut Vec<String>, wanted: impl Fn(&str) -> bool) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while let Ok(line) = rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+        seen.push(line.clone());
+        if wanted(&line) {
+            return line;
+        }
+    }
+    panic!("the run never printed what was waited for; it printed:\n{}", seen.join("\n"));
 }
