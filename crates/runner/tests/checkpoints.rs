@@ -191,11 +191,14 @@ fn killed_checkpointed_runs_resume_from_their_checkpoints_bit_identical() {
             let err = String::from_utf8_lossy(&resumed.stderr);
             assert!(resumed.status.success(), "{what}: the resume failed:\n{err}");
             let continued: u64 = err.matches(" from its checkpoint").count() as u64;
-            // HDF5's known kill damage (a compressed chunk of several frames rewritten when the
-            // kill came; the guide's Reliability page) can break the last frame a checkpoint
-            // keeps: that stream restarts from frame 0, said so, and still ends bit-identical.
+            // HDF5 outputs that grow with every frame (compressed, or fields kept by a
+            // condition: their count is unknown) can still be damaged by a kill (the guide's
+            // Reliability page), which can break the last frame a checkpoint keeps: that
+            // stream restarts from frame 0, said so, and still ends bit-identical. Plain HDF5
+            // (laid out whole at the start), raw and Zarr never lose a reported frame.
             let restarted: u64 = err.matches("restarting the stream from frame 0").count() as u64;
-            assert!(restarted == 0 || label.contains("hdf5"), "{what}: a stream restarted:\n{err}");
+            let grows = label.contains("deflate") || label.contains("output.when");
+            assert!(restarted == 0 || grows, "{what}: a stream restarted:\n{err}");
             restarts += restarted;
             assert_eq!(
                 continued + restarted,
@@ -276,9 +279,10 @@ fn auto_checkpoints_follow_young_daly() {
         if expect_every_frame {
             assert_eq!(every, 1, "{line}");
             // Every frame but the last, less those decided while the first checkpoint was
-            // measured: up to the 2 staging buffers, the 2 frames of the channel (io_buffer)
-            // and the one being written (how many depends on the machine's load).
-            assert!((frames - 6..frames).contains(&written), "{line}");
+            // measured: up to the 2 staging buffers, the 2 frames of the channel (io_buffer),
+            // the one being written and the one being computed (how many depends on the
+            // machine's load: 53 of 60 seen with both cores busy elsewhere).
+            assert!((frames - 8..frames).contains(&written), "{line}");
         } else {
             assert!(every > frames, "{line}");
             // Only the measurement: the first frame's.

@@ -565,16 +565,16 @@ fn output_and_stream_errors_name_their_key_before_any_device_opens() {
 }
 
 /// A tmpfs of `bytes` mounted on `dir` until dropped (needs root; CI runs as root).
-struct Tmpfs<'a>(&'a Path);
+struct Tmpfs(PathBuf);
 
-impl<'a> Tmpfs<'a> {
-    fn mount(dir: &'a Path, bytes: u64) -> Self {
+impl Tmpfs {
+    fn mount(dir: &Path, bytes: u64) -> Self {
         let out = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={bytes}"), "wgpipe-test"])
             .arg(dir)
             .output();
         match out {
-            Ok(o) if o.status.success() => Tmpfs(dir),
+            Ok(o) if o.status.success() => Tmpfs(dir.to_path_buf()),
             Ok(o) => panic!(
                 "cannot mount a tmpfs on {}: {}; this test needs root (CI runs as root)",
                 dir.display(),
@@ -585,32 +585,65 @@ impl<'a> Tmpfs<'a> {
     }
 }
 
-impl Drop for Tmpfs<'_> {
+impl Drop for Tmpfs {
     fn drop(&mut self) {
-        if !Command::new("umount").arg(self.0).status().is_ok_and(|s| s.success()) {
-            let _ = Command::new("umount").arg("-l").arg(self.0).status();
+        if !Command::new("umount").arg(&self.0).status().is_ok_and(|s| s.success()) {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
         }
     }
 }
 
-/// The default run onto a 6 MiB disk: it fails saying the disk is full and naming the file,
-/// and the file holds every frame the error says was written (before the HDF5 sink reserved
-/// space ahead, h5py could read none of them).
+/// `wgpipe run` of the default job with `settings` onto a tmpfs of `bytes`, writing `out.h5`
+/// there; returns the output's path and the run's stderr, which must say it failed for a full
+/// disk, naming the file.
+fn run_onto_a_small_disk(dir: &Path, bytes: u64, settings: &[&str]) -> (PathBuf, String, Tmpfs) {
+    let disk = dir.join("disk");
+    std::fs::create_dir(&disk).unwrap();
+    let tmpfs = Tmpfs::mount(&disk, bytes);
+    let path = disk.join("out.h5");
+    let output = format!("output.path=\"{}\"", path.display());
+    let mut args = vec!["run", "--set", "devices.select=[0]", "--set", &output];
+    for s in settings {
+        args.extend(["--set", s]);
+    }
+    let out = wgpipe(dir, &args);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "the run succeeded on a disk of {bytes} bytes: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains("disk full") && err.contains(&path.display().to_string()), "{err}");
+    (path, err, tmpfs)
+}
+
+/// The default run (uncompressed HDF5: laid out whole when it starts, so that a kill never
+/// loses a frame) onto a 6 MiB disk: refused before the first frame, saying how many bytes
+/// the run needs, and no file is left at the path.
+#[test]
+fn a_disk_too_small_for_the_whole_run_refuses_it_before_the_first_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, err, _tmpfs) = run_onto_a_small_disk(dir.path(), 6 << 20, &[]);
+    let needed: u64 = err
+        .split(" needs ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no byte count in: {err}"));
+    // The default run: 100 frames of v, 256 x 256 f32.
+    assert!(needed >= 100 * 256 * 256 * 4, "{needed} bytes: less than the frames' own: {err}");
+    assert!(err.contains("every frame of the run") && err.contains("output.compression"), "{err}");
+    assert!(!path.exists(), "a file was left at {}", path.display());
+    let left: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
+    assert!(left.is_empty(), "the refused run left {left:?}");
+}
+
+/// The default run compressed (its file grows with every frame) onto a 1 MiB disk: it fails
+/// saying the disk is full and naming the file, and the file holds every frame the error
+/// says was written (before the HDF5 sink reserved space ahead, h5py could read none of
+/// them).
 #[test]
 fn a_full_disk_fails_the_run_and_keeps_every_reported_frame() {
     let dir = tempfile::tempdir().unwrap();
-    let disk = dir.path().join("disk");
-    std::fs::create_dir(&disk).unwrap();
-    let _tmpfs = Tmpfs::mount(&disk, 6 << 20);
-    let path = disk.join("out.h5");
-    let out = wgpipe(
-        dir.path(),
-        &["run", "--set", "devices.select=[0]", "--set", &format!("output.path=\"{}\"", path.display())],
-    );
-    let err = stderr(&out);
-    assert!(!out.status.success(), "the run succeeded on a 6 MiB disk: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(err.contains("disk full: no space left") && err.contains(&path.display().to_string()), "{err}");
+    let (path, err, _tmpfs) = run_onto_a_small_disk(dir.path(), 1 << 20, &["output.compression=\"deflate:1\""]);
+    assert!(err.contains("disk full: no space left"), "{err}");
     let written: u64 = err
         .split("run failed after writing ")
         .nth(1)

@@ -8,12 +8,12 @@
 //! right after the output appeared, and while frames are written, so kills land before and
 //! during the output's creation, between and inside frame writes, and while the output is
 //! finished. Runs that end before their kill are not counted as kills; their output must
-//! then be complete and right. Raw outputs chain run, kill, `--resume`, kill, ...; a killed
-//! HDF5 run is resumed without a kill, because killing a resumed HDF5 run can still destroy
-//! the file (see [`kills_resumed_runs`]).
+//! then be complete and right. Every sink chains run, kill, `--resume`, kill, ...: a resumed
+//! HDF5 run continues its file in place (its streams were laid out whole), so a kill of it
+//! is like any other.
 //!
 //! `WGPIPE_KILL_SEED=N` picks the seed (default below; every failure prints the one used),
-//! `WGPIPE_KILLS=N` the number of kills (default 20, spread over the five scenarios).
+//! `WGPIPE_KILLS=N` the number of kills (default 200, spread over the five scenarios).
 //! Needs `h5dump` (Debian: `apt-get install hdf5-tools`).
 #![cfg(unix)]
 #![expect(clippy::unwrap_used, reason = "tests fail loudly")]
@@ -32,7 +32,7 @@ use wgpipe::storage::{Attributes, open_output};
 /// Seed of the kill times when `WGPIPE_KILL_SEED` is unset.
 const DEFAULT_SEED: u64 = 0x6b69_6c6c_2d39;
 /// Kills when `WGPIPE_KILLS` is unset.
-const DEFAULT_KILLS: usize = 20;
+const DEFAULT_KILLS: usize = 200;
 /// Sink and noise of each scenario: noise 0 is the exact start pattern, noise > 0 draws the
 /// start state from the run's seed, which a resumed stream must draw again identically.
 const SCENARIOS: [(&str, f32); 5] = [("hdf5", 0.0), ("raw", 0.0), ("hdf5", 0.05), ("raw", 0.05), ("zarr", 0.05)];
@@ -42,18 +42,6 @@ const ATTEMPTS_PER_KILL: usize = 6;
 const CREATION_WINDOW: Duration = Duration::from_millis(5);
 /// Longest wait for a run to create its output or report a frame.
 const WAIT_LIMIT: Duration = Duration::from_secs(30);
-
-/// Whether resumed runs of `sink` are killed too.
-///
-/// Not for HDF5 yet: `--resume` edits the existing file in place (it deletes the incomplete
-/// streams and adds new ones), and a kill during that can lose frames the resumed run had
-/// reported written, like a kill of any HDF5 run, or even leave a file HDF5 cannot open (6
-/// and 2 of 2000 kills of the sink alone while appending, `crates/storage/examples/kill_stress.rs`;
-/// the table is in the guide's "Reliability" page). Remove this exception when HDF5 keeps
-/// every reported frame.
-fn kills_resumed_runs(sink: &str) -> bool {
-    sink != "hdf5"
-}
 
 /// A batch of three runs on two lavapipe devices, both fields stored: three streams that
 /// interleave in the output, each with its own parameters and seed.
@@ -336,38 +324,20 @@ impl std::fmt::Display for Attempt<'_> {
     }
 }
 
-/// Checks a killed run's output against the uninterrupted one: it opens, every frame it holds
-/// is the reference's, complete streams from before are intact, and it holds at least the
-/// frames that were complete before plus the frames the run reported written.
-///
-/// Returns where the kill landed, for the summary: frames reported written, frames held.
-/// Known limit of the HDF5 sink, allowed here and nowhere else: the one frame being written
-/// when the kill came (never reported written) may be in the file but not readable, or read
-/// back wrong, because HDF5 writes a frame's metadata (the dataset's new extent, the chunk
-/// index, the end-of-file address in the superblock) in several writes, and a kill among
-/// them leaves some written and others not. `h5dump` then fails on that dataset. What the
-/// run reported written is never affected; see the README's "Reliability" section.
-#[derive(Debug)]
-struct InFlight {
-    stream: String,
-    frame: usize,
-    h5dump_failed: bool,
-}
-
-/// Checks a killed run's output against the uninterrupted one: it opens, every frame it
-/// holds is the reference's (but for an [`InFlight`] HDF5 frame), complete streams from
-/// before are intact, and it holds at least the frames that were complete before plus the
-/// frames the run reported written.
+/// Checks a killed run's output against the uninterrupted one: it opens (HDF5: in `h5dump`
+/// too), every frame it holds is the reference's, no frame being written when the kill came
+/// shows up broken, complete streams from before are intact, and every stream holds at least
+/// the frames the run reported written for it.
 ///
 /// Returns where the kill landed, for the summary: frames reported written, frames the run
-/// left (beyond the complete streams from before), and the in-flight frame if one was broken.
+/// left (beyond the complete streams from before).
 fn check_killed(
     path: &Path,
     sink: &str,
     before: Option<&Contents>,
     reference: &Contents,
     a: &Attempt<'_>,
-) -> Option<(usize, usize, Option<InFlight>)> {
+) -> Option<(usize, usize)> {
     let reported = reported_written(&a.stderr);
     let per_stream = reported_per_stream(&a.stderr);
     assert!(per_stream.values().sum::<usize>() <= reported, "per-stream counts above the total\n{a}");
@@ -403,25 +373,20 @@ fn check_killed(
             assert_eq!(got.streams.get(name), Some(s), "complete stream {name} changed\n{a}");
         }
     }
-    let in_flight = match broken.as_slice() {
-        [] => {
-            dumped.unwrap_or_else(|e| panic!("the killed run's HDF5 file is unreadable: {e}\n{a}"));
-            None
-        }
-        [(stream, frame, 1)] if sink == "hdf5" => {
-            Some(InFlight { stream: stream.clone(), frame: *frame, h5dump_failed: dumped.is_err() })
-        }
-        _ => panic!("frames differ from the uninterrupted run's (stream, first bad frame, count): {broken:?}\n{a}"),
-    };
+    assert!(
+        broken.is_empty(),
+        "frames differ from the uninterrupted run's (stream, first bad frame, count): {broken:?}\n{a}"
+    );
+    dumped.unwrap_or_else(|e| panic!("the killed run's HDF5 file is unreadable: {e}\n{a}"));
     for (name, n) in per_stream.iter().filter(|(_, n)| **n > 0) {
         assert!(got.streams.contains_key(name), "stream {name} had {n} frames reported written and is gone\n{a}");
     }
-    let held = got.frames() - usize::from(in_flight.is_some());
+    let held = got.frames();
     assert!(
         held >= kept + reported,
         "the output holds {held} good frames: fewer than the {kept} of complete streams plus the {reported} reported written\n{a}"
     );
-    Some((reported, held - kept, in_flight))
+    Some((reported, held - kept))
 }
 
 /// Runs `c.toml` uninterrupted into `dir`; returns its contents and timing.
@@ -488,10 +453,6 @@ fn killed_runs_keep_their_frames_and_resume_to_the_uninterrupted_result() {
         let goal = kills * (k + 1) / SCENARIOS.len();
         let mut attempts = 0;
         while landed < goal {
-            if path.exists() && !kills_resumed_runs(sink) {
-                resume_to_the_end(dir.path(), sink, &reference, &format!("seed {seed}, {sink}, noise {noise}"));
-                remove(&path);
-            }
             attempts += 1;
             assert!(
                 attempts <= ATTEMPTS_PER_KILL * goal.max(1),
@@ -510,13 +471,7 @@ fn killed_runs_keep_their_frames_and_resume_to_the_uninterrupted_result() {
                 let at = check_killed(&path, sink, before.as_ref(), &reference, &a);
                 outcomes.push(match at {
                     None => format!("{moment}: no output yet"),
-                    Some((reported, held, None)) => format!("{moment}: {reported} reported, {held} held"),
-                    Some((reported, held, Some(f))) => format!(
-                        "{moment}: {reported} reported, {held} held, in-flight frame {} of {} broken{}",
-                        f.frame,
-                        f.stream,
-                        if f.h5dump_failed { " (h5dump fails on it)" } else { "" }
-                    ),
+                    Some((reported, held)) => format!("{moment}: {reported} reported, {held} held"),
                 });
             } else {
                 // It ended before the kill: the output must be the uninterrupted one.

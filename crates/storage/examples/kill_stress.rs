@@ -6,7 +6,9 @@
 //! ```
 //! SINK is `hdf5` (default) or `raw`; OPTIONS, comma-separated: `append` (each child resumes
 //! a copy of a file holding 40 frames of two incomplete streams, as `wgpipe run --resume`
-//! does), `deflate`, `chunk_frames=N`. Defaults: 300 kills, no options.
+//! does after a kill: the file is what a writer killed after 40 frames left),
+//! `append-stopped` (the same from a file whose writer stopped after 40 frames and finished
+//! it: `--resume` after Ctrl-C), `deflate`, `chunk_frames=N`. Defaults: 300 kills, no options.
 //!
 //! Each child opens the sink, prints `begun`, then writes frames of two 32×32 streams, two
 //! fields each, as fast as the sink takes them, printing the count of frames per stream
@@ -28,14 +30,19 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use wgpipe_storage::{Compression, DType, Frame, SinkOptions, StreamInfo, StreamLayout, open_output, open_sink};
 
+/// Frames per stream expected: more than a child writes before its kill (the parent says
+/// how many the busiest child reported).
+const EXPECTED_FRAMES: u64 = 4096;
+
 /// Frames per stream the `append` base file holds.
 const BASE_FRAMES: u64 = 40;
 
-/// Two streams of two 32×32 fields, so many frames expected that none completes.
+/// Two streams of two 32×32 fields, more frames expected than a child writes before its kill
+/// (known frame counts: an uncompressed HDF5 output is laid out whole at `begin`).
 fn layout() -> StreamLayout {
     StreamLayout::grid2d(["u", "v"], 32, 32, DType::F32)
-        .with_stream(StreamInfo::new("a").with_expected_frames(1 << 30))
-        .with_stream(StreamInfo::new("b").with_expected_frames(1 << 30))
+        .with_stream(StreamInfo::new("a").with_expected_frames(EXPECTED_FRAMES))
+        .with_stream(StreamInfo::new("b").with_expected_frames(EXPECTED_FRAMES))
 }
 
 /// Element `i` of field `f` of frame `index` of `stream`: distinct for every frame.
@@ -53,29 +60,51 @@ fn options(path: &Path, opts: &str) -> Result<SinkOptions> {
     let mut o = SinkOptions::new(path);
     for opt in opts.split(',').filter(|s| !s.is_empty()) {
         o = match opt.split_once('=') {
-            None if opt == "append" => o.with_append(true),
+            None if opt == "append" || opt == "append-stopped" => o.with_append(true),
             None if opt == "deflate" => o.with_compression(Compression::Deflate(4)),
             Some(("chunk_frames", n)) => o.with_chunk_frames(n.parse().context("chunk_frames=N")?),
-            _ => bail!("unknown option {opt:?}: use append, deflate, chunk_frames=N"),
+            _ => bail!("unknown option {opt:?}: use append, append-stopped, deflate, chunk_frames=N"),
         };
     }
     Ok(o)
 }
 
-/// The child: writes frames until it is killed.
-fn child(sink_kind: &str, path: &Path, opts: &str) -> Result<()> {
+/// The child: writes frames until it is killed (or, making a base file, `frames` frames,
+/// then waits for its kill).
+fn child(sink_kind: &str, path: &Path, opts: &str, frames: Option<u64>) -> Result<()> {
     let l = layout();
     let mut sink = open_sink(sink_kind, &options(path, opts)?)?;
     sink.begin(&l)?;
     let mut out = std::io::stdout();
     writeln!(out, "begun")?;
     out.flush()?;
-    for i in 0.. {
+    for i in 0..frames.unwrap_or(u64::MAX) {
         for s in 0..2 {
             sink.write(&frame(s, i))?;
         }
         writeln!(out, "{}", i + 1)?;
         out.flush()?;
+    }
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// Makes the `append` base: a file a writer killed after [`BASE_FRAMES`] frames left.
+fn killed_base(exe: &Path, kind: &str, base: &Path, opts: &str) -> Result<()> {
+    let mut child = Command::new(exe)
+        .args(["--base", kind])
+        .arg(base)
+        .arg(opts)
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting the base writer")?;
+    let stdout = child.stdout.take().context("the base writer's stdout")?;
+    let done = BufReader::new(stdout).lines().map_while(|l| l.ok()).any(|l| l == BASE_FRAMES.to_string());
+    child.kill()?;
+    child.wait()?;
+    if !done {
+        bail!("the base writer ended before {BASE_FRAMES} frames");
     }
     Ok(())
 }
@@ -119,18 +148,22 @@ fn classify(path: &Path, reported: u64) -> &'static str {
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let [flag, kind, path, opts] = args.as_slice()
-        && flag == "--child"
+        && (flag == "--child" || flag == "--base")
     {
-        return child(kind, Path::new(path), opts);
+        return child(kind, Path::new(path), opts, (flag == "--base").then_some(BASE_FRAMES));
     }
     let dir = PathBuf::from(args.first().context("usage: kill_stress DIR [KILLS] [SINK] [OPTIONS]")?);
     let kills: usize = args.get(1).map_or(Ok(300), |k| k.parse()).context("KILLS must be a whole number")?;
     let kind = args.get(2).map_or("hdf5", String::as_str);
     let opts = args.get(3).map_or("", String::as_str);
     let base = dir.join(format!("kill-stress-base-{}", std::process::id()));
+    let exe = std::env::current_exe().context("finding this executable")?;
+    let without_append = opts.split(',').filter(|o| !o.starts_with("append")).collect::<Vec<_>>().join(",");
     if opts.split(',').any(|o| o == "append") {
+        killed_base(&exe, kind, &base, &without_append)?;
+    }
+    if opts.split(',').any(|o| o == "append-stopped") {
         let l = layout();
-        let without_append = opts.split(',').filter(|o| *o != "append").collect::<Vec<_>>().join(",");
         let mut sink = open_sink(kind, &options(&base, &without_append)?)?;
         sink.begin(&l)?;
         for i in 0..BASE_FRAMES {
@@ -140,7 +173,6 @@ fn main() -> Result<()> {
         }
         sink.finish()?;
     }
-    let exe = std::env::current_exe().context("finding this executable")?;
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     let mut rng = 0x5EED_u64;
     let mut next = move || {
@@ -148,6 +180,7 @@ fn main() -> Result<()> {
         (rng >> 11) as f64 / (1u64 << 53) as f64
     };
     let mut begin_times = Vec::new();
+    let mut most = 0;
     for k in 0..kills {
         let path = dir.join(format!("kill-stress-{}-{k}", std::process::id()));
         if base.exists() {
@@ -190,11 +223,12 @@ fn main() -> Result<()> {
         if status.signal() != Some(9) {
             bail!("the child ended before its kill: {status}");
         }
+        most = most.max(reported);
         *counts.entry(classify(&path, reported)).or_default() += 1;
         remove_output(&path)?;
     }
     remove_output(&base)?;
-    println!("{kind} {opts:?}: {kills} kills");
+    println!("{kind} {opts:?}: {kills} kills (at most {most} of {EXPECTED_FRAMES} frames per stream reported)");
     for (what, n) in &counts {
         println!("  {what:<24} {n}");
     }

@@ -138,10 +138,15 @@ impl Staged {
     /// Prepares `path` (see [`prepare`]) and clears the staging name of a killed creation.
     pub(crate) fn prepare(path: &Path, overwrite: bool, kind: OutputKind) -> Result<Self> {
         prepare(path, overwrite, kind)?;
-        let mut name = OsString::from(".");
-        name.push(path.file_name().unwrap_or(path.as_os_str()));
-        name.push(".wgpipe-creating");
-        let staging = parent_of(path).join(name);
+        let staging = staging_name(path);
+        prepare(&staging, true, kind)?;
+        Ok(Staged { staging, path: path.to_path_buf(), kind, published: false })
+    }
+
+    /// A staging name beside the existing file `path` (a stale one of a killed run cleared),
+    /// for a changed copy of it that [`Staged::publish`] renames over it.
+    pub(crate) fn replacing(path: &Path, kind: OutputKind) -> Result<Self> {
+        let staging = staging_name(path);
         prepare(&staging, true, kind)?;
         Ok(Staged { staging, path: path.to_path_buf(), kind, published: false })
     }
@@ -169,6 +174,15 @@ impl Drop for Staged {
             };
         }
     }
+}
+
+/// `.NAME.wgpipe-creating` beside `path`: where an output is built before it is renamed into
+/// place.
+fn staging_name(path: &Path) -> PathBuf {
+    let mut name = OsString::from(".");
+    name.push(path.file_name().unwrap_or(path.as_os_str()));
+    name.push(".wgpipe-creating");
+    parent_of(path).join(name)
 }
 
 /// Flushes a directory entry to disk, so a newly created or renamed file survives a crash.

@@ -451,6 +451,52 @@ fn file_size_limit_child() {
     println!("ERROR {}", outcome.error.unwrap_or_default().replace('\n', " "));
 }
 
+/// Child side of `an_output_laid_out_whole_past_the_file_size_limit_...`: begins an HDF5
+/// output of 200 frames per stream (laid out whole) under the limit its parent set, with the
+/// space reservation on or off (`WGPIPE_TEST_RESERVE`), and prints `begin`'s error.
+#[test]
+#[ignore = "child process of an_output_laid_out_whole_past_the_file_size_limit_is_refused_before_it_is_written"]
+fn laid_out_limit_child() {
+    let (Ok(reserve), Ok(path)) = (std::env::var("WGPIPE_TEST_RESERVE"), std::env::var("WGPIPE_TEST_OUT")) else {
+        return;
+    };
+    let mut layout = big_layout();
+    layout.streams.iter_mut().for_each(|s| s.expected_frames = Some(200));
+    let options = SinkOptions::new(Path::new(&path)).with_reserve_space(reserve == "on");
+    let mut sink = open_sink("hdf5", &options).unwrap();
+    let error = sink.begin(&layout).err().map(|e| e.to_string()).unwrap_or_default();
+    println!("BEGIN {}", error.replace('\n', " "));
+}
+
+/// An uncompressed output of known length is laid out whole when it begins, which sets the
+/// file's length to the whole output's: past `ulimit -f`, `begin` refuses it before HDF5
+/// writes anything (with SIGXFSZ at its default action, which would kill the process), with
+/// the reservation on and off, and no file is left.
+#[test]
+fn an_output_laid_out_whole_past_the_file_size_limit_is_refused_before_it_is_written() {
+    let dir = tempdir();
+    for reserve in ["on", "off"] {
+        let path = dir.path().join(format!("laid-out-{reserve}.h5"));
+        // 1 MiB: two streams of 200 frames of 2 x 16 KB need 13 MB.
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -f 2048; exec \"$0\" --exact laid_out_limit_child --ignored --nocapture --test-threads 1")
+            .arg(test_exe())
+            .env("WGPIPE_TEST_RESERVE", reserve)
+            .env("WGPIPE_TEST_OUT", &path)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "reserve {reserve}: child failed ({}):\n{stdout}", out.status);
+        let error = stdout.lines().find_map(|l| l.split_once("BEGIN ").map(|(_, e)| e.to_owned())).unwrap_or_default();
+        assert!(
+            error.contains("every frame of the run") && error.contains("file size limit of 1048576 bytes"),
+            "reserve {reserve}: begin said {error:?}"
+        );
+        assert!(!path.exists(), "reserve {reserve}: the refused output was left at {}", path.display());
+    }
+}
+
 #[test]
 fn a_file_size_limit_keeps_every_reported_frame_readable() {
     let layout = big_layout();

@@ -11,6 +11,7 @@ pub const USAGE: &str = "\
 usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
        cargo xtask bench --micro
        cargo xtask bench --reserve-cost [--out DIR] [--rows R --cols C --frames N --reps K]
+       cargo xtask bench --layout-cost [--out DIR] [--rows R --cols C --frames N --reps K]
        cargo xtask bench --checkpoint-cost [--out DIR] [--rows EDGE --frames N --reps K]
        cargo xtask bench --analysis-cost [--rows EDGE --frames N --reps K]
        cargo xtask bench --sink raw --against posix [--out DIR] [--rows R --cols C --frames N]
@@ -65,6 +66,9 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
   --candidate-3d FILE  the same for the 3-D Gray-Scott cases
   --reserve-cost       the HDF5 sink with its disk-space reservation on and off, alternating
                        (no GPU; default 512x512, 256 frames, fsync in finish, --out DIR)
+  --layout-cost        the HDF5 sink laying an uncompressed output out whole at the start
+                       (frame count known) vs growing it frame by frame, alternating (no
+                       GPU; default 64x64, 2000 frames, fsync in finish, --out DIR)
   --checkpoint-cost    the 3-D model (edge --rows, default 48; --frames, default 60) without
                        checkpoints, with one every frame and at Young's interval (MTBF 1 h),
                        rotating (HDF5, fsync in finish, --out DIR)
@@ -97,6 +101,7 @@ pub struct Args {
     pub sweep: bool,
     pub micro: bool,
     pub reserve_cost: bool,
+    pub layout_cost: bool,
     pub checkpoint_cost: bool,
     pub analysis_cost: bool,
     pub kernel: bool,
@@ -129,6 +134,7 @@ impl Default for Args {
             sweep: false,
             micro: false,
             reserve_cost: false,
+            layout_cost: false,
             checkpoint_cost: false,
             analysis_cost: false,
             kernel: false,
@@ -195,6 +201,7 @@ pub fn parse(argv: &[String]) -> Result<Args> {
             "--sweep" => a.sweep = true,
             "--micro" => a.micro = true,
             "--reserve-cost" => a.reserve_cost = true,
+            "--layout-cost" => a.layout_cost = true,
             "--checkpoint-cost" => a.checkpoint_cost = true,
             "--analysis-cost" => a.analysis_cost = true,
             "--kernel" => a.kernel = true,
@@ -252,6 +259,9 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     if a.against_posix && a.sink.as_deref() != Some("raw") {
         bail!("--against posix compares the raw sink: use it with --sink raw");
     }
+    if a.layout_cost && (a.sink.is_some() || a.micro || a.reserve_cost || a.kernel) {
+        bail!("--layout-cost is a benchmark of its own: run it without --sink, --micro, --reserve-cost and --kernel");
+    }
     if a.reserve_cost && (a.sink.is_some() || a.micro) {
         bail!("--reserve-cost is a benchmark of its own: run it without --sink and --micro");
     }
@@ -272,10 +282,17 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     if a.candidate_3d.is_some() && (a.rows.is_some() || a.cols.is_some()) {
         bail!("--candidate-3d runs on the 3-D cases, which --rows/--cols leave out: drop --rows/--cols");
     }
-    if a.sink.is_none() && !a.micro && !a.reserve_cost && !a.checkpoint_cost && !a.analysis_cost && !a.kernel && !a.help
+    if a.sink.is_none()
+        && !a.micro
+        && !a.reserve_cost
+        && !a.layout_cost
+        && !a.checkpoint_cost
+        && !a.analysis_cost
+        && !a.kernel
+        && !a.help
     {
         bail!(
-            "choose what to measure: --sink null|raw|hdf5|zarr, --kernel, --micro, --reserve-cost, --checkpoint-cost \
+            "choose what to measure: --sink null|raw|hdf5|zarr, --kernel, --micro, --reserve-cost, --layout-cost, --checkpoint-cost \
              or --analysis-cost\n\n{USAGE}"
         );
     }

@@ -69,7 +69,9 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
         return Ok(code);
     }
     let mut report = Map::new();
-    if args.reserve_cost {
+    if args.layout_cost {
+        run_layout_cost(&args, &mut report)?;
+    } else if args.reserve_cost {
         run_reserve_cost(&args, &mut report)?;
     } else if args.checkpoint_cost {
         run_checkpoint_cost(&args, &mut report)?;
@@ -116,6 +118,17 @@ fn run_reserve_cost(args: &Args, report: &mut Map<String, Value>) -> Result<()> 
     let r = reserve::run(scratch.path(), rows, cols, frames, args.reps)?;
     println!("{}", r.table);
     report.insert("reserve_cost".to_owned(), r.json);
+    report.insert("machine".to_owned(), machine::describe(&[], Some(scratch.path())));
+    Ok(())
+}
+
+/// `--layout-cost`: the HDF5 sink laying its output out whole vs growing it, in `--out`.
+fn run_layout_cost(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
+    let scratch = scratch_with_load(args)?;
+    let (rows, cols, frames) = (args.rows.unwrap_or(64), args.cols.unwrap_or(64), args.frames.unwrap_or(2000));
+    let r = reserve::run_layout(scratch.path(), rows, cols, frames, args.reps)?;
+    println!("{}", r.table);
+    report.insert("layout_cost".to_owned(), r.json);
     report.insert("machine".to_owned(), machine::describe(&[], Some(scratch.path())));
     Ok(())
 }

@@ -168,6 +168,17 @@ fn deflate_piece(
     Ok(zlib_rs::adler32::adler32(1, src))
 }
 
+/// The zlib-rs level that compresses the pieces of a dataset whose deflate filter says
+/// `level`: the same, but 2 for 1. zlib-rs's level 1 is zlib-ng's "quick" algorithm, whose
+/// streams, cut into pieces primed with the bytes before them, the zlib that HDF5 uses
+/// refused on smooth data ("invalid distance code", "invalid stored block lengths": every
+/// frame of the default run with `deflate:1` unreadable) while zlib-rs's own inflate took
+/// them. Level 2 is deflate_fast, the algorithm zlib itself runs for level 1; the filter
+/// still records level 1 (a level is not part of the stream format).
+fn compressor_level(level: u8) -> u32 {
+    if level == 1 { 2 } else { u32::from(level) }
+}
+
 /// The zlib header zlib's `compress2` writes for `level` (deflate, 32 KiB window, no preset
 /// dictionary, the level class in FLEVEL).
 fn zlib_header(level: u8) -> [u8; 2] {
@@ -209,7 +220,7 @@ impl Worker {
                 Ok(())
             }
             Job::Piece { input, range, level, out, adler } => {
-                let mut z = flate2::Compress::new(flate2::Compression::new(u32::from(*level)), false);
+                let mut z = flate2::Compress::new(flate2::Compression::new(compressor_level(*level)), false);
                 **adler = deflate_piece(input, range.clone(), *level, &mut z, out)?;
                 Ok(())
             }
@@ -441,8 +452,14 @@ mod tests {
     /// Adler-32), and does not depend on the number of threads.
     #[test]
     fn pieced_zlib_streams_inflate_to_the_input_whatever_the_threads() {
+        for level in 1..=9 {
+            pieced_stream_inflates(level);
+        }
+    }
+
+    fn pieced_stream_inflates(level: u8) {
         let spec = FieldSpec::new("u", DType::F32, vec![700, 300]);
-        let plan = ChunkPlan::new(&spec, &[1, 700, 300], &[Filter::Shuffle, Filter::Deflate(6)]);
+        let plan = ChunkPlan::new(&spec, &[1, 700, 300], &[Filter::Shuffle, Filter::Deflate(level)]);
         let Some(plan) = plan else { panic!("deflate pipeline refused") };
         let input: Vec<u8> = (0..700 * 300u32).flat_map(|i| ((i % 977) as f32 * 0.5).to_le_bytes()).collect();
         assert!(input.len() > 3 * PIECE);
@@ -457,10 +474,10 @@ mod tests {
         assert_eq!(streams[0], streams[1]);
         let mut inflated = Vec::new();
         std::io::Read::read_to_end(&mut flate2::read::ZlibDecoder::new(&streams[0][..]), &mut inflated)
-            .unwrap_or_else(|e| panic!("inflate: {e}"));
+            .unwrap_or_else(|e| panic!("level {level}: inflate: {e}"));
         let mut shuffled = Vec::new();
         shuffle(&input, 4, &mut shuffled);
-        assert!(inflated == shuffled, "inflated stream differs from the shuffled input");
+        assert!(inflated == shuffled, "level {level}: inflated stream differs from the shuffled input");
         assert!(streams[0].len() < input.len() / 2, "{} bytes", streams[0].len());
     }
 

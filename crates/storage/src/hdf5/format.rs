@@ -48,8 +48,43 @@ pub(crate) fn h5err(action: impl Into<String>, path: &Path, e: impl std::fmt::Di
     Error::Hdf5 { action: action.into(), path: path.to_path_buf(), message: e.to_string() }
 }
 
-/// Writes (or replaces) one scalar attribute.
+/// Whether `loc`'s attribute `name` is already the scalar `set_attr` or `set_bool` would write
+/// (type and value): then neither rewrites it, and a resumed output whose attributes are
+/// unchanged gets no metadata change from them (see `preallocate`).
+pub(crate) fn holds(loc: &Location, name: &str, value: &AttrValue) -> bool {
+    let Ok(a) = loc.attr(name) else { return false };
+    let Some(kind) = a.dtype().ok().and_then(|t| t.to_descriptor().ok()).filter(|_| a.is_scalar()) else {
+        return false;
+    };
+    match (value, kind) {
+        (AttrValue::Int(i), TypeDescriptor::Integer(IntSize::U8)) => a.read_scalar::<i64>().ok() == Some(*i),
+        (AttrValue::UInt(u), TypeDescriptor::Unsigned(IntSize::U8)) => a.read_scalar::<u64>().ok() == Some(*u),
+        (AttrValue::Float(f), TypeDescriptor::Float(FloatSize::U8)) => {
+            a.read_scalar::<f64>().ok().map(f64::to_bits) == Some(f.to_bits())
+        }
+        (AttrValue::Float32(f), TypeDescriptor::Float(FloatSize::U4)) => {
+            a.read_scalar::<f32>().ok().map(f32::to_bits) == Some(f.to_bits())
+        }
+        (AttrValue::Text(t), TypeDescriptor::VarLenUnicode) => {
+            a.read_scalar::<VarLenUnicode>().is_ok_and(|s| s.as_str() == t.replace('\0', ""))
+        }
+        _ => false,
+    }
+}
+
+/// Whether `loc`'s attribute `name` is already the boolean `value` (see [`holds`]).
+pub(crate) fn holds_bool(loc: &Location, name: &str, value: bool) -> bool {
+    loc.attr(name).is_ok_and(|a| {
+        a.dtype().ok().and_then(|t| t.to_descriptor().ok()) == Some(TypeDescriptor::Boolean)
+            && a.read_scalar::<bool>().ok() == Some(value)
+    })
+}
+
+/// Writes (or replaces) one scalar attribute; one that already holds `value` is left alone.
 pub(crate) fn set_attr(loc: &Location, name: &str, value: &AttrValue) -> hdf5::Result<()> {
+    if holds(loc, name, value) {
+        return Ok(());
+    }
     if loc.attr_names()?.iter().any(|n| n == name) {
         loc.delete_attr(name)?;
     }
@@ -66,8 +101,12 @@ pub(crate) fn set_attr(loc: &Location, name: &str, value: &AttrValue) -> hdf5::R
     }
 }
 
-/// Writes (or replaces) a boolean attribute (read by h5py as a numpy bool).
+/// Writes (or replaces) a boolean attribute (read by h5py as a numpy bool); one that already
+/// holds `value` is left alone.
 pub(crate) fn set_bool(loc: &Location, name: &str, value: bool) -> hdf5::Result<()> {
+    if holds_bool(loc, name, value) {
+        return Ok(());
+    }
     if loc.attr_names()?.iter().any(|n| n == name) {
         loc.delete_attr(name)?;
     }

@@ -3,6 +3,7 @@
 //! close-on-exec for the descriptors HDF5 opens.
 
 mod cloexec;
+mod copy;
 mod direct;
 mod format;
 #[cfg(feature = "mpi")]
@@ -10,6 +11,7 @@ mod mpi;
 #[cfg(feature = "mpi")]
 mod mpi_block;
 mod netcdf;
+mod preallocate;
 pub(crate) mod read;
 mod reserve;
 mod schema;

@@ -109,10 +109,8 @@ impl Reserve {
         let extent = self.extent()?;
         let end = end.max(extent.size);
         let want = end.saturating_add(need).saturating_add(self.finish);
+        check_size_limit(&self.path, want)?;
         let limit = file_size_limit();
-        if let Some(limit) = limit.filter(|&l| want > l) {
-            return Err(Error::FileSizeLimit { path: self.path.clone(), needed: want, limit });
-        }
         if self.mode == Mode::Allocate {
             // Everything reserved is still allocated (no truncate gave it back): nothing to do.
             if extent.allocated >= self.reserved && want <= self.reserved {
@@ -133,10 +131,30 @@ impl Reserve {
     pub(crate) fn before_finish(&mut self, end: u64) -> Result<()> {
         let end = end.max(self.extent()?.size);
         let want = end.saturating_add(self.finish);
-        if let Some(limit) = file_size_limit().filter(|&l| want > l) {
-            return Err(Error::FileSizeLimit { path: self.path.clone(), needed: want, limit });
-        }
+        check_size_limit(&self.path, want)?;
         self.ensure(end, want, self.finish)
+    }
+
+    /// Gives the blocks of `ranges` (`(offset, bytes)` inside the file, which nothing in it
+    /// references any more) back to the filesystem: punched holes, which read as zeros. Best
+    /// effort: a filesystem that cannot punch holes keeps them allocated.
+    pub(crate) fn give_back(&self, ranges: &[(u64, u64)]) {
+        let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
+        // Neighbouring ranges as one: a hole frees only the whole blocks inside it.
+        let mut sorted = ranges.to_vec();
+        sorted.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(sorted.len());
+        for (offset, len) in sorted {
+            match merged.last_mut() {
+                Some((o, l)) if *o + *l >= offset => *l = (*l).max(offset + len - *o),
+                _ => merged.push((offset, len)),
+            }
+        }
+        for &(offset, len) in &merged {
+            if rustix::fs::fallocate(&self.file, flags, offset, len).is_err() {
+                return;
+            }
+        }
     }
 
     /// Gives back what was reserved beyond the end of the file; call after HDF5 closed it.
@@ -222,6 +240,15 @@ fn allocate(file: &File, offset: u64, len: u64) -> std::result::Result<(), Errno
 /// Whether fallocate failed because the filesystem (or kernel) does not offer it.
 fn unsupported(e: Errno) -> bool {
     matches!(e, Errno::OPNOTSUPP | Errno::NOSYS)
+}
+
+/// Errors when a file at `path` of `size` bytes would pass this process's file size limit,
+/// where a write past it would raise SIGXFSZ and kill the process.
+pub(crate) fn check_size_limit(path: &Path, size: u64) -> Result<()> {
+    match file_size_limit().filter(|&l| size > l) {
+        Some(limit) => Err(Error::FileSizeLimit { path: path.to_path_buf(), needed: size, limit }),
+        None => Ok(()),
+    }
 }
 
 /// This process's file size limit (`RLIMIT_FSIZE` soft limit), if any.

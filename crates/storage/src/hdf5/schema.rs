@@ -51,6 +51,36 @@ pub(crate) struct Plan {
     pub chunk_cache: bool,
     /// Chunk shape of each field's dataset, `[chunk_frames, *part]` (`format::chunk_shape`).
     pub chunks: Vec<Vec<usize>>,
+    /// Streams of an appended-to file that continue in place (from their kept frames, or
+    /// from frame 0 instead of being deleted): they are laid out whole already
+    /// ([`laid_out_whole`]), so only their `steps` entries from the kept frames on are
+    /// marked [`NO_STEP`], and the file's metadata does not change (see `preallocate`).
+    pub in_place: Vec<String>,
+}
+
+/// Whether [`create`] appending `layout` to `file` changes none of its metadata: every stream
+/// of the layout continues `in_place` ([`laid_out_whole`]), the run's attributes already hold
+/// their values and the file says it is not complete. Any other append changes the file's
+/// structure, which `sink` then does on a copy (see `copy`).
+pub(crate) fn appends_in_place(file: &File, layout: &StreamLayout, in_place: &[String]) -> bool {
+    layout.streams.iter().all(|s| in_place.contains(&s.name))
+        && layout.attributes.iter().all(|(k, v)| super::format::holds(file, k, v))
+        && super::format::holds_bool(file, "complete", false)
+}
+
+/// Whether stream `s` is in `file` laid out whole: every field's dataset and `steps` hold its
+/// expected frames, the fields with the layout's frame shape.
+pub(crate) fn laid_out_whole(file: &File, layout: &StreamLayout, s: &StreamInfo) -> bool {
+    let Some(expected) = s.expected_frames.and_then(|e| usize::try_from(e).ok()) else { return false };
+    let Ok(group) = file.group(&s.name) else { return false };
+    let steps = group.dataset(STEPS_NAME).is_ok_and(|d| d.shape() == [expected]);
+    steps
+        && layout.fields.iter().all(|f| {
+            group.dataset(&f.name).is_ok_and(|d| {
+                let shape = d.shape();
+                shape.first() == Some(&expected) && shape[1..] == f.shape[..]
+            })
+        })
 }
 
 /// The datasets of one stream.
@@ -91,7 +121,7 @@ pub(crate) fn create(
             set_strings(root, FIELDS_ATTR, &names).map_err(err("cannot write attribute \"fields\" to".into()))?;
         }
         Some(existing) => {
-            for name in &existing.replace {
+            for name in existing.replace.iter().filter(|n| !plan.in_place.contains(n)) {
                 file.unlink(name).map_err(err(format!("cannot delete incomplete stream {name:?} of")))?;
             }
             let groups = file.groups().map_err(err("cannot list groups of".into()))?;
@@ -104,7 +134,8 @@ pub(crate) fn create(
     }
     set_bool(root, "complete", false).map_err(err("cannot write attribute \"complete\" to".into()))?;
     let dims = crate::dimensions::Dimensions::of(layout);
-    let continued = |s: &StreamInfo| existing.is_some_and(|e| e.continued.contains(&s.name));
+    let continued =
+        |s: &StreamInfo| existing.is_some_and(|e| e.continued.contains(&s.name)) || plan.in_place.contains(&s.name);
     let mut next_index = first_index;
     layout
         .streams
@@ -132,6 +163,15 @@ fn continue_stream(file: &File, layout: &StreamLayout, s: &StreamInfo, plan: &Pl
     let steps = group.dataset(STEPS_NAME)?;
     let sets = StreamSets { group, fields, steps };
     let kept = usize::try_from(s.kept_frames).map_err(|_| format!("{} frames do not fit this host", s.kept_frames))?;
+    if plan.in_place.contains(&s.name) {
+        // The frames after the kept ones are taken out by their steps, in place.
+        let len = sets.steps.size();
+        if kept < len {
+            let marks = vec![NO_STEP; len - kept];
+            sets.steps.write_slice(ArrayView1::from(&marks[..]), kept..len)?;
+        }
+        return Ok(sets);
+    }
     resize(&sets, layout, kept)?;
     if plan.full_length {
         let expected = s.expected_frames.unwrap_or(s.kept_frames);

@@ -112,6 +112,11 @@ struct Open {
     /// `(stream, frames)` of each stream whose datasets a failed write grew and HDF5 then
     /// refused to shrink back: `finish` tries again (see [`roll_back`]).
     unshrunk: Vec<(usize, usize)>,
+    /// The streams were laid out whole at `begin` (see `preallocate`): a frame is written in
+    /// place, and `finish` shrinks the streams that stopped early.
+    preallocated: bool,
+    /// Chunk shape of each field's datasets.
+    chunks: Vec<Vec<usize>>,
 }
 
 /// Faults the tests inject where no real one can be arranged on demand: a write failing after
@@ -150,10 +155,11 @@ fn roll_back(open: &Open, s: usize, n: usize) -> bool {
 /// and a `steps` dataset.
 ///
 /// A chunk holds [`SinkOptions::chunk_frames`] frames; a frame larger than 4 MiB is cut into
-/// several chunks along its leading axes (see the crate README). Each frame grows the
-/// datasets by one, writes its slab and flushes the file, so a run killed at any point leaves
-/// a file that opens and holds every frame completed before the kill. Layout and attributes
-/// are listed in the crate README.
+/// several chunks along its leading axes (see the crate README). An uncompressed file whose
+/// streams' frame counts are known is laid out whole at `begin`, and a frame is then only
+/// data written in place (see `preallocate`: a kill at any moment loses no frame written);
+/// otherwise each frame grows the datasets by one, writes its slab and flushes the file.
+/// Layout and attributes are listed in the crate README.
 #[derive(Debug)]
 pub struct Hdf5Backend {
     options: SinkOptions,
@@ -176,14 +182,21 @@ impl Hdf5Backend {
     }
 
     /// Opens the space reservation (unless `reserve_space` is off) and reserves what `begin`
-    /// still writes into `file`, found at `at` (the path, or its staging name while new).
-    fn reserve(&self, file: &File, at: &Path, layout: &StreamLayout) -> Result<Option<Reserve>> {
-        if !self.options.reserve_space {
-            return Ok(None);
-        }
-        let mut reserve = Reserve::open(at, self.path(), finish_bytes_bound(layout))?;
-        reserve.before_write(file.size(), begin_bytes_bound(layout))?;
-        Ok(Some(reserve))
+    /// still writes into `file`, found at `at` (the path, or its staging name while new):
+    /// its structure, and `laid_out` bytes of streams laid out whole (`preallocate`).
+    /// Without the reservation, only the file size limit is checked.
+    fn reserve(&self, file: &File, at: &Path, layout: &StreamLayout, laid_out: u64) -> Result<Option<Reserve>> {
+        let need = begin_bytes_bound(layout).saturating_add(laid_out);
+        let reserved = if self.options.reserve_space {
+            Reserve::open(at, self.path(), finish_bytes_bound(layout))
+                .and_then(|mut reserve| reserve.before_write(file.size(), need).map(|()| Some(reserve)))
+        } else if laid_out > 0 {
+            // HDF5 sets the file's length to the whole output when `begin` flushes.
+            super::reserve::check_size_limit(self.path(), file.size().saturating_add(need)).map(|()| None)
+        } else {
+            Ok(None)
+        };
+        reserved.map_err(|e| if laid_out > 0 { does_not_fit(e, need) } else { e })
     }
 
     /// Creates the file (or, appending, opens it and drops the streams to rewrite), its
@@ -191,6 +204,12 @@ impl Hdf5Backend {
     fn create(&mut self, layout: &StreamLayout) -> Result<Open> {
         let path = self.path().to_path_buf();
         let chunks = chunk_shapes(layout, self.options.chunk_frames)?;
+        let preallocated = super::preallocate::applies(&self.options, layout);
+        // Bytes of the streams to lay out whole (`preallocate`), given those continuing in place.
+        let laid_out = |in_place: &[String]| {
+            if preallocated { super::preallocate::output_bytes_bound(layout, &chunks, in_place) } else { 0 }
+        };
+        let mut in_place = Vec::new();
         if let Compression::Deflate(_) = self.options.compression
             && !hdf5::filters::deflate_available()
         {
@@ -234,24 +253,48 @@ impl Hdf5Backend {
                 // the file. (`swmr::create_file` sets it.)
                 let file = super::swmr::create_file(at, self.options.swmr).map_err(err("cannot create HDF5 file"))?;
                 close_on_exec(at)?;
-                reserve = self.reserve(&file, at, layout)?;
+                reserve = self.reserve(&file, at, layout, laid_out(&[]))?;
                 file
             }
-            Some(_) => {
-                let file =
-                    retry_while_locked(|| File::open_rw(&path)).map_err(err("cannot open HDF5 file for appending"))?;
-                close_on_exec(&path)?;
+            Some(e) => {
+                let open_rw = |at: &Path| -> Result<File> {
+                    let file =
+                        retry_while_locked(|| File::open_rw(at)).map_err(err("cannot open HDF5 file for appending"))?;
+                    close_on_exec(at)?;
+                    Ok(file)
+                };
+                let mut file = open_rw(&path)?;
+                if preallocated {
+                    in_place = layout
+                        .streams
+                        .iter()
+                        .filter(|s| e.replace.contains(&s.name) || e.continued.contains(&s.name))
+                        .filter(|s| super::schema::laid_out_whole(&file, layout, s))
+                        .map(|s| s.name.clone())
+                        .collect();
+                }
+                let mut at = path.clone();
+                if !super::schema::appends_in_place(&file, layout, &in_place) {
+                    // The structure changes: on a copy, renamed over the file once flushed
+                    // (see `copy`), so a kill leaves the file as it was or as it will be.
+                    file.close().map_err(err("cannot close"))?;
+                    let staging = staged.insert(Staged::replacing(&path, OutputKind::File)?);
+                    super::copy::copy_file(&path, staging.staging())?;
+                    at = staging.staging().to_path_buf();
+                    file = open_rw(&at)?;
+                }
                 // Before anything changes: a full disk must not damage the streams already there.
-                reserve = self.reserve(&file, &path, layout)?;
+                reserve = self.reserve(&file, &at, layout, laid_out(&in_place))?;
                 file
             }
         };
         let plan = Plan {
-            full_length: false,
-            early_allocation: false,
+            full_length: preallocated,
+            early_allocation: preallocated,
             compression: self.options.compression,
             chunk_cache: !direct_candidate,
-            chunks,
+            chunks: chunks.clone(),
+            in_place,
         };
         let streams = super::schema::create(&file, &path, layout, existing.as_ref(), &now_rfc3339(), &plan)?;
         file.flush().map_err(err("cannot flush"))?;
@@ -286,7 +329,25 @@ impl Hdf5Backend {
             direct,
             others_complete: existing.is_none_or(|e| e.others_complete),
             unshrunk: Vec::new(),
+            preallocated,
+            chunks: plan.chunks,
         })
+    }
+}
+
+/// The error of an output laid out whole (`preallocate`) that `need` bytes do not fit in,
+/// from the reservation's (other errors as they are).
+fn does_not_fit(e: Error, need: u64) -> Error {
+    match e {
+        Error::DiskFull { path, source, .. } => {
+            Error::OutputDoesNotFit { path, needed: need, why: format!("the disk has no room for them ({source})") }
+        }
+        Error::FileSizeLimit { path, limit, .. } => Error::OutputDoesNotFit {
+            path,
+            needed: need,
+            why: format!("the file would pass this process's file size limit of {limit} bytes (ulimit -f)"),
+        },
+        e => e,
     }
 }
 
@@ -346,6 +407,24 @@ fn write_frame_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: 
     file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), path, e))
 }
 
+/// Writes one frame (`fields`, frame `frame.index` of its stream) into datasets laid out
+/// whole at `begin` (see `preallocate`): its fields, a flush, its step, a flush. No
+/// metadata changes, and the step reaches the file after the fields it vouches for.
+fn write_frame_in_place(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) -> Result<()> {
+    let n = frame.index as usize;
+    let l = &open.layout;
+    let sets = &open.streams[frame.stream];
+    let name = &l.streams[frame.stream].name;
+    for ((ds, spec), bytes) in sets.fields.iter().zip(&l.fields).zip(fields.iter()) {
+        with_elem_type!(spec.dtype, T => write_frame_slab::<T>(ds, spec, bytes, n, &mut open.scratch))
+            .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
+    }
+    open.file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), path, e))?;
+    super::schema::write_step(sets, n, frame.step)
+        .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), path, e))?;
+    open.file.flush().map_err(|e| h5err(format!("cannot flush the step of frame {n} of {name} to"), path, e))
+}
+
 /// Writes one frame (`fields`, frame `frame.index` of its stream) into its stream's datasets
 /// and flushes the file.
 fn write_frame(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) -> Result<()> {
@@ -353,6 +432,11 @@ fn write_frame(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) 
         return write_frame_direct(open, frame, fields, path);
     }
     let n = frame.index as usize;
+    // A frame past a stream's expected ones (a library caller may send more) grows the
+    // datasets as an open-ended stream does.
+    if open.preallocated && open.streams.get(frame.stream).is_some_and(|s| n < s.steps.size()) {
+        return write_frame_in_place(open, frame, fields, path);
+    }
     let l = &open.layout;
     let sets = &open.streams[frame.stream];
     let name = &l.streams[frame.stream].name;
@@ -372,6 +456,31 @@ fn write_frame(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) 
     super::schema::write_step(sets, n, frame.step)
         .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), path, e))?;
     open.file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), path, e))
+}
+
+/// Cuts each stream laid out whole (`preallocate`) that holds fewer frames than its datasets
+/// to its frames, and returns the file ranges of the chunks that held none of them, which
+/// nothing references once the file is closed.
+fn cut_short_streams(open: &Open, outcome: &Outcome<'_>, path: &Path) -> (Result<()>, Vec<(u64, u64)>) {
+    let mut unwritten = Vec::new();
+    for (s, (sets, &frames)) in open.streams.iter().zip(outcome.frames()).enumerate() {
+        let (len, frames) = (sets.steps.size(), frames as usize);
+        if frames >= len {
+            continue;
+        }
+        for ((ds, spec), chunk) in sets.fields.iter().zip(&open.layout.fields).zip(&open.chunks) {
+            // Best effort: without the ranges the space stays allocated, nothing else.
+            if let Ok(ranges) = super::preallocate::unwritten_chunks(ds, &spec.shape, chunk, frames, len) {
+                unwritten.extend(ranges);
+            }
+        }
+        if let Err(e) = super::schema::resize(sets, &open.layout, frames) {
+            let name = open.layout.streams.get(s).map_or("?", |st| st.name.as_str());
+            let what = format!("cannot cut stream {name} to its {frames} frames in");
+            return (Err(h5err(what, path, e)), Vec::new());
+        }
+    }
+    (Ok(()), unwritten)
 }
 
 impl Backend for Hdf5Backend {
@@ -423,11 +532,15 @@ impl Backend for Hdf5Backend {
                 format!("frame {n} of stream {name}")
             })
             .collect();
+        // Streams laid out whole that stopped early: cut to their frames (readers other than
+        // wgpipe's see exactly them), the chunks of the others given back after the close.
+        let (cut, unwritten) =
+            if open.preallocated { cut_short_streams(&open, outcome, &path) } else { (Ok(()), Vec::new()) };
         let write_failed = outcome.failed();
         // Without room for the attributes, writing them could damage the file: leave it as
         // the last frame's flush left it (`complete` is false since `begin`).
         let reserved = open.reserve.as_mut().map_or(Ok(()), |r| r.before_finish(open.file.size()));
-        let failed = write_failed || reserved.is_err();
+        let failed = write_failed || reserved.is_err() || cut.is_err();
         let Open { file, streams, reserve, others_complete, .. } = open;
         // SWMR: attributes may not be created any more, only the ones made before SWMR
         // started overwritten in place (see `swmr`).
@@ -439,9 +552,15 @@ impl Backend for Hdf5Backend {
         };
         drop(streams);
         let closed = file.close();
+        if let Some(reserve) = &reserve
+            && closed.is_ok()
+        {
+            reserve.give_back(&unwritten);
+        }
         let released = reserve.map_or(Ok(()), Reserve::release);
         if !write_failed {
             reserved?;
+            cut?;
         }
         if !failed {
             finished.map_err(|e| h5err("cannot finish", &path, e))?;
@@ -488,9 +607,9 @@ mod tests {
     use crate::schema::{FieldSpec, StreamInfo};
     use crate::sink::Sink;
 
+    /// One stream of unknown length: its datasets grow with every frame.
     fn layout() -> StreamLayout {
-        StreamLayout::new(vec![FieldSpec::new("u", DType::F32, [4, 3])])
-            .with_stream(StreamInfo::new("s").with_expected_frames(5))
+        StreamLayout::new(vec![FieldSpec::new("u", DType::F32, [4, 3])]).with_stream(StreamInfo::new("s"))
     }
 
     fn frame(i: u64) -> Frame {
@@ -540,5 +659,46 @@ mod tests {
         assert!(finished.is_ok(), "{finished:?}");
         assert_eq!((u, steps, last), (2, 2, 20), "finish shrank the datasets back to the frames stored");
         assert_eq!(open_output(&path).unwrap().streams()[0].frames, 2);
+    }
+
+    /// A stream of known length is laid out whole at `begin`; stopped after 2 of its 100
+    /// frames (16 KiB each), `finish` cuts it to them and gives the space of the other 98 back.
+    #[test]
+    fn a_stream_laid_out_whole_and_stopped_early_is_cut_to_its_frames() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("whole.h5");
+        let layout = StreamLayout::new(vec![FieldSpec::new("u", DType::F32, [64, 64])])
+            .with_stream(StreamInfo::new("s").with_expected_frames(100));
+        let mut sink = Hdf5Sink::new(SinkOptions::new(&path));
+        sink.begin(&layout).unwrap();
+        {
+            let file = hdf5::File::open(&path).unwrap();
+            assert_eq!(file.dataset("s/u").unwrap().shape(), [100, 64, 64], "laid out whole");
+            let steps: Vec<u64> = file.dataset("s/steps").unwrap().read_raw().unwrap();
+            assert!(steps.iter().all(|&s| s == NO_STEP), "steps of frames not written are marked");
+        }
+        let frame = |i: u64| {
+            Frame::new(0, i, 10 * (i + 1), (0..4096u32).flat_map(|v| (v + 7 * i as u32).to_le_bytes()).collect())
+        };
+        sink.write(&frame(0)).unwrap();
+        sink.write(&frame(1)).unwrap();
+        let at_two = std::fs::metadata(&path).unwrap();
+        assert!(at_two.len() >= 100 * 16384, "{} bytes: the frames' space is not laid out", at_two.len());
+        sink.finish().unwrap();
+        let file = hdf5::File::open(&path).unwrap();
+        assert_eq!(file.dataset("s/u").unwrap().shape(), [2, 64, 64]);
+        assert_eq!(file.dataset("s/steps").unwrap().read_raw::<u64>().unwrap(), [10, 20]);
+        drop(file);
+        let out = open_output(&path).unwrap();
+        assert_eq!((out.streams()[0].frames, out.streams()[0].complete), (2, false));
+        assert_eq!(out.read_field(0, 0, 1).unwrap().bytes, frame(1).data);
+        let done = std::fs::metadata(&path).unwrap();
+        assert!(
+            done.blocks() * 512 < 10 * 16384,
+            "{} bytes allocated for a file of {}: the space of the frames never written was not given back",
+            done.blocks() * 512,
+            done.len()
+        );
     }
 }
