@@ -52,32 +52,32 @@ pub enum Error {
         source: std::io::Error,
     },
     /// An output laid out whole when it begins (uncompressed HDF5 with every stream's frame
-    /// count known) does not fit: on the disk, or under the process's file size limit.
-    /// Nothing was written (a new file is not left behind; a file resumed is as it was).
+    /// count known), whose length would pass the process's file size limit. Nothing was
+    /// written (a new file is not left behind; a file resumed is as it was).
     #[error(
-        "disk full: {path} needs {needed} more bytes for every frame of the run (uncompressed HDF5 outputs are \
-         laid out whole when the run starts, so that a kill never loses a frame), and {why}; nothing was written: \
-         free space, write to another disk, run fewer frames, or compress them (output.compression)"
+        "{why}: {path} needs {needed} more bytes for every frame of the run (uncompressed HDF5 outputs are laid \
+         out whole when the run starts, so that a kill never loses a frame); nothing was written: raise the limit \
+         (ulimit -f unlimited), run fewer frames, or compress them (output.compression)"
     )]
     OutputDoesNotFit {
         /// The output file.
         path: PathBuf,
         /// Bytes the output still needs, at most.
         needed: u64,
-        /// What refused them: the disk, or the file size limit.
+        /// What refused them ("file size limit reached (...)").
         why: String,
     },
     /// No room on the disk for the copy of an HDF5 file that an append changing its structure
     /// is made on (so that a kill cannot damage the file). The file is unchanged.
     #[error(
-        "disk full: no space left on the device for a copy of {path} ({needed} bytes: appending to it changes its \
+        "disk full: no space left on the device for a copy of {path} (up to {needed} bytes: appending to it changes its \
          structure, which is done on a copy so that a kill cannot damage it): {source}; the file is unchanged: free \
          space or write to another disk"
     )]
     NoRoomToAppend {
         /// The output file.
         path: PathBuf,
-        /// Bytes of the file's data.
+        /// The file's length (its holes are not copied: the copy may need less).
         needed: u64,
         /// The operating system's error (ENOSPC, EDQUOT).
         source: std::io::Error,

@@ -217,7 +217,9 @@ pub struct SinkOptions {
     /// Frames per HDF5 chunk. 1 (the default) lets each frame go to disk as whole chunks,
     /// the fastest and most crash-proof; larger values help compression. A frame of a field
     /// over 4 MiB is cut into several chunks along its leading axes (see the crate README);
-    /// `chunk_frames` multiplies that part, up to HDF5's 4 GiB per chunk.
+    /// `chunk_frames` multiplies that part, up to HDF5's 4 GiB per chunk. An uncompressed
+    /// file whose frame counts are known packs the frames of a field smaller than 4 KiB a
+    /// frame into chunks of about 4 KiB (it lays every chunk out at `begin`).
     pub chunk_frames: usize,
     /// Force the data to stable storage (fsync) in `finish`, so a finished run survives a
     /// power cut; costs the time the disk needs to absorb the page cache.

@@ -132,6 +132,9 @@ pub(crate) struct Staged {
     path: PathBuf,
     kind: OutputKind,
     published: bool,
+    /// A changed copy of an existing file: its data reaches the disk before the rename
+    /// ([`Staged::replacing`]).
+    replaces: bool,
 }
 
 impl Staged {
@@ -140,15 +143,19 @@ impl Staged {
         prepare(path, overwrite, kind)?;
         let staging = staging_name(path);
         prepare(&staging, true, kind)?;
-        Ok(Staged { staging, path: path.to_path_buf(), kind, published: false })
+        Ok(Staged { staging, path: path.to_path_buf(), kind, published: false, replaces: false })
     }
 
     /// A staging name beside the existing file `path` (a stale one of a killed run cleared),
-    /// for a changed copy of it that [`Staged::publish`] renames over it.
+    /// for a changed copy of it that [`Staged::publish`] renames over it: over the file a
+    /// symbolic link points at, beside it, not over the link. The copy's data is synced to
+    /// the disk before the rename, whatever `fsync` says: it holds the frames of earlier runs,
+    /// which a crash after the rename must not take with it.
     pub(crate) fn replacing(path: &Path, kind: OutputKind) -> Result<Self> {
-        let staging = staging_name(path);
+        let path = fs::canonicalize(path).map_err(|e| Error::io("cannot resolve", path, e))?;
+        let staging = staging_name(&path);
         prepare(&staging, true, kind)?;
-        Ok(Staged { staging, path: path.to_path_buf(), kind, published: false })
+        Ok(Staged { staging, path, kind, published: false, replaces: true })
     }
 
     /// Where to build the output.
@@ -158,6 +165,11 @@ impl Staged {
 
     /// Renames the built output to its path; with `fsync`, makes the rename durable.
     pub(crate) fn publish(mut self, fsync: bool) -> Result<()> {
+        if self.replaces {
+            fs::File::open(&self.staging)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| Error::io("cannot sync the changed copy of", &self.path, e))?;
+        }
         fs::rename(&self.staging, &self.path)
             .map_err(|e| Error::io("cannot move the new output into place at", &self.path, e))?;
         self.published = true;

@@ -57,3 +57,62 @@ fn killed_runs_leave_every_complete_frame_readable() {
         assert!(output.streams().iter().all(|s| !s.complete && s.expected_frames == Some(10)));
     }
 }
+
+/// Runs [`crash_child`] for an HDF5 file at `path`: 5 and 3 frames of 10 stored, then abort.
+#[cfg(feature = "hdf5")]
+fn killed_hdf5(path: &std::path::Path) {
+    let out = Command::new(test_exe())
+        .args(["--exact", "crash_child", "--ignored", "--nocapture"])
+        .env("WGPIPE_TEST_KIND", "hdf5")
+        .env("WGPIPE_TEST_OUT", path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the child should have aborted");
+}
+
+/// `--resume` of a killed uncompressed HDF5 file (laid out whole): streams that continue
+/// from their kept frames, with their attributes unchanged, are continued in place (the
+/// same file, no copy); a stream restarted with other attributes changes the structure,
+/// which is done on a copy renamed over the file, and the stream takes the new attributes.
+/// Either way the file ends holding exactly the frames of a run never killed.
+#[cfg(feature = "hdf5")]
+#[test]
+fn a_killed_file_laid_out_whole_is_resumed_in_place_or_on_a_copy() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempdir();
+    for restart_with_other_attributes in [false, true] {
+        let path = dir.path().join(format!("resumed-{restart_with_other_attributes}.h5"));
+        killed_hdf5(&path);
+        let frames = |ds: &str| hdf5::File::open(&path).unwrap().dataset(ds).unwrap().shape()[0];
+        assert_eq!(frames("dev0/u"), 10, "a killed file keeps its datasets laid out whole");
+        let inode = std::fs::metadata(&path).unwrap().ino();
+        let mut l = layout(Some(10));
+        l.streams[1].kept_frames = K[1];
+        if restart_with_other_attributes {
+            l.streams[0].attributes.insert("du".into(), 0.5.into());
+        } else {
+            l.streams[0].kept_frames = K[0];
+        }
+        let mut sink = open_sink("hdf5", &SinkOptions::new(&path).with_append(true)).unwrap();
+        sink.begin(&l).unwrap();
+        let copied = std::fs::metadata(&path).unwrap().ino() != inode;
+        assert_eq!(copied, restart_with_other_attributes, "in place unless the structure changes");
+        let first = if restart_with_other_attributes { 0 } else { K[0] };
+        for i in first..10 {
+            sink.write(&frame(&l, 0, i)).unwrap();
+        }
+        for i in K[1]..10 {
+            sink.write(&frame(&l, 1, i)).unwrap();
+        }
+        sink.finish().unwrap();
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("wgpipe-creating"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+        let out = open_output(&path).unwrap();
+        assert_holds(&out, &l, &[10, 10], "resumed");
+        assert!(out.complete());
+    }
+}

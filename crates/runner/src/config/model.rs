@@ -475,7 +475,9 @@ pub struct OutputSection {
     /// codec; other element types, and in HDF5 one-value arrays, stored as they are).
     pub compression: String,
     /// Frames per HDF5 chunk. 1 writes each frame as whole chunks, the fastest and the most
-    /// crash-proof; more frames per chunk help compression. The raw sink has no chunks; the
+    /// crash-proof; more frames per chunk help compression. An uncompressed file packs the
+    /// frames of a field smaller than 4 KiB a frame (a one-value reduction, say) into chunks of
+    /// about 4 KiB, as it lays every chunk out when the run starts. The raw sink has no chunks; the
     /// Zarr sink stores one frame per chunk (see `output.shard_frames`) and refuses other values.
     ///
     /// Accepted values: 1 or more, with one chunk (`chunk_frames` × one field's part of a frame)

@@ -7,9 +7,10 @@
 //! them left a file that does not open ("addr overflow"; `kill_stress ... append-stopped`: 62
 //! of 2000 kills while the datasets of a stopped run were laid out again in place).
 //!
-//! The copy shares blocks with the file where the filesystem can (`FICLONE`: XFS, btrfs),
-//! and otherwise copies only the file's data, leaving its holes holes (an output laid out
-//! whole and stopped early is mostly holes), in the kernel (`copy_file_range`).
+//! The copy holds the file's data and leaves its holes holes (an output laid out whole and
+//! stopped early is mostly holes), copied in the kernel (`copy_file_range`; a read/write loop
+//! where the filesystem has none), with the file's permissions. Not a reflink (`FICLONE`):
+//! every overwrite of a shared block would then need a new one.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -29,10 +30,9 @@ pub(crate) fn copy_file(from: &Path, to: &Path) -> Result<()> {
         .truncate(true)
         .open(to)
         .map_err(|e| Error::io("cannot create the copy of the output at", to, e))?;
-    if rustix::fs::ioctl_ficlone(&dst, &src).is_ok() {
-        return Ok(());
-    }
-    let len = src.metadata().map_err(|e| Error::io("cannot inspect", from, e))?.len();
+    let meta = src.metadata().map_err(|e| Error::io("cannot inspect", from, e))?;
+    let len = meta.len();
+    dst.set_permissions(meta.permissions()).map_err(|e| Error::io("cannot set the permissions of", to, e))?;
     dst.set_len(len).map_err(|e| Error::io("cannot size the copy of the output at", to, e))?;
     let failed = |e: Errno| match e {
         Errno::NOSPC | Errno::DQUOT => {
@@ -49,16 +49,37 @@ pub(crate) fn copy_file(from: &Path, to: &Path) -> Result<()> {
             Err(e) => return Err(failed(e)),
         };
         let end = rustix::fs::seek(&src, SeekFrom::Hole(start)).map_err(failed)?.min(len);
-        let (mut off_in, mut off_out) = (start, start);
-        while off_in < end {
-            let want = usize::try_from(end - off_in).unwrap_or(usize::MAX).min(1 << 30);
-            let copied =
-                rustix::fs::copy_file_range(&src, Some(&mut off_in), &dst, Some(&mut off_out), want).map_err(failed)?;
-            if copied == 0 {
-                return Err(failed(Errno::IO));
-            }
-        }
+        copy_range(&src, &dst, start, end).map_err(failed)?;
         at = end;
+    }
+    Ok(())
+}
+
+/// Copies `[start, end)` of `src` to the same place in `dst`: in the kernel, or through a
+/// buffer where the filesystem cannot (`copy_file_range` unsupported, across filesystems).
+fn copy_range(src: &File, dst: &File, start: u64, end: u64) -> std::result::Result<(), Errno> {
+    let (mut off_in, mut off_out) = (start, start);
+    while off_in < end {
+        let want = usize::try_from(end - off_in).unwrap_or(usize::MAX).min(1 << 30);
+        match rustix::fs::copy_file_range(src, Some(&mut off_in), dst, Some(&mut off_out), want) {
+            Ok(0) => return Err(Errno::IO),
+            Ok(_) => {}
+            Err(Errno::NOSYS | Errno::OPNOTSUPP | Errno::XDEV | Errno::INVAL) => break,
+            Err(e) => return Err(e),
+        }
+    }
+    let mut buffer = vec![0u8; 1 << 20];
+    while off_in < end {
+        let want = usize::try_from(end - off_in).unwrap_or(usize::MAX).min(buffer.len());
+        let read = rustix::io::pread(src, &mut buffer[..want], off_in)?;
+        if read == 0 {
+            return Err(Errno::IO);
+        }
+        let mut done = 0;
+        while done < read {
+            done += rustix::io::pwrite(dst, &buffer[done..read], off_in + done as u64)?;
+        }
+        off_in += read as u64;
     }
     Ok(())
 }

@@ -33,21 +33,24 @@
 //! Cost: two flushes per frame instead of one, but with nothing but data to write, so a run
 //! is faster than into a growing file (`cargo xtask bench --layout-cost`, 2026-11-25, ext4:
 //! 0.82 times the time for 2000 frames of 16 KB, 0.95 for 256 of 1 MB); `begin` allocates
-//! every chunk and reserves the whole output (2.9 ms instead of 1.5 for 2000 chunks); the
-//! file's apparent size is the whole run's from the start (`ls`; `du` counts what is written).
+//! every chunk (2.9 ms instead of 1.5 for 2000 chunks); the file's apparent size is the
+//! whole run's from the start (`ls`; `du` counts what is written).
 //!
-//! Disk space: the space reservation (`reserve`) allocates the whole output on the disk at
-//! `begin` (its size is known: [`output_bytes_bound`]), before HDF5 writes anything, so a
-//! full disk or a file size limit is reported before the first frame, with the bytes needed,
-//! and never met inside HDF5. `finish` gives the space of frames never written back (holes
-//! punched over their chunks, [`unwritten_chunks`]).
+//! Disk space: chunks are allocated in the file's address space, not on the disk (HDF5
+//! writes no fill value: the file is sparse, `du` counts what is written), so a run stopped
+//! early leaves nothing allocated for the frames it never wrote, and a large `run.frames`
+//! used as "until I stop it" costs disk only for what is written. A full disk can therefore
+//! only fail a frame's data (no metadata is written then: the frame is marked not written
+//! and the file stays whole); the sink checks the free space before each frame to say so
+//! between frames, and keeps `finish`'s room allocated past the end of the file (`reserve`).
+//! The file's length is the whole output's from `begin` on, so a file size limit
+//! (`ulimit -f`) that it would pass refuses the run before anything is written
+//! ([`output_bytes_bound`]).
 //!
 //! Not here: compressed outputs (a compressed chunk's size is known only once it is written,
 //! so each frame moves index entries), SWMR files (HDF5's own write ordering), and streams
 //! of unknown length; they grow with every frame as before (the guide's Reliability page has
 //! the kill counts of each).
-
-use hdf5::Dataset;
 
 use crate::options::{Compression, SinkOptions};
 use crate::schema::StreamLayout;
@@ -69,6 +72,36 @@ pub(crate) fn applies(options: &SinkOptions, layout: &StreamLayout) -> bool {
         && layout.streams.iter().all(|s| s.expected_frames.is_some())
 }
 
+/// Smallest chunk of an output laid out whole: a field whose frame is smaller packs this
+/// many bytes' worth of frames into each chunk. Every chunk of a laid-out output is made at
+/// `begin` with an index entry of its own, so one-value reductions at one frame per chunk
+/// (4 bytes each) would put tens of bytes of index beside each value, for every frame the
+/// run may reach (a run of 100000 frames with 8 reductions: 800000 chunks, about 100 MB of
+/// index, and half a second of `begin`). A frame's write then changes part of a chunk:
+/// bytes that hold earlier frames are written again, unchanged.
+const MIN_CHUNK_BYTES: usize = 4096;
+
+/// Chunk shapes of an output laid out whole: `chunks` (the options' shapes, one per field)
+/// with the frames of a field whose chunk is smaller than [`MIN_CHUNK_BYTES`] packed to
+/// about that size (never more frames than `frames`, the most any stream expects).
+pub(crate) fn packed_chunks(layout: &StreamLayout, chunks: &[Vec<usize>], frames: u64) -> Vec<Vec<usize>> {
+    let most = usize::try_from(frames).unwrap_or(usize::MAX).max(1);
+    layout
+        .fields
+        .iter()
+        .zip(chunks)
+        .map(|(f, chunk)| {
+            let mut chunk = chunk.clone();
+            let part: usize = chunk[1..].iter().product::<usize>() * f.dtype.size();
+            let cf = chunk[0].max(1);
+            if part > 0 && part * cf < MIN_CHUNK_BYTES {
+                chunk[0] = MIN_CHUNK_BYTES.div_ceil(part).min(most).max(cf);
+            }
+            chunk
+        })
+        .collect()
+}
+
 /// Chunks a frame of a field with chunk shape `chunk` (`[chunk_frames, *part]`) and frame
 /// shape `shape` covers, and the bytes of one such chunk.
 fn chunks_per_frame(shape: &[usize], chunk: &[usize], elem: usize) -> (u64, u64) {
@@ -76,10 +109,11 @@ fn chunks_per_frame(shape: &[usize], chunk: &[usize], elem: usize) -> (u64, u64)
     (per_frame, chunk.iter().map(|&c| c as u64).product::<u64>() * elem as u64)
 }
 
-/// Bytes laying out every stream of `layout` whole adds to a file, at most: every chunk of
-/// every field for the stream's expected frames, the `steps` chunks, and the chunk indexes;
-/// nothing for the streams `in_place` (already laid out in the file). What the space
-/// reservation allocates at `begin`.
+/// Bytes laying out every stream of `layout` whole adds to a file's length, at most: every
+/// chunk of every field for the stream's expected frames but those it keeps from an earlier
+/// run (their chunks exist), the `steps` chunks, and the chunk indexes; nothing for the
+/// streams `in_place` (already laid out in the file). Checked against the file size limit
+/// at `begin`.
 pub(crate) fn output_bytes_bound(layout: &StreamLayout, chunks: &[Vec<usize>], in_place: &[String]) -> u64 {
     let stream = |expected: u64| -> u64 {
         let fields = layout.fields.iter().zip(chunks).fold(0u64, |sum, (f, chunk)| {
@@ -97,58 +131,8 @@ pub(crate) fn output_bytes_bound(layout: &StreamLayout, chunks: &[Vec<usize>], i
         .streams
         .iter()
         .filter(|s| !in_place.contains(&s.name))
-        .map(|s| stream(s.expected_frames.unwrap_or(0)))
+        .map(|s| stream(s.expected_frames.unwrap_or(0).saturating_sub(s.kept_frames)))
         .fold(0u64, u64::saturating_add)
-}
-
-/// File ranges `(address, bytes)` of the chunks of `ds` (chunk shape `chunk`, frame shape
-/// `shape`) that hold only frames from `first` on, up to the dataset's `len` frames: the
-/// chunks of frames never written once a stream stopped at frame `first`. Chunks not
-/// allocated are left out.
-pub(crate) fn unwritten_chunks(
-    ds: &Dataset,
-    shape: &[usize],
-    chunk: &[usize],
-    first: usize,
-    len: usize,
-) -> hdf5::Result<Vec<(u64, u64)>> {
-    let cf = chunk.first().copied().unwrap_or(1).max(1);
-    let grid: Vec<usize> = shape.iter().zip(&chunk[1..]).map(|(&d, &c)| d.div_ceil(c.max(1))).collect();
-    let parts: usize = grid.iter().product();
-    let mut ranges = Vec::new();
-    for start in (first.div_ceil(cf) * cf..len).step_by(cf) {
-        for p in 0..parts {
-            let mut rest = p;
-            let mut offset = vec![0u64; shape.len() + 1];
-            offset[0] = start as u64;
-            for a in (0..shape.len()).rev() {
-                offset[a + 1] = ((rest % grid[a]) * chunk[a + 1]) as u64;
-                rest /= grid[a];
-            }
-            if let Some(range) = chunk_range(ds, &offset)? {
-                ranges.push(range);
-            }
-        }
-    }
-    Ok(ranges)
-}
-
-/// Address and stored bytes of the chunk of `ds` at element offset `offset`, or `None` when
-/// it is not allocated.
-#[expect(unsafe_code, reason = "hdf5-metno 0.15 wraps H5Dget_chunk_info only by index, not by coordinates")]
-fn chunk_range(ds: &Dataset, offset: &[u64]) -> hdf5::Result<Option<(u64, u64)>> {
-    let offset: Vec<hdf5_sys::h5::hsize_t> = offset.to_vec();
-    hdf5::sync::sync(|| {
-        let (mut mask, mut addr, mut size) = (0, 0, 0);
-        // SAFETY: `ds` is an open dataset (borrowed for the call), `offset` holds one entry
-        // per dataset axis as H5Dget_chunk_info_by_coord reads, the three out-pointers are
-        // valid locals; the HDF5 lock is held (`sync`).
-        let status = unsafe {
-            hdf5_sys::h5d::H5Dget_chunk_info_by_coord(ds.id(), offset.as_ptr(), &mut mask, &mut addr, &mut size)
-        };
-        hdf5::h5check(status)?;
-        Ok((addr != hdf5_sys::h5::HADDR_UNDEF && size > 0).then_some((addr, size)))
-    })
 }
 
 #[cfg(test)]

@@ -135,26 +135,16 @@ impl Reserve {
         self.ensure(end, want, self.finish)
     }
 
-    /// Gives the blocks of `ranges` (`(offset, bytes)` inside the file, which nothing in it
-    /// references any more) back to the filesystem: punched holes, which read as zeros. Best
-    /// effort: a filesystem that cannot punch holes keeps them allocated.
-    pub(crate) fn give_back(&self, ranges: &[(u64, u64)]) {
-        let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
-        // Neighbouring ranges as one: a hole frees only the whole blocks inside it.
-        let mut sorted = ranges.to_vec();
-        sorted.sort_unstable();
-        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(sorted.len());
-        for (offset, len) in sorted {
-            match merged.last_mut() {
-                Some((o, l)) if *o + *l >= offset => *l = (*l).max(offset + len - *o),
-                _ => merged.push((offset, len)),
-            }
+    /// Errors with a full disk unless `need` bytes are free: before a frame written into
+    /// space that exists in the file but has no blocks yet (an output laid out whole, see
+    /// `preallocate`), where a full disk could only fail the frame's data, never metadata,
+    /// but the error is clearer between frames. Another writer may take the space between
+    /// this check and the write; the frame then fails the same way, as the run's error.
+    pub(crate) fn check_free(&self, need: u64) -> Result<()> {
+        if self.free_bytes()?.is_some_and(|free| free < need) {
+            return Err(Error::DiskFull { path: self.path.clone(), needed: need, source: Errno::NOSPC.into() });
         }
-        for &(offset, len) in &merged {
-            if rustix::fs::fallocate(&self.file, flags, offset, len).is_err() {
-                return;
-            }
-        }
+        Ok(())
     }
 
     /// Gives back what was reserved beyond the end of the file; call after HDF5 closed it.

@@ -63,24 +63,40 @@ pub(crate) struct Plan {
 /// their values and the file says it is not complete. Any other append changes the file's
 /// structure, which `sink` then does on a copy (see `copy`).
 pub(crate) fn appends_in_place(file: &File, layout: &StreamLayout, in_place: &[String]) -> bool {
-    layout.streams.iter().all(|s| in_place.contains(&s.name))
+    let stream_attrs_hold = |s: &StreamInfo| {
+        file.group(&s.name).is_ok_and(|g| s.attributes.iter().all(|(k, v)| super::format::holds(&g, k, v)))
+    };
+    layout.streams.iter().all(|s| in_place.contains(&s.name) && stream_attrs_hold(s))
         && layout.attributes.iter().all(|(k, v)| super::format::holds(file, k, v))
         && super::format::holds_bool(file, "complete", false)
 }
 
-/// Whether stream `s` is in `file` laid out whole: every field's dataset and `steps` hold its
-/// expected frames, the fields with the layout's frame shape.
-pub(crate) fn laid_out_whole(file: &File, layout: &StreamLayout, s: &StreamInfo) -> bool {
+/// Whether stream `s` is in `file` laid out whole as `chunks` (one chunk shape per field)
+/// lays it out: every field's dataset and `steps` hold its expected frames, the fields
+/// unfiltered, chunked as `chunks` says and allocated early, `steps` filled with [`NO_STEP`].
+/// Only then can it continue in place: its unwritten frames are space that exists, and a
+/// step not written reads as the mark.
+pub(crate) fn laid_out_whole(file: &File, layout: &StreamLayout, s: &StreamInfo, chunks: &[Vec<usize>]) -> bool {
     let Some(expected) = s.expected_frames.and_then(|e| usize::try_from(e).ok()) else { return false };
     let Ok(group) = file.group(&s.name) else { return false };
-    let steps = group.dataset(STEPS_NAME).is_ok_and(|d| d.shape() == [expected]);
+    let steps = group.dataset(STEPS_NAME).is_ok_and(|d| d.shape() == [expected] && marks_unwritten(&d));
     steps
-        && layout.fields.iter().all(|f| {
+        && layout.fields.iter().zip(chunks).all(|(f, chunk)| {
             group.dataset(&f.name).is_ok_and(|d| {
                 let shape = d.shape();
-                shape.first() == Some(&expected) && shape[1..] == f.shape[..]
+                shape.first() == Some(&expected)
+                    && shape[1..] == f.shape[..]
+                    && d.chunk().as_deref() == Some(&chunk[..])
+                    && d.filters().is_empty()
+                    && d.dcpl().is_ok_and(|p| p.alloc_time() == AllocTime::Early)
             })
         })
+}
+
+/// Whether a `steps` dataset reads [`NO_STEP`] where nothing was written (its fill value),
+/// as every one made since the mark exists; older files filled them with 0.
+fn marks_unwritten(steps: &Dataset) -> bool {
+    steps.dcpl().is_ok_and(|p| p.fill_value_as::<u64>() == Some(NO_STEP))
 }
 
 /// The datasets of one stream.
@@ -164,16 +180,22 @@ fn continue_stream(file: &File, layout: &StreamLayout, s: &StreamInfo, plan: &Pl
     let sets = StreamSets { group, fields, steps };
     let kept = usize::try_from(s.kept_frames).map_err(|_| format!("{} frames do not fit this host", s.kept_frames))?;
     if plan.in_place.contains(&s.name) {
-        // The frames after the kept ones are taken out by their steps, in place.
+        // The frames after the kept ones are taken out by their steps, in place; a stream
+        // restarted from frame 0 takes this run's attributes (no change when they hold).
         let len = sets.steps.size();
         if kept < len {
             let marks = vec![NO_STEP; len - kept];
             sets.steps.write_slice(ArrayView1::from(&marks[..]), kept..len)?;
         }
+        for (k, v) in &s.attributes {
+            set_attr(&sets.group, k, v).map_err(|e| format!("attribute {k:?}: {e}"))?;
+        }
         return Ok(sets);
     }
     resize(&sets, layout, kept)?;
-    if plan.full_length {
+    // Grown back to full length only where unwritten steps read as the mark (a file of an
+    // older version keeps growing frame by frame: its steps would read 0).
+    if plan.full_length && marks_unwritten(&sets.steps) {
         let expected = s.expected_frames.unwrap_or(s.kept_frames);
         resize(
             &sets,

@@ -115,18 +115,18 @@ struct Open {
     /// The streams were laid out whole at `begin` (see `preallocate`): a frame is written in
     /// place, and `finish` shrinks the streams that stopped early.
     preallocated: bool,
-    /// Chunk shape of each field's datasets.
-    chunks: Vec<Vec<usize>>,
 }
 
 /// Faults the tests inject where no real one can be arranged on demand: a write failing after
-/// the datasets grew, and HDF5 refusing to shrink them back.
+/// the datasets grew, HDF5 refusing to shrink them back, and a write in place failing after
+/// the fields, before the step.
 #[cfg(test)]
 mod fault {
     use std::cell::Cell;
     thread_local! {
         pub(super) static FAIL_AFTER_GROW: Cell<bool> = const { Cell::new(false) };
         pub(super) static FAIL_SHRINK: Cell<bool> = const { Cell::new(false) };
+        pub(super) static FAIL_BEFORE_STEP: Cell<bool> = const { Cell::new(false) };
     }
 }
 
@@ -136,12 +136,19 @@ mod fault {
 /// not: the run failed), then the datasets shrink to the `n` frames stored, which hides it
 /// from every other reader too. Returns whether they shrank; if not, the entry still marks
 /// the frame, and `finish` tries again.
+///
+/// A stream laid out whole (`preallocate`) is only marked: its datasets are full length
+/// anyway, and a shrink is metadata written, which the failure (a full disk) may break;
+/// `finish` cuts the stream to its frames.
 fn roll_back(open: &Open, s: usize, n: usize) -> bool {
     let Some(sets) = open.streams.get(s) else { return true };
     if n < sets.steps.size() {
         // Best effort, flushed so that a kill from here on finds the mark: if even this
         // fails, the shrink below is what hides the frame.
-        let _marked = super::schema::write_step(sets, n, NO_STEP).and_then(|()| open.file.flush());
+        let marked = super::schema::write_step(sets, n, NO_STEP).and_then(|()| open.file.flush());
+        if open.preallocated && marked.is_ok() {
+            return true;
+        }
     }
     #[cfg(test)]
     if fault::FAIL_SHRINK.get() {
@@ -182,33 +189,41 @@ impl Hdf5Backend {
     }
 
     /// Opens the space reservation (unless `reserve_space` is off) and reserves what `begin`
-    /// still writes into `file`, found at `at` (the path, or its staging name while new):
-    /// its structure, and `laid_out` bytes of streams laid out whole (`preallocate`).
-    /// Without the reservation, only the file size limit is checked.
+    /// still writes into `file`, found at `at` (the path, or its staging name while new).
+    /// Streams laid out whole (`preallocate`) set the file's length to `laid_out` bytes more
+    /// when `begin` flushes: that length is checked against the file size limit, with the
+    /// reservation or without (a write past the limit would kill the process).
     fn reserve(&self, file: &File, at: &Path, layout: &StreamLayout, laid_out: u64) -> Result<Option<Reserve>> {
-        let need = begin_bytes_bound(layout).saturating_add(laid_out);
-        let reserved = if self.options.reserve_space {
-            Reserve::open(at, self.path(), finish_bytes_bound(layout))
-                .and_then(|mut reserve| reserve.before_write(file.size(), need).map(|()| Some(reserve)))
-        } else if laid_out > 0 {
-            // HDF5 sets the file's length to the whole output when `begin` flushes.
-            super::reserve::check_size_limit(self.path(), file.size().saturating_add(need)).map(|()| None)
-        } else {
-            Ok(None)
-        };
-        reserved.map_err(|e| if laid_out > 0 { does_not_fit(e, need) } else { e })
+        if laid_out > 0 {
+            let length = file.size().saturating_add(begin_bytes_bound(layout)).saturating_add(laid_out);
+            super::reserve::check_size_limit(self.path(), length).map_err(|e| does_not_fit(e, laid_out))?;
+        }
+        if !self.options.reserve_space {
+            return Ok(None);
+        }
+        let mut reserve = Reserve::open(at, self.path(), finish_bytes_bound(layout))?;
+        if laid_out == 0 {
+            reserve.before_write(file.size(), begin_bytes_bound(layout))?;
+        }
+        // Else the flush of `begin` sets the file's length past anything reserved here, and
+        // what `begin` writes goes to a staged new file or copy, which a full disk leaves
+        // unpublished: `finish`'s room is reserved after that flush.
+        Ok(Some(reserve))
     }
 
     /// Creates the file (or, appending, opens it and drops the streams to rewrite), its
     /// groups, datasets and run attributes.
     fn create(&mut self, layout: &StreamLayout) -> Result<Open> {
         let path = self.path().to_path_buf();
-        let chunks = chunk_shapes(layout, self.options.chunk_frames)?;
+        let mut chunks = chunk_shapes(layout, self.options.chunk_frames)?;
         let preallocated = super::preallocate::applies(&self.options, layout);
+        if preallocated {
+            let most = layout.streams.iter().filter_map(|s| s.expected_frames).max().unwrap_or(1);
+            chunks = super::preallocate::packed_chunks(layout, &chunks, most);
+        }
         // Bytes of the streams to lay out whole (`preallocate`), given those continuing in place.
-        let laid_out = |in_place: &[String]| {
-            if preallocated { super::preallocate::output_bytes_bound(layout, &chunks, in_place) } else { 0 }
-        };
+        let bound = |in_place: &[String]| super::preallocate::output_bytes_bound(layout, &chunks, in_place);
+        let laid_out = |in_place: &[String]| if preallocated { bound(in_place) } else { 0 };
         let mut in_place = Vec::new();
         if let Compression::Deflate(_) = self.options.compression
             && !hdf5::filters::deflate_available()
@@ -236,7 +251,7 @@ impl Hdf5Backend {
         if self.options.xdmf && existing.is_none() {
             super::xdmf::check_free(&path, self.options.overwrite)?;
         }
-        let reserve;
+        let mut reserve;
         let mut staged = None;
         let file = match &existing {
             None => {
@@ -258,8 +273,8 @@ impl Hdf5Backend {
             }
             Some(e) => {
                 let open_rw = |at: &Path| -> Result<File> {
-                    let file =
-                        retry_while_locked(|| File::open_rw(at)).map_err(err("cannot open HDF5 file for appending"))?;
+                    let file = retry_while_locked(|| super::swmr::open_rw(at))
+                        .map_err(err("cannot open HDF5 file for appending"))?;
                     close_on_exec(at)?;
                     Ok(file)
                 };
@@ -269,7 +284,7 @@ impl Hdf5Backend {
                         .streams
                         .iter()
                         .filter(|s| e.replace.contains(&s.name) || e.continued.contains(&s.name))
-                        .filter(|s| super::schema::laid_out_whole(&file, layout, s))
+                        .filter(|s| super::schema::laid_out_whole(&file, layout, s, &chunks))
                         .map(|s| s.name.clone())
                         .collect();
                 }
@@ -293,11 +308,15 @@ impl Hdf5Backend {
             early_allocation: preallocated,
             compression: self.options.compression,
             chunk_cache: !direct_candidate,
-            chunks: chunks.clone(),
+            chunks,
             in_place,
         };
         let streams = super::schema::create(&file, &path, layout, existing.as_ref(), &now_rfc3339(), &plan)?;
         file.flush().map_err(err("cannot flush"))?;
+        if preallocated && let Some(r) = reserve.as_mut() {
+            // Past the file's new length (the whole output's).
+            r.before_finish(file.size())?;
+        }
         if self.options.swmr {
             super::swmr::start(&file, streams.iter().map(|s| &s.group))
                 .map_err(err("cannot start single-writer/multiple-reader mode on"))?;
@@ -330,22 +349,18 @@ impl Hdf5Backend {
             others_complete: existing.is_none_or(|e| e.others_complete),
             unshrunk: Vec::new(),
             preallocated,
-            chunks: plan.chunks,
         })
     }
 }
 
-/// The error of an output laid out whole (`preallocate`) that `need` bytes do not fit in,
-/// from the reservation's (other errors as they are).
+/// The error of an output laid out whole (`preallocate`) whose `need` bytes would pass the
+/// file size limit, from the limit's (other errors as they are).
 fn does_not_fit(e: Error, need: u64) -> Error {
     match e {
-        Error::DiskFull { path, source, .. } => {
-            Error::OutputDoesNotFit { path, needed: need, why: format!("the disk has no room for them ({source})") }
-        }
         Error::FileSizeLimit { path, limit, .. } => Error::OutputDoesNotFit {
             path,
             needed: need,
-            why: format!("the file would pass this process's file size limit of {limit} bytes (ulimit -f)"),
+            why: format!("file size limit reached (this process's limit is {limit} bytes: ulimit -f)"),
         },
         e => e,
     }
@@ -411,6 +426,9 @@ fn write_frame_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: 
 /// whole at `begin` (see `preallocate`): its fields, a flush, its step, a flush. No
 /// metadata changes, and the step reaches the file after the fields it vouches for.
 fn write_frame_in_place(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) -> Result<()> {
+    if let Some(reserve) = &open.reserve {
+        reserve.check_free(fields.iter().map(|f| f.len() as u64).sum())?;
+    }
     let n = frame.index as usize;
     let l = &open.layout;
     let sets = &open.streams[frame.stream];
@@ -420,6 +438,10 @@ fn write_frame_in_place(open: &mut Open, frame: &Frame, fields: Fields<'_>, path
             .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
     }
     open.file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), path, e))?;
+    #[cfg(test)]
+    if fault::FAIL_BEFORE_STEP.get() {
+        return Err(h5err(format!("cannot write step of frame {n} of {name} to"), path, "injected fault"));
+    }
     super::schema::write_step(sets, n, frame.step)
         .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), path, e))?;
     open.file.flush().map_err(|e| h5err(format!("cannot flush the step of frame {n} of {name} to"), path, e))
@@ -461,26 +483,20 @@ fn write_frame(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) 
 /// Cuts each stream laid out whole (`preallocate`) that holds fewer frames than its datasets
 /// to its frames, and returns the file ranges of the chunks that held none of them, which
 /// nothing references once the file is closed.
-fn cut_short_streams(open: &Open, outcome: &Outcome<'_>, path: &Path) -> (Result<()>, Vec<(u64, u64)>) {
-    let mut unwritten = Vec::new();
+/// Cuts each stream laid out whole (`preallocate`) that holds fewer frames than its datasets
+/// to its frames (the chunks of the others were never written: no disk space to give back).
+fn cut_short_streams(open: &Open, outcome: &Outcome<'_>, path: &Path) -> Result<()> {
     for (s, (sets, &frames)) in open.streams.iter().zip(outcome.frames()).enumerate() {
         let (len, frames) = (sets.steps.size(), frames as usize);
         if frames >= len {
             continue;
         }
-        for ((ds, spec), chunk) in sets.fields.iter().zip(&open.layout.fields).zip(&open.chunks) {
-            // Best effort: without the ranges the space stays allocated, nothing else.
-            if let Ok(ranges) = super::preallocate::unwritten_chunks(ds, &spec.shape, chunk, frames, len) {
-                unwritten.extend(ranges);
-            }
-        }
         if let Err(e) = super::schema::resize(sets, &open.layout, frames) {
             let name = open.layout.streams.get(s).map_or("?", |st| st.name.as_str());
-            let what = format!("cannot cut stream {name} to its {frames} frames in");
-            return (Err(h5err(what, path, e)), Vec::new());
+            return Err(h5err(format!("cannot cut stream {name} to its {frames} frames in"), path, e));
         }
     }
-    (Ok(()), unwritten)
+    Ok(())
 }
 
 impl Backend for Hdf5Backend {
@@ -533,9 +549,8 @@ impl Backend for Hdf5Backend {
             })
             .collect();
         // Streams laid out whole that stopped early: cut to their frames (readers other than
-        // wgpipe's see exactly them), the chunks of the others given back after the close.
-        let (cut, unwritten) =
-            if open.preallocated { cut_short_streams(&open, outcome, &path) } else { (Ok(()), Vec::new()) };
+        // wgpipe's see exactly them).
+        let cut = if open.preallocated { cut_short_streams(&open, outcome, &path) } else { Ok(()) };
         let write_failed = outcome.failed();
         // Without room for the attributes, writing them could damage the file: leave it as
         // the last frame's flush left it (`complete` is false since `begin`).
@@ -552,11 +567,6 @@ impl Backend for Hdf5Backend {
         };
         drop(streams);
         let closed = file.close();
-        if let Some(reserve) = &reserve
-            && closed.is_ok()
-        {
-            reserve.give_back(&unwritten);
-        }
         let released = reserve.map_or(Ok(()), Reserve::release);
         if !write_failed {
             reserved?;
@@ -601,7 +611,7 @@ mod tests {
     #![expect(clippy::unwrap_used, reason = "tests fail loudly")]
 
     use super::super::read::open as open_output;
-    use super::fault::{FAIL_AFTER_GROW, FAIL_SHRINK};
+    use super::fault::{FAIL_AFTER_GROW, FAIL_BEFORE_STEP, FAIL_SHRINK};
     use super::*;
     use crate::frame::DType;
     use crate::schema::{FieldSpec, StreamInfo};
@@ -662,7 +672,8 @@ mod tests {
     }
 
     /// A stream of known length is laid out whole at `begin`; stopped after 2 of its 100
-    /// frames (16 KiB each), `finish` cuts it to them and gives the space of the other 98 back.
+    /// frames (16 KiB each), `finish` cuts it to them, and the 98 never written took no disk
+    /// space (the file is sparse).
     #[test]
     fn a_stream_laid_out_whole_and_stopped_early_is_cut_to_its_frames() {
         use std::os::unix::fs::MetadataExt;
@@ -696,9 +707,41 @@ mod tests {
         let done = std::fs::metadata(&path).unwrap();
         assert!(
             done.blocks() * 512 < 10 * 16384,
-            "{} bytes allocated for a file of {}: the space of the frames never written was not given back",
+            "{} bytes allocated for a file of {}: the frames never written took disk space",
             done.blocks() * 512,
             done.len()
         );
+    }
+
+    /// A write into a stream laid out whole that fails after its fields, before its step
+    /// (a full disk, say): the frame is only marked (no metadata written in the middle of the
+    /// run), the run goes on to `finish`, which cuts the stream to the frames stored.
+    #[test]
+    fn a_failed_write_in_place_is_marked_and_cut_at_finish() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in-place.h5");
+        let layout = StreamLayout::new(vec![FieldSpec::new("u", DType::F32, [4, 3])])
+            .with_stream(StreamInfo::new("s").with_expected_frames(5));
+        let mut sink = Hdf5Sink::new(SinkOptions::new(&path));
+        sink.begin(&layout).unwrap();
+        sink.write(&frame(0)).unwrap();
+        sink.write(&frame(1)).unwrap();
+        FAIL_BEFORE_STEP.set(true);
+        let e = sink.write(&frame(2)).unwrap_err().to_string();
+        FAIL_BEFORE_STEP.set(false);
+        assert!(e.contains("frame 2 of s") && e.contains("injected"), "{e}");
+        {
+            let file = hdf5::File::open(&path).unwrap();
+            assert_eq!(file.dataset("s/u").unwrap().shape(), [5, 4, 3], "shrunk in the middle of the run");
+            let steps: Vec<u64> = file.dataset("s/steps").unwrap().read_raw().unwrap();
+            assert_eq!(steps, [10, 20, NO_STEP, NO_STEP, NO_STEP]);
+        }
+        sink.finish().unwrap();
+        let file = hdf5::File::open(&path).unwrap();
+        assert_eq!(file.dataset("s/u").unwrap().shape(), [2, 4, 3]);
+        assert_eq!(file.dataset("s/steps").unwrap().read_raw::<u64>().unwrap(), [10, 20]);
+        drop(file);
+        let out = open_output(&path).unwrap();
+        assert_eq!((out.streams()[0].frames, out.streams()[0].complete), (2, false));
     }
 }

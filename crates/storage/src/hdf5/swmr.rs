@@ -42,11 +42,26 @@ const COMPLETE: &str = "complete";
 pub(crate) fn create_file(at: &Path, swmr: bool) -> hdf5::Result<File> {
     let mut options = File::with_options();
     options.with_fcpl(|p| p.file_space_strategy(FileSpaceStrategy::None));
-    if swmr {
-        options.with_fapl(|p| p.libver_latest());
-    }
+    options.with_fapl(|p| {
+        if swmr {
+            p.libver_latest();
+        }
+        p.alignment(ALIGN_THRESHOLD, ALIGNMENT)
+    });
     options.create_excl(at)
 }
+
+/// Opens the existing file `at` for writing, allocating as [`create_file`] does.
+pub(crate) fn open_rw(at: &Path) -> hdf5::Result<File> {
+    File::with_options().with_fapl(|p| p.alignment(ALIGN_THRESHOLD, ALIGNMENT)).open_rw(at)
+}
+
+/// Objects of this many bytes or more (every `steps` chunk, and larger chunks) start at a
+/// multiple of [`ALIGNMENT`]: then no 8-byte value inside one crosses a page boundary, so a
+/// kill in the middle of a write cannot leave a frame's `steps` entry half written (part
+/// the never-written mark, part the step).
+const ALIGN_THRESHOLD: u64 = 4096;
+const ALIGNMENT: u64 = 8;
 
 /// Enters SWMR write mode; call once every object and attribute of the file exists.
 /// Creates the `frames` attribute of every stream group first (0), so that `finish` can

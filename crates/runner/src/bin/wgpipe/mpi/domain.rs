@@ -113,9 +113,14 @@ pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode
     let outcome = outcome.with_context(|| format!("block {:?} at {:?}", block.shape(), block.offset()));
     if world.agree("running the split domain", outcome)? {
         if world.rank() == 0 {
+            let next = if config.sink_name() == "hdf5" {
+                "continue it with `mpirun ... wgpipe run CONFIG --resume` (from each checkpoint with \
+                 run.checkpoint_every, else from frame 0)"
+            } else {
+                "only an HDF5 split run continues with --resume"
+            };
             eprintln!(
-                "interrupted: {frames} of {} frames written; the file was closed cleanly (a split run is not \
-                 resumable)",
+                "interrupted: {frames} of {} frames written; the output was closed cleanly; {next}",
                 config.file.run.frames
             );
         }
