@@ -30,11 +30,12 @@
 //! appended after a stop; laying a stopped run out again in place instead left 62 of 2000
 //! files that did not open.
 //!
-//! Cost: two flushes per frame instead of one, but with nothing but data to write, so a run
-//! is faster than into a growing file (`cargo xtask bench --layout-cost`, 2026-11-25, ext4:
-//! 0.82 times the time for 2000 frames of 16 KB, 0.95 for 256 of 1 MB); `begin` allocates
-//! every chunk (2.9 ms instead of 1.5 for 2000 chunks); the file's apparent size is the
-//! whole run's from the start (`ls`; `du` counts what is written).
+//! Cost: two flushes per frame instead of one, but with nothing but data to write
+//! (`cargo xtask bench --layout-cost`, 2026-11-26, ext4, against a growing file: 0.86 times
+//! the time for 2000 frames of 16 KB, 1.10 for 256 of 1 MB, where filling the holes of a
+//! sparse file costs ext4 more than appending); `begin` makes every chunk's index entry (2.2
+//! ms instead of 1.2 for 2000 chunks); the file's apparent size is the whole run's from the
+//! start (`ls`; `du` counts what is written).
 //!
 //! Disk space: chunks are allocated in the file's address space, not on the disk (HDF5
 //! writes no fill value: the file is sparse, `du` counts what is written), so a run stopped
