@@ -141,6 +141,7 @@ fn hdf5_output(_path: &Path) -> Result<Output> {
 
 #[cfg(feature = "zarr")]
 fn zarr_sink(options: &SinkOptions) -> Result<Box<dyn Sink>> {
+    options.compression.check_available_in_zarr()?;
     Ok(Box::new(crate::zarr::ZarrSink::new(options.clone())))
 }
 

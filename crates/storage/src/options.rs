@@ -74,9 +74,24 @@ impl Compression {
         matches!(self, Compression::BloscLz4(_) | Compression::BloscZstd(_))
     }
 
+    /// Errors if the Zarr sink of this build cannot write this compression: ZFP without the
+    /// cargo feature `zarr-zfp` (the codec's ZFP library is built from source, with cmake).
+    pub fn check_available_in_zarr(&self) -> Result<()> {
+        if let Compression::Zfp(_) = self
+            && !cfg!(feature = "zarr-zfp")
+        {
+            return Err(Error::InvalidOptions(format!(
+                "compression {self} needs the Zarr ZFP codec, which this build of wgpipe-storage leaves out: \
+                 rebuild with the `zarr-zfp` cargo feature (the default; it needs cmake), or use the hdf5 sink \
+                 (HDF5's ZFP filter plugin needs no build feature)"
+            )));
+        }
+        Ok(())
+    }
+
     /// Errors if the HDF5 sink of this build cannot write this compression (blosc without
     /// feature `blosc`, ZFP without HDF5's ZFP filter plugin), so that a config can refuse the
-    /// value itself before anything starts. (The Zarr sink's codecs are always built in.)
+    /// value itself before anything starts. (The Zarr sink's: [`Compression::check_available_in_zarr`].)
     pub fn check_available(&self) -> Result<()> {
         #[cfg(feature = "hdf5")]
         if let Compression::Zfp(_) = self
@@ -416,5 +431,26 @@ impl SinkOptions {
             return Err(Error::InvalidOptions(format!("{name} level {l} is out of range: use 1 to 9")));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ZFP in the Zarr sink needs the `zarr-zfp` feature: with it the check passes, without it
+    /// the error names the feature (`.ci/run` runs this test in a build without it too).
+    #[test]
+    fn zfp_in_zarr_needs_the_feature() {
+        let zfp = Compression::Zfp(Tolerance::new(1e-3).unwrap_or_else(|| panic!("a valid bound")));
+        let with_feature = cfg!(feature = "zarr-zfp");
+        match zfp.check_available_in_zarr() {
+            Ok(()) => assert!(with_feature, "ZFP accepted without the feature"),
+            Err(e) => {
+                assert!(!with_feature, "{e}");
+                assert!(e.to_string().contains("`zarr-zfp` cargo feature"), "{e}");
+            }
+        }
+        assert!(Compression::Deflate(4).check_available_in_zarr().is_ok());
     }
 }

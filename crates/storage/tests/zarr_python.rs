@@ -137,6 +137,7 @@ fn zarr_python_and_xarray_read_every_frame_of_every_codec_and_sharding() {
 
 /// ZFP (`zfp:accuracy=E`): zarr-python reads the float arrays through numcodecs' `zfpy`
 /// codec, every value within E of the value written, and the counts exactly.
+#[cfg(feature = "zarr-zfp")]
 #[test]
 fn zarr_python_reads_zfp_arrays_within_their_bound() {
     let python = zarr_python();

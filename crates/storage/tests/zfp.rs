@@ -3,7 +3,7 @@
 //! reader and (HDF5) by h5py; other element types are stored exactly; smooth fields take a
 //! fraction of their bytes; a bound that is not a number above 0 is refused. (zarr-python
 //! reads the Zarr stores: tests/zarr_python.rs.)
-#![cfg(all(feature = "hdf5", feature = "zarr"))]
+#![cfg(all(feature = "hdf5", feature = "zarr-zfp"))]
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 mod common;

@@ -300,8 +300,11 @@ pub(crate) fn compression(file: &ConfigFile, src: &Source) -> Result<Compression
             ),
         ));
     }
-    // Only the HDF5 sink's blosc (a cargo feature) and ZFP (a filter plugin) need more than
-    // the build; zstd is the Zarr sink's alone.
+    // Only the HDF5 sink's blosc (a cargo feature) and ZFP (a filter plugin), and the Zarr
+    // sink's ZFP (a cargo feature), need more than the build; zstd is the Zarr sink's alone.
+    if file.output.sink == "zarr" {
+        compression.check_available_in_zarr().map_err(invalid)?;
+    }
     if file.output.sink == "hdf5" {
         compression.check_available().map_err(invalid)?;
         if let Compression::Zstd(_) = compression {

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
+#[cfg(feature = "zarr-zfp")]
 use zarrs::array::codec::array_to_bytes::zfpy::ZfpyCodec;
 use zarrs::array::codec::{BloscCodec, BloscCompressionLevel, BloscCompressor, BloscShuffleMode, GzipCodec, ZstdCodec};
 use zarrs::array::{Array, ArrayBuilder, BytesToBytesCodecTraits, FillValue};
@@ -186,8 +187,16 @@ pub(crate) fn field_array(
         // ZFP replaces the `bytes` codec (it turns values into bytes itself): the `zfpy` codec,
         // numcodecs' layout, which zarr-python reads with numcodecs' `numcodecs.zfpy`. Floats
         // only; other element types are stored as they are.
+        #[cfg(feature = "zarr-zfp")]
         (Compression::Zfp(tolerance), DType::F32 | DType::F64) => {
             b.array_to_bytes_codec(Arc::new(ZfpyCodec::new_fixed_accuracy(tolerance.get())));
+        }
+        // Refused before any store exists (`Compression::check_available_in_zarr`).
+        #[cfg(not(feature = "zarr-zfp"))]
+        (Compression::Zfp(_), DType::F32 | DType::F64) => {
+            return Err(Error::InvalidOptions(
+                "the Zarr ZFP codec is not in this build (cargo feature `zarr-zfp`)".into(),
+            ));
         }
         (compression, dtype) => {
             b.bytes_to_bytes_codecs(codecs(compression, dtype)?);

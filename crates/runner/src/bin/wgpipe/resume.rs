@@ -133,7 +133,11 @@ fn continuable(held: &Held, name: &str, frames: u64) -> Option<u64> {
 macro_rules! say {
     ($speaks:expr, $($arg:tt)*) => {
         if $speaks {
-            eprintln!($($arg)*);
+            // One write per line: the ranks of an MPI job share stderr, and `eprintln!`
+            // writes a line in pieces, which another rank's output can split.
+            let mut line = format!($($arg)*);
+            line.push('\n');
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
         }
     };
 }
