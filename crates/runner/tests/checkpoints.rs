@@ -12,9 +12,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use common::cli::wgpipe;
 use wgpipe::storage::open_output;
@@ -130,17 +128,9 @@ fn written(stderr: &str) -> Option<(u64, u64)> {
 /// Runs `wgpipe run c.toml --progress frames` in `dir` and kills it with SIGKILL once it has
 /// reported `after` frames written; returns what it had reported then (`None`: it ended first).
 fn run_and_kill(dir: &Path, after: u64) -> Option<u64> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wgpipe"))
-        .current_dir(dir)
-        .args(["run", "c.toml", "--progress", "frames"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let (mut child, lines) = common::cli::spawn_with_stderr(dir, &["run", "c.toml", "--progress", "frames"]);
     let mut reported = 0;
-    while let Some(Ok(line)) = lines.next() {
+    for line in lines.iter() {
         if let Some((n, _)) = written(&line) {
             reported = n;
             if n >= after {

@@ -7,9 +7,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use wgpipe::config::Config;
 use wgpipe::storage::{AttrValue, Output, open_output};
@@ -219,24 +218,16 @@ fn a_stopped_thinned_batch_resumes_to_the_uninterrupted_outputs() {
     let reference = common::cli::wgpipe(&dir.path().join("reference"), &["run", "c.toml"]);
     assert!(reference.status.success(), "{}", common::cli::text(&reference));
     let stopped = dir.path().join("stopped");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wgpipe"))
-        .current_dir(&stopped)
-        .args(["run", "c.toml", "--progress", "frames"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    while let Some(Ok(line)) = lines.next() {
+    let (mut child, lines) = common::cli::spawn_with_stderr(&stopped, &["run", "c.toml", "--progress", "frames"]);
+    let mut seen = Vec::new();
+    common::cli::wait_for(&lines, &mut seen, |line| {
         let n = line.strip_prefix("written ").and_then(|l| l.split('/').next()).and_then(|n| n.parse::<u64>().ok());
-        if n.is_some_and(|n| n >= 50) {
-            assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
-            break;
-        }
-    }
-    let rest: Vec<String> = lines.map_while(Result::ok).collect();
-    assert_eq!(child.wait().unwrap().code(), Some(130), "stopped by Ctrl-C: {rest:?}");
+        n.is_some_and(|n| n >= 50)
+    });
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let status = child.wait().unwrap();
+    seen.extend(lines.try_iter());
+    assert_eq!(status.code(), Some(130), "stopped by Ctrl-C: {seen:?}");
     for output in ["out.h5", "out.analysis.h5"] {
         let (complete, streams) = contents(&stopped.join(output));
         assert!(!complete, "{output}");

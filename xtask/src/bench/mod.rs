@@ -70,9 +70,11 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
     }
     let mut report = Map::new();
     if args.layout_cost {
-        run_layout_cost(&args, &mut report)?;
+        // The HDF5 sink laying its output out whole vs growing it.
+        run_hdf5_comparison(&args, &mut report, "layout_cost", (64, 64, 2000), reserve::run_layout)?;
     } else if args.reserve_cost {
-        run_reserve_cost(&args, &mut report)?;
+        // The HDF5 sink with and without its space reservation.
+        run_hdf5_comparison(&args, &mut report, "reserve_cost", (512, 512, 256), reserve::run)?;
     } else if args.checkpoint_cost {
         run_checkpoint_cost(&args, &mut report)?;
     } else if args.analysis_cost {
@@ -111,24 +113,24 @@ fn scratch_with_load(args: &Args) -> Result<output::ScratchDir> {
     Ok(scratch)
 }
 
-/// `--reserve-cost`: the HDF5 sink with and without its space reservation, in `--out`.
-fn run_reserve_cost(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
-    let scratch = scratch_with_load(args)?;
-    let (rows, cols, frames) = (args.rows.unwrap_or(512), args.cols.unwrap_or(512), args.frames.unwrap_or(256));
-    let r = reserve::run(scratch.path(), rows, cols, frames, args.reps)?;
-    println!("{}", r.table);
-    report.insert("reserve_cost".to_owned(), r.json);
-    report.insert("machine".to_owned(), machine::describe(&[], Some(scratch.path())));
-    Ok(())
-}
+/// The signature of [`reserve::run`] and [`reserve::run_layout`]: dir, rows, cols, frames, reps.
+type Hdf5Comparison = fn(&std::path::Path, usize, usize, u64, usize) -> Result<reserve::ReserveResult>;
 
-/// `--layout-cost`: the HDF5 sink laying its output out whole vs growing it, in `--out`.
-fn run_layout_cost(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
+/// One of the GPU-free HDF5 sink comparisons (`--reserve-cost`, `--layout-cost`) in `--out`,
+/// with `defaults` for rows, cols and frames, its figures stored under `key`.
+fn run_hdf5_comparison(
+    args: &Args,
+    report: &mut Map<String, Value>,
+    key: &str,
+    defaults: (usize, usize, u64),
+    compare: Hdf5Comparison,
+) -> Result<()> {
     let scratch = scratch_with_load(args)?;
-    let (rows, cols, frames) = (args.rows.unwrap_or(64), args.cols.unwrap_or(64), args.frames.unwrap_or(2000));
-    let r = reserve::run_layout(scratch.path(), rows, cols, frames, args.reps)?;
+    let (rows, cols, frames) =
+        (args.rows.unwrap_or(defaults.0), args.cols.unwrap_or(defaults.1), args.frames.unwrap_or(defaults.2));
+    let r = compare(scratch.path(), rows, cols, frames, args.reps)?;
     println!("{}", r.table);
-    report.insert("layout_cost".to_owned(), r.json);
+    report.insert(key.to_owned(), r.json);
     report.insert("machine".to_owned(), machine::describe(&[], Some(scratch.path())));
     Ok(())
 }

@@ -77,8 +77,8 @@ pub(crate) fn applies(options: &SinkOptions, layout: &StreamLayout) -> bool {
 /// many bytes' worth of frames into each chunk. Every chunk of a laid-out output is made at
 /// `begin` with an index entry of its own, so one-value reductions at one frame per chunk
 /// (4 bytes each) would put tens of bytes of index beside each value, for every frame the
-/// run may reach (a run of 100000 frames with 8 reductions: 800000 chunks, about 100 MB of
-/// index, and half a second of `begin`). A frame's write then changes part of a chunk:
+/// run may reach (a 3-D run of 100000 frames analysing u and v: 800000 such chunks, 44 MB
+/// more on disk and 0.44 s more of `begin` than with packed chunks). A frame's write then changes part of a chunk:
 /// bytes that hold earlier frames are written again, unchanged.
 const MIN_CHUNK_BYTES: usize = 4096;
 
@@ -103,13 +103,6 @@ pub(crate) fn packed_chunks(layout: &StreamLayout, chunks: &[Vec<usize>], frames
         .collect()
 }
 
-/// Chunks a frame of a field with chunk shape `chunk` (`[chunk_frames, *part]`) and frame
-/// shape `shape` covers, and the bytes of one such chunk.
-fn chunks_per_frame(shape: &[usize], chunk: &[usize], elem: usize) -> (u64, u64) {
-    let per_frame: u64 = shape.iter().zip(&chunk[1..]).map(|(&d, &c)| d.div_ceil(c.max(1)) as u64).product();
-    (per_frame, chunk.iter().map(|&c| c as u64).product::<u64>() * elem as u64)
-}
-
 /// Bytes laying out every stream of `layout` whole adds to a file's length, at most: every
 /// chunk of every field for the stream's expected frames but those it keeps from an earlier
 /// run (their chunks exist), the `steps` chunks, and the chunk indexes; nothing for the
@@ -119,7 +112,8 @@ pub(crate) fn output_bytes_bound(layout: &StreamLayout, chunks: &[Vec<usize>], i
     let stream = |expected: u64| -> u64 {
         let fields = layout.fields.iter().zip(chunks).fold(0u64, |sum, (f, chunk)| {
             let frames_per_chunk = chunk.first().copied().unwrap_or(1).max(1) as u64;
-            let (per_frame, chunk_bytes) = chunks_per_frame(&f.shape, chunk, f.dtype.size());
+            let (per_frame, chunk_bytes) = super::schema::chunk_row(f, chunk);
+            let (per_frame, chunk_bytes) = (per_frame as u64, chunk_bytes as u64);
             let count = expected.div_ceil(frames_per_chunk).saturating_mul(per_frame);
             sum.saturating_add(count.saturating_mul(chunk_bytes.saturating_add(INDEX_BYTES_PER_CHUNK)))
                 .saturating_add(INDEX_BYTES_PER_DATASET)

@@ -198,10 +198,7 @@ impl Reserve {
                 Err(e) => return Err(Error::io("cannot reserve space for the next frame in", &self.path, e.into())),
             }
         }
-        if self.free_bytes()?.is_some_and(|free| free < needed) {
-            return Err(Error::DiskFull { path: self.path.clone(), needed, source: Errno::NOSPC.into() });
-        }
-        Ok(())
+        self.check_free(needed)
     }
 
     /// Current size and allocated bytes of the file.

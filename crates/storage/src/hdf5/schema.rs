@@ -308,7 +308,7 @@ fn create_field(group: &Group, f: &FieldSpec, chunk: &[usize], frames: usize, pl
 }
 
 /// Chunks one frame of a field touches, and the bytes of one chunk.
-fn chunk_row(spec: &FieldSpec, chunk: &[usize]) -> (usize, usize) {
+pub(crate) fn chunk_row(spec: &FieldSpec, chunk: &[usize]) -> (usize, usize) {
     let per_frame = spec.shape.iter().zip(&chunk[1..]).map(|(&d, &c)| d.div_ceil(c)).product();
     (per_frame, chunk.iter().product::<usize>() * spec.dtype.size())
 }

@@ -222,8 +222,9 @@ impl Hdf5Backend {
             chunks = super::preallocate::packed_chunks(layout, &chunks, most);
         }
         // Bytes of the streams to lay out whole (`preallocate`), given those continuing in place.
-        let bound = |in_place: &[String]| super::preallocate::output_bytes_bound(layout, &chunks, in_place);
-        let laid_out = |in_place: &[String]| if preallocated { bound(in_place) } else { 0 };
+        let laid_out = |in_place: &[String]| {
+            if preallocated { super::preallocate::output_bytes_bound(layout, &chunks, in_place) } else { 0 }
+        };
         let mut in_place = Vec::new();
         if let Compression::Deflate(_) = self.options.compression
             && !hdf5::filters::deflate_available()
