@@ -25,7 +25,10 @@ struct Params {
 @group(0) @binding(1) var<uniform> params: Params;
 
 // Read by wgpipe: the dispatch covers the grid with this many cells per invocation along x.
-const CELLS_PER_INVOCATION_X: u32 = 8u;
+// An override: wgpipe sets it per adapter, 8 on CPU drivers and 1 on GPUs, whose loads of
+// neighbouring invocations coalesce (crates/compute/src/invocation_width.rs). Any width
+// gives the same bits: each cell's sums run in the same order.
+override CELLS_PER_INVOCATION_X: u32 = 8u;
 
 // One column of the stencil's window: u and v in rows y - 1, y and y + 1.
 struct Column {

@@ -4,6 +4,7 @@
 use crate::device::GpuDevice;
 use crate::error::{Error, Result};
 use crate::grid::Grid;
+use crate::invocation_width;
 use crate::kernel::KernelSpec;
 use crate::limits::{F32_BYTES as F32, GridFootprint};
 use crate::noise::noise_key;
@@ -114,10 +115,18 @@ impl FieldSim {
                 grid.rank()
             )));
         }
+        // Bindings first: more fields than the device binds are refused before the prelude for
+        // them is generated and validated (minutes for a GPU allowing a million bindings).
+        GridFootprint::new(grid, spec.fields.len(), spec.fields.len(), [1, 1, 1])?
+            .check_bindings(&gpu.device().limits(), gpu.label())?;
         let checked = spec.check_for(layout.indexing)?;
+        let cells_per_invocation =
+            invocation_width::resolve(spec.invocation_width, &checked, &spec.name, gpu.adapter())?;
+        let cells_per_workgroup = checked.cells_per_workgroup_with(cells_per_invocation);
+        let constants = invocation_width::pipeline_constants(&checked, cells_per_invocation);
         let fields = spec.fields.len();
         // Sized by the cells a workgroup covers, which is what the dispatch divides the grid by.
-        let footprint = gpu.check_grid(grid, fields, fields, checked.cells_per_workgroup())?;
+        let footprint = gpu.check_grid(grid, fields, fields, cells_per_workgroup)?;
         check_immediates(gpu)?;
         let cells = grid.cells();
         if initial.len() as u64 != footprint.cells * fields as u64 {
@@ -129,7 +138,7 @@ impl FieldSim {
         }
         // The updated cells are at most the buffers' cells, whose dispatch `check_grid` checked.
         // Divided by the cells a workgroup covers (`CELLS_PER_INVOCATION_X` included).
-        let workgroups = GridFootprint::new(&layout.updated, fields, fields, checked.cells_per_workgroup())?.dispatch();
+        let workgroups = GridFootprint::new(&layout.updated, fields, fields, cells_per_workgroup)?.dispatch();
         let dims = layout.uniform();
         let mut params: Vec<f32> = spec.params.clone();
         params.resize(params.len().div_ceil(4).max(1) * 4, 0.0);
@@ -168,7 +177,7 @@ impl FieldSim {
                 layout: Some(&pipeline_layout),
                 module: &module,
                 entry_point: Some("main"),
-                compilation_options: Default::default(),
+                compilation_options: wgpu::PipelineCompilationOptions { constants: &constants, ..Default::default() },
                 cache: None,
             });
             // Created empty and filled through the queue, not `create_buffer_init`: that one maps
@@ -228,7 +237,7 @@ impl FieldSim {
             buffers,
             bind_groups,
             workgroup_size: checked.workgroup_size,
-            cells_per_workgroup: checked.cells_per_workgroup(),
+            cells_per_workgroup,
             workgroups,
             first_step: 0,
             done: 0,

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::error::{Error, Result};
+use crate::invocation_width::InvocationWidth;
 use crate::prelude::{self, Boundary, Indexing};
 use crate::wgsl_check::{self, CheckedWgsl};
 
@@ -83,7 +84,8 @@ fn validated(file: &str, prelude: &str, code: &str) -> std::result::Result<Arc<C
 
 /// A field-stencil kernel: named f32 fields on a grid of rank 1, 2 or 3, advanced one step per
 /// dispatch of the WGSL entry point `main`, one invocation per cell (or per
-/// `CELLS_PER_INVOCATION_X` consecutive cells along x, when the kernel declares that constant).
+/// `CELLS_PER_INVOCATION_X` consecutive cells along x, when the kernel declares that constant
+/// or override: see [`InvocationWidth`]).
 ///
 /// The WGSL is compiled after a prelude generated from [`KernelSpec::rank`],
 /// [`KernelSpec::boundary`] and [`KernelSpec::fields`] ([`KernelSpec::prelude`] shows it): it
@@ -110,13 +112,31 @@ pub struct KernelSpec {
     pub boundary: Boundary,
     /// Seed of the prelude's `uniform_noise` (default 0).
     pub seed: u64,
+    /// Cells per invocation along x: chosen per adapter (the default) or forced; see
+    /// [`InvocationWidth`]. Never changes a result, only the speed.
+    pub invocation_width: InvocationWidth,
 }
 
 impl KernelSpec {
     /// A 2-D, periodic kernel from its parts; see [`KernelSpec::with_rank`] and
     /// [`KernelSpec::with_boundary`] for others.
     pub fn new(name: impl Into<String>, wgsl: WgslSource, fields: Vec<String>, params: Vec<f32>) -> Self {
-        KernelSpec { name: name.into(), wgsl, fields, params, rank: 2, boundary: Boundary::Periodic, seed: 0 }
+        KernelSpec {
+            name: name.into(),
+            wgsl,
+            fields,
+            params,
+            rank: 2,
+            boundary: Boundary::Periodic,
+            seed: 0,
+            invocation_width: InvocationWidth::PerAdapter,
+        }
+    }
+
+    /// The same kernel run with `width` cells per invocation along x ([`InvocationWidth`]).
+    pub fn with_invocation_width(mut self, width: InvocationWidth) -> Self {
+        self.invocation_width = width;
+        self
     }
 
     /// The same kernel for grids of `rank` (1, 2 or 3).

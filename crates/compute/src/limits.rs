@@ -66,23 +66,39 @@ impl GridFootprint {
         })
     }
 
-    /// Errors unless the buffers and the dispatch fit `limits` (device `device`, for messages).
-    pub fn check(&self, limits: &wgpu::Limits, device: &str) -> Result<()> {
-        let too_large = |message: String| Error::TooLarge {
+    /// Errors unless the fields' storage buffers (two each) fit `limits`: checked on its own
+    /// before a kernel's WGSL is generated and validated (a prelude for more fields than any
+    /// device binds would take long to generate and parse, where a GPU's limit is in the
+    /// millions).
+    pub fn check_bindings(&self, limits: &wgpu::Limits, device: &str) -> Result<()> {
+        let storage_buffers = 2 * self.fields as u64;
+        let max_storage = u64::from(limits.max_storage_buffers_per_shader_stage);
+        if storage_buffers > max_storage {
+            return Err(self.too_large(
+                device,
+                format!(
+                    "each field takes two storage buffers (NAME_in and NAME_out), {storage_buffers} in all, above \
+                     the device's max_storage_buffers_per_shader_stage of {max_storage}: use at most {} fields",
+                    max_storage / 2
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn too_large(&self, device: &str, message: String) -> Error {
+        Error::TooLarge {
             grid: self.grid.to_string(),
             fields: self.fields,
             device: format!("device {device}"),
             message,
-        };
-        let storage_buffers = 2 * self.fields as u64;
-        let max_storage = u64::from(limits.max_storage_buffers_per_shader_stage);
-        if storage_buffers > max_storage {
-            return Err(too_large(format!(
-                "each field takes two storage buffers (NAME_in and NAME_out), {storage_buffers} in all, above the \
-                 device's max_storage_buffers_per_shader_stage of {max_storage}: use at most {} fields",
-                max_storage / 2
-            )));
         }
+    }
+
+    /// Errors unless the buffers and the dispatch fit `limits` (device `device`, for messages).
+    pub fn check(&self, limits: &wgpu::Limits, device: &str) -> Result<()> {
+        self.check_bindings(limits, device)?;
+        let too_large = |message: String| self.too_large(device, message);
         let (limit_name, limit) = if limits.max_storage_buffer_binding_size <= limits.max_buffer_size {
             ("max_storage_buffer_binding_size", limits.max_storage_buffer_binding_size)
         } else {

@@ -41,14 +41,20 @@ pub struct CheckedWgsl {
     /// `@workgroup_size` of the entry point `main`.
     pub workgroup_size: [u32; 3],
     /// Cells each invocation updates along x: the kernel's [`CELLS_PER_INVOCATION_X`]
-    /// constant, 1 when it declares none.
+    /// constant (or the override's default), 1 when it declares none.
     pub cells_per_invocation_x: u32,
+    /// Whether [`CELLS_PER_INVOCATION_X`] is declared `override`: wgpipe then chooses it per
+    /// adapter when it builds the pipeline (`crate::invocation_width`).
+    pub cells_per_invocation_overridable: bool,
 }
 
 /// Name of the optional kernel constant (`const CELLS_PER_INVOCATION_X: u32 = 4u;`) saying
 /// that each invocation updates that many consecutive cells along x, from x = id.x × N; the
 /// dispatch then has N times fewer invocations along x. Fewer, wider invocations share the
-/// loads of overlapping stencils, which is what CPU drivers such as lavapipe pay for.
+/// loads of overlapping stencils, which is what CPU drivers such as lavapipe pay for; a GPU
+/// loses by it (neighbouring invocations no longer load neighbouring addresses). Declared
+/// `override CELLS_PER_INVOCATION_X: u32 = 8u;` it is chosen per adapter
+/// (`crate::invocation_width`); declared `const`, it is fixed.
 pub const CELLS_PER_INVOCATION_X: &str = "CELLS_PER_INVOCATION_X";
 
 /// The largest [`CELLS_PER_INVOCATION_X`] accepted.
@@ -115,55 +121,59 @@ pub fn check(file: &str, prelude: &str, kernel: &str) -> Result<CheckedWgsl, Wgs
             },
         )?;
     let workgroup_size = entry.workgroup_size;
-    let cells_per_invocation_x = cells_per_invocation_x(&module, kernel).map_err(|message| WgslError {
-        file: file.to_owned(),
-        line: None,
-        column: None,
-        message,
-    })?;
-    Ok(CheckedWgsl { source, module, workgroup_size, cells_per_invocation_x })
+    let (cells_per_invocation_x, cells_per_invocation_overridable) = cells_per_invocation_x(&module, kernel)
+        .map_err(|message| WgslError { file: file.to_owned(), line: None, column: None, message })?;
+    Ok(CheckedWgsl { source, module, workgroup_size, cells_per_invocation_x, cells_per_invocation_overridable })
 }
 
-/// The value of the kernel's [`CELLS_PER_INVOCATION_X`] constant (1 when `kernel` declares
-/// none); an error unless it is a u32 in 1..=[`MAX_CELLS_PER_INVOCATION_X`].
-fn cells_per_invocation_x(module: &naga::Module, kernel: &str) -> Result<u32, String> {
-    let constant = module.constants.iter().find(|(_, c)| c.name.as_deref() == Some(CELLS_PER_INVOCATION_X));
-    let value = match constant {
-        Some((_, c)) => match module.global_expressions[c.init] {
-            naga::Expression::Literal(naga::Literal::U32(n)) => Some(n),
-            _ => None,
-        },
+/// The value of the kernel's [`CELLS_PER_INVOCATION_X`] constant or override default (1 when
+/// `kernel` declares none) and whether it is an override; an error unless it is a u32 in
+/// 1..=[`MAX_CELLS_PER_INVOCATION_X`].
+fn cells_per_invocation_x(module: &naga::Module, kernel: &str) -> Result<(u32, bool), String> {
+    let named = |name: &Option<String>| name.as_deref() == Some(CELLS_PER_INVOCATION_X);
+    let literal = |init: naga::Handle<naga::Expression>| match module.global_expressions[init] {
+        naga::Expression::Literal(naga::Literal::U32(n)) => Some(n),
+        _ => None,
+    };
+    let constant = module.constants.iter().find(|(_, c)| named(&c.name)).map(|(_, c)| literal(c.init));
+    let overridden = module.overrides.iter().find(|(_, o)| named(&o.name)).map(|(_, o)| o.init.and_then(literal));
+    let (value, overridable) = match (constant, overridden) {
+        (Some(value), None) => (value, false),
+        (None, Some(value)) => (value, true),
         // naga keeps no abstract-typed constant (`const N = 4;`) in the module: declared
         // without a type, it would be ignored silently (every cell still updated, by N times
         // too many invocations), so it is an error too.
-        None if declares_const(kernel, CELLS_PER_INVOCATION_X) => None,
-        None => return Ok(1),
+        _ if declares(kernel, "const", CELLS_PER_INVOCATION_X) => (None, false),
+        _ => return Ok((1, false)),
     };
-    value.filter(|n| (1..=MAX_CELLS_PER_INVOCATION_X).contains(n)).ok_or_else(|| {
-        format!(
+    match value.filter(|n| (1..=MAX_CELLS_PER_INVOCATION_X).contains(n)) {
+        Some(n) => Ok((n, overridable)),
+        None => Err(format!(
             "{CELLS_PER_INVOCATION_X} must be a u32 literal from 1 to {MAX_CELLS_PER_INVOCATION_X}, e.g. \
-             `const {CELLS_PER_INVOCATION_X}: u32 = 4u;` (the cells each invocation updates along x)"
-        )
-    })
+             `const {CELLS_PER_INVOCATION_X}: u32 = 4u;` (the cells each invocation updates along x; \
+             `override` instead of `const` lets wgpipe choose it per adapter)"
+        )),
+    }
 }
 
-/// Whether `code` has a `const NAME` declaration (by tokens: comments are not parsed).
-fn declares_const(code: &str, name: &str) -> bool {
+/// Whether `code` has a `KEYWORD NAME` declaration (by tokens: comments are not parsed).
+fn declares(code: &str, keyword: &str, name: &str) -> bool {
     let mut tokens = code.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|t| !t.is_empty());
     let mut previous = "";
     tokens.any(|t| {
-        let found = previous == "const" && t == name;
+        let found = previous == keyword && t == name;
         previous = t;
         found
     })
 }
 
 impl CheckedWgsl {
-    /// Cells one workgroup covers per axis: the workgroup size, times
-    /// [`CheckedWgsl::cells_per_invocation_x`] along x. The dispatch is the grid divided by it.
-    pub fn cells_per_workgroup(&self) -> [u32; 3] {
+    /// Cells one workgroup covers per axis with `cells_per_invocation_x` cells per
+    /// invocation: the workgroup size, times that along x. The dispatch is the grid divided
+    /// by it.
+    pub fn cells_per_workgroup_with(&self, cells_per_invocation_x: u32) -> [u32; 3] {
         let [x, y, z] = self.workgroup_size;
-        [x.saturating_mul(self.cells_per_invocation_x), y, z]
+        [x.saturating_mul(cells_per_invocation_x), y, z]
     }
 
     /// Member names of the kernel's `struct Params`, in declaration order (the order of

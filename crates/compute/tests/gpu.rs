@@ -5,8 +5,9 @@ mod common;
 
 use common::{gpu, max_abs_diff};
 use wgpipe_compute::{
-    Boundary, DeviceSelector, Error, FieldSim, FrameProducer, GpuDevice, Grid, KernelSpec, ReadbackConfig, WgslSource,
-    cpu_twin, gray_scott, list_adapters, open_devices,
+    Boundary, DeviceSelector, Error, FieldSim, FrameProducer, GpuDevice, Grid, InvocationWidth, KernelSpec,
+    ReadbackConfig, WgslSource, cpu_twin, gray_scott, gray_scott_3d, list_adapters, open_devices,
+    prefers_wide_invocations,
 };
 
 fn grid(rows: usize, cols: usize) -> Grid {
@@ -254,11 +255,79 @@ fn cells_per_invocation_shrinks_the_dispatch_and_is_checked() {
     let expected: Vec<f32> = (0..rows * cols).map(|i| ((i % cols) / 3) as f32 + 1.0).collect();
     assert_eq!(sim.read_state().unwrap(), expected, "every cell written by invocation x / 3");
 
+    // Declared `override`, a forced width reaches both the dispatch and the shader.
+    let code = "override CELLS_PER_INVOCATION_X: u32 = 3u;\n\
+         @compute @workgroup_size(4, 2)\n\
+         fn main(@builtin(global_invocation_id) id: vec3<u32>) {\n\
+             for (var j = 0u; j < CELLS_PER_INVOCATION_X; j++) {\n\
+                 let x = id.x * CELLS_PER_INVOCATION_X + j;\n\
+                 if (x < grid.nx && id.y < grid.ny) { u_out[id.y * grid.nx + x] = f32(id.x) + 1.0; }\n\
+             }\n\
+         }\n";
+    for n in [1, 2, 5] {
+        let spec = KernelSpec::new("o", WgslSource::new("o.wgsl", code), vec!["u".into()], vec![])
+            .with_invocation_width(InvocationWidth::Cells(n));
+        let mut sim = FieldSim::new(&gpu, &spec, &grid(rows, cols), &vec![0.0; rows * cols]).unwrap();
+        assert_eq!(sim.cells_per_workgroup(), [4 * n, 2, 1]);
+        sim.run_steps(1).unwrap();
+        let expected: Vec<f32> = (0..rows * cols).map(|i| ((i % cols) as u32 / n) as f32 + 1.0).collect();
+        assert_eq!(sim.read_state().unwrap(), expected, "every cell written by invocation x / {n}");
+    }
+
     let shipped = FieldSim::new(&gpu, &gray_scott::GrayScottParams::default().kernel(), &grid(8, 8), &[0.0; 128]);
-    assert_eq!(shipped.unwrap().cells_per_workgroup(), [64, 32, 1], "the 2-D Gray-Scott: 8 cells × 8 × 32");
+    let width = if prefers_wide_invocations(gpu.adapter()) { 8 } else { 1 };
+    assert_eq!(
+        shipped.unwrap().cells_per_workgroup(),
+        [8 * width, 32, 1],
+        "the 2-D Gray-Scott: {width} cells × 8 × 32"
+    );
     for bad in [": u32 = 0u", ": u32 = 65u", ": i32 = 3i", " = 3", " = 3.0"] {
         let err = FieldSim::new(&gpu, &kernel(bad), &grid(rows, cols), &vec![0.0; rows * cols]).unwrap_err();
         assert!(err.to_string().contains("CELLS_PER_INVOCATION_X must be a u32 literal from 1 to 64"), "{bad}: {err}");
+    }
+}
+
+/// The shipped Gray-Scott kernels declare their width `override`: 8 cells per invocation on
+/// CPU drivers, 1 on GPUs (`InvocationWidth`). Every width gives the same bits, on ragged
+/// grids and every boundary, so a run's result does not depend on the adapter's choice; a
+/// forced width reaches the dispatch.
+#[test]
+fn every_invocation_width_of_the_shipped_kernels_gives_the_same_bits() {
+    let gpu = gpu();
+    let widths = [InvocationWidth::PerAdapter, InvocationWidth::Cells(1), InvocationWidth::Cells(3)];
+    for boundary in Boundary::ALL {
+        let (rows, cols) = (13, 37);
+        let init = gray_scott::initial_state(rows, cols, 5, 0.05);
+        let states: Vec<Vec<f32>> = widths
+            .iter()
+            .map(|w| {
+                let spec =
+                    gray_scott::GrayScottParams::default().kernel().with_boundary(boundary).with_invocation_width(*w);
+                let mut sim = FieldSim::new(&gpu, &spec, &grid(rows, cols), &init).unwrap();
+                if let InvocationWidth::Cells(n) = w {
+                    assert_eq!(sim.cells_per_workgroup(), [8 * n, 32, 1], "{w:?}");
+                }
+                sim.run_steps(40).unwrap();
+                sim.read_state().unwrap()
+            })
+            .collect();
+        for (w, s) in widths.iter().zip(&states).skip(1) {
+            assert!(s == &states[0], "2-D, {boundary:?}: {w:?} differs from the adapter's width");
+        }
+    }
+    let grid3 = Grid::new(&[7, 11, 21]).unwrap();
+    let init = gray_scott_3d::initial_state(&grid3);
+    let params = gray_scott_3d::GrayScott3dParams { noise: 0.02, ..Default::default() };
+    let states: Vec<Vec<f32>> = widths
+        .iter()
+        .map(|w| {
+            let mut sim = FieldSim::new(&gpu, &params.kernel(3).with_invocation_width(*w), &grid3, &init).unwrap();
+            sim.run_steps(30).unwrap();
+            sim.read_state().unwrap()
+        })
+        .collect();
+    for (w, s) in widths.iter().zip(&states).skip(1) {
+        assert!(s == &states[0], "3-D: {w:?} differs from the adapter's width");
     }
 }
 

@@ -1,29 +1,35 @@
 //! What a run is checked for before any device opens, so that a WGSL error or a bad stream
 //! name costs nothing: the kernels' WGSL, the grid against the kernels' rank, the stream names.
 
-use wgpipe_compute::{Grid, KernelSpec};
+use wgpipe_compute::{Grid, KernelSpec, invocation_width};
 use wgpipe_storage::check_stream_name;
 
 use crate::error::{Error, Result};
 use crate::job::Job;
 
 /// Distinct cells per workgroup of `kernels` (the block each dispatch divides the grid into:
-/// the workgroup size, times `CELLS_PER_INVOCATION_X` along x), each kernel's WGSL validated.
+/// the workgroup size, times `CELLS_PER_INVOCATION_X` along x; every width an adapter may
+/// choose, see `InvocationWidth`), each kernel's WGSL validated.
 /// A batch of many runs of one kernel differs only in parameters and seeds: its shader is
 /// looked at once here, and naga validates each text once anyway ([`KernelSpec::check`]).
 pub(crate) fn kernel_workgroup_sizes<'a>(kernels: impl IntoIterator<Item = &'a KernelSpec>) -> Result<Vec<[u32; 3]>> {
     // What the compiled text depends on (the prelude: rank, boundary, fields; the kernel's code).
     let same_shader = |a: &KernelSpec, b: &KernelSpec| {
-        (&a.wgsl, &a.fields, a.rank, a.boundary) == (&b.wgsl, &b.fields, b.rank, b.boundary)
+        (&a.wgsl, &a.fields, a.rank, a.boundary, a.invocation_width)
+            == (&b.wgsl, &b.fields, b.rank, b.boundary, b.invocation_width)
     };
-    let mut checked: Vec<(&KernelSpec, [u32; 3])> = Vec::new();
+    let mut checked: Vec<&KernelSpec> = Vec::new();
+    let mut sizes: Vec<[u32; 3]> = Vec::new();
     for kernel in kernels {
-        if checked.iter().any(|(k, _)| same_shader(k, kernel)) {
+        if checked.iter().any(|k| same_shader(k, kernel)) {
             continue;
         }
-        checked.push((kernel, kernel.check()?.cells_per_workgroup()));
+        checked.push(kernel);
+        let wgsl = kernel.check()?;
+        for width in invocation_width::possible(kernel.invocation_width, &wgsl, &kernel.name)? {
+            sizes.push(wgsl.cells_per_workgroup_with(width));
+        }
     }
-    let mut sizes: Vec<[u32; 3]> = checked.into_iter().map(|(_, s)| s).collect();
     sizes.sort_unstable();
     sizes.dedup();
     Ok(sizes)

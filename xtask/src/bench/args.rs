@@ -15,8 +15,8 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
        cargo xtask bench --checkpoint-cost [--out DIR] [--rows EDGE --frames N --reps K]
        cargo xtask bench --analysis-cost [--rows EDGE --frames N --reps K]
        cargo xtask bench --sink raw --against posix [--out DIR] [--rows R --cols C --frames N]
-       cargo xtask bench --kernel [--rows R --cols C] [--reps K --devices SEL --candidate[-3d] FILE]
-       cargo xtask bench --roofline [--reps K --devices SEL]
+       cargo xtask bench --kernel [--rows R --cols C | --large] [--reps K --devices SEL --candidate[-3d] FILE]
+       cargo xtask bench --roofline [--large] [--reps K --devices SEL]
 
   --sink KIND          null: pipeline vs compute-only overhead (plus the microbenchmarks);
                        raw/hdf5/zarr: non-blocking efficiency ratio (async wall / sync wall)
@@ -57,7 +57,10 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
                        shaders they replaced (2-D: the %-wrapped one; 3-D: one cell per
                        invocation), alternating, results checked bit for bit; lavapipe
                        keeps LP_NUM_THREADS as set (all cores when unset); with
-                       --rows/--cols: only the 2-D Gray-Scott on that grid
+                       --rows/--cols: only the 2-D Gray-Scott on that grid; steps per
+                       timing grow until the shipped kernel takes 0.1 s (a real GPU)
+  --large              with --kernel: the Gray-Scott models on 4096² and 256³ too (64 MiB
+                       a field: a GPU's memory rather than its caches)
   --roofline           --kernel, plus the adapter's copy bandwidth (a device-local buffer
                        copy, read + write, before and after the kernels) and each shipped
                        kernel's effective GB/s as a fraction of it
@@ -106,6 +109,7 @@ pub struct Args {
     pub analysis_cost: bool,
     pub kernel: bool,
     pub roofline: bool,
+    pub large: bool,
     pub candidate: Option<PathBuf>,
     pub candidate_3d: Option<PathBuf>,
     pub help: bool,
@@ -139,6 +143,7 @@ impl Default for Args {
             analysis_cost: false,
             kernel: false,
             roofline: false,
+            large: false,
             candidate: None,
             candidate_3d: None,
             help: false,
@@ -209,6 +214,7 @@ pub fn parse(argv: &[String]) -> Result<Args> {
                 a.kernel = true;
                 a.roofline = true;
             }
+            "--large" => a.large = true,
             "--candidate" => a.candidate = Some(PathBuf::from(value()?)),
             "--candidate-3d" => a.candidate_3d = Some(PathBuf::from(value()?)),
             "--help" | "-h" => a.help = true,
@@ -275,6 +281,12 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     }
     if a.kernel && (a.sink.is_some() || a.micro || a.reserve_cost) {
         bail!("--kernel is a benchmark of its own: run it without --sink, --micro and --reserve-cost");
+    }
+    if a.large && !a.kernel {
+        bail!("--large adds grids to the kernel bench: add --kernel or --roofline");
+    }
+    if a.large && (a.rows.is_some() || a.cols.is_some()) {
+        bail!("--large adds the large grids, which --rows/--cols leave out: drop --rows/--cols");
     }
     if (a.candidate.is_some() || a.candidate_3d.is_some()) && !a.kernel {
         bail!("--candidate and --candidate-3d name a shader for the kernel bench: add --kernel");

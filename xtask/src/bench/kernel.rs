@@ -25,7 +25,9 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use wgpipe::compute::gray_scott::{self, GrayScottParams};
 use wgpipe::compute::gray_scott_3d::{self, GrayScott3dParams};
-use wgpipe::compute::{FieldSim, GpuDevice, Grid, KernelSpec, WgslSource, shipped};
+use wgpipe::compute::{
+    FieldSim, GpuDevice, Grid, InvocationWidth, KernelSpec, WgslSource, prefers_wide_invocations, shipped,
+};
 
 use super::stats::Summary;
 
@@ -40,6 +42,13 @@ pub const ONE_CELL_3D: &str = include_str!("one_cell_gray_scott_3d.wgsl");
 /// busy threads, 3–5 s for the baseline; long enough for the submission overhead to vanish,
 /// short enough for `--reps 7` of every case to take about 3 minutes.
 const CELL_STEPS_PER_TIMING: usize = 1 << 24;
+
+/// Shortest timing: on a real GPU the cell-steps above take microseconds, where submitting
+/// and waiting would count; the steps per timing grow until the shipped kernel takes this long.
+const MIN_TIMING: f64 = 0.1;
+
+/// Most steps per timing.
+const MAX_STEPS: u32 = 1 << 16;
 
 /// Untimed steps each variant runs first (pipeline compiled, buffers touched).
 const WARMUP_STEPS: u32 = 2;
@@ -75,11 +84,16 @@ struct Case {
 
 /// The shipped kernels and grids measured, each Gray-Scott with its predecessor; `candidate`
 /// runs on the 2-D Gray-Scott cases, `candidate_3d` on the 3-D ones. With `grid_2d` (rows,
-/// cols), only the 2-D Gray-Scott on that grid.
+/// cols), only the 2-D Gray-Scott on that grid; with `large`, the Gray-Scott models on 4096²
+/// and 256³ too (64 MiB a field: what a GPU's memory, not its caches, must serve). Every
+/// Gray-Scott case also runs the shipped kernel at `other_width`, the cells per invocation the
+/// adapter did not get (`InvocationWidth`): what the per-adapter choice is worth.
 fn cases(
     candidate: Option<&WgslSource>,
     candidate_3d: Option<&WgslSource>,
     grid_2d: Option<(usize, usize)>,
+    large: bool,
+    other_width: InvocationWidth,
 ) -> Result<Vec<Case>> {
     let gray_scott_2d = |rows: usize, cols: usize| -> Result<Case> {
         // Variants differ from the shipped kernel in their WGSL only.
@@ -88,6 +102,7 @@ fn cases(
         let mut specs = vec![
             ("current", shipped.clone()),
             ("baseline", variant(WgslSource::new("xtask/src/bench/baseline_gray_scott.wgsl", BASELINE))),
+            ("other-width", shipped.clone().with_invocation_width(other_width)),
         ];
         if let Some(c) = candidate {
             specs.push(("candidate", variant(c.clone())));
@@ -114,6 +129,7 @@ fn cases(
         let mut specs = vec![
             ("current", shipped.clone()),
             ("one-cell", variant(WgslSource::new("xtask/src/bench/one_cell_gray_scott_3d.wgsl", ONE_CELL_3D))),
+            ("other-width", shipped.clone().with_invocation_width(other_width)),
         ];
         if let Some(c) = candidate_3d {
             specs.push(("candidate", variant(c.clone())));
@@ -123,7 +139,18 @@ fn cases(
     if let Some((rows, cols)) = grid_2d {
         return Ok(vec![gray_scott_2d(rows, cols)?]);
     }
-    Ok(vec![gray_scott_2d(1024, 1024)?, gray_scott_2d(512, 512)?, heat(1024)?, gray_scott_3d(64)?, gray_scott_3d(128)?])
+    let mut cases = vec![
+        gray_scott_2d(1024, 1024)?,
+        gray_scott_2d(512, 512)?,
+        heat(1024)?,
+        gray_scott_3d(64)?,
+        gray_scott_3d(128)?,
+    ];
+    if large {
+        cases.insert(2, gray_scott_2d(4096, 4096)?);
+        cases.push(gray_scott_3d(256)?);
+    }
+    Ok(cases)
 }
 
 /// Runs every case (or the 2-D Gray-Scott on `grid_2d` only) on `gpu` with `reps`
@@ -134,6 +161,7 @@ pub fn run(
     candidate: Option<&WgslSource>,
     candidate_3d: Option<&WgslSource>,
     grid_2d: Option<(usize, usize)>,
+    large: bool,
 ) -> Result<KernelResult> {
     let mut table = String::new();
     let _ = writeln!(
@@ -143,7 +171,11 @@ pub fn run(
     );
     let _ = writeln!(table, "  effective bytes: every field read once and written once per cell-step");
     let mut cases_json = Vec::new();
-    for case in cases(candidate, candidate_3d, grid_2d)? {
+    // The width the adapter did not get: 1 cell per invocation on a CPU driver, 8 on a GPU.
+    let (this, other) = if prefers_wide_invocations(gpu.adapter()) { (8, 1) } else { (1, 8) };
+    let other_width = InvocationWidth::Cells(other);
+    let _ = writeln!(table, "  shipped Gray-Scott kernels: {this} cells per invocation here; other-width: {other}");
+    for case in cases(candidate, candidate_3d, grid_2d, large, other_width)? {
         let (text, json) = run_case(gpu, &case, reps)?;
         table.push_str(&text);
         cases_json.push(json);
@@ -156,10 +188,32 @@ pub fn run(
     Ok(KernelResult { json, table })
 }
 
+/// Steps per timing: `least`, or more until the shipped kernel (the first variant) takes
+/// [`MIN_TIMING`]. Every variant runs the same steps while this is found, so that their
+/// states still compare bit for bit after the bench.
+fn steps_per_timing(variants: &mut [Variant], least: u32, kernel: &str) -> Result<u32> {
+    let mut steps = least;
+    loop {
+        let mut shipped = f64::INFINITY;
+        for (k, v) in variants.iter_mut().enumerate() {
+            let start = Instant::now();
+            v.sim.run_steps(steps).with_context(|| format!("calibrating {kernel} ({})", v.label))?;
+            if k == 0 {
+                shipped = start.elapsed().as_secs_f64();
+            }
+        }
+        if shipped >= MIN_TIMING || steps >= MAX_STEPS {
+            return Ok(steps);
+        }
+        let factor = (MIN_TIMING / shipped.max(1e-9)).ceil().clamp(2.0, 1024.0) as u32;
+        steps = steps.saturating_mul(factor).min(MAX_STEPS);
+    }
+}
+
 fn run_case(gpu: &GpuDevice, case: &Case, reps: usize) -> Result<(String, Value)> {
     let cells = case.grid.cells();
     let fields = case.specs.first().map_or(1, |(_, s)| s.fields.len());
-    let steps = u32::try_from((CELL_STEPS_PER_TIMING / cells).clamp(4, 1 << 12)).unwrap_or(4);
+    let least = u32::try_from((CELL_STEPS_PER_TIMING / cells).clamp(4, 1 << 12)).unwrap_or(4);
     let shape: Vec<String> = case.grid.shape().iter().rev().map(usize::to_string).collect();
     let shape = shape.join("x");
     let mut variants = Vec::new();
@@ -169,6 +223,7 @@ fn run_case(gpu: &GpuDevice, case: &Case, reps: usize) -> Result<(String, Value)
         sim.run_steps(WARMUP_STEPS).with_context(|| format!("warming up {} ({label})", case.kernel))?;
         variants.push(Variant { label, sim, seconds: Vec::with_capacity(reps) });
     }
+    let steps = steps_per_timing(&mut variants, least, case.kernel)?;
     for rep in 0..reps {
         let n = variants.len();
         for k in 0..n {
@@ -188,7 +243,7 @@ fn run_case(gpu: &GpuDevice, case: &Case, reps: usize) -> Result<(String, Value)
         let gbps: Vec<f64> = v.seconds.iter().map(|s| bytes / s / 1e9).collect();
         let _ = writeln!(
             text,
-            "  {:<9} {} Mcell-steps/s, {} GB/s effective",
+            "  {:<11} {} Mcell-steps/s, {} GB/s effective",
             v.label,
             Summary::of(&rate.iter().map(|r| r / 1e6).collect::<Vec<_>>()).text(1),
             Summary::of(&gbps).text(2)
@@ -271,7 +326,7 @@ mod tests {
         // The shared-memory tile variant kept beside the bench for `--candidate`.
         let candidate = WgslSource::new("tile_gray_scott.wgsl", include_str!("tile_gray_scott.wgsl"));
         let candidate_3d = WgslSource::new("3-D", shipped::GRAY_SCOTT_3D.source);
-        for case in cases(Some(&candidate), Some(&candidate_3d), None)? {
+        for case in cases(Some(&candidate), Some(&candidate_3d), None, false, InvocationWidth::Cells(1))? {
             for (label, spec) in &case.specs {
                 spec.check().with_context(|| format!("{} ({label})", case.kernel))?;
                 assert_eq!(spec.rank, case.grid.rank(), "{} ({label})", case.kernel);

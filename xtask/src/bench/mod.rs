@@ -185,10 +185,10 @@ fn run_kernel(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
         (None, None) => None,
         (rows, cols) => Some((rows.unwrap_or(1024), cols.unwrap_or(1024))),
     };
-    let before = if args.roofline { roofline::copy_bandwidth(gpu, args.reps)? } else { Vec::new() };
-    let r = kernel::run(gpu, args.reps, candidate.as_ref(), candidate_3d.as_ref(), grid_2d)?;
+    let before = if args.roofline { Some(roofline::copy_bandwidth(gpu, args.reps)?) } else { None };
+    let r = kernel::run(gpu, args.reps, candidate.as_ref(), candidate_3d.as_ref(), grid_2d, args.large)?;
     println!("{}", r.table);
-    if args.roofline {
+    if let Some(before) = before {
         let after = roofline::copy_bandwidth(gpu, args.reps)?;
         let (text, json) = roofline::report(&before, &after, &r.json["cases"]);
         println!("{text}");
