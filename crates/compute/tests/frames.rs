@@ -129,3 +129,44 @@ fn timestamps_give_each_frame_its_gpu_time_and_can_be_turned_off() {
         }
     }
 }
+
+/// `next_into_observed` hands on every byte of the frame once, in order, in pieces of at most
+/// `OBSERVED_PIECE` (what the runner hashes as it copies): for f32 frames larger than a piece
+/// and for f16 frames, whose fields are copied without their padding half.
+#[test]
+fn an_observed_frame_is_handed_on_whole_and_in_order() {
+    let gpu = common::gpu();
+    let (rows, cols) = (300, 301);
+    let grid = Grid::new(&[rows, cols]).unwrap();
+    let init = gray_scott::initial_state(rows, cols, 5, 0.05);
+    for (grid, init, dtype) in [
+        (grid, init, OutputDType::F32),
+        (Grid::new(&[ROWS, COLS]).unwrap(), gray_scott::initial_state(ROWS, COLS, 5, 0.05), OutputDType::F16),
+    ] {
+        let sim = FieldSim::new(&gpu, &gray_scott::GrayScottParams::default().kernel(), &grid, &init).unwrap();
+        let mut p = FrameProducer::with_dtype(sim, config(vec![1, 0]), dtype).unwrap();
+        let mut buf = vec![0u8; p.frame_bytes()];
+        let mut frames = 0;
+        loop {
+            let mut seen = Vec::new();
+            let mut largest = 0;
+            let info = p
+                .next_into_observed(&mut buf, &mut |piece| {
+                    largest = largest.max(piece.len());
+                    seen.extend_from_slice(piece);
+                })
+                .unwrap();
+            if info.is_none() {
+                assert!(seen.is_empty(), "{dtype:?}: nothing observed after the last frame");
+                break;
+            }
+            assert!(seen == buf, "{dtype:?}, frame {frames}: the observed bytes are the frame's, in order");
+            assert!(largest <= wgpipe_compute::OBSERVED_PIECE, "{dtype:?}: a piece of {largest} bytes");
+            frames += 1;
+        }
+        assert_eq!(frames, 4);
+        if dtype == OutputDType::F32 {
+            assert!(buf.len() > 2 * wgpipe_compute::OBSERVED_PIECE, "the f32 frame spans several pieces");
+        }
+    }
+}

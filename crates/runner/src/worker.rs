@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 use wgpipe_compute::{FieldSim, FrameProducer, GpuDevice, Grid, OutputDType, ReadbackConfig};
-use wgpipe_storage::Frame;
+use wgpipe_storage::{DataHasher, Frame};
 
 use crate::analysis::Analysis;
 use crate::checkpoint::{AutoInterval, Interval, SavedState, Schedule};
@@ -176,7 +176,10 @@ impl DeviceWorker<'_> {
             }
             let mut data = ctx.pool.take();
             let start = Instant::now();
-            let produced = producer.next_into(&mut data).map_err(fail);
+            // Hashed as it is copied out of the staging buffer, while each piece is in the
+            // cache (a second pass over a large frame cost as much as the copy on a GPU).
+            let mut hash = DataHasher::new(data.len());
+            let produced = producer.next_into_observed(&mut data, &mut |piece| hash.update(piece)).map_err(fail);
             report.compute_seconds += start.elapsed().as_secs_f64();
             let verdict = lockstep.map_or(Verdict::Go, |l| l.settle(produced.is_err(), &ctx.state, &thread));
             if verdict == Verdict::Abandon {
@@ -210,7 +213,7 @@ impl DeviceWorker<'_> {
                     schedule.as_ref().and_then(Schedule::chosen).or(report.checkpoint_interval);
             }
             // Hashed here, not by the sink: the writer's thread is the one an I/O-bound run waits for.
-            let frame = Frame::new(stream, info.index, info.step, data).hash_data();
+            let frame = Frame::new(stream, info.index, info.step, data).with_data_hash(&hash);
             let env = Envelope { device: d, frame, checkpoint };
             match handoff {
                 Handoff::Channel(tx) => {

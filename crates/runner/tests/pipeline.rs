@@ -49,6 +49,35 @@ fn async_and_sync_write_the_frames_the_cpu_twin_computes() {
     assert_eq!(outputs[0], outputs[2], "a rendezvous channel changes nothing but timing");
 }
 
+/// The run checksum the sink reports is the checksum of the bytes stored, although the
+/// runner hashes each frame piece by piece while copying it out of the GPU's staging buffer:
+/// a frame of several pieces (300 × 301 f32 is more than `OBSERVED_PIECE`), each mode.
+#[test]
+fn the_run_checksum_is_that_of_the_frames_stored() {
+    let (rows, cols) = (300, 301);
+    assert!(rows * cols * 4 > wgpipe::compute::OBSERVED_PIECE);
+    for mode in [IoMode::Async, IoMode::Sync] {
+        let dir = tempfile::tempdir().unwrap();
+        let report = Pipeline::builder()
+            .gpus(lavapipe(1))
+            .grid(rows, cols)
+            .frames(3)
+            .steps_per_frame(2)
+            .mode(mode)
+            .gray_scott(GrayScottParams::default(), 5, 0.02)
+            .sink(raw(&dir))
+            .run()
+            .unwrap();
+        let streams = read_all(&dir.path().join("out"));
+        let steps = open_output(dir.path().join("out")).unwrap().steps(0).unwrap();
+        let expected = streams[0].iter().zip(&steps).enumerate().fold(0u64, |sum, (i, (values, step))| {
+            let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            sum.wrapping_add(storage::frame_checksum(&Frame::new(0, i as u64, *step, bytes)))
+        });
+        assert_eq!(report.sink.checksum, expected, "{mode:?}");
+    }
+}
+
 /// Several devices each write their own stream, with their own seed, in order: one adapter
 /// opened twice, and every adapter wgpu sees plus the first one again (so that there are two
 /// streams with a single adapter too).

@@ -45,11 +45,51 @@ impl Frame {
         self.data_hash = Some(data_hash(&self.data));
         self
     }
+
+    /// Takes [`Frame::data_hash`] from `hasher`, which was fed the frame's bytes as they were
+    /// filled in; a hasher that was not fed exactly the frame's length is not trusted: the
+    /// hash is then computed here, as [`Frame::hash_data`] does.
+    #[must_use]
+    pub fn with_data_hash(mut self, hasher: &DataHasher) -> Self {
+        self.data_hash = match hasher.digest() {
+            Some(hash) if hasher.len == self.data.len() => Some(hash),
+            _ => Some(data_hash(&self.data)),
+        };
+        self
+    }
 }
 
 /// Mixes the data's hash with the frame's stream and index.
 fn with_frame(data: u64, frame: &Frame) -> u64 {
     mix(mix(data) ^ mix((frame.stream as u64).wrapping_mul(K1) ^ frame.index.wrapping_mul(K3)))
+}
+
+/// [`Frame::data_hash`] fed piece by piece by whoever fills the frame, while each piece is in
+/// the CPU's cache: the wgpipe runner hashes a frame as it copies it out of the GPU's staging
+/// buffer instead of reading it again afterwards (on an NVIDIA H200 the device thread spent
+/// as long hashing a 134 MB frame as copying it). [`Frame::with_data_hash`] takes the result.
+pub struct DataHasher {
+    state: xxhash_rust::xxh3::Xxh3,
+    len: usize,
+    fed: usize,
+}
+
+impl DataHasher {
+    /// A hash of a frame of `len` bytes.
+    pub fn new(len: usize) -> Self {
+        DataHasher { state: xxhash_rust::xxh3::Xxh3::with_seed(len as u64), len, fed: 0 }
+    }
+
+    /// Adds the next bytes of the frame.
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.fed += bytes.len();
+        self.state.update(bytes);
+    }
+
+    /// The hash, if exactly the frame's `len` bytes were added.
+    fn digest(&self) -> Option<u64> {
+        (self.fed == self.len).then(|| self.state.digest())
+    }
 }
 
 /// [`frame_checksum`] fed piece by piece, so that a sink can checksum each piece of a frame
@@ -60,23 +100,23 @@ fn with_frame(data: u64, frame: &Frame) -> u64 {
 /// against a plain `write` loop of the same bytes on tmpfs (`cargo xtask bench --sink raw
 /// --against posix`; the guide's benchmarks page has the figures).
 pub(crate) struct Running {
-    state: xxhash_rust::xxh3::Xxh3,
+    hash: DataHasher,
 }
 
 impl Running {
     /// A checksum of a frame of `len` bytes.
     pub(crate) fn new(len: usize) -> Self {
-        Running { state: xxhash_rust::xxh3::Xxh3::with_seed(len as u64) }
+        Running { hash: DataHasher::new(len) }
     }
 
     /// Adds the next bytes of the frame.
     pub(crate) fn update(&mut self, bytes: &[u8]) {
-        self.state.update(bytes);
+        self.hash.update(bytes);
     }
 
     /// The checksum of `frame`, whose bytes were all added.
     pub(crate) fn finish(self, frame: &Frame) -> u64 {
-        with_frame(self.state.digest(), frame)
+        with_frame(self.hash.state.digest(), frame)
     }
 }
 
@@ -94,6 +134,27 @@ pub(crate) fn add(total: u64, frame_checksum: u64) -> u64 {
 mod tests {
     use super::frame_checksum;
     use crate::frame::Frame;
+
+    #[test]
+    fn a_frame_hashed_as_it_is_filled_equals_one_hashed_afterwards() {
+        let data: Vec<u8> = (0..5000u32).map(|i| (i * 13 % 241) as u8).collect();
+        let whole = Frame::new(2, 4, 8, data.clone()).hash_data();
+        for cut in [1usize, 64, 1000, 5000] {
+            let mut h = super::DataHasher::new(data.len());
+            for piece in data.chunks(cut) {
+                h.update(piece);
+            }
+            let f = Frame::new(2, 4, 8, data.clone()).with_data_hash(&h);
+            assert_eq!(f.data_hash, whole.data_hash, "pieces of {cut}");
+        }
+        // Fed too little, or sized for another frame: the hash is computed from the data.
+        let mut short = super::DataHasher::new(data.len());
+        short.update(&data[..10]);
+        assert_eq!(Frame::new(2, 4, 8, data.clone()).with_data_hash(&short).data_hash, whole.data_hash);
+        let mut other = super::DataHasher::new(3);
+        other.update(&[1, 2, 3]);
+        assert_eq!(Frame::new(2, 4, 8, data.clone()).with_data_hash(&other).data_hash, whole.data_hash);
+    }
 
     #[test]
     fn piece_by_piece_equals_the_whole_frame() {
