@@ -5,6 +5,16 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// Held by each test while it runs: the benches calibrate against lavapipe's speed, and two
+/// of them at once on a 2-core machine made a sweep find no reachable row (a kernel bench
+/// on both cores slowed its compute fivefold against its writes).
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// A fresh directory for this test's files, under the system temp dir.
 fn scratch(name: &str) -> PathBuf {
@@ -36,6 +46,7 @@ fn positive(v: &serde_json::Value, key: &str) -> f64 {
 
 #[test]
 fn null_and_raw_benches_write_their_ratios() {
+    let _alone = one_at_a_time();
     let dir = scratch("bench");
     let null = bench(&["--sink", "null"], &dir.join("null.json"));
     positive(&null, "overhead_ratio");
@@ -55,6 +66,7 @@ fn null_and_raw_benches_write_their_ratios() {
 /// (the kept shared-memory tile) run, report their rates, and end in the same bits.
 #[test]
 fn kernel_bench_compares_and_checks_its_variants() {
+    let _alone = one_at_a_time();
     let dir = scratch("kernel");
     let tile = concat!(env!("CARGO_MANIFEST_DIR"), "/src/bench/tile_gray_scott.wgsl");
     let report = bench(&["--kernel", "--candidate", tile], &dir.join("kernel.json"));
@@ -74,6 +86,7 @@ fn kernel_bench_compares_and_checks_its_variants() {
 /// from the calibration's prediction), and every cell reports its repetitions.
 #[test]
 fn sweep_rows_carry_their_measured_theory() {
+    let _alone = one_at_a_time();
     let dir = scratch("sweep");
     let out = dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
@@ -104,6 +117,7 @@ fn sweep_rows_carry_their_measured_theory() {
 
 #[test]
 fn soak_runs_every_sink_and_cleans_up() {
+    let _alone = one_at_a_time();
     let dir = scratch("soak");
     let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
         // 400 frames check the machinery (every sink, descriptors, cleanup); memory growth
