@@ -62,8 +62,9 @@ fn null_and_raw_benches_write_their_ratios() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// `--kernel` on one small 2-D grid: the shipped Gray-Scott, the `%` baseline and a candidate
-/// (the kept shared-memory tile) run, report their rates, and end in the same bits.
+/// `--kernel` on one small 2-D grid: the shipped Gray-Scott, the `%` baseline, the shipped
+/// kernel at the other width and a candidate (the kept shared-memory tile) run, report their
+/// rates, and end in the same bits.
 #[test]
 fn kernel_bench_compares_and_checks_its_variants() {
     let _alone = one_at_a_time();
@@ -72,13 +73,15 @@ fn kernel_bench_compares_and_checks_its_variants() {
     let report = bench(&["--kernel", "--candidate", tile], &dir.join("kernel.json"));
     let case = &report["kernel"]["cases"][0];
     assert_eq!(case["grid"], serde_json::json!([32, 32]), "{case}");
-    for variant in ["current", "baseline", "candidate"] {
+    for variant in ["current", "baseline", "other-width", "candidate"] {
         positive(&case["variants"][variant]["cell_steps_per_s"], "median");
         positive(&case["variants"][variant]["effective_gb_per_s"], "median");
     }
     positive(&case["speedup_over_baseline"], "median");
     assert_eq!(case["check_baseline"], "bit-identical", "{case}");
     assert_eq!(case["check_candidate"], "bit-identical", "{case}");
+    positive(&case["speedup_over_other_width"], "median");
+    assert_eq!(case["check_other_width"], "bit-identical", "{case}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

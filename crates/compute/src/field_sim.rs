@@ -120,11 +120,17 @@ impl FieldSim {
         GridFootprint::new(grid, spec.fields.len(), spec.fields.len(), [1, 1, 1])?
             .check_bindings(&gpu.device().limits(), gpu.label())?;
         let checked = spec.check_for(layout.indexing)?;
+        let fields = spec.fields.len();
+        let limits = gpu.device().limits();
+        let dispatch_fits = |width: u32| {
+            GridFootprint::new(grid, fields, fields, checked.cells_per_workgroup_with(width))
+                .is_ok_and(|f| f.check(&limits, gpu.label()).is_ok())
+        };
         let cells_per_invocation =
-            invocation_width::resolve(spec.invocation_width, &checked, &spec.name, gpu.adapter())?;
+            invocation_width::resolve(spec.invocation_width, &checked, &spec.name, gpu.adapter(), &dispatch_fits)?;
         let cells_per_workgroup = checked.cells_per_workgroup_with(cells_per_invocation);
         let constants = invocation_width::pipeline_constants(&checked, cells_per_invocation);
-        let fields = spec.fields.len();
+        let constants: Vec<(&str, f64)> = constants.iter().map(|(k, v)| (k.as_str(), *v)).collect();
         // Sized by the cells a workgroup covers, which is what the dispatch divides the grid by.
         let footprint = gpu.check_grid(grid, fields, fields, cells_per_workgroup)?;
         check_immediates(gpu)?;
@@ -287,8 +293,9 @@ impl FieldSim {
         self.workgroup_size
     }
 
-    /// The cells one workgroup updates, `[x, y, z]`: the workgroup size, times the kernel's
-    /// `CELLS_PER_INVOCATION_X` along x; the dispatch divides the grid into these blocks.
+    /// The cells one workgroup updates, `[x, y, z]`: the workgroup size, times the cells per
+    /// invocation along x this device runs the kernel with (`InvocationWidth`); the dispatch
+    /// divides the grid into these blocks.
     pub fn cells_per_workgroup(&self) -> [u32; 3] {
         self.cells_per_workgroup
     }

@@ -2,13 +2,14 @@
 //!
 //! Why it depends on the adapter: a CPU driver (lavapipe, llvmpipe) runs each storage-buffer
 //! load lane by lane, so a step costs about its number of loads, and an invocation that slides
-//! a stencil window along 8 cells loads each column once instead of three times: the shipped
-//! Gray-Scott kernels run 2.37× (2-D, 1024²) and 1.27× (3-D, 64³) as fast with 8 cells per
-//! invocation on lavapipe (`cargo xtask bench --kernel`). A GPU coalesces the loads of
-//! neighbouring invocations into wide memory transactions, which 8 cells per invocation break
-//! up (neighbouring invocations then read addresses 32 bytes apart): on an NVIDIA H200 the
-//! same 8-cell kernels ran at 0.57× (2-D, 4096²) and 0.44× (3-D, 256³) the speed of one cell
-//! per invocation (docs, "Benchmarks"). A kernel that declares its width
+//! a stencil window along 8 cells loads each column once instead of three times: on lavapipe
+//! the shipped Gray-Scott kernels run 2.37× (2-D, 1024²) and 1.27× (3-D, 64³) as fast as the
+//! one-cell shaders they replaced (the 2-D one also lost a `%` per neighbour; `cargo xtask
+//! bench --kernel`). A GPU coalesces the loads of neighbouring invocations into wide memory
+//! transactions, which 8 cells per invocation break up (neighbouring invocations then read
+//! addresses 32 bytes apart): on an NVIDIA H200 the same kernels at 8 cells ran at 0.61×
+//! (2-D, 4096²) and 0.48× (3-D, 256³) their speed at one cell (docs, "Benchmarks", "On a real
+//! GPU"). A kernel that declares its width
 //! `override CELLS_PER_INVOCATION_X: u32 = N;` therefore gets N on CPU adapters and 1 on every
 //! other; `const` pins it; [`InvocationWidth::Cells`] forces a width (tests, benchmarks).
 //!
@@ -36,28 +37,38 @@ pub fn prefers_wide_invocations(adapter: &AdapterSummary) -> bool {
 }
 
 /// The cells per invocation along x `kernel` (named `name` in errors) runs with on `adapter`.
-pub fn resolve(width: InvocationWidth, kernel: &CheckedWgsl, name: &str, adapter: &AdapterSummary) -> Result<u32> {
+///
+/// An overridable kernel on a GPU gets 1, or, where the dispatch at 1 would exceed the
+/// device's workgroups per dimension (`dispatch_fits(width)` false: a grid wider than the
+/// workgroup's width × 65535 cells), the smallest width up to the declared one that fits:
+/// a grid a CPU adapter could run is never refused on a GPU for the width wgpipe chose.
+pub fn resolve(
+    width: InvocationWidth,
+    kernel: &CheckedWgsl,
+    name: &str,
+    adapter: &AdapterSummary,
+    dispatch_fits: &dyn Fn(u32) -> bool,
+) -> Result<u32> {
     let declared = kernel.cells_per_invocation_x;
     match width {
         InvocationWidth::PerAdapter if kernel.cells_per_invocation_overridable => {
-            Ok(if prefers_wide_invocations(adapter) { declared } else { 1 })
+            if prefers_wide_invocations(adapter) {
+                return Ok(declared);
+            }
+            Ok((1..declared).find(|w| dispatch_fits(*w)).unwrap_or(declared))
         }
         InvocationWidth::PerAdapter => Ok(declared),
         InvocationWidth::Cells(n) => check_forced(n, kernel, name),
     }
 }
 
-/// Every width `kernel` may run with under `width`, on any adapter: what a size check before
-/// the devices open must allow for.
-pub fn possible(width: InvocationWidth, kernel: &CheckedWgsl, name: &str) -> Result<Vec<u32>> {
+/// The width a size check before the devices open must allow for: the widest `kernel` may
+/// run with under `width` (an overridable kernel widens up to its declared width when a
+/// GPU's dispatch would not fit, [`resolve`]).
+pub fn widest(width: InvocationWidth, kernel: &CheckedWgsl, name: &str) -> Result<u32> {
     match width {
-        InvocationWidth::PerAdapter if kernel.cells_per_invocation_overridable => {
-            let mut widths = vec![1, kernel.cells_per_invocation_x];
-            widths.dedup();
-            Ok(widths)
-        }
-        InvocationWidth::PerAdapter => Ok(vec![kernel.cells_per_invocation_x]),
-        InvocationWidth::Cells(n) => Ok(vec![check_forced(n, kernel, name)?]),
+        InvocationWidth::PerAdapter => Ok(kernel.cells_per_invocation_x),
+        InvocationWidth::Cells(n) => check_forced(n, kernel, name),
     }
 }
 
@@ -71,18 +82,28 @@ fn check_forced(n: u32, kernel: &CheckedWgsl, name: &str) -> Result<u32> {
     if kernel.cells_per_invocation_overridable || n == kernel.cells_per_invocation_x {
         return Ok(n);
     }
+    let fixed = if kernel.declares_cells_per_invocation {
+        format!("its `const {CELLS_PER_INVOCATION_X}` is {}", kernel.cells_per_invocation_x)
+    } else {
+        format!("it declares no {CELLS_PER_INVOCATION_X}, which means 1")
+    };
     Err(invalid(format!(
-        "{n} cells per invocation asked for, but the kernel updates {} (its {CELLS_PER_INVOCATION_X} is fixed): \
-         declare `override {CELLS_PER_INVOCATION_X}: u32 = {}u;` to let the width be chosen, and write the \
-         kernel for any width",
-        kernel.cells_per_invocation_x, kernel.cells_per_invocation_x
+        "{n} cells per invocation asked for, but the kernel's width is fixed ({fixed}): declare \
+         `override {CELLS_PER_INVOCATION_X}: u32 = {}u;` to let the width be chosen, and write the kernel for any \
+         width (a loop over `j < {CELLS_PER_INVOCATION_X}` from x = id.x * {CELLS_PER_INVOCATION_X})",
+        kernel.cells_per_invocation_x
     )))
 }
 
 /// The pipeline constants that give the compiled kernel `cells` per invocation (none when
-/// the width is fixed in its text).
-pub fn pipeline_constants(kernel: &CheckedWgsl, cells: u32) -> Vec<(&'static str, f64)> {
-    if kernel.cells_per_invocation_overridable { vec![(CELLS_PER_INVOCATION_X, f64::from(cells))] } else { Vec::new() }
+/// the width is fixed in its text), keyed as wgpu looks them up: by the override's `@id`
+/// when it has one, else by its name.
+pub fn pipeline_constants(kernel: &CheckedWgsl, cells: u32) -> Vec<(String, f64)> {
+    if !kernel.cells_per_invocation_overridable {
+        return Vec::new();
+    }
+    let key = kernel.cells_per_invocation_id.map_or_else(|| CELLS_PER_INVOCATION_X.to_owned(), |id| id.to_string());
+    vec![(key, f64::from(cells))]
 }
 
 #[cfg(test)]
@@ -116,31 +137,44 @@ mod tests {
     fn an_override_is_wide_on_cpu_drivers_and_one_cell_on_gpus() {
         let k = kernel("override CELLS_PER_INVOCATION_X: u32 = 8u;");
         assert!(k.cells_per_invocation_overridable);
-        let on = |t| resolve(InvocationWidth::PerAdapter, &k, "k", &adapter(t)).unwrap();
+        let fits = |_: u32| true;
+        let on = |t| resolve(InvocationWidth::PerAdapter, &k, "k", &adapter(t), &fits).unwrap();
         assert_eq!(on(wgpu::DeviceType::Cpu), 8);
         for gpu in [wgpu::DeviceType::DiscreteGpu, wgpu::DeviceType::IntegratedGpu, wgpu::DeviceType::VirtualGpu] {
             assert_eq!(on(gpu), 1, "{gpu:?}");
         }
-        assert_eq!(resolve(InvocationWidth::Cells(3), &k, "k", &adapter(wgpu::DeviceType::Cpu)).unwrap(), 3);
-        assert_eq!(possible(InvocationWidth::PerAdapter, &k, "k").unwrap(), [1, 8]);
-        assert_eq!(pipeline_constants(&k, 3), [(CELLS_PER_INVOCATION_X, 3.0)]);
+        assert_eq!(resolve(InvocationWidth::Cells(3), &k, "k", &adapter(wgpu::DeviceType::Cpu), &fits).unwrap(), 3);
+        assert_eq!(widest(InvocationWidth::PerAdapter, &k, "k").unwrap(), 8);
+        assert_eq!(pipeline_constants(&k, 3), [(CELLS_PER_INVOCATION_X.to_owned(), 3.0)]);
+        // A grid too wide for one cell per invocation on a GPU widens to the first width that fits.
+        let gpu = adapter(wgpu::DeviceType::DiscreteGpu);
+        assert_eq!(resolve(InvocationWidth::PerAdapter, &k, "k", &gpu, &|w| w >= 3).unwrap(), 3);
+        assert_eq!(resolve(InvocationWidth::PerAdapter, &k, "k", &gpu, &|_| false).unwrap(), 8, "the widest");
+        // An override with an @id is set by its id.
+        let with_id = kernel("@id(7) override CELLS_PER_INVOCATION_X: u32 = 8u;");
+        assert_eq!(pipeline_constants(&with_id, 2), [("7".to_owned(), 2.0)]);
     }
 
     #[test]
     fn a_const_or_no_declaration_is_fixed_and_a_forced_width_must_fit() {
         let fixed = kernel("const CELLS_PER_INVOCATION_X: u32 = 4u;");
         let none = kernel("");
+        let fits = |_: u32| true;
         for t in [wgpu::DeviceType::Cpu, wgpu::DeviceType::DiscreteGpu] {
-            assert_eq!(resolve(InvocationWidth::PerAdapter, &fixed, "k", &adapter(t)).unwrap(), 4);
-            assert_eq!(resolve(InvocationWidth::PerAdapter, &none, "k", &adapter(t)).unwrap(), 1);
+            assert_eq!(resolve(InvocationWidth::PerAdapter, &fixed, "k", &adapter(t), &fits).unwrap(), 4);
+            assert_eq!(resolve(InvocationWidth::PerAdapter, &none, "k", &adapter(t), &fits).unwrap(), 1);
         }
-        assert_eq!(possible(InvocationWidth::PerAdapter, &fixed, "k").unwrap(), [4]);
+        assert_eq!(widest(InvocationWidth::PerAdapter, &fixed, "k").unwrap(), 4);
         assert!(pipeline_constants(&fixed, 4).is_empty());
-        let err = resolve(InvocationWidth::Cells(1), &fixed, "k", &adapter(wgpu::DeviceType::Cpu)).unwrap_err();
-        assert!(err.to_string().contains("declare `override CELLS_PER_INVOCATION_X: u32 = 4u;`"), "{err}");
+        let cpu = adapter(wgpu::DeviceType::Cpu);
+        let err = resolve(InvocationWidth::Cells(1), &fixed, "k", &cpu, &fits).unwrap_err().to_string();
+        assert!(err.contains("its `const CELLS_PER_INVOCATION_X` is 4"), "{err}");
+        assert!(err.contains("declare `override CELLS_PER_INVOCATION_X: u32 = 4u;`"), "{err}");
+        let err = resolve(InvocationWidth::Cells(2), &none, "k", &cpu, &fits).unwrap_err().to_string();
+        assert!(err.contains("it declares no CELLS_PER_INVOCATION_X, which means 1"), "{err}");
         let overridable = kernel("override CELLS_PER_INVOCATION_X: u32 = 8u;");
         for bad in [0, 65] {
-            let err = possible(InvocationWidth::Cells(bad), &overridable, "k").unwrap_err();
+            let err = widest(InvocationWidth::Cells(bad), &overridable, "k").unwrap_err();
             assert!(err.to_string().contains("give 1 to 64"), "{bad}: {err}");
         }
     }

@@ -103,7 +103,8 @@ pub struct FrameInfo {
     pub step: u64,
     /// Time blocked waiting for the GPU to finish the frame's steps and copy.
     pub gpu_wait: Duration,
-    /// Time copying the mapped staging buffer into the caller's buffer.
+    /// Time copying the mapped staging buffer into the caller's buffer (with whatever
+    /// [`FrameProducer::next_into_observed`]'s callback did with each piece: the runner's hash).
     pub copy: Duration,
     /// Time the GPU spent on the frame's commands, from timestamp queries; `None` when the
     /// device has no `TIMESTAMP_QUERY` or they are off ([`FrameProducer::without_timestamps`]).

@@ -46,6 +46,10 @@ pub struct CheckedWgsl {
     /// Whether [`CELLS_PER_INVOCATION_X`] is declared `override`: wgpipe then chooses it per
     /// adapter when it builds the pipeline (`crate::invocation_width`).
     pub cells_per_invocation_overridable: bool,
+    /// The override's `@id`, if it has one (wgpu then sets it by id, not by name).
+    pub cells_per_invocation_id: Option<u16>,
+    /// Whether the kernel declares [`CELLS_PER_INVOCATION_X`] at all (else its width is 1).
+    pub declares_cells_per_invocation: bool,
 }
 
 /// Name of the optional kernel constant (`const CELLS_PER_INVOCATION_X: u32 = 4u;`) saying
@@ -123,7 +127,19 @@ pub fn check(file: &str, prelude: &str, kernel: &str) -> Result<CheckedWgsl, Wgs
     let workgroup_size = entry.workgroup_size;
     let (cells_per_invocation_x, cells_per_invocation_overridable) = cells_per_invocation_x(&module, kernel)
         .map_err(|message| WgslError { file: file.to_owned(), line: None, column: None, message })?;
-    Ok(CheckedWgsl { source, module, workgroup_size, cells_per_invocation_x, cells_per_invocation_overridable })
+    let named = |name: &Option<String>| name.as_deref() == Some(CELLS_PER_INVOCATION_X);
+    let cells_per_invocation_id = module.overrides.iter().find(|(_, o)| named(&o.name)).and_then(|(_, o)| o.id);
+    let declares_cells_per_invocation =
+        module.constants.iter().any(|(_, c)| named(&c.name)) || module.overrides.iter().any(|(_, o)| named(&o.name));
+    Ok(CheckedWgsl {
+        source,
+        module,
+        workgroup_size,
+        cells_per_invocation_x,
+        cells_per_invocation_overridable,
+        cells_per_invocation_id,
+        declares_cells_per_invocation,
+    })
 }
 
 /// The value of the kernel's [`CELLS_PER_INVOCATION_X`] constant or override default (1 when
@@ -150,8 +166,9 @@ fn cells_per_invocation_x(module: &naga::Module, kernel: &str) -> Result<(u32, b
         Some(n) => Ok((n, overridable)),
         None => Err(format!(
             "{CELLS_PER_INVOCATION_X} must be a u32 literal from 1 to {MAX_CELLS_PER_INVOCATION_X}, e.g. \
-             `const {CELLS_PER_INVOCATION_X}: u32 = 4u;` (the cells each invocation updates along x; \
-             `override` instead of `const` lets wgpipe choose it per adapter)"
+             `{} {CELLS_PER_INVOCATION_X}: u32 = 4u;` (the cells each invocation updates along x; \
+             `override` lets wgpipe choose it per adapter, `const` fixes it)",
+            if overridable { "override" } else { "const" }
         )),
     }
 }

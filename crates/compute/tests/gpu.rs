@@ -36,10 +36,11 @@ fn gray_scott_matches_cpu_twin_over_512_steps() {
     assert!(max_abs_diff(&on_gpu, &init) > 0.05, "the state did not evolve");
 }
 
-/// The shipped 2-D shader updates 8 cells of a row per invocation (`CELLS_PER_INVOCATION_X`):
-/// rows shorter than 8, rows of 8 and rows that end mid-invocation, with either boundary rule,
-/// give one step equal to the twin written from the model (cpu_twin's stencil). One step of
-/// an irregular state: a wrong neighbour or a skipped cell shows as a difference of O(0.01).
+/// The shipped 2-D shader at 8 cells of a row per invocation (CPU adapters' width, forced
+/// here so that a GPU runs it too) and at the adapter's own width: rows shorter than 8, rows
+/// of 8 and rows that end mid-invocation, with either boundary rule, give one step equal to
+/// the twin written from the model (cpu_twin's stencil). One step of an irregular state: a
+/// wrong neighbour or a skipped cell shows as a difference of O(0.01).
 #[test]
 fn gray_scott_updates_every_cell_of_ragged_rows_with_either_boundary() {
     let gpu = gpu();
@@ -50,8 +51,10 @@ fn gray_scott_updates_every_cell_of_ragged_rows_with_either_boundary() {
         // Values in [0, 1), no two neighbours alike.
         let init: Vec<f32> =
             (0..2 * cells).map(|i| (wgpipe_compute::noise::uniform_noise(5, i as u32, 0) + 1.0) * 0.5).collect();
-        for boundary in Boundary::ALL {
-            let spec = p.kernel().with_boundary(boundary);
+        for (boundary, width) in
+            Boundary::ALL.into_iter().flat_map(|b| [(b, InvocationWidth::PerAdapter), (b, InvocationWidth::Cells(8))])
+        {
+            let spec = p.kernel().with_boundary(boundary).with_invocation_width(width);
             let mut sim = FieldSim::new(&gpu, &spec, &grid, &init).unwrap();
             sim.run_steps(1).unwrap();
             let on_gpu = sim.read_state().unwrap();
@@ -64,7 +67,7 @@ fn gray_scott_updates_every_cell_of_ragged_rows_with_either_boundary() {
                 twin[cells + c.i] = v[c.i] + p.dt * (p.dv * lv + uvv - (p.feed + p.kill) * v[c.i]);
             }
             let diff = max_abs_diff(&on_gpu, &twin);
-            assert!(diff <= 1e-6, "{grid} grid, {boundary}: GPU and twin differ by {diff}");
+            assert!(diff <= 1e-6, "{grid} grid, {boundary}, {width:?}: GPU and twin differ by {diff}");
         }
     }
 }
@@ -255,7 +258,8 @@ fn cells_per_invocation_shrinks_the_dispatch_and_is_checked() {
     let expected: Vec<f32> = (0..rows * cols).map(|i| ((i % cols) / 3) as f32 + 1.0).collect();
     assert_eq!(sim.read_state().unwrap(), expected, "every cell written by invocation x / 3");
 
-    // Declared `override`, a forced width reaches both the dispatch and the shader.
+    // Declared `override` (with an `@id` too), a forced width reaches both the dispatch and
+    // the shader.
     let code = "override CELLS_PER_INVOCATION_X: u32 = 3u;\n\
          @compute @workgroup_size(4, 2)\n\
          fn main(@builtin(global_invocation_id) id: vec3<u32>) {\n\
@@ -264,7 +268,7 @@ fn cells_per_invocation_shrinks_the_dispatch_and_is_checked() {
                  if (x < grid.nx && id.y < grid.ny) { u_out[id.y * grid.nx + x] = f32(id.x) + 1.0; }\n\
              }\n\
          }\n";
-    for n in [1, 2, 5] {
+    for (n, code) in [(1, code.to_owned()), (2, code.to_owned()), (5, format!("@id(7) {code}"))] {
         let spec = KernelSpec::new("o", WgslSource::new("o.wgsl", code), vec!["u".into()], vec![])
             .with_invocation_width(InvocationWidth::Cells(n));
         let mut sim = FieldSim::new(&gpu, &spec, &grid(rows, cols), &vec![0.0; rows * cols]).unwrap();
@@ -294,7 +298,8 @@ fn cells_per_invocation_shrinks_the_dispatch_and_is_checked() {
 #[test]
 fn every_invocation_width_of_the_shipped_kernels_gives_the_same_bits() {
     let gpu = gpu();
-    let widths = [InvocationWidth::PerAdapter, InvocationWidth::Cells(1), InvocationWidth::Cells(3)];
+    let widths =
+        [InvocationWidth::PerAdapter, InvocationWidth::Cells(1), InvocationWidth::Cells(3), InvocationWidth::Cells(8)];
     for boundary in Boundary::ALL {
         let (rows, cols) = (13, 37);
         let init = gray_scott::initial_state(rows, cols, 5, 0.05);

@@ -7,8 +7,8 @@ mod common;
 use common::gpu;
 use wgpipe_compute::gray_scott_3d::{self, GrayScott3dParams};
 use wgpipe_compute::{
-    Block, BlockSim, Boundary, Faces, FieldSim, GpuDevice, Grid, KernelSpec, Side, WgslSource, exchange_in_process,
-    gray_scott,
+    Block, BlockSim, Boundary, Faces, FieldSim, GpuDevice, Grid, InvocationWidth, KernelSpec, Side, WgslSource,
+    exchange_in_process, gray_scott, prefers_wide_invocations,
 };
 
 /// The blocks of a Cartesian split: per axis, the sizes of its parts (C order).
@@ -77,9 +77,18 @@ fn split_runs_are_bit_identical_to_the_whole_grid() {
         // (0.25, 0.33) straddles every cut), and the noise changed it.
         assert!(whole.iter().zip(&init).any(|(a, b)| (a - b).abs() > 0.01), "noise {noise}: no evolution");
         for parts in splits {
-            let split = run_split(&gpu, &kernel, &blocks(&grid, parts), &init, steps);
-            let differing = bits(&split).iter().zip(bits(&whole)).filter(|(a, b)| **a != *b).count();
-            assert_eq!(differing, 0, "noise {noise}, split {parts:?}: {differing} values differ from the whole run");
+            // The blocks at the adapter's width, and at the other one (1 cell per invocation
+            // on a CPU adapter, 8 on a GPU), so that both widths run split on every machine.
+            let other = if prefers_wide_invocations(gpu.adapter()) { 1 } else { 8 };
+            for width in [InvocationWidth::PerAdapter, InvocationWidth::Cells(other)] {
+                let kernel = kernel.clone().with_invocation_width(width);
+                let split = run_split(&gpu, &kernel, &blocks(&grid, parts), &init, steps);
+                let differing = bits(&split).iter().zip(bits(&whole)).filter(|(a, b)| **a != *b).count();
+                assert_eq!(
+                    differing, 0,
+                    "noise {noise}, split {parts:?}, {width:?}: {differing} values differ from the whole run"
+                );
+            }
         }
         whole_runs.push(whole);
     }

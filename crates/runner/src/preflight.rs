@@ -8,12 +8,13 @@ use crate::error::{Error, Result};
 use crate::job::Job;
 
 /// Distinct cells per workgroup of `kernels` (the block each dispatch divides the grid into:
-/// the workgroup size, times `CELLS_PER_INVOCATION_X` along x; every width an adapter may
-/// choose, see `InvocationWidth`), each kernel's WGSL validated.
+/// the workgroup size, times the widest `CELLS_PER_INVOCATION_X` along x a device may run it
+/// with, see `InvocationWidth`), each kernel's WGSL validated.
 /// A batch of many runs of one kernel differs only in parameters and seeds: its shader is
 /// looked at once here, and naga validates each text once anyway ([`KernelSpec::check`]).
 pub(crate) fn kernel_workgroup_sizes<'a>(kernels: impl IntoIterator<Item = &'a KernelSpec>) -> Result<Vec<[u32; 3]>> {
-    // What the compiled text depends on (the prelude: rank, boundary, fields; the kernel's code).
+    // What the sizes depend on (the prelude: rank, boundary, fields; the kernel's code; the
+    // width asked for).
     let same_shader = |a: &KernelSpec, b: &KernelSpec| {
         (&a.wgsl, &a.fields, a.rank, a.boundary, a.invocation_width)
             == (&b.wgsl, &b.fields, b.rank, b.boundary, b.invocation_width)
@@ -26,9 +27,8 @@ pub(crate) fn kernel_workgroup_sizes<'a>(kernels: impl IntoIterator<Item = &'a K
         }
         checked.push(kernel);
         let wgsl = kernel.check()?;
-        for width in invocation_width::possible(kernel.invocation_width, &wgsl, &kernel.name)? {
-            sizes.push(wgsl.cells_per_workgroup_with(width));
-        }
+        let widest = invocation_width::widest(kernel.invocation_width, &wgsl, &kernel.name)?;
+        sizes.push(wgsl.cells_per_workgroup_with(widest));
     }
     sizes.sort_unstable();
     sizes.dedup();

@@ -34,8 +34,9 @@ pub(crate) struct RunShape {
     pub frame_fields: usize,
     pub staging_buffers: usize,
     pub io_buffer: usize,
-    /// Distinct cells per workgroup of the run's kernels (workgroup size, times the kernel's
-    /// `CELLS_PER_INVOCATION_X` along x): what each dispatch divides the grid into.
+    /// Distinct cells per workgroup of the run's kernels (workgroup size, times the widest
+    /// `CELLS_PER_INVOCATION_X` a device may run the kernel with, along x): what each dispatch
+    /// divides the grid into at the least.
     pub workgroup_sizes: Vec<[u32; 3]>,
 }
 

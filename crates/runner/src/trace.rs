@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 pub enum SpanKind {
     /// Device thread: waiting for the GPU to finish a frame's steps.
     Compute,
-    /// Device thread: copying a mapped frame out of the staging buffer.
+    /// Device thread: copying a mapped frame out of the staging buffer, hashing it as it goes.
     Readback,
     /// Device thread: blocked handing a frame to a full channel (backpressure).
     Blocked,

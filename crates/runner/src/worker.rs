@@ -212,7 +212,8 @@ impl DeviceWorker<'_> {
                 report.checkpoint_interval =
                     schedule.as_ref().and_then(Schedule::chosen).or(report.checkpoint_interval);
             }
-            // Hashed here, not by the sink: the writer's thread is the one an I/O-bound run waits for.
+            // Hashed on this thread (while copied, above), not by the sink: the writer's thread is
+            // the one an I/O-bound run waits for.
             let frame = Frame::new(stream, info.index, info.step, data).with_data_hash(&hash);
             let env = Envelope { device: d, frame, checkpoint };
             match handoff {

@@ -55,15 +55,18 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
                        and 128³): cell-steps/s, effective GB/s (each field read and
                        written once per cell-step), and the Gray-Scott speedups over the
                        shaders they replaced (2-D: the %-wrapped one; 3-D: one cell per
-                       invocation), alternating, results checked bit for bit; lavapipe
+                       invocation) and over themselves at the cells per invocation the
+                       adapter did not get (1 on a CPU driver, 8 on a GPU), alternating,
+                       results checked bit for bit; lavapipe
                        keeps LP_NUM_THREADS as set (all cores when unset); with
                        --rows/--cols: only the 2-D Gray-Scott on that grid; steps per
                        timing grow until the shipped kernel takes 0.1 s (a real GPU)
   --large              with --kernel: the Gray-Scott models on 4096² and 256³ too (64 MiB
                        a field: a GPU's memory rather than its caches)
   --roofline           --kernel, plus the adapter's copy bandwidth (a device-local buffer
-                       copy, read + write, before and after the kernels) and each shipped
-                       kernel's effective GB/s as a fraction of it
+                       copy and a compute shader's copy, read + write, before and after the
+                       kernels) and each shipped kernel's effective GB/s as a fraction of
+                       the faster copy's
   --candidate FILE     with --kernel: a 2-D Gray-Scott step shader measured alongside
                        (same prelude, fields and Params), its result compared bit for bit
   --candidate-3d FILE  the same for the 3-D Gray-Scott cases

@@ -4,7 +4,7 @@
 //! Every shipped kernel runs on a grid or two ([`cases`]): its [`FieldSim`] is set up once,
 //! warmed up, then timed over `--reps` repetitions of `run_steps(n)` (submit and wait, no
 //! readback), `n` chosen so that every timing covers about [`CELL_STEPS_PER_TIMING`]
-//! cell-steps. Figures: cell-steps/s, and effective bytes/s under the byte model *every field
+//! cell-steps and, on a fast GPU, lasts [`MIN_TIMING`] at least. Figures: cell-steps/s, and effective bytes/s under the byte model *every field
 //! is read once and written once per cell-step* (`2 × fields × 4` bytes: what the step must
 //! move at the least, neighbours served from cache), which compares with a device's memory
 //! bandwidth.

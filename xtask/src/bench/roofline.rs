@@ -55,7 +55,7 @@ pub struct CopyBandwidth {
     pub shader: Vec<f64>,
 }
 
-/// [`CopyBandwidth`] of `reps` timings each, alternating.
+/// [`CopyBandwidth`] of `reps` timings each: the buffer copies, then the shader copies.
 pub fn copy_bandwidth(gpu: &GpuDevice, reps: usize) -> Result<CopyBandwidth> {
     let buffer = buffer_copy(gpu, reps)?;
     let shader = shader_copy(gpu, reps)?;
