@@ -128,6 +128,7 @@ fn devices_lists_at_least_one_adapter() {
     let verdicts = ["hardware adapter", "no hardware adapter exists", "same adapter as", "a hardware adapter exists"];
     assert!(rows.iter().all(|l| verdicts.iter().any(|v| l.contains(v))), "{stdout}");
     assert!(rows.iter().any(|l| l.starts_with('*')), "no adapter marked as the default's: {stdout}");
+    assert!(stdout.contains("1 on the others"), "the per-adapter kernel width is explained: {stdout}");
 }
 
 #[test]

@@ -28,5 +28,9 @@ pub fn devices() -> anyhow::Result<()> {
         "* = opened by the default devices.select = \"all\" (each physical adapter once, hardware preferred); \
          \"all-backends\" opens every line; also [INDEX, ...], a backend (vulkan, gl, ...) or a name substring"
     );
+    println!(
+        "kernels that declare `override CELLS_PER_INVOCATION_X` (the shipped Gray-Scott ones) update that many \
+         cells per invocation on Cpu adapters and 1 on the others (guide: Writing a kernel)"
+    );
     Ok(())
 }
