@@ -125,45 +125,55 @@ pub fn check(file: &str, prelude: &str, kernel: &str) -> Result<CheckedWgsl, Wgs
             },
         )?;
     let workgroup_size = entry.workgroup_size;
-    let (cells_per_invocation_x, cells_per_invocation_overridable) = cells_per_invocation_x(&module, kernel)
-        .map_err(|message| WgslError { file: file.to_owned(), line: None, column: None, message })?;
-    let named = |name: &Option<String>| name.as_deref() == Some(CELLS_PER_INVOCATION_X);
-    let cells_per_invocation_id = module.overrides.iter().find(|(_, o)| named(&o.name)).and_then(|(_, o)| o.id);
-    let declares_cells_per_invocation =
-        module.constants.iter().any(|(_, c)| named(&c.name)) || module.overrides.iter().any(|(_, o)| named(&o.name));
+    let width = declared_width(&module, kernel).map_err(|message| WgslError {
+        file: file.to_owned(),
+        line: None,
+        column: None,
+        message,
+    })?;
     Ok(CheckedWgsl {
         source,
         module,
         workgroup_size,
-        cells_per_invocation_x,
-        cells_per_invocation_overridable,
-        cells_per_invocation_id,
-        declares_cells_per_invocation,
+        cells_per_invocation_x: width.cells,
+        cells_per_invocation_overridable: width.overridable,
+        cells_per_invocation_id: width.id,
+        declares_cells_per_invocation: width.declared,
     })
 }
 
-/// The value of the kernel's [`CELLS_PER_INVOCATION_X`] constant or override default (1 when
-/// `kernel` declares none) and whether it is an override; an error unless it is a u32 in
-/// 1..=[`MAX_CELLS_PER_INVOCATION_X`].
-fn cells_per_invocation_x(module: &naga::Module, kernel: &str) -> Result<(u32, bool), String> {
+/// What a kernel declares of its [`CELLS_PER_INVOCATION_X`].
+struct DeclaredWidth {
+    /// The constant's value or the override's default; 1 when undeclared.
+    cells: u32,
+    overridable: bool,
+    /// The override's `@id`.
+    id: Option<u16>,
+    declared: bool,
+}
+
+/// The kernel's [`CELLS_PER_INVOCATION_X`]: an error unless it is undeclared or a u32 literal
+/// in 1..=[`MAX_CELLS_PER_INVOCATION_X`].
+fn declared_width(module: &naga::Module, kernel: &str) -> Result<DeclaredWidth, String> {
     let named = |name: &Option<String>| name.as_deref() == Some(CELLS_PER_INVOCATION_X);
     let literal = |init: naga::Handle<naga::Expression>| match module.global_expressions[init] {
         naga::Expression::Literal(naga::Literal::U32(n)) => Some(n),
         _ => None,
     };
     let constant = module.constants.iter().find(|(_, c)| named(&c.name)).map(|(_, c)| literal(c.init));
-    let overridden = module.overrides.iter().find(|(_, o)| named(&o.name)).map(|(_, o)| o.init.and_then(literal));
-    let (value, overridable) = match (constant, overridden) {
-        (Some(value), None) => (value, false),
-        (None, Some(value)) => (value, true),
+    let overridden =
+        module.overrides.iter().find(|(_, o)| named(&o.name)).map(|(_, o)| (o.init.and_then(literal), o.id));
+    let (value, overridable, id) = match (constant, overridden) {
+        (Some(value), None) => (value, false, None),
+        (None, Some((value, id))) => (value, true, id),
         // naga keeps no abstract-typed constant (`const N = 4;`) in the module: declared
         // without a type, it would be ignored silently (every cell still updated, by N times
         // too many invocations), so it is an error too.
-        _ if declares(kernel, "const", CELLS_PER_INVOCATION_X) => (None, false),
-        _ => return Ok((1, false)),
+        _ if declares_const(kernel, CELLS_PER_INVOCATION_X) => (None, false, None),
+        _ => return Ok(DeclaredWidth { cells: 1, overridable: false, id: None, declared: false }),
     };
     match value.filter(|n| (1..=MAX_CELLS_PER_INVOCATION_X).contains(n)) {
-        Some(n) => Ok((n, overridable)),
+        Some(cells) => Ok(DeclaredWidth { cells, overridable, id, declared: true }),
         None => Err(format!(
             "{CELLS_PER_INVOCATION_X} must be a u32 literal from 1 to {MAX_CELLS_PER_INVOCATION_X}, e.g. \
              `{} {CELLS_PER_INVOCATION_X}: u32 = 4u;` (the cells each invocation updates along x; \
@@ -173,12 +183,12 @@ fn cells_per_invocation_x(module: &naga::Module, kernel: &str) -> Result<(u32, b
     }
 }
 
-/// Whether `code` has a `KEYWORD NAME` declaration (by tokens: comments are not parsed).
-fn declares(code: &str, keyword: &str, name: &str) -> bool {
+/// Whether `code` has a `const NAME` declaration (by tokens: comments are not parsed).
+fn declares_const(code: &str, name: &str) -> bool {
     let mut tokens = code.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|t| !t.is_empty());
     let mut previous = "";
     tokens.any(|t| {
-        let found = previous == keyword && t == name;
+        let found = previous == "const" && t == name;
         previous = t;
         found
     })

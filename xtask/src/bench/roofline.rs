@@ -62,18 +62,41 @@ pub fn copy_bandwidth(gpu: &GpuDevice, reps: usize) -> Result<CopyBandwidth> {
     Ok(CopyBandwidth { buffer, shader })
 }
 
-/// GB/s (read + write) of `reps` timed submissions of [`COPIES`] shader copies of [`COPY_BYTES`].
-fn shader_copy(gpu: &GpuDevice, reps: usize) -> Result<Vec<f64>> {
-    let device = gpu.device();
-    let buffer = |label: &str| {
-        device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(label),
+/// Two device-local buffers of [`COPY_BYTES`], `src` (with `src_usage`) filled with ones: a
+/// first write allocates lavapipe's memory, so that no timing pays for it.
+fn buffer_pair(
+    gpu: &GpuDevice,
+    what: &str,
+    src_usage: wgpu::BufferUsages,
+    dst_usage: wgpu::BufferUsages,
+) -> (wgpu::Buffer, wgpu::Buffer) {
+    let buffer = |label: String, usage| {
+        gpu.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some(&label),
             size: COPY_BYTES,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            usage,
             mapped_at_creation: false,
         })
     };
-    let (src, dst) = (buffer("roofline shader source"), buffer("roofline shader destination"));
+    let src = buffer(format!("{what} source"), src_usage | wgpu::BufferUsages::COPY_DST);
+    let dst = buffer(format!("{what} destination"), dst_usage);
+    gpu.queue().write_buffer(&src, 0, &vec![1u8; COPY_BYTES as usize]);
+    (src, dst)
+}
+
+/// Seconds from submitting `encoder` to the end of its work.
+fn time_submission(gpu: &GpuDevice, encoder: wgpu::CommandEncoder, what: &str) -> Result<f64> {
+    let start = Instant::now();
+    let index = gpu.queue().submit([encoder.finish()]);
+    gpu.wait(index).with_context(|| format!("waiting for the {what}"))?;
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// GB/s (read + write) of `reps` timed submissions of [`COPIES`] shader copies of [`COPY_BYTES`].
+fn shader_copy(gpu: &GpuDevice, reps: usize) -> Result<Vec<f64>> {
+    let device = gpu.device();
+    let storage = wgpu::BufferUsages::STORAGE;
+    let (src, dst) = buffer_pair(gpu, "roofline shader", storage, storage);
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some("roofline shader copy"),
         source: wgpu::ShaderSource::Wgsl(SHADER_COPY.into()),
@@ -107,12 +130,8 @@ fn shader_copy(gpu: &GpuDevice, reps: usize) -> Result<Vec<f64>> {
                 pass.dispatch_workgroups(SHADER_COPY_GROUPS_X, groups_y, 1);
             }
         }
-        let start = Instant::now();
-        let index = gpu.queue().submit([encoder.finish()]);
-        gpu.wait(index).context("waiting for the shader copies")?;
-        Ok(start.elapsed().as_secs_f64())
+        time_submission(gpu, encoder, "shader copies")
     };
-    gpu.queue().write_buffer(&src, 0, &vec![1u8; COPY_BYTES as usize]);
     timed(submit, reps)
 }
 
@@ -128,29 +147,15 @@ fn timed(submit: impl Fn(u32) -> Result<f64>, reps: usize) -> Result<Vec<f64>> {
 
 /// GB/s (read + write) of `reps` timed submissions of [`COPIES`] copies of [`COPY_BYTES`].
 fn buffer_copy(gpu: &GpuDevice, reps: usize) -> Result<Vec<f64>> {
-    let device = gpu.device();
-    let buffer = |label: &str, usage: wgpu::BufferUsages| {
-        device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(label),
-            size: COPY_BYTES,
-            usage,
-            mapped_at_creation: false,
-        })
-    };
-    let src = buffer("roofline source", wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST);
-    let dst = buffer("roofline destination", wgpu::BufferUsages::COPY_DST);
-    // Touch both (a first write allocates lavapipe's memory), then time.
+    let (src, dst) = buffer_pair(gpu, "roofline", wgpu::BufferUsages::COPY_SRC, wgpu::BufferUsages::COPY_DST);
     let submit = |copies: u32| -> Result<f64> {
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("roofline") });
+        let mut encoder =
+            gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("roofline") });
         for _ in 0..copies {
             encoder.copy_buffer_to_buffer(&src, 0, &dst, 0, COPY_BYTES);
         }
-        let start = Instant::now();
-        let index = gpu.queue().submit([encoder.finish()]);
-        gpu.wait(index).context("waiting for the copies")?;
-        Ok(start.elapsed().as_secs_f64())
+        time_submission(gpu, encoder, "copies")
     };
-    gpu.queue().write_buffer(&src, 0, &vec![1u8; COPY_BYTES as usize]);
     timed(submit, reps)
 }
 
