@@ -122,13 +122,16 @@ impl PipelineBuilder {
         self
     }
 
-    /// Capacity of the channel between devices and writer (default 2; 0 = rendezvous).
+    /// Capacity of the channel between devices and writer (0 = rendezvous). Default: 2 in
+    /// the async and sync modes; in the auto mode up to [`crate::tuning::AUTO_IO_BUFFER`] as
+    /// host memory allows, of which the run uses what its measurements ask for.
     pub fn io_buffer(mut self, n: usize) -> Self {
-        self.settings.io_buffer = n;
+        self.settings.io_buffer = Some(n);
         self
     }
 
-    /// Async (default) or sync I/O.
+    /// How frames reach the sink: [`IoMode::Auto`] (default: measured and chosen), async or
+    /// sync.
     pub fn mode(mut self, mode: IoMode) -> Self {
         self.settings.mode = mode;
         self

@@ -46,6 +46,7 @@ mod sizes;
 pub mod split;
 pub mod thinning;
 mod trace;
+pub mod tuning;
 mod worker;
 mod writer;
 
@@ -58,7 +59,7 @@ pub use layout::stored_dtype;
 pub use pipeline::Pipeline;
 pub use pool::BufferPool;
 pub use progress::{DeviceProgress, Progress, ProgressSnapshot};
-pub use report::{CheckpointReport, ComputeSource, DeviceReport, IoMode, RunReport, WriterReport};
+pub use report::{CheckpointReport, ComputeSource, DeviceReport, IoMode, RunReport, TuningReport, WriterReport};
 pub use run_state::StopHandle;
 pub use thinning::{ThinnedSink, Thinning, Trigger, TriggerError};
 pub use trace::{Span, SpanKind};

@@ -13,10 +13,11 @@ use crate::plan::Plan;
 use crate::pool::BufferPool;
 use crate::progress::Progress;
 use crate::report::CheckpointReport;
-use crate::report::{IoMode, RunReport};
+use crate::report::{IoMode, RunReport, TuningReport};
 use crate::run_state::{RunState, StopHandle};
 use crate::settings::Settings;
 use crate::trace::Recorder;
+use crate::tuning::Tuner;
 use crate::worker::{Handoff, WorkerContext, device_thread};
 use crate::writer::{CheckpointWriter, FrameWriter, lock, writer_thread};
 
@@ -70,6 +71,13 @@ impl Pipeline {
         &self.gpus
     }
 
+    /// The capacity of the channel between the devices and the writer thread (frames):
+    /// `io_buffer` as given, else the mode's default, which `auto` lowers to what host memory
+    /// holds.
+    pub fn io_buffer(&self) -> usize {
+        self.plan.io_buffer
+    }
+
     /// What the sink will receive.
     pub fn layout(&self) -> &StreamLayout {
         &self.plan.layout
@@ -90,6 +98,7 @@ impl Pipeline {
             layout,
             readback,
             pool_frames,
+            io_buffer,
             total_frames: _,
             lockstep,
             fingerprints,
@@ -99,7 +108,6 @@ impl Pipeline {
         let Settings {
             output_dtype,
             gpu_timestamps,
-            io_buffer,
             mode,
             stop,
             trace,
@@ -153,12 +161,16 @@ impl Pipeline {
         }
         drop(job_tx);
         let (frame_tx, frame_rx) = bounded(io_buffer);
-        let handoff = match mode {
-            IoMode::Async => Handoff::Channel(frame_tx),
-            IoMode::Sync => {
+        // A split domain's ranks step together: its frames go to the writer thread as in
+        // async mode, unmeasured.
+        let tuner = (mode == IoMode::Auto && lockstep.is_none()).then(|| Arc::new(Tuner::new(gpus.len(), io_buffer)));
+        let handoff = match (mode, &tuner) {
+            (IoMode::Sync, _) => {
                 drop(frame_tx);
                 Handoff::Direct(Arc::clone(&writer))
             }
+            (_, Some(tuner)) => Handoff::Tuned { tx: frame_tx, writer: Arc::clone(&writer), tuner: Arc::clone(tuner) },
+            (_, None) => Handoff::Channel(frame_tx),
         };
         let ctx = WorkerContext {
             jobs: job_rx,
@@ -178,11 +190,11 @@ impl Pipeline {
 
         let mut report = RunReport { mode, ..Default::default() };
         std::thread::scope(|scope| {
-            let writer_handle = (mode == IoMode::Async).then(|| {
-                let (writer, state) = (&writer, &state);
-                std::thread::Builder::new()
-                    .name("wgpipe-writer".to_owned())
-                    .spawn_scoped(scope, move || writer_thread(writer, frame_rx, state, Recorder::new(start, trace)))
+            let writer_handle = (mode != IoMode::Sync).then(|| {
+                let (writer, state, tuner) = (&writer, &state, tuner.as_deref());
+                std::thread::Builder::new().name("wgpipe-writer".to_owned()).spawn_scoped(scope, move || {
+                    writer_thread(writer, frame_rx, state, tuner, Recorder::new(start, trace))
+                })
             });
             let mut device_handles = Vec::new();
             for (d, gpu) in gpus.iter().enumerate() {
@@ -234,6 +246,19 @@ impl Pipeline {
             }
         }
         drop(w);
+        report.tuning = match (&tuner, mode) {
+            (Some(t), _) => Some(t.report()),
+            (None, IoMode::Auto) => Some(TuningReport {
+                io_buffer,
+                capacity: io_buffer,
+                reason: format!(
+                    "async, io_buffer {io_buffer}: a split domain's ranks step together, so its frames go to the \
+                     writer thread unmeasured"
+                ),
+                ..Default::default()
+            }),
+            (None, _) => None,
+        };
         report.finish_seconds = finishing.elapsed().as_secs_f64();
         report.wall_seconds = start.elapsed().as_secs_f64();
         report.cell_steps =

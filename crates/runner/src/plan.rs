@@ -46,6 +46,9 @@ pub(crate) struct Plan {
     pub readback: ReadbackConfig,
     /// Frames the buffer pool holds: the count the host-memory check allowed for.
     pub pool_frames: usize,
+    /// The channel's capacity: `io_buffer` as given, else its default, lowered under `auto`
+    /// until host memory holds it.
+    pub io_buffer: usize,
     /// Frames this process runs (its shard's jobs × frames).
     pub total_frames: u64,
     /// A split domain's rank: votes with the other ranks at each frame boundary.
@@ -144,7 +147,7 @@ impl Draft {
             state_fields,
             frame_fields: grid_fields,
             staging_buffers: settings.staging_buffers,
-            io_buffer: settings.io_buffer,
+            io_buffer: settings.io_buffer.unwrap_or_else(|| settings.io_buffer_default()),
             workgroup_sizes,
         };
         let (shard, shards) = settings.shard;
@@ -178,7 +181,19 @@ impl Draft {
             Option<StreamLayout>,
             Option<Box<dyn Saver>>,
         ) = (jobs, None, None, None);
-        let memory = sizes::check(&shape, devices, sink, block.as_ref().unwrap_or(&layout), &layout)?;
+        let produced = block.as_ref().unwrap_or(&layout);
+        let mut memory = sizes::check(&shape, devices, sink, produced, &layout);
+        // `auto` chose the channel's capacity itself: a shallower one that fits is no error.
+        let mut shape = shape;
+        while matches!(memory, Err(Error::TooLarge { .. }))
+            && settings.mode == IoMode::Auto
+            && settings.io_buffer.is_none()
+            && shape.io_buffer > 0
+        {
+            shape.io_buffer -= 1;
+            memory = sizes::check(&shape, devices, sink, produced, &layout);
+        }
+        let memory = memory?;
         // Cannot overflow: checked above.
         let total_frames = jobs
             .iter()
@@ -191,9 +206,10 @@ impl Draft {
             frames: settings.frames,
             staging_buffers: settings.staging_buffers,
             fields: Vec::new(),
-            // Sync mode is the blocking baseline: nothing may compute while a frame is written.
-            // A split domain's frames exchange halos between steps: one frame in flight.
-            work_ahead: settings.mode == IoMode::Async && lockstep.is_none(),
+            // Sync mode is the blocking baseline: nothing may compute while a frame is written
+            // (auto's inline writes let the GPU work ahead). A split domain's frames exchange
+            // halos between steps: one frame in flight.
+            work_ahead: settings.mode != IoMode::Sync && lockstep.is_none(),
         };
         Ok(Plan {
             settings,
@@ -202,6 +218,7 @@ impl Draft {
             layout,
             readback,
             pool_frames: memory.pool_frames,
+            io_buffer: shape.io_buffer,
             total_frames,
             lockstep,
             fingerprints,
@@ -232,7 +249,7 @@ mod tests {
 
     #[test]
     fn the_pool_holds_the_frames_the_memory_check_counted() -> Result<()> {
-        let plan = per_device(Settings { shape: vec![16, 16], io_buffer: 5, ..Settings::default() }, 3)?;
+        let plan = per_device(Settings { shape: vec![16, 16], io_buffer: Some(5), ..Settings::default() }, 3)?;
         assert_eq!(Some(plan.pool_frames), BufferPool::capacity_for(3, 5));
         assert_eq!(plan.pool_frames, 3 * 2 + 5 + 1);
         let streams: Vec<&str> = plan.layout.streams.iter().map(|s| s.name.as_str()).collect();

@@ -2,7 +2,9 @@
 //!
 //! Each device has a shard of two cache-line-padded halves: the compute half, stored to only
 //! by that device's thread, and the I/O half, stored to only by whichever thread writes that
-//! device's frames (the writer thread in async mode, the device thread itself in sync mode).
+//! device's frames (the writer thread in async mode, the device thread itself in sync mode; in auto mode
+//! whichever the tuner chose, the device waiting for the writer to store its frames before
+//! it writes its own).
 //! One writer per counter means plain `Relaxed` load + store instead of a read-modify-write,
 //! and padding means no hot-path store touches a cache line another thread writes. Readers
 //! sum the shards with dirty reads: a snapshot may be a frame behind, never torn.
@@ -123,6 +125,11 @@ impl Progress {
             bump(&s.io.written, 1);
             bump(&s.io.bytes, bytes);
         }
+    }
+
+    /// Frames of device `d` written so far (a dirty read: never ahead of the sink).
+    pub(crate) fn written_by(&self, d: usize) -> u64 {
+        self.shards.get(d).map_or(0, |s| s.io.written.load(Relaxed))
     }
 
     /// A device thread ended (shared counter: touched once per device, not per frame).

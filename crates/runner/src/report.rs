@@ -9,21 +9,50 @@ use crate::trace::Span;
 /// Whether frames are written by a separate writer thread or by the device threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IoMode {
-    /// A writer thread stores frames while the devices keep computing (the default).
+    /// The pipeline measures its first frames and chooses (the default): a writer thread and
+    /// how many frames may wait for it, or each device writing its own frames while the GPU
+    /// computes the next; [`RunReport::tuning`] says what and why (see [`crate::tuning`]).
     #[default]
+    Auto,
+    /// A writer thread stores frames while the devices keep computing.
     Async,
-    /// Each device thread stores its own frames: the baseline overlap is measured against.
+    /// Each device thread stores its own frames, the GPU idle meanwhile: the baseline overlap
+    /// is measured against.
     Sync,
 }
 
 impl IoMode {
-    /// `"async"` or `"sync"`.
+    /// `"auto"`, `"async"` or `"sync"`.
     pub fn name(self) -> &'static str {
         match self {
+            IoMode::Auto => "auto",
             IoMode::Async => "async",
             IoMode::Sync => "sync",
         }
     }
+}
+
+/// What `io.mode = "auto"` chose, and from what.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TuningReport {
+    /// The device threads wrote their own frames at the end (no writer thread).
+    pub inline: bool,
+    /// Frames that could wait for the writer thread at the end.
+    pub io_buffer: usize,
+    /// The channel's capacity: the deepest `io_buffer` the run could choose.
+    pub capacity: usize,
+    /// Frames written when the choice was made; `None`: the run ended first (async throughout).
+    pub decided_after_frames: Option<u64>,
+    /// The choice and its reason, in numbers.
+    pub reason: String,
+    /// Changes after the choice (a slower write deepened the queue, or ended inline writes).
+    pub changes: Vec<String>,
+    /// Measured compute seconds between frames (per frame, over the devices).
+    pub compute_per_frame_seconds: f64,
+    /// Measured seconds per write, on average (the first write not counted).
+    pub write_mean_seconds: f64,
+    /// The slowest measured write (seconds).
+    pub write_max_seconds: f64,
 }
 
 /// Where the report's compute time comes from.
@@ -123,6 +152,8 @@ pub struct RunReport {
     pub cell_steps: u64,
     /// Checkpoints written.
     pub checkpoints: CheckpointReport,
+    /// What `io.mode = "auto"` chose; `None` in the other modes.
+    pub tuning: Option<TuningReport>,
 }
 
 impl RunReport {
@@ -268,12 +299,18 @@ impl fmt::Display for RunReport {
                 d.device, d.frames, d.compute_seconds, gpu, d.blocked_seconds, d.write_seconds
             )?;
         }
-        if self.mode == IoMode::Async {
+        if self.writer.frames > 0 || self.mode == IoMode::Async {
             writeln!(
                 f,
                 "{:<w$} {:>7} {:>10} {:>10} {:>10} {:>10.3}   (waiting for frames: {:.3} s)",
                 "writer", self.writer.frames, "", "", "", self.writer.write_seconds, self.writer.wait_seconds
             )?;
+        }
+        if let Some(t) = &self.tuning {
+            writeln!(f, "io.mode auto: {}", t.reason)?;
+            for change in &t.changes {
+                writeln!(f, "io.mode auto: {change}")?;
+            }
         }
         if self.checkpoints.written > 0 {
             let every: Vec<String> =

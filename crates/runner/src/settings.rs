@@ -9,6 +9,7 @@ use crate::checkpoint::{Checkpoints, Interval};
 use crate::error::{Error, Result};
 use crate::report::IoMode;
 use crate::run_state::StopHandle;
+use crate::tuning::AUTO_IO_BUFFER;
 
 /// Each field is set by the `PipelineBuilder` method of the same name, whose doc
 /// says what it means.
@@ -18,7 +19,8 @@ pub(crate) struct Settings {
     pub frames: u64,
     pub steps_per_frame: u32,
     pub staging_buffers: usize,
-    pub io_buffer: usize,
+    /// `None`: the mode's default ([`Settings::io_buffer_default`]).
+    pub io_buffer: Option<usize>,
     pub mode: IoMode,
     pub fields: Option<Vec<String>>,
     pub output_dtype: OutputDType,
@@ -47,8 +49,8 @@ impl Default for Settings {
             frames: 10,
             steps_per_frame: 32,
             staging_buffers: 2,
-            io_buffer: 2,
-            mode: IoMode::Async,
+            io_buffer: None,
+            mode: IoMode::Auto,
             fields: None,
             output_dtype: OutputDType::F32,
             gpu_timestamps: true,
@@ -66,6 +68,16 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// The channel's capacity when `io_buffer` was not given: `auto` may queue up to
+    /// [`AUTO_IO_BUFFER`] frames (fewer where host memory is short: the plan lowers it), the
+    /// fixed modes 2.
+    pub(crate) fn io_buffer_default(&self) -> usize {
+        match self.mode {
+            IoMode::Auto => AUTO_IO_BUFFER,
+            IoMode::Async | IoMode::Sync => 2,
+        }
+    }
+
     /// Errors on the first count out of range: frames, steps and staging buffers must be at
     /// least 1, a shard's index below its count.
     pub(crate) fn check(&self) -> Result<()> {

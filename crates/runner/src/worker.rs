@@ -16,6 +16,7 @@ use crate::progress::Progress;
 use crate::report::DeviceReport;
 use crate::run_state::RunState;
 use crate::trace::{Recorder, SpanKind};
+use crate::tuning::Tuner;
 use crate::writer::{Envelope, SharedWriter, lock};
 
 /// Where a device thread's frames go: the only difference between the two I/O modes.
@@ -25,6 +26,9 @@ pub(crate) enum Handoff {
     Channel(Sender<Envelope>),
     /// Sync: written by the device thread itself.
     Direct(SharedWriter),
+    /// Auto: through the channel, as deep as the tuner allows, or written by the device
+    /// thread itself once the tuner chose inline writes.
+    Tuned { tx: Sender<Envelope>, writer: SharedWriter, tuner: Arc<Tuner> },
 }
 
 /// What the device threads share besides their own device.
@@ -69,6 +73,9 @@ struct DeviceWorker<'a> {
     handoff: Handoff,
     report: DeviceReport,
     recorder: Recorder,
+    /// Frames this thread sent through the channel (auto: before writing its own frames it
+    /// waits until the writer has stored them all).
+    sent: u64,
 }
 
 /// Runs jobs on `gpu` until the queue is empty, the run stops, or the device fails.
@@ -80,7 +87,7 @@ pub(crate) fn device_thread(
     recorder: Recorder,
 ) -> DeviceReport {
     let report = DeviceReport { device: gpu.label().to_owned(), ..Default::default() };
-    let mut worker = DeviceWorker { d, gpu, ctx, handoff, report, recorder };
+    let mut worker = DeviceWorker { d, gpu, ctx, handoff, report, recorder, sent: 0 };
     let thread = format!("device {}", gpu.label());
     // A run in lockstep takes its job whatever the state: the job's first vote is collective.
     while ctx.lockstep.is_some() || !ctx.state.should_stop() {
@@ -105,7 +112,7 @@ pub(crate) fn device_thread(
 impl DeviceWorker<'_> {
     /// Produces every frame of one job and hands each one off.
     fn run_job(&mut self, stream: usize, mut job: Job) -> Result<(), Stop> {
-        let DeviceWorker { d, gpu, ctx, handoff, report, recorder } = self;
+        let DeviceWorker { d, gpu, ctx, handoff, report, recorder, sent } = self;
         let (d, gpu, ctx) = (*d, *gpu, *ctx);
         let name = job.name.clone();
         let fingerprint = ctx.fingerprints.get(stream).cloned().unwrap_or_default();
@@ -180,7 +187,8 @@ impl DeviceWorker<'_> {
             // cache (a second pass over a large frame cost as much as the copy on a GPU).
             let mut hash = DataHasher::new(data.len());
             let produced = producer.next_into_observed(&mut data, &mut |piece| hash.update(piece)).map_err(fail);
-            report.compute_seconds += start.elapsed().as_secs_f64();
+            let computed_in = start.elapsed().as_secs_f64();
+            report.compute_seconds += computed_in;
             let verdict = lockstep.map_or(Verdict::Go, |l| l.settle(produced.is_err(), &ctx.state, &thread));
             if verdict == Verdict::Abandon {
                 ctx.pool.give(data);
@@ -216,27 +224,63 @@ impl DeviceWorker<'_> {
             // the one an I/O-bound run waits for.
             let frame = Frame::new(stream, info.index, info.step, data).with_data_hash(&hash);
             let env = Envelope { device: d, frame, checkpoint };
-            match handoff {
-                Handoff::Channel(tx) => {
-                    let start = Instant::now();
-                    let sent = tx.send(env);
-                    let blocked = start.elapsed();
-                    report.blocked_seconds += blocked.as_secs_f64();
-                    recorder.at(SpanKind::Blocked, start, blocked);
-                    // The writer stopped and said why; in lockstep the next vote tells the others.
-                    if sent.is_err() && lockstep.is_none() {
-                        return Err(Stop::Run);
-                    }
-                }
-                Handoff::Direct(writer) => {
-                    let start = Instant::now();
-                    let written = lock(writer).write(env);
-                    let took = start.elapsed();
-                    report.write_seconds += took.as_secs_f64();
-                    recorder.at(SpanKind::Write, start, took);
-                    if let Err(e) = written {
+            let send = |tx: &Sender<Envelope>, env, report: &mut DeviceReport, recorder: &mut Recorder| {
+                let start = Instant::now();
+                let sent = tx.send(env);
+                let blocked = start.elapsed();
+                report.blocked_seconds += blocked.as_secs_f64();
+                recorder.at(SpanKind::Blocked, start, blocked);
+                // The writer stopped and said why; in lockstep the next vote tells the others.
+                if sent.is_err() && lockstep.is_none() { Err(Stop::Run) } else { Ok(()) }
+            };
+            let write = |writer: &SharedWriter, env, report: &mut DeviceReport, recorder: &mut Recorder| {
+                let start = Instant::now();
+                let written = lock(writer).write(env);
+                let took = start.elapsed();
+                report.write_seconds += took.as_secs_f64();
+                recorder.at(SpanKind::Write, start, took);
+                match written {
+                    Err(e) => {
                         ctx.state.fail(&format!("device {} (writing)", gpu.label()), e.to_string());
-                        if lockstep.is_none() {
+                        if lockstep.is_none() { Err(Stop::Run) } else { Ok(took) }
+                    }
+                    // The sink's own time (not the wait for another device's write): what the
+                    // tuner weighs.
+                    Ok(sink) => Ok(sink),
+                }
+            };
+            match handoff {
+                Handoff::Channel(tx) => send(tx, env, report, recorder)?,
+                Handoff::Direct(writer) => {
+                    write(writer, env, report, recorder)?;
+                }
+                Handoff::Tuned { tx, writer, tuner } => {
+                    if tuner.computed(d, computed_in) {
+                        // A stream's frames stay in order: the writer stores the ones this
+                        // thread sent before it writes the next one itself.
+                        let waiting = Instant::now();
+                        while ctx.progress.written_by(d) < *sent {
+                            if ctx.state.should_stop() {
+                                ctx.pool.give(env.frame.data);
+                                return Err(Stop::Run);
+                            }
+                            std::thread::sleep(std::time::Duration::from_micros(100));
+                        }
+                        report.blocked_seconds += waiting.elapsed().as_secs_f64();
+                        tuner.wrote(write(writer, env, report, recorder)?, true);
+                    } else {
+                        // Waiting for room at the chosen depth is backpressure as a full
+                        // channel is: one blocked span with the send.
+                        let start = Instant::now();
+                        tuner.wait_for_room(|| ctx.state.should_stop());
+                        *sent += 1;
+                        let result = tx.send(env);
+                        let blocked = start.elapsed();
+                        report.blocked_seconds += blocked.as_secs_f64();
+                        recorder.at(SpanKind::Blocked, start, blocked);
+                        if result.is_err() {
+                            // The writer stopped and said why (no lockstep here: see `Pipeline::run`).
+                            tuner.taken();
                             return Err(Stop::Run);
                         }
                     }

@@ -12,6 +12,7 @@ use crate::progress::Progress;
 use crate::report::{CheckpointReport, WriterReport};
 use crate::run_state::RunState;
 use crate::trace::{Recorder, SpanKind};
+use crate::tuning::Tuner;
 
 /// A frame on its way to the sink, tagged with the device that produced it (for progress),
 /// with the state saved with it, if any.
@@ -81,23 +82,31 @@ pub(crate) fn lock(writer: &SharedWriter) -> std::sync::MutexGuard<'_, FrameWrit
 
 /// The async writer thread: stores frames until every device has hung up, or until the
 /// sink fails, in which case it drops the receiver so blocked devices wake up and stop.
+/// It locks the writer for each frame only: in auto mode the device threads may take over.
 pub(crate) fn writer_thread(
     writer: &SharedWriter,
     frames: Receiver<Envelope>,
     state: &RunState,
+    tuner: Option<&Tuner>,
     mut recorder: Recorder,
 ) -> WriterReport {
     let mut report = WriterReport::default();
-    let mut w = lock(writer);
     loop {
         let waiting = Instant::now();
         let Ok(env) = frames.recv() else { break };
         let waited = waiting.elapsed();
         report.wait_seconds += waited.as_secs_f64();
         recorder.at(SpanKind::Wait, waiting, waited);
+        if let Some(t) = tuner {
+            t.taken();
+        }
         let bytes = env.frame.data.len() as u64;
-        match w.write(env) {
+        let written = lock(writer).write(env);
+        match written {
             Ok(took) => {
+                if let Some(t) = tuner {
+                    t.wrote(took, false);
+                }
                 recorder.ended_now(SpanKind::Write, took);
                 report.write_seconds += took.as_secs_f64();
                 report.frames += 1;

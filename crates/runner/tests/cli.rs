@@ -228,7 +228,7 @@ fn config_errors_name_key_and_line() {
     fails(
         &[("c.toml", "[io]\nmode = \"fast\"\n")],
         &["run", "c.toml"],
-        &["c.toml line 2", "io.mode", "`async` or `sync`"],
+        &["c.toml line 2", "io.mode", "one of `auto`, `async`, `sync`"],
     );
     fails(
         &[("c.toml", "[output]\nsink = \"s3\"\n")],

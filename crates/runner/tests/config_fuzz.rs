@@ -143,7 +143,7 @@ fn value_for(key: &str) -> BoxedStrategy<String> {
         "run.seed" => small(0, 1000, &["-1", "9223372036854775807"]),
         "devices.select" => texts(&["\"all\"", "\"vulkan\"", "0", "1", "[0, 1]", "\"0,1\"", "\"llvm\"", "-1", "[]"]),
         "devices.count" => small(1, 4, &["0", "1025", "1000000000"]),
-        "io.mode" => texts(&["\"async\"", "\"sync\"", "\"fast\""]),
+        "io.mode" => texts(&["\"auto\"", "\"async\"", "\"sync\"", "\"fast\""]),
         "io.io_buffer" | "io.staging_buffers" => small(0, 8, &["100000000", "1099511627776"]),
         "output.sink" => texts(&["\"hdf5\"", "\"raw\"", "\"null\"", "\"s3\""]),
         "output.path" => texts(&["\"out.h5\"", "\"\"", "\"/nonexistent/x.h5\""]),

@@ -1,5 +1,7 @@
 //! `--sweep`: efficiency ratios (async / sync) over channel capacity × compute/I-O ratio, to
-//! show where overlap helps and where it cannot. With compute c and write w per frame the
+//! show where overlap helps and where it cannot, and `io.mode = "auto"` beside them: its
+//! wall time over the best of the fixed modes' (medians) says what its measuring and choosing
+//! cost or won. With compute c and write w per frame the
 //! best async can do is max(c, w) / (c + w): 0.5 at balance, 0.8 when one side is 4× the
 //! other, so far from balance there is little to win whatever the buffer.
 //!
@@ -12,6 +14,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use serde_json::{Value, json};
 use wgpipe::IoMode;
+use wgpipe::tuning::AUTO_IO_BUFFER;
 
 use super::io::{Calibration, IoBench};
 use super::stats::Summary;
@@ -32,27 +35,49 @@ pub struct SweepResult {
 struct RowRuns {
     sync: Vec<f64>,
     asyncs: Vec<Vec<f64>>,
+    auto: Vec<f64>,
+    /// What auto chose in each repetition.
+    chosen: Vec<String>,
     compute: Vec<f64>,
     write: Vec<f64>,
 }
 
 /// Runs every measurement of one row `reps` times, rotating the order each repetition so
 /// that drift on a shared machine spreads over all of them: one sync baseline (sync mode has
-/// no channel), one async run per io_buffer, the compute-only loop and the write-only run.
+/// no channel), one async run per io_buffer, one auto run (its channel as deep as auto's
+/// default), the compute-only loop and the write-only run.
 fn measure_row(b: &IoBench<'_>, spf: u32, reps: usize) -> Result<RowRuns> {
     let mut r = RowRuns { asyncs: vec![Vec::new(); IO_BUFFERS.len()], ..Default::default() };
-    let runs = IO_BUFFERS.len() + 3;
+    let runs = IO_BUFFERS.len() + 4;
     for rep in 0..reps {
         for k in 0..runs {
             match (rep + k) % runs {
                 0 => r.sync.push(b.pipeline(b.w, spf, IoMode::Sync, 2, false)?.wall_seconds),
                 1 => r.compute.push(b.compute_only(b.w, spf)?),
                 2 => r.write.push(b.write_only()?),
-                i => r.asyncs[i - 3].push(b.pipeline(b.w, spf, IoMode::Async, IO_BUFFERS[i - 3], false)?.wall_seconds),
+                3 => {
+                    let report = b.pipeline(b.w, spf, IoMode::Auto, AUTO_IO_BUFFER, false)?;
+                    r.auto.push(report.wall_seconds);
+                    let tuning = report.tuning.unwrap_or_default();
+                    r.chosen.push(tuning.reason.split(':').next().unwrap_or_default().to_owned());
+                }
+                i => r.asyncs[i - 4].push(b.pipeline(b.w, spf, IoMode::Async, IO_BUFFERS[i - 4], false)?.wall_seconds),
             }
         }
     }
     Ok(r)
+}
+
+/// `a ×2; b ×1`: each distinct choice with how many repetitions made it, first seen first.
+fn tally(chosen: &[String]) -> String {
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    for c in chosen {
+        match seen.iter_mut().find(|(s, _)| *s == c.as_str()) {
+            Some((_, n)) => *n += 1,
+            None => seen.push((c, 1)),
+        }
+    }
+    seen.iter().map(|(c, n)| format!("{c} ×{n}")).collect::<Vec<_>>().join("; ")
 }
 
 /// max(c, w) / (c + w): the best async / sync ratio for compute c and write w.
@@ -80,7 +105,7 @@ pub fn run(b: &IoBench<'_>, cal: &Calibration, reps: usize) -> Result<SweepResul
     for io in IO_BUFFERS {
         let _ = write!(header, " {:>16}", format!("buf {io}"));
     }
-    let _ = writeln!(t, "{header}  verdict");
+    let _ = writeln!(t, "{header} {:>16} {:>9}  verdict", "auto", "auto/best");
     let mut done: Vec<u32> = Vec::new();
     for ratio in RATIOS {
         let spf = cal.steps_for(ratio);
@@ -128,7 +153,17 @@ pub fn run(b: &IoBench<'_>, cal: &Calibration, reps: usize) -> Result<SweepResul
         for e in &eff {
             let _ = write!(line, " {:>16}", e.text(2));
         }
-        let _ = writeln!(t, "{line}  {verdict}");
+        let auto_eff: Vec<f64> = r.auto.iter().zip(&r.sync).map(|(a, s)| a / s).collect();
+        // The better of the fixed modes, by median wall time: sync or async at any io_buffer.
+        let best_fixed =
+            r.asyncs.iter().chain([&r.sync]).map(|runs| Summary::of(runs).median).fold(f64::INFINITY, f64::min);
+        let auto_vs_best = Summary::of(&r.auto).median / best_fixed;
+        let _ = writeln!(
+            t,
+            "{line} {:>16} {auto_vs_best:>9.3}  {verdict}; auto chose {}",
+            Summary::of(&auto_eff).text(2),
+            tally(&r.chosen)
+        );
         rows.push(json!({
             "target_compute_to_io": ratio,
             "calibration_compute_to_io": cal.compute_per_frame(spf) / cal.write_per_frame,
@@ -140,6 +175,10 @@ pub fn run(b: &IoBench<'_>, cal: &Calibration, reps: usize) -> Result<SweepResul
             "sync_seconds": Summary::json(&r.sync),
             "async_seconds": IO_BUFFERS.iter().zip(&r.asyncs).map(|(io, a)| json!({"io_buffer": io, "seconds": Summary::json(a)})).collect::<Vec<_>>(),
             "efficiency_ratio": IO_BUFFERS.iter().zip(&effs).map(|(io, e)| json!({"io_buffer": io, "ratio": Summary::json(e)})).collect::<Vec<_>>(),
+            "auto_seconds": Summary::json(&r.auto),
+            "auto_efficiency_ratio": Summary::json(&auto_eff),
+            "auto_over_best_fixed_median": auto_vs_best,
+            "auto_chose": r.chosen,
             "verdict": verdict,
         }));
     }
@@ -158,6 +197,13 @@ mod tests {
         assert_eq!(theory(1.0, 1.0), 0.5);
         assert_eq!(theory(4.0, 1.0), 0.8);
         assert_eq!(theory(1.0, 4.0), 0.8);
+    }
+
+    #[test]
+    fn choices_are_tallied_in_the_order_first_seen() {
+        let c = |s: &[&str]| s.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(tally(&c(&["b", "a", "b"])), "b ×2; a ×1");
+        assert_eq!(tally(&[]), "");
     }
 
     #[test]

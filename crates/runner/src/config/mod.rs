@@ -474,13 +474,17 @@ impl Config {
             Some(c) => Pipeline::builder().checkpoints(c),
             None => Pipeline::builder(),
         };
+        let builder = match f.io.io_buffer {
+            Some(n) => builder.io_buffer(n),
+            None => builder,
+        };
         builder
             .shape(self.shape.clone())
             .frames(f.run.frames)
             .steps_per_frame(f.run.steps_per_frame)
-            .io_buffer(f.io.io_buffer)
             .staging_buffers(f.io.staging_buffers)
             .mode(match f.io.mode {
+                Mode::Auto => IoMode::Auto,
                 Mode::Async => IoMode::Async,
                 Mode::Sync => IoMode::Sync,
             })

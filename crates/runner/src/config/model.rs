@@ -374,8 +374,13 @@ impl Default for DevicesSection {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
-    /// A writer thread stores frames while the devices compute the next ones.
+    /// The run measures its first frames' compute and write times and chooses: a writer
+    /// thread and how many frames may wait for it, or each device writing its own frames
+    /// while the GPU computes the next (when writes are too short to be worth handing over);
+    /// the summary says what it chose and why.
     #[default]
+    Auto,
+    /// A writer thread stores frames while the devices compute the next ones.
     Async,
     /// Each device thread stores its own frames between its steps (the baseline that shows
     /// what the writer thread saves).
@@ -392,8 +397,11 @@ pub struct IoSection {
     /// Frames that may wait between the devices and the writer thread: room to absorb a slow
     /// write without stalling the GPUs, at the cost of host memory.
     ///
+    /// Default: 8 in the auto mode, lowered until host memory holds them (the run uses as many
+    /// as its slowest write asks for); 2 in the async and sync modes.
+    ///
     /// Accepted values: 0 or more (0 hands each frame over directly).
-    pub io_buffer: usize,
+    pub io_buffer: Option<usize>,
     /// Staging buffers in each device's readback ring: how many frames may be on their way
     /// back from the GPU while it computes the next ones.
     ///
@@ -403,7 +411,7 @@ pub struct IoSection {
 
 impl Default for IoSection {
     fn default() -> Self {
-        IoSection { mode: Mode::Async, io_buffer: 2, staging_buffers: 2 }
+        IoSection { mode: Mode::Auto, io_buffer: None, staging_buffers: 2 }
     }
 }
 

@@ -118,7 +118,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         labels,
         cell_steps_per_frame: config.grid_shape().iter().map(|n| *n as f64).product::<f64>()
             * f64::from(config.file.run.steps_per_frame),
-        io_buffer: config.file.io.io_buffer,
+        io_buffer: pipeline.io_buffer(),
         streams: pipeline.layout().streams.iter().map(|s| s.name.clone()).collect(),
     };
     let on_ctrl_c = stop.clone();

@@ -85,7 +85,7 @@ pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode
     let scale = Scale {
         labels: pipeline.gpus().iter().map(|g| g.label().to_owned()).collect(),
         cell_steps_per_frame: split.block().cells() as f64 * f64::from(config.file.run.steps_per_frame),
-        io_buffer: config.file.io.io_buffer,
+        io_buffer: pipeline.io_buffer(),
         streams: pipeline.layout().streams.iter().map(|s| s.name.clone()).collect(),
     };
     let mode = if world.rank() == 0 { args.progress } else { ProgressMode::None };

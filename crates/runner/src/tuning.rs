@@ -1,0 +1,357 @@
+//! `io.mode = "auto"`: the pipeline measures its first frames and chooses how they travel.
+//!
+//! Why measure instead of asking: whether a writer thread helps, and how many frames it must
+//! be allowed to fall behind, depend on the kernel, the grid, the sink, the disk and the
+//! adapter, which a config cannot know ahead. The run starts as async with a channel of at
+//! most [`AUTO_IO_BUFFER`] frames (fewer where host memory is short) of which two may wait;
+//! after [`PROBE_FRAMES`] frames it knows the time between frames (`interval`: the devices'
+//! compute per frame over the number of devices) and each write's time, and [`choose`]s:
+//!
+//! - **inline**: writes took under [`INLINE_SHARE`] of the interval on average, so a writer
+//!   thread could hide at most that much, and handing each frame to it (a channel send, a
+//!   wake-up, the frame's bytes moving to another core) costs as much; and none took more
+//!   than [`BACK_TO_ASYNC_SHARE`] of it (a single slow write, not the mean, says the sink can
+//!   stall: one preempted write on a loaded machine does not decide alone). The device threads
+//!   write their own frames while the GPU computes the next ones (unlike `sync`, which stops
+//!   the GPU while it writes). A later write slower than [`BACK_TO_ASYNC_SHARE`] of the
+//!   interval sends the run back to the writer thread for good.
+//! - **async, depth N**: N = the slowest write over the interval, rounded up (a write that
+//!   takes N intervals lets N frames arrive meanwhile), at least 1, at most the channel.
+//!   I/O-bound runs (writes slower than the interval on average) get the whole channel: the
+//!   writer sets the pace either way, but devices that finish early leave the cores to the
+//!   writer, which matters where they are the same cores (a CPU adapter; `bench --sweep`'s
+//!   I/O-bound row on lavapipe). A later write slower than the depth allows deepens it (never
+//!   shallower: a burst that happened once happens again).
+//!
+//! Frames keep their order within each stream: a device switching to inline writes first
+//! waits until the writer has stored every frame it sent.
+
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use crate::report::TuningReport;
+
+/// The deepest channel `auto` may use (frames), where host memory allows.
+pub const AUTO_IO_BUFFER: usize = 8;
+/// Frames measured before choosing (written, and computed per device), after one frame of
+/// warm-up on each side (first writes create datasets; first steps compile pipelines).
+pub const PROBE_FRAMES: u64 = 6;
+/// Inline writes when the measured writes took under this share of the interval on average.
+pub const INLINE_SHARE: f64 = 0.02;
+/// An inline write slower than this share of the interval sends the run back to async: the
+/// GPU works ahead while a device writes, but a staging ring of two frames hides no more
+/// than about one frame's compute, and a single write of this length says the sink can stall.
+pub const BACK_TO_ASYNC_SHARE: f64 = 0.5;
+/// Frames that may wait in the channel before the choice (as `io.io_buffer`'s default).
+const START_DEPTH: usize = 2;
+
+/// What the measurements chose.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    /// Device threads write their own frames (no writer thread).
+    pub inline: bool,
+    /// Frames that may wait for the writer thread (async only).
+    pub depth: usize,
+    /// Why, in numbers: printed in the run's summary.
+    pub reason: String,
+}
+
+/// Milliseconds (microseconds below one), for reasons.
+fn ms(seconds: f64) -> String {
+    if seconds < 1e-3 { format!("{:.1} µs", seconds * 1e6) } else { format!("{:.2} ms", seconds * 1e3) }
+}
+
+/// The choice for frames arriving every `interval` seconds, written in `write_mean` seconds
+/// on average and `write_max` at most, with a channel of `capacity` frames.
+pub fn choose(interval: f64, write_mean: f64, write_max: f64, capacity: usize) -> Choice {
+    let measured = format!(
+        "writes took {} on average, {} at most, against {} of compute between frames",
+        ms(write_mean),
+        ms(write_max),
+        ms(interval)
+    );
+    if write_mean < INLINE_SHARE * interval && write_max < BACK_TO_ASYNC_SHARE * interval {
+        return Choice {
+            inline: true,
+            depth: 0,
+            reason: format!(
+                "inline: {measured}: a writer thread could hide under {:.0} %, so each device writes its own \
+                 frames while the GPU computes the next",
+                INLINE_SHARE * 100.0
+            ),
+        };
+    }
+    if write_mean >= interval {
+        return Choice {
+            inline: false,
+            depth: capacity,
+            reason: format!(
+                "async, io_buffer {capacity}: {measured}: I/O-bound, the writer sets the pace; the whole channel \
+                 lets the devices finish early and leave the cores to the writer"
+            ),
+        };
+    }
+    let depth = ((write_max / interval).ceil() as usize).clamp(1, capacity.max(1));
+    Choice {
+        inline: false,
+        depth,
+        reason: format!(
+            "async, io_buffer {depth}{}: {measured}: {depth} frame(s) arrive during the slowest write",
+            if depth == capacity && (write_max / interval).ceil() as usize > capacity {
+                format!(" (the most the channel holds; {} would absorb the slowest)", (write_max / interval).ceil())
+            } else {
+                String::new()
+            }
+        ),
+    }
+}
+
+/// Sums of what was measured.
+#[derive(Debug, Default)]
+struct Measured {
+    /// Compute samples per device (the first of each is warm-up, not summed).
+    computed: Vec<u64>,
+    compute_sum: f64,
+    compute_n: u64,
+    writes: u64,
+    write_sum: f64,
+    write_n: u64,
+    write_max: f64,
+}
+
+impl Measured {
+    /// Compute seconds between frames arriving at the writer, over all devices.
+    fn interval(&self) -> f64 {
+        let devices = self.computed.iter().filter(|&&n| n > 0).count().max(1);
+        self.compute_sum / self.compute_n.max(1) as f64 / devices as f64
+    }
+}
+
+/// The state every thread of an `auto` run shares.
+#[derive(Debug)]
+struct State {
+    measured: Measured,
+    /// Frames sent and not yet taken by the writer.
+    queued: usize,
+    depth: usize,
+    inline: bool,
+    /// Frames written when the choice was made; `None` while measuring.
+    decided_after: Option<u64>,
+    reason: String,
+    /// Later changes, in order.
+    changes: Vec<String>,
+}
+
+/// The measurements and the choice of an `io.mode = "auto"` run, shared by its threads.
+#[derive(Debug)]
+pub(crate) struct Tuner {
+    capacity: usize,
+    state: Mutex<State>,
+    room: Condvar,
+}
+
+impl Tuner {
+    /// A tuner for `devices` device threads and a channel of `capacity` frames.
+    pub fn new(devices: usize, capacity: usize) -> Self {
+        Tuner {
+            capacity,
+            state: Mutex::new(State {
+                measured: Measured { computed: vec![0; devices], ..Default::default() },
+                queued: 0,
+                depth: START_DEPTH.min(capacity),
+                inline: false,
+                decided_after: None,
+                reason: String::new(),
+                changes: Vec::new(),
+            }),
+            room: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Device `d` produced a frame in `seconds`; returns whether it writes its frames itself.
+    pub fn computed(&self, d: usize, seconds: f64) -> bool {
+        let mut s = self.lock();
+        if let Some(n) = s.measured.computed.get_mut(d) {
+            *n += 1;
+            if *n > 1 {
+                s.measured.compute_sum += seconds;
+                s.measured.compute_n += 1;
+            }
+        }
+        s.inline
+    }
+
+    /// Waits until the channel may take one more frame (or `stopping` says to give up
+    /// waiting), then counts it as queued.
+    pub fn wait_for_room(&self, stopping: impl Fn() -> bool) {
+        let mut s = self.lock();
+        while s.queued >= s.depth.max(1) && !stopping() {
+            s = self.room.wait_timeout(s, Duration::from_millis(20)).unwrap_or_else(PoisonError::into_inner).0;
+        }
+        s.queued += 1;
+    }
+
+    /// The writer took a frame from the channel (or a send failed: it never arrives).
+    pub fn taken(&self) {
+        let mut s = self.lock();
+        s.queued = s.queued.saturating_sub(1);
+        drop(s);
+        self.room.notify_all();
+    }
+
+    /// A frame was written in `took`, by a device thread itself (`inline`) or by the writer
+    /// thread: measured, and the choice made or revised.
+    pub fn wrote(&self, took: Duration, inline: bool) {
+        let seconds = took.as_secs_f64();
+        let mut s = self.lock();
+        s.measured.writes += 1;
+        if s.measured.writes > 1 {
+            s.measured.write_sum += seconds;
+            s.measured.write_n += 1;
+            s.measured.write_max = s.measured.write_max.max(seconds);
+        }
+        let interval = s.measured.interval();
+        match s.decided_after {
+            None => {
+                if s.measured.write_n >= PROBE_FRAMES && s.measured.compute_n >= PROBE_FRAMES {
+                    let mean = s.measured.write_sum / s.measured.write_n as f64;
+                    let choice = choose(interval, mean, s.measured.write_max, self.capacity);
+                    s.inline = choice.inline;
+                    s.depth = if choice.inline { s.depth } else { choice.depth };
+                    s.reason = choice.reason;
+                    s.decided_after = Some(s.measured.writes);
+                }
+            }
+            // The writer thread's last frames after the choice of inline writes do not count.
+            Some(_) if inline && s.inline && seconds > BACK_TO_ASYNC_SHARE * interval => {
+                s.inline = false;
+                let at = s.measured.writes;
+                let change = format!(
+                    "back to async at frame {at}: a write took {} against {} between frames",
+                    ms(seconds),
+                    ms(interval)
+                );
+                s.changes.push(change);
+            }
+            Some(_) if !s.inline && interval > 0.0 => {
+                let needed = ((seconds / interval).ceil() as usize).min(self.capacity);
+                if needed > s.depth {
+                    let at = s.measured.writes;
+                    let change = format!(
+                        "io_buffer {} → {needed} at frame {at}: a write took {} against {} between frames",
+                        s.depth,
+                        ms(seconds),
+                        ms(interval)
+                    );
+                    s.changes.push(change);
+                    s.depth = needed;
+                }
+            }
+            Some(_) => {}
+        }
+        drop(s);
+        self.room.notify_all();
+    }
+
+    /// What was chosen, for the run's report.
+    pub fn report(&self) -> TuningReport {
+        let s = self.lock();
+        let m = &s.measured;
+        TuningReport {
+            inline: s.inline,
+            io_buffer: s.depth,
+            capacity: self.capacity,
+            decided_after_frames: s.decided_after,
+            reason: if s.decided_after.is_some() {
+                s.reason.clone()
+            } else {
+                format!("async, io_buffer {}: the run ended before {PROBE_FRAMES} frames were measured", s.depth)
+            },
+            changes: s.changes.clone(),
+            compute_per_frame_seconds: m.interval(),
+            write_mean_seconds: if m.write_n > 0 { m.write_sum / m.write_n as f64 } else { 0.0 },
+            write_max_seconds: m.write_max,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negligible_writes_go_inline() {
+        let c = choose(0.010, 0.00001, 0.004, 8);
+        assert!(c.inline, "{c:?}");
+        assert!(c.reason.starts_with("inline"));
+        assert!(!choose(0.010, 0.00025, 0.0003, 8).inline, "writes of 2.5 % of the interval are worth hiding");
+        assert!(!choose(0.010, 0.00001, 0.006, 8).inline, "a write of 60 % of the interval says the sink stalls");
+    }
+
+    #[test]
+    fn the_depth_absorbs_the_slowest_write() {
+        assert_eq!(choose(0.010, 0.004, 0.006, 8).depth, 1);
+        assert_eq!(choose(0.010, 0.004, 0.031, 8).depth, 4);
+        let capped = choose(0.010, 0.004, 0.2, 8);
+        assert_eq!(capped.depth, 8);
+        assert!(capped.reason.contains("20 would absorb"), "{}", capped.reason);
+        assert_eq!(choose(0.010, 0.004, 0.2, 0).depth, 1, "a channel of 0 still hands over one frame at a time");
+    }
+
+    #[test]
+    fn io_bound_runs_get_the_whole_channel() {
+        let c = choose(0.010, 0.020, 0.080, 8);
+        assert!(!c.inline);
+        assert_eq!(c.depth, 8);
+        assert!(c.reason.contains("I/O-bound"));
+    }
+
+    #[test]
+    fn the_tuner_decides_after_the_probe_and_deepens_on_a_slow_write() {
+        let t = Tuner::new(1, 8);
+        for _ in 0..=PROBE_FRAMES {
+            assert!(!t.computed(0, 0.010));
+            t.wrote(Duration::from_millis(5), false);
+        }
+        let r = t.report();
+        assert_eq!(r.decided_after_frames, Some(PROBE_FRAMES + 1));
+        assert_eq!((r.inline, r.io_buffer), (false, 1));
+        t.wrote(Duration::from_millis(35), false);
+        let r = t.report();
+        assert_eq!(r.io_buffer, 4, "{r:?}");
+        assert_eq!(r.changes.len(), 1);
+    }
+
+    #[test]
+    fn an_inline_run_goes_back_to_async_after_a_slow_write() {
+        let t = Tuner::new(2, 8);
+        for _ in 0..=PROBE_FRAMES {
+            t.computed(0, 0.020);
+            t.computed(1, 0.020);
+            t.wrote(Duration::from_micros(20), false);
+        }
+        assert!(t.computed(0, 0.020), "writes of 0.2 % of the 10 ms between frames go inline");
+        t.wrote(Duration::from_millis(4), true);
+        assert!(t.computed(0, 0.020), "a write of 40 % of the interval is hidden by the GPU working ahead");
+        t.wrote(Duration::from_millis(9), false);
+        assert!(t.computed(0, 0.020), "the writer thread's last frames do not end inline writes");
+        t.wrote(Duration::from_millis(6), true);
+        assert!(!t.computed(0, 0.020));
+        assert!(t.report().changes[0].starts_with("back to async"));
+    }
+
+    #[test]
+    fn room_is_the_depth_and_a_stop_ends_the_wait() {
+        let t = Tuner::new(1, 8);
+        t.wait_for_room(|| false);
+        t.wait_for_room(|| false);
+        // Full (depth 2): only a stop lets it through.
+        t.wait_for_room(|| true);
+        t.taken();
+        assert_eq!(t.lock().queued, 2);
+    }
+}
