@@ -140,6 +140,8 @@ struct State {
     reason: String,
     /// Later changes, in order.
     changes: Vec<String>,
+    /// The writer thread has ended (a panic included): nobody takes frames any more.
+    closed: bool,
 }
 
 /// The measurements and the choice of an `io.mode = "auto"` run, shared by its threads.
@@ -163,6 +165,7 @@ impl Tuner {
                 decided_after: None,
                 reason: String::new(),
                 changes: Vec::new(),
+                closed: false,
             }),
             room: Condvar::new(),
         }
@@ -186,13 +189,25 @@ impl Tuner {
     }
 
     /// Waits until the channel may take one more frame (or `stopping` says to give up
-    /// waiting), then counts it as queued.
+    /// waiting, or the writer thread has ended: the send then fails), then counts it as queued.
     pub fn wait_for_room(&self, stopping: impl Fn() -> bool) {
         let mut s = self.lock();
-        while s.queued >= s.depth.max(1) && !stopping() {
+        while s.queued >= s.depth.max(1) && !s.closed && !stopping() {
             s = self.room.wait_timeout(s, Duration::from_millis(20)).unwrap_or_else(PoisonError::into_inner).0;
         }
         s.queued += 1;
+    }
+
+    /// The writer thread ended, however (called on its way out, unwinding included): devices
+    /// waiting for room or for their frames to be stored stop waiting.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.room.notify_all();
+    }
+
+    /// Whether the writer thread has ended.
+    pub fn is_closed(&self) -> bool {
+        self.lock().closed
     }
 
     /// The writer took a frame from the channel (or a send failed: it never arrives).
@@ -345,7 +360,7 @@ mod tests {
     }
 
     #[test]
-    fn room_is_the_depth_and_a_stop_ends_the_wait() {
+    fn room_is_the_depth_and_a_stop_or_a_closed_writer_ends_the_wait() {
         let t = Tuner::new(1, 8);
         t.wait_for_room(|| false);
         t.wait_for_room(|| false);
@@ -353,5 +368,8 @@ mod tests {
         t.wait_for_room(|| true);
         t.taken();
         assert_eq!(t.lock().queued, 2);
+        t.close();
+        t.wait_for_room(|| false);
+        assert!(t.is_closed());
     }
 }

@@ -260,7 +260,7 @@ impl DeviceWorker<'_> {
                         // thread sent before it writes the next one itself.
                         let waiting = Instant::now();
                         while ctx.progress.written_by(d) < *sent {
-                            if ctx.state.should_stop() {
+                            if ctx.state.should_stop() || tuner.is_closed() {
                                 ctx.pool.give(env.frame.data);
                                 return Err(Stop::Run);
                             }

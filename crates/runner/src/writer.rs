@@ -90,6 +90,17 @@ pub(crate) fn writer_thread(
     tuner: Option<&Tuner>,
     mut recorder: Recorder,
 ) -> WriterReport {
+    /// Closes the tuner however the thread ends: a panicking sink must not leave devices
+    /// waiting for room in a channel nobody reads.
+    struct CloseOnExit<'a>(Option<&'a Tuner>);
+    impl Drop for CloseOnExit<'_> {
+        fn drop(&mut self) {
+            if let Some(t) = self.0 {
+                t.close();
+            }
+        }
+    }
+    let _close = CloseOnExit(tuner);
     let mut report = WriterReport::default();
     loop {
         let waiting = Instant::now();

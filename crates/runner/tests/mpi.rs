@@ -700,3 +700,61 @@ fn a_killed_split_run_resumes_from_its_checkpoint_on_any_number_of_ranks() {
         assert!(!d.join(format!("{to}.checkpoints")).exists(), "{what}: checkpoints left after the run completed");
     }
 }
+
+/// A checkpointed split run into a Zarr store killed mid-run (a rank SIGKILLed): on another
+/// decomposition (4 ranks) and in one process `--resume` is refused, naming the chunks (the
+/// store's chunks are the 2 ranks' blocks), and leaves the store as it was; on 2 ranks it
+/// resumes from the checkpoint, bit-identical to the uninterrupted run in one process, and
+/// computes no more than one checkpoint interval beyond the frames not reported.
+#[test]
+fn a_killed_split_run_into_zarr_resumes_on_its_decomposition_only() {
+    let dir = domain_setup();
+    let d = dir.path();
+    let zarr = |path: &str, progress: &str, resume: bool| {
+        let mut v = checkpointed_args(path, progress, resume);
+        v.extend(["--set".to_owned(), "output.sink=\"zarr\"".to_owned()]);
+        v
+    };
+    let serial = Command::new(WGPIPE).args(zarr("serial.zarr", "none", false)).current_dir(d).output().unwrap();
+    assert!(serial.status.success(), "{}", text(&serial));
+    let reported = kill_a_rank(d, 2, &zarr("killed.zarr", "frames", false), "output.path=\"killed.zarr\"", 20);
+    let frames_in = |path: &str| open_output(d.join(path)).unwrap().streams()[0].frames;
+    let held = frames_in("killed.zarr");
+    assert!(held >= reported, "{held} frames in the store, {reported} reported written");
+
+    let args = zarr("killed.zarr", "none", true);
+    let mut four: Vec<&str> = vec!["-n", "4", WGPIPE];
+    four.extend(args.iter().map(String::as_str));
+    for (what, out) in [
+        ("4 ranks", mpirun(d, &four)),
+        ("one process", Command::new(WGPIPE).args(&args).current_dir(d).output().unwrap()),
+    ] {
+        assert!(!out.status.success(), "{what}: a store of 2 ranks' blocks was continued: {}", text(&out));
+        let err = text(&out);
+        assert!(err.contains("chunk_grid") && err.contains("decomposition"), "{what}: {err}");
+        assert_eq!(frames_in("killed.zarr"), held, "{what}: the refused resume changed the store");
+    }
+
+    let mut two: Vec<&str> = vec!["-n", "2", WGPIPE];
+    let args = zarr("killed.zarr", "frames", true);
+    two.extend(args.iter().map(String::as_str));
+    let out = mpirun(d, &two);
+    assert!(out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("stream stream0: continuing after ").count(), 1, "{}", text(&out));
+    let computed: u64 = err
+        .lines()
+        .filter_map(|l| l.split("written ").nth(1)?.split('/').nth(1)?.split(' ').next()?.parse().ok())
+        .next_back()
+        .unwrap_or_else(|| panic!("no progress: {}", text(&out)));
+    assert!(computed <= 60 - reported + 5 && computed < 60, "computed {computed}, reported {reported}");
+    let (a, b) = (open_output(d.join("killed.zarr")).unwrap(), open_output(d.join("serial.zarr")).unwrap());
+    assert!(a.complete(), "not complete");
+    assert_eq!((a.streams()[0].frames, a.steps(0).unwrap()), (60, b.steps(0).unwrap()));
+    for f in 0..a.fields().len() {
+        for i in 0..60 {
+            assert!(a.read_field(0, f, i).unwrap() == b.read_field(0, f, i).unwrap(), "field {f} frame {i}");
+        }
+    }
+    assert!(!d.join("killed.zarr.checkpoints").exists(), "checkpoints left after the run completed");
+}

@@ -9,7 +9,10 @@
 //!
 //! - `begin` (collective): the ranks agree on the chunk grid; rank 0 creates the store (the
 //!   serial sink's structure: groups, arrays, attributes), the others then describe the same
-//!   arrays without writing.
+//!   arrays without writing. Appending (`--resume`), rank 0 opens the store as the serial sink
+//!   does (a continued stream cut to its kept frames, an incomplete one replaced), refusing a
+//!   store whose chunks are not this decomposition's blocks: a store continues on the
+//!   decomposition that wrote it.
 //! - `write` (collective): the ranks agree the frame is accepted; each writes its chunks
 //!   (atomically replaced, as in the serial sink), rank 0 the step; they agree every rank
 //!   succeeded; then rank 0 grows the arrays' shapes, steps last, and they agree on that: a
@@ -55,6 +58,8 @@ struct BlockOpen {
     chunk: Vec<usize>,
     indices: Vec<u64>,
     padded: Option<Vec<Vec<u8>>>,
+    /// Appending: whether the streams kept from the store are complete (rank 0 knows).
+    kept_complete: bool,
 }
 
 /// Writes one stream whose frames are split into blocks, one per MPI rank, into one Zarr
@@ -83,9 +88,9 @@ impl ZarrBlockBackend {
     /// Local: one stream, this rank's block within every field, options a block store takes.
     fn check_block(&self, layout: &StreamLayout) -> Result<()> {
         self.options.check()?;
-        if self.options.shard_frames != 1 || self.options.append {
+        if self.options.shard_frames != 1 {
             return Err(Error::InvalidOptions(
-                "a Zarr store written by MPI ranks takes neither shard_frames nor append (resume)".into(),
+                "a Zarr store written by MPI ranks takes no shard_frames: its chunks are the ranks' blocks".into(),
             ));
         }
         check_block(layout, &self.offset, &self.shape)
@@ -123,6 +128,9 @@ impl ZarrBlockBackend {
 
     /// Rank 0: creates the store (staged, published once whole).
     fn create(&self, layout: &StreamLayout, plan: &ArrayPlan, root: &Root) -> Result<()> {
+        if self.options.append {
+            return Ok(());
+        }
         let staged = Staged::prepare(&self.options.path, self.options.overwrite, OutputKind::ZarrStore)?;
         std::fs::create_dir(staged.staging()).map_err(|e| Error::io("cannot create directory", staged.staging(), e))?;
         let store = Arc::new(AtomicDirStore::new(staged.staging()));
@@ -156,6 +164,11 @@ impl Backend for ZarrBlockBackend {
         self.check_block(layout)
     }
 
+    /// Appending: rank 0 cuts a continued stream to its kept frames in `begin`.
+    fn continues_streams(&self) -> bool {
+        self.options.append
+    }
+
     /// Frames are this rank's block of every field.
     fn frame_layout(&self, layout: &StreamLayout) -> Option<StreamLayout> {
         Some(block_layout(layout, &self.shape))
@@ -179,14 +192,28 @@ impl Backend for ZarrBlockBackend {
         };
         let created = if self.comm.rank() == 0 { self.create(layout, &plan, &root) } else { Ok(()) };
         agree(&self.comm, created, || format!("creating {path}"))?;
+        // Appending: rank 0 opens (or creates) the store as the serial sink does, with this
+        // chunk grid, and keeps what it read (the root, the stream's steps chunk).
+        let opened = if self.options.append && self.comm.rank() == 0 {
+            ZarrBackend::open_store(&self.options, layout, plan.clone()).map(Some)
+        } else {
+            Ok(None)
+        };
+        let opened = agree(&self.comm, opened, || format!("opening {path} to continue it"))?;
         let store = Arc::new(AtomicDirStore::new(&self.options.path));
-        let stream = ZarrBackend::stream_arrays(&store, layout, &layout.streams[0], 0, &plan);
+        let (root, stream, kept_complete) = match opened {
+            Some(mut open) if !open.streams.is_empty() => {
+                let stream = open.streams.swap_remove(0);
+                (open.root, Ok(stream), open.kept_complete)
+            }
+            _ => (root, ZarrBackend::stream_arrays(&store, layout, &layout.streams[0], 0, &plan), true),
+        };
         let stream = agree(&self.comm, stream, || format!("describing the arrays of {path}"))?;
         let padded = (chunk != self.shape).then(|| {
             let cells: usize = chunk.iter().product();
             layout.fields.iter().map(|f| vec![0u8; cells * f.dtype.size()]).collect()
         });
-        self.open = Some(BlockOpen { store, root, stream, chunk, indices, padded });
+        self.open = Some(BlockOpen { store, root, stream, chunk, indices, padded, kept_complete });
         Ok(())
     }
 
@@ -263,8 +290,8 @@ impl Backend for ZarrBlockBackend {
                 }
                 let all = Outcome::new(outcome.layout(), std::slice::from_ref(&frames), failed);
                 let complete = all.stream_complete(0, frames);
-                write_stream(&store, &s.info, StreamState { index: 0, frames, complete })?;
-                open.root.complete = complete;
+                write_stream(&store, &s.info, StreamState { index: s.index, frames, complete })?;
+                open.root.complete = complete && open.kept_complete;
                 write_root(&store, &open.root)?;
                 // Every rank's chunks are written (agreed at each frame): one sync of the tree.
                 if self.options.fsync { sync_tree(&self.options.path) } else { Ok(()) }

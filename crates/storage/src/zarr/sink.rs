@@ -44,14 +44,15 @@ pub(super) struct StreamArrays {
     shards: Vec<Vec<u8>>,
 }
 
-/// State between `begin` and `finish`.
+/// State between `begin` and `finish` (the MPI block sink's rank 0 opens a store as this
+/// sink does, and keeps the root, its stream and `kept_complete`).
 #[derive(Debug)]
-struct Open {
+pub(super) struct Open {
     store: Arc<AtomicDirStore>,
-    root: Root,
-    streams: Vec<StreamArrays>,
+    pub(super) root: Root,
+    pub(super) streams: Vec<StreamArrays>,
     /// Appending: whether every stream kept from the existing store is complete.
-    kept_complete: bool,
+    pub(super) kept_complete: bool,
     plan: ArrayPlan,
     /// Bytes of one frame of each field.
     field_bytes: Vec<usize>,
@@ -143,19 +144,23 @@ impl ZarrBackend {
     }
 
     /// Creates a new store (built under a staging name, published once whole) or adds the
-    /// layout's streams to an existing one (`append`).
-    fn create(&self, layout: &StreamLayout) -> Result<Open> {
-        let plan = ArrayPlan {
-            compression: self.options.compression,
-            shard_frames: self.options.shard_frames as u64,
-            frame_chunk: None,
-        };
-        let existing = if self.options.append {
-            crate::append::check(self.dir(), layout, OutputFormat::Zarr, read::open)?
-        } else {
-            None
-        };
-        let fsync = self.options.fsync;
+    /// layout's streams to an existing one (`append`), its arrays laid out by `plan`.
+    pub(super) fn open_store(options: &SinkOptions, layout: &StreamLayout, plan: ArrayPlan) -> Result<Open> {
+        let dir = options.path.as_path();
+        let existing =
+            if options.append { crate::append::check(dir, layout, OutputFormat::Zarr, read::open)? } else { None };
+        let fsync = options.fsync;
+        // Before anything is written: a continued stream's arrays must be chunked and encoded
+        // as this run writes them.
+        if existing.is_some() {
+            let store = Arc::new(AtomicDirStore::new(dir));
+            for s in layout.streams.iter().filter(|s| s.kept_frames > 0) {
+                let arrays = Self::stream_arrays(&store, layout, s, 0, &plan)?;
+                for array in arrays.fields.iter().chain([&arrays.steps]) {
+                    check_same_chunks(dir, array)?;
+                }
+            }
+        }
         let (root, kept_complete) = match &existing {
             None => {
                 let root = Root {
@@ -165,7 +170,7 @@ impl ZarrBackend {
                     attributes: layout.attributes.clone(),
                     complete: false,
                 };
-                let staged = Staged::prepare(self.dir(), self.options.overwrite, OutputKind::ZarrStore)?;
+                let staged = Staged::prepare(dir, options.overwrite, OutputKind::ZarrStore)?;
                 fs::create_dir(staged.staging())
                     .map_err(|e| Error::io("cannot create directory", staged.staging(), e))?;
                 let store = Arc::new(AtomicDirStore::new(staged.staging()));
@@ -181,15 +186,15 @@ impl ZarrBackend {
                 (root, true)
             }
             Some(existing) => {
-                let store = Arc::new(AtomicDirStore::new(self.dir()));
-                let mut root = read_root(self.dir())?;
+                let store = Arc::new(AtomicDirStore::new(dir));
+                let mut root = read_root(dir)?;
                 // The root stops listing the streams to rewrite before their groups go, so a
                 // kill in between leaves a store that opens (they are simply missing).
                 root.streams.retain(|s| !existing.replace.contains(s));
                 root.complete = false;
                 write_root(&store, &root)?;
                 for name in &existing.replace {
-                    let group = self.dir().join(name);
+                    let group = dir.join(name);
                     match fs::remove_dir_all(&group) {
                         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                             return Err(Error::io("cannot delete incomplete stream", group, e));
@@ -213,16 +218,16 @@ impl ZarrBackend {
             }
         };
         // The arrays write through a store at the published path.
-        let store = Arc::new(AtomicDirStore::new(self.dir()));
+        let store = Arc::new(AtomicDirStore::new(dir));
         let mut streams = Vec::with_capacity(layout.streams.len());
         for s in &layout.streams {
             let index = root.streams.iter().position(|n| *n == s.name).ok_or_else(|| Error::BadOutput {
-                path: self.dir().to_path_buf(),
+                path: dir.to_path_buf(),
                 reason: format!("its root does not list stream {:?}", s.name),
             })?;
             let mut arrays = Self::stream_arrays(&store, layout, s, index, &plan)?;
             if s.kept_frames > 0 {
-                self.continue_stream(&store, &mut arrays, plan.shard_frames)?;
+                Self::continue_stream(dir, &store, &mut arrays, plan.shard_frames)?;
             }
             streams.push(arrays);
         }
@@ -233,19 +238,19 @@ impl ZarrBackend {
     /// Cuts a continued stream's arrays to its kept frames (its later frames gone before a
     /// new one is written) and reads back what the next frames share with the kept ones and
     /// rewrite whole: the current chunk of `steps` and, with shards, each field's shard.
-    fn continue_stream(&self, store: &AtomicDirStore, s: &mut StreamArrays, shard_frames: u64) -> Result<()> {
+    fn continue_stream(dir: &Path, store: &AtomicDirStore, s: &mut StreamArrays, shard_frames: u64) -> Result<()> {
         let kept = s.info.kept_frames;
         for array in s.fields.iter_mut().chain([&mut s.steps]) {
             set_frames(store, array, kept)?;
         }
         let node = |a: &Array<AtomicDirStore>| a.path().as_str().trim_start_matches('/').to_owned();
         let mismatch = |node: String, got: usize, want: usize| Error::BadOutput {
-            path: self.dir().join(&node),
+            path: dir.join(&node),
             reason: format!("a chunk of {node} holds {got} bytes instead of {want}"),
         };
         let (chunk, slot) = chunk_of(kept, STEPS_CHUNK);
         if slot > 0 {
-            let bytes = read::chunk_bytes(self.dir(), &node(&s.steps), &[chunk])?;
+            let bytes = read::chunk_bytes(dir, &node(&s.steps), &[chunk])?;
             if bytes.len() != s.steps_chunk.len() * 8 {
                 return Err(mismatch(node(&s.steps), bytes.len(), s.steps_chunk.len() * 8));
             }
@@ -258,7 +263,7 @@ impl ZarrBackend {
             for (array, buffer) in s.fields.iter().zip(&mut s.shards) {
                 let mut indices = vec![0u64; array.dimensionality()];
                 indices[0] = chunk;
-                let bytes = read::chunk_bytes(self.dir(), &node(array), &indices)?;
+                let bytes = read::chunk_bytes(dir, &node(array), &indices)?;
                 if bytes.len() != buffer.len() {
                     return Err(mismatch(node(array), bytes.len(), buffer.len()));
                 }
@@ -267,6 +272,36 @@ impl ZarrBackend {
         }
         Ok(())
     }
+}
+
+/// Errors unless the stored array `array` describes (its `zarr.json` under `dir`) has the
+/// chunk grid and codecs `array` has: frames are continued chunk by chunk, and a store
+/// written with other chunks (another MPI decomposition, `shard_frames`) or other codecs
+/// (`compression`) would be corrupted, not continued.
+fn check_same_chunks(dir: &Path, array: &Array<AtomicDirStore>) -> Result<()> {
+    let node = array.path().as_str().trim_start_matches('/');
+    let file = dir.join(node).join(METADATA_FILE);
+    let text = fs::read_to_string(&file).map_err(|e| Error::io("cannot read", &file, e))?;
+    let bad = |reason: String| Error::BadOutput { path: file.clone(), reason };
+    let stored: serde_json::Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+    let planned = serde_json::to_value(array.metadata()).map_err(|e| bad(e.to_string()))?;
+    for key in ["chunk_grid", "codecs"] {
+        let (have, want) = (stored.get(key), planned.get(key));
+        if have != want {
+            let shown = |v: Option<&serde_json::Value>| v.map_or_else(|| "none".to_owned(), ToString::to_string);
+            return Err(Error::AppendMismatch {
+                path: dir.to_path_buf(),
+                reason: format!(
+                    "its array {node} has {key} {}, and this run writes {}: continue it with the settings that \
+                     wrote it (under mpirun, the same decomposition: its chunks are the ranks' blocks; the same \
+                     output.shard_frames and output.compression)",
+                    shown(have),
+                    shown(want)
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Sets the frame count of `array` to `frames` and replaces its metadata.
@@ -327,7 +362,12 @@ impl Backend for ZarrBackend {
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         self.options.check()?;
         self.check_layout(layout)?;
-        self.open = Some(self.create(layout)?);
+        let plan = ArrayPlan {
+            compression: self.options.compression,
+            shard_frames: self.options.shard_frames as u64,
+            frame_chunk: None,
+        };
+        self.open = Some(Self::open_store(&self.options, layout, plan)?);
         Ok(())
     }
 

@@ -35,9 +35,10 @@ fn check(config: &Config, args: &RunArgs) -> anyhow::Result<()> {
             shape.len()
         );
     }
-    if args.resume && config.sink_name() != "hdf5" {
+    if args.resume && !matches!(config.sink_name(), "hdf5" | "zarr") {
         bail!(
-            "{}: --resume continues a split run in an HDF5 file only (output.sink = \"hdf5\"); run it again",
+            "{}: --resume continues a split run in an HDF5 file or a Zarr store only (output.sink = \"hdf5\" or \
+             \"zarr\"); run it again",
             config.origin("output.sink")
         );
     }
@@ -64,7 +65,7 @@ pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode
     let sink: Box<dyn Sink> = match config.sink_name() {
         "hdf5" => Box::new(split.block_sink(config.sink_options().clone().with_append(args.resume))),
         #[cfg(feature = "zarr")]
-        "zarr" => Box::new(split.zarr_block_sink(config.sink_options().clone())),
+        "zarr" => Box::new(split.zarr_block_sink(config.sink_options().clone().with_append(args.resume))),
         _ => Box::new(NullSink::default()),
     };
     let stop = StopHandle::default();
@@ -113,11 +114,17 @@ pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode
     let outcome = outcome.with_context(|| format!("block {:?} at {:?}", block.shape(), block.offset()));
     if world.agree("running the split domain", outcome)? {
         if world.rank() == 0 {
-            let next = if config.sink_name() == "hdf5" {
-                "continue it with `mpirun ... wgpipe run CONFIG --resume` (from each checkpoint with \
-                 run.checkpoint_every, else from frame 0)"
-            } else {
-                "only an HDF5 split run continues with --resume"
+            let next = match config.sink_name() {
+                "hdf5" => {
+                    "continue it with `mpirun ... wgpipe run CONFIG --resume` (from each checkpoint with \
+                     run.checkpoint_every, else from frame 0)"
+                }
+                "zarr" => {
+                    "continue it with `mpirun ... wgpipe run CONFIG --resume` on the same decomposition (the \
+                     store's chunks are its blocks; from each checkpoint with run.checkpoint_every, else from \
+                     frame 0)"
+                }
+                _ => "only an HDF5 or Zarr split run continues with --resume",
             };
             eprintln!(
                 "interrupted: {frames} of {} frames written; the output was closed cleanly; {next}",
