@@ -3,8 +3,7 @@
 //! Each device has a shard of two cache-line-padded halves: the compute half, stored to only
 //! by that device's thread, and the I/O half, stored to only by whichever thread writes that
 //! device's frames (the writer thread in async mode, the device thread itself in sync mode; in auto mode
-//! whichever the tuner chose, the device waiting for the writer to store its frames before
-//! it writes its own).
+//! either, one at a time: every write, and its counting, happens under the writer's mutex).
 //! One writer per counter means plain `Relaxed` load + store instead of a read-modify-write,
 //! and padding means no hot-path store touches a cache line another thread writes. Readers
 //! sum the shards with dirty reads: a snapshot may be a frame behind, never torn.

@@ -37,11 +37,12 @@ impl IoMode {
 pub struct TuningReport {
     /// The device threads wrote their own frames at the end (no writer thread).
     pub inline: bool,
-    /// Frames that could wait for the writer thread at the end.
+    /// Frames that could wait for the writer thread at the end (0 when inline).
     pub io_buffer: usize,
     /// The channel's capacity: the deepest `io_buffer` the run could choose.
     pub capacity: usize,
-    /// Frames written when the choice was made; `None`: the run ended first (async throughout).
+    /// Frames written when the choice was made; `None`: the run ended first, or nothing was
+    /// measured (a split domain): async throughout.
     pub decided_after_frames: Option<u64>,
     /// The choice and its reason, in numbers.
     pub reason: String,

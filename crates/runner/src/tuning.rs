@@ -4,8 +4,10 @@
 //! be allowed to fall behind, depend on the kernel, the grid, the sink, the disk and the
 //! adapter, which a config cannot know ahead. The run starts as async with a channel of at
 //! most [`AUTO_IO_BUFFER`] frames (fewer where host memory is short) of which two may wait;
-//! after [`PROBE_FRAMES`] frames it knows the time between frames (`interval`: the devices'
-//! compute per frame over the number of devices) and each write's time, and [`choose`]s:
+//! after [`PROBE_FRAMES`] frames, once every device has produced one, it knows the time
+//! between frames (`interval`: the inverse of the devices' summed frame rates, each job's
+//! first frame left out) and each write's time (the run's first write left out: the page
+//! cache and the sink's buffers warm up), and [`choose`]s:
 //!
 //! - **inline**: writes took under [`INLINE_SHARE`] of the interval on average, so a writer
 //!   thread could hide at most that much, and handing each frame to it (a channel send, a
@@ -91,7 +93,8 @@ pub fn choose(interval: f64, write_mean: f64, write_max: f64, capacity: usize) -
             ),
         };
     }
-    let depth = ((write_max / interval).ceil() as usize).clamp(1, capacity.max(1));
+    // At least one frame of slack, at most the channel (0: a rendezvous, still one at a time).
+    let depth = ((write_max / interval).ceil() as usize).clamp(1, capacity.max(1)).min(capacity);
     Choice {
         inline: false,
         depth,
@@ -106,13 +109,20 @@ pub fn choose(interval: f64, write_mean: f64, write_max: f64, capacity: usize) -
     }
 }
 
+/// One device's compute samples.
+#[derive(Debug, Default, Clone, Copy)]
+struct Device {
+    /// Frames measured (each job's first frame is not: it pays for the job's start).
+    n: u64,
+    seconds: f64,
+    /// Its thread has ended: its frames no longer arrive.
+    finished: bool,
+}
+
 /// Sums of what was measured.
 #[derive(Debug, Default)]
 struct Measured {
-    /// Compute samples per device (the first of each is warm-up, not summed).
-    computed: Vec<u64>,
-    compute_sum: f64,
-    compute_n: u64,
+    devices: Vec<Device>,
     writes: u64,
     write_sum: f64,
     write_n: u64,
@@ -120,10 +130,27 @@ struct Measured {
 }
 
 impl Measured {
-    /// Compute seconds between frames arriving at the writer, over all devices.
-    fn interval(&self) -> f64 {
-        let devices = self.computed.iter().filter(|&&n| n > 0).count().max(1);
-        self.compute_sum / self.compute_n.max(1) as f64 / devices as f64
+    /// Compute seconds between frames arriving at the writer: the inverse of the devices'
+    /// summed frame rates (each device's measured frames over their compute time), over the
+    /// devices still running, or over all that were measured (`finished_too`, for the report
+    /// at the end).
+    fn interval(&self, finished_too: bool) -> f64 {
+        let rate: f64 = self
+            .devices
+            .iter()
+            .filter(|d| d.n > 0 && d.seconds > 0.0 && (finished_too || !d.finished))
+            .map(|d| d.n as f64 / d.seconds)
+            .sum();
+        if rate > 0.0 { 1.0 / rate } else { 0.0 }
+    }
+
+    /// Whether there is enough to choose: [`PROBE_FRAMES`] writes and computed frames, and
+    /// every device measured or ended (a device still starting its first job would make the
+    /// frames look further apart than they will be).
+    fn ready(&self) -> bool {
+        self.write_n >= PROBE_FRAMES
+            && self.devices.iter().map(|d| d.n).sum::<u64>() >= PROBE_FRAMES
+            && self.devices.iter().all(|d| d.n > 0 || d.finished)
     }
 }
 
@@ -158,7 +185,7 @@ impl Tuner {
         Tuner {
             capacity,
             state: Mutex::new(State {
-                measured: Measured { computed: vec![0; devices], ..Default::default() },
+                measured: Measured { devices: vec![Device::default(); devices], ..Default::default() },
                 queued: 0,
                 depth: START_DEPTH.min(capacity),
                 inline: false,
@@ -175,17 +202,22 @@ impl Tuner {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Device `d` produced a frame in `seconds`; returns whether it writes its frames itself.
-    pub fn computed(&self, d: usize, seconds: f64) -> bool {
+    /// Device `d` produced a frame in `seconds` (the first of its job: not measured);
+    /// returns whether it writes its frames itself.
+    pub fn computed(&self, d: usize, seconds: f64, first_of_job: bool) -> bool {
         let mut s = self.lock();
-        if let Some(n) = s.measured.computed.get_mut(d) {
-            *n += 1;
-            if *n > 1 {
-                s.measured.compute_sum += seconds;
-                s.measured.compute_n += 1;
-            }
+        if let Some(device) = s.measured.devices.get_mut(d).filter(|_| !first_of_job) {
+            device.n += 1;
+            device.seconds += seconds;
         }
         s.inline
+    }
+
+    /// Device `d`'s thread ended: the frames between arrivals are the others' from now on.
+    pub fn device_finished(&self, d: usize) {
+        if let Some(device) = self.lock().measured.devices.get_mut(d) {
+            device.finished = true;
+        }
     }
 
     /// Waits until the channel may take one more frame (or `stopping` says to give up
@@ -229,10 +261,10 @@ impl Tuner {
             s.measured.write_n += 1;
             s.measured.write_max = s.measured.write_max.max(seconds);
         }
-        let interval = s.measured.interval();
+        let interval = s.measured.interval(false);
         match s.decided_after {
             None => {
-                if s.measured.write_n >= PROBE_FRAMES && s.measured.compute_n >= PROBE_FRAMES {
+                if s.measured.ready() {
                     let mean = s.measured.write_sum / s.measured.write_n as f64;
                     let choice = choose(interval, mean, s.measured.write_max, self.capacity);
                     s.inline = choice.inline;
@@ -244,6 +276,9 @@ impl Tuner {
             // The writer thread's last frames after the choice of inline writes do not count.
             Some(_) if inline && s.inline && seconds > BACK_TO_ASYNC_SHARE * interval => {
                 s.inline = false;
+                // A queue deep enough for the write that ended inline writes.
+                let needed = if interval > 0.0 { (seconds / interval).ceil() as usize } else { START_DEPTH };
+                s.depth = needed.clamp(START_DEPTH.min(self.capacity), self.capacity);
                 let at = s.measured.writes;
                 let change = format!(
                     "back to async at frame {at}: a write took {} against {} between frames",
@@ -278,7 +313,7 @@ impl Tuner {
         let m = &s.measured;
         TuningReport {
             inline: s.inline,
-            io_buffer: s.depth,
+            io_buffer: if s.inline { 0 } else { s.depth },
             capacity: self.capacity,
             decided_after_frames: s.decided_after,
             reason: if s.decided_after.is_some() {
@@ -287,7 +322,7 @@ impl Tuner {
                 format!("async, io_buffer {}: the run ended before {PROBE_FRAMES} frames were measured", s.depth)
             },
             changes: s.changes.clone(),
-            compute_per_frame_seconds: m.interval(),
+            compute_per_frame_seconds: m.interval(true),
             write_mean_seconds: if m.write_n > 0 { m.write_sum / m.write_n as f64 } else { 0.0 },
             write_max_seconds: m.write_max,
         }
@@ -314,7 +349,7 @@ mod tests {
         let capped = choose(0.010, 0.004, 0.2, 8);
         assert_eq!(capped.depth, 8);
         assert!(capped.reason.contains("20 would absorb"), "{}", capped.reason);
-        assert_eq!(choose(0.010, 0.004, 0.2, 0).depth, 1, "a channel of 0 still hands over one frame at a time");
+        assert_eq!(choose(0.010, 0.004, 0.2, 0).depth, 0, "a channel of 0 stays a rendezvous");
     }
 
     #[test]
@@ -329,7 +364,7 @@ mod tests {
     fn the_tuner_decides_after_the_probe_and_deepens_on_a_slow_write() {
         let t = Tuner::new(1, 8);
         for _ in 0..=PROBE_FRAMES {
-            assert!(!t.computed(0, 0.010));
+            assert!(!t.computed(0, 0.010, false));
             t.wrote(Duration::from_millis(5), false);
         }
         let r = t.report();
@@ -345,18 +380,39 @@ mod tests {
     fn an_inline_run_goes_back_to_async_after_a_slow_write() {
         let t = Tuner::new(2, 8);
         for _ in 0..=PROBE_FRAMES {
-            t.computed(0, 0.020);
-            t.computed(1, 0.020);
+            t.computed(0, 0.020, false);
+            t.computed(1, 0.020, false);
             t.wrote(Duration::from_micros(20), false);
         }
-        assert!(t.computed(0, 0.020), "writes of 0.2 % of the 10 ms between frames go inline");
+        assert!(t.computed(0, 0.020, false), "writes of 0.2 % of the 10 ms between frames go inline");
         t.wrote(Duration::from_millis(4), true);
-        assert!(t.computed(0, 0.020), "a write of 40 % of the interval is hidden by the GPU working ahead");
+        assert!(t.computed(0, 0.020, false), "a write of 40 % of the interval is hidden by the GPU working ahead");
         t.wrote(Duration::from_millis(9), false);
-        assert!(t.computed(0, 0.020), "the writer thread's last frames do not end inline writes");
+        assert!(t.computed(0, 0.020, false), "the writer thread's last frames do not end inline writes");
         t.wrote(Duration::from_millis(6), true);
-        assert!(!t.computed(0, 0.020));
-        assert!(t.report().changes[0].starts_with("back to async"));
+        assert!(!t.computed(0, 0.020, false));
+        let r = t.report();
+        assert!(r.changes[0].starts_with("back to async"), "{r:?}");
+        assert_eq!(r.io_buffer, 2, "the 6 ms write needs one frame of the 10 ms interval; at least the start's 2");
+    }
+
+    #[test]
+    fn a_device_still_starting_delays_the_choice_and_an_ended_one_leaves_the_rate() {
+        let t = Tuner::new(2, 8);
+        for _ in 0..=PROBE_FRAMES {
+            t.computed(0, 0.010, false);
+            t.wrote(Duration::from_micros(100), false);
+        }
+        assert_eq!(t.report().decided_after_frames, None, "device 1 has not produced a frame yet");
+        t.computed(1, 0.5, true);
+        t.computed(1, 0.010, false);
+        t.wrote(Duration::from_micros(100), false);
+        let r = t.report();
+        assert!(r.decided_after_frames.is_some(), "{r:?}");
+        assert!((r.compute_per_frame_seconds - 0.005).abs() < 1e-9, "two devices at 10 ms: {r:?}");
+        assert!(!r.inline, "100 µs is 2 % of the 5 ms between frames: {r:?}");
+        t.device_finished(1);
+        assert!((t.lock().measured.interval(false) - 0.010).abs() < 1e-9);
     }
 
     #[test]

@@ -104,6 +104,9 @@ pub(crate) fn device_thread(
         }
     }
     ctx.progress.device_finished();
+    if let Handoff::Tuned { tuner, .. } = &worker.handoff {
+        tuner.device_finished(d);
+    }
     let DeviceWorker { mut report, recorder, .. } = worker;
     report.spans = recorder.into_spans();
     report
@@ -177,6 +180,8 @@ impl DeviceWorker<'_> {
             }
             _ => None,
         };
+        // `report.frames` once this job's first frame is produced (auto leaves it unmeasured).
+        let first_frame_count = report.frames + 1;
         loop {
             if lockstep.is_none() && ctx.state.should_stop() {
                 return Err(Stop::Run);
@@ -255,7 +260,12 @@ impl DeviceWorker<'_> {
                     write(writer, env, report, recorder)?;
                 }
                 Handoff::Tuned { tx, writer, tuner } => {
-                    if tuner.computed(d, computed_in) {
+                    // The writer thread ended (a panicking sink): its failure is the run's.
+                    if tuner.is_closed() {
+                        ctx.pool.give(env.frame.data);
+                        return Err(Stop::Run);
+                    }
+                    if tuner.computed(d, computed_in, report.frames == first_frame_count) {
                         // A stream's frames stay in order: the writer stores the ones this
                         // thread sent before it writes the next one itself.
                         let waiting = Instant::now();
@@ -267,6 +277,7 @@ impl DeviceWorker<'_> {
                             std::thread::sleep(std::time::Duration::from_micros(100));
                         }
                         report.blocked_seconds += waiting.elapsed().as_secs_f64();
+                        recorder.at(SpanKind::Blocked, waiting, waiting.elapsed());
                         tuner.wrote(write(writer, env, report, recorder)?, true);
                     } else {
                         // Waiting for room at the chosen depth is backpressure as a full

@@ -758,3 +758,51 @@ fn a_killed_split_run_into_zarr_resumes_on_its_decomposition_only() {
     }
     assert!(!d.join("killed.zarr.checkpoints").exists(), "checkpoints left after the run completed");
 }
+
+/// `output.every` under mpirun: a batch over 2 ranks writes the fields of every 2nd frame into
+/// the shared file and the reductions of every frame into the shared file beside it, both
+/// complete and bit-identical to the same batch in one process; `output.when` is refused,
+/// naming the key, before any file exists.
+#[test]
+fn a_batch_thinning_its_fields_writes_both_shared_files_as_one_process_does() {
+    let dir = setup();
+    let d = dir.path();
+    let args = |path: &str, extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = vec!["run".into(), "sweep.toml".into(), "--progress".into(), "none".into()];
+        for set in
+            ["analysis.fields=[\"v\"]", "analysis.pdf_bins=8", &format!("output.path={path}")].iter().chain(extra)
+        {
+            v.extend(["--set".to_owned(), (*set).to_owned()]);
+        }
+        v
+    };
+    let serial = Command::new(WGPIPE).args(args("serial.h5", &["output.every=2"])).current_dir(d).output().unwrap();
+    assert!(serial.status.success(), "{}", text(&serial));
+    let mut mpi_args: Vec<String> = vec!["-n".into(), "2".into(), WGPIPE.into()];
+    mpi_args.extend(args("shared.h5", &["output.every=2"]));
+    let shared = mpirun(d, &mpi_args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(shared.status.success(), "{}", text(&shared));
+    for (a, b, frames) in [("shared.h5", "serial.h5", 2), ("shared.analysis.h5", "serial.analysis.h5", 4)] {
+        let (oa, ob) = (open_output(d.join(a)).unwrap(), open_output(d.join(b)).unwrap());
+        assert!(oa.complete(), "{a} is not marked complete");
+        assert_eq!(oa.fields(), ob.fields(), "{a}");
+        assert_eq!(oa.streams().len(), 5, "{a}");
+        for (s, sa) in oa.streams().iter().enumerate() {
+            let sb = ob.stream_index(&sa.name).unwrap();
+            assert!(sa.complete && sa.frames == frames, "{a} stream {}: {sa:?}", sa.name);
+            assert_eq!(oa.steps(s).unwrap(), ob.steps(sb).unwrap(), "{a} stream {}", sa.name);
+            for f in 0..oa.fields().len() {
+                for i in 0..frames {
+                    let same = oa.read_field(s, f, i).unwrap() == ob.read_field(sb, f, i).unwrap();
+                    assert!(same, "{a} stream {} field {f} frame {i} differs from one process's", sa.name);
+                }
+            }
+        }
+    }
+    let mut when: Vec<String> = vec!["-n".into(), "2".into(), WGPIPE.into()];
+    when.extend(args("when.h5", &["output.when=\"v_max > 0.3\""]));
+    let refused = mpirun(d, &when.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(text(&refused).contains("output.when"), "{}", text(&refused));
+    assert!(!d.join("when.h5").exists() && !d.join("when.analysis.h5").exists());
+}

@@ -107,6 +107,12 @@ impl<'a> Outcome<'a> {
         self.frames
     }
 
+    /// Streams the caller said ended short ([`crate::Sink::leave_incomplete`]), by index
+    /// (this process's, for a sink shared by MPI ranks).
+    pub fn short(&self) -> &'a [usize] {
+        self.short
+    }
+
     /// Whether a write failed, or the caller marked the run failed ([`Checked::fail`]).
     pub fn failed(&self) -> bool {
         self.failed

@@ -227,14 +227,29 @@ impl Config {
         append: bool,
         kept_fields: BTreeMap<String, u64>,
     ) -> wgpipe_storage::Result<Box<dyn Sink>> {
+        self.open_sink_with(append, kept_fields, (0, 1), |options| open_sink(self.sink_name(), &options))
+    }
+
+    /// [`Config::open_sink_resuming`] with each output's sink made by `open` from its options
+    /// (under `mpirun`, a sink every rank shares), in the same order everywhere: the fields'
+    /// output first, then the reductions'; `shard` is the process's share of the streams
+    /// ([`ThinnedSink::with_shard`]; `(0, 1)`: all of them).
+    pub fn open_sink_with(
+        &self,
+        append: bool,
+        kept_fields: BTreeMap<String, u64>,
+        shard: (usize, usize),
+        mut open: impl FnMut(SinkOptions) -> wgpipe_storage::Result<Box<dyn Sink>>,
+    ) -> wgpipe_storage::Result<Box<dyn Sink>> {
         let mut sinks = Vec::with_capacity(2);
         for options in self.outputs() {
-            sinks.push(open_sink(self.sink_name(), &options.with_append(append))?);
+            sinks.push(open(options.with_append(append))?);
         }
         match (sinks.pop(), sinks.pop()) {
             (Some(reductions), Some(fields)) => Ok(Box::new(
                 ThinnedSink::new(fields, reductions, self.analysis(), self.thinning.clone())
-                    .with_kept_fields(kept_fields),
+                    .with_kept_fields(kept_fields)
+                    .with_shard(shard.0, shard.1),
             )),
             (Some(only), None) => Ok(only),
             _ => Err(wgpipe_storage::Error::Usage("a config has one output or two")),
@@ -324,12 +339,13 @@ impl Config {
     /// Checks that `grid.decomposition`, if given, splits the grid over exactly `ranks`
     /// ranks (1 for a run without `mpirun`).
     pub fn check_ranks(&self, ranks: usize) -> Result<()> {
-        if ranks > 1 && self.thinning.thins() {
-            let key = if self.thinning.when.is_some() { "output.when" } else { "output.every" };
+        if ranks > 1 && self.thinning.when.is_some() {
             return Err(self.source.invalid(
-                key,
-                "storing the fields of some frames only is not supported under mpirun yet (the ranks share one \
-                 output): run without mpirun, or remove output.every and output.when",
+                "output.when",
+                "storing the fields of the frames a condition keeps is not supported under mpirun: the ranks' \
+                 shared file sizes each stream's datasets for its frames before the first one (MPI-IO writes \
+                 cannot change its structure), and how many frames a condition keeps is known only at the end; \
+                 use output.every, or run without mpirun",
             ));
         }
         let Some(parts) = &self.decomposition else {

@@ -120,6 +120,9 @@ pub struct ThinnedSink {
     buffer: Vec<u8>,
     skipped_frames: u64,
     skipped_bytes: u64,
+    /// `(index, count)`: this process writes the streams `i` with `i % count == index` (an
+    /// MPI batch's rank); only those can end short here.
+    shard: (usize, usize),
 }
 
 /// The value of a one-value field of type `dtype` held in `bytes`, as f64 (NaN if missing).
@@ -142,7 +145,16 @@ impl ThinnedSink {
             buffer: Vec::new(),
             skipped_frames: 0,
             skipped_bytes: 0,
+            shard: (0, 1),
         }
+    }
+
+    /// Under an MPI batch: this process runs the streams `i` with `i % count == index`, as
+    /// [`crate::PipelineBuilder::shard`] says; the others' frames are other ranks' to count
+    /// (without it every stream this process received no frame of would be marked short).
+    pub fn with_shard(mut self, index: usize, count: usize) -> Self {
+        self.shard = (index, count.max(1));
+        self
     }
 
     /// For streams that continue after kept frames (a resumed run): how many frames the
@@ -352,8 +364,9 @@ impl Sink for ThinnedSink {
         // A stream that ended short of its frames is incomplete in the reductions' output by
         // its count; in the fields' output it may hold every frame it would keep (the last
         // kept frame came before the stop) or expect none (a condition): say so.
+        let (index, count) = self.shard;
         for (i, (r, e)) in open.received.iter().zip(&open.expected).enumerate() {
-            if e.is_some_and(|e| *r < e) {
+            if i % count == index && e.is_some_and(|e| *r < e) {
                 self.fields.leave_incomplete(i);
             }
         }

@@ -225,8 +225,16 @@ fn store(open: &mut Shared, frame: &Frame, fields: Fields<'_>, path: &Path) -> R
 
 /// The collective end of a shared file: streams whose datasets are longer than the frames
 /// they hold (`frames`, the same on every rank) are shrunk to them, the `frames`/`complete`
-/// attributes are written (complete only if no rank `failed`), and the file closes.
-pub(super) fn close(comm: &SimpleCommunicator, open: Shared, frames: &[u64], failed: bool, path: &Path) -> Result<()> {
+/// attributes are written (complete only if no rank `failed`, and not for the streams
+/// `short`, the same on every rank), and the file closes.
+pub(super) fn close(
+    comm: &SimpleCommunicator,
+    open: Shared,
+    frames: &[u64],
+    short: &[usize],
+    failed: bool,
+    path: &Path,
+) -> Result<()> {
     let failed_ranks = failed_ranks(comm, !failed);
     let l = &open.layout;
     let finished = (|| -> hdf5::Result<()> {
@@ -235,7 +243,7 @@ pub(super) fn close(comm: &SimpleCommunicator, open: Shared, frames: &[u64], fai
                 super::schema::resize(sets, l, n as usize)?;
             }
         }
-        let outcome = Outcome::new(l, frames, !failed_ranks.is_empty());
+        let outcome = Outcome::new(l, frames, !failed_ranks.is_empty()).with_short(short);
         super::schema::mark_complete(&open.file, &open.streams, &outcome, open.others_complete, false)
     })();
     // Under MPI-IO a file closes only when none of its objects is open.
@@ -279,9 +287,16 @@ impl Backend for MpiHdf5Backend {
     fn finish(&mut self, outcome: &Outcome<'_>) -> Result<()> {
         let path: PathBuf = self.options.path.clone();
         let open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;
-        // Each stream is written by one rank: the sum is its frame count.
-        let mut frames = vec![0u64; open.streams.len()];
+        // Each stream is written by one rank: the sum is its frame count; a stream its rank
+        // said ended short (a run thinning its fields stopped after its last kept frame) is
+        // short on every rank.
+        let n = open.streams.len();
+        let mut frames = vec![0u64; n];
         self.comm.all_reduce_into(outcome.frames(), &mut frames[..], SystemOperation::sum());
-        close(&self.comm, open, &frames, outcome.failed(), &path)
+        let mine: Vec<u8> = (0..n).map(|i| u8::from(outcome.short().contains(&i))).collect();
+        let mut flags = vec![0u8; n];
+        self.comm.all_reduce_into(&mine[..], &mut flags[..], SystemOperation::max());
+        let short: Vec<usize> = (0..n).filter(|&i| flags[i] > 0).collect();
+        close(&self.comm, open, &frames, &short, outcome.failed(), &path)
     }
 }

@@ -184,7 +184,7 @@ impl Backend for MpiBlockBackend {
         let mine = outcome.frames().first().copied().unwrap_or(0);
         let mut frames = 0u64;
         self.shared.comm().all_reduce_into(&mine, &mut frames, SystemOperation::min());
-        close(self.shared.comm(), open, &[frames], outcome.failed(), &path)
+        close(self.shared.comm(), open, &[frames], &[], outcome.failed(), &path)
     }
 }
 

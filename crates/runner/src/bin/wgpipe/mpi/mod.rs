@@ -129,13 +129,18 @@ fn agree_on_output(world: &World, config: &Config, layout: &wgpipe::storage::Str
     world.agree("comparing the ranks' outputs", same)
 }
 
-/// The sink every rank writes through: the shared HDF5 file, or nothing.
+/// The sink every rank writes through: the shared HDF5 file (with `output.every`, the fields'
+/// file and the reductions' beside it, each shared), or nothing.
 fn shared_sink(plan: &Plan, world: &World, append: bool) -> anyhow::Result<Box<dyn Sink>> {
     let config = &plan.config;
-    let options = config.sink_options().clone().with_append(append);
+    let kept = plan.kept_fields.clone();
+    let shard = (world.rank(), world.size());
     match config.sink_name() {
-        "hdf5" => Ok(Box::new(MpiHdf5Sink::new(options, world.comm.duplicate()))),
-        "null" => Ok(open_sink("null", &options)?),
+        // Every rank opens the outputs in the same order: each duplicate is collective.
+        "hdf5" => Ok(config.open_sink_with(append, kept, shard, |options| {
+            Ok(Box::new(MpiHdf5Sink::new(options, world.comm.duplicate())))
+        })?),
+        "null" => Ok(config.open_sink_with(append, kept, shard, |options| open_sink("null", &options))?),
         other => bail!(
             "{}: output.sink = {other:?} cannot be shared by MPI ranks: use hdf5 (one file for all ranks) or null",
             config.origin("output.sink")
