@@ -114,7 +114,39 @@ fn sweep_rows_carry_their_measured_theory() {
         // One repetition: the theory of that repetition is the theory of the medians.
         assert!(close(row["theory"]["median"].as_f64().unwrap(), c.max(w) / (c + w)), "{row}");
         assert_eq!(row["efficiency_ratio"].as_array().unwrap().len(), 5, "{row}");
+        // io.mode = "auto" ran beside them, and said what it chose.
+        assert!(row["auto_over_best_fixed_median"].as_f64().is_some_and(|r| r > 0.0), "{row}");
+        let chose = row["auto_chose"].as_array().unwrap();
+        assert!(
+            chose.len() == 1 && chose[0].as_str().is_some_and(|c| c.starts_with("async") || c == "inline"),
+            "{row}"
+        );
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--sink hdf5 --against h5py`: both writers run (h5py in its own Python process), the ratio
+/// is reported, and both files are gone afterwards.
+#[test]
+fn hdf5_against_h5py_reports_its_ratio_and_cleans_up() {
+    let _alone = one_at_a_time();
+    let dir = scratch("h5py");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let json = dir.join("h5py.json");
+    let run = Command::new(env!("CARGO_BIN_EXE_xtask"))
+        .args(["bench", "--sink", "hdf5", "--against", "h5py", "--rows", "32", "--cols", "32", "--frames", "4"])
+        .args(["--reps", "2", "--out", out.to_str().unwrap(), "--json", json.to_str().unwrap()])
+        .output()
+        .expect("running the xtask binary");
+    assert!(run.status.success(), "{}\n{}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let h = &v["hdf5_against_h5py"];
+    positive(&h["throughput_ratio_sink_over_h5py"], "median");
+    positive(&h["seconds_h5py"], "median");
+    let leftovers: Vec<_> =
+        std::fs::read_dir(&out).unwrap().flatten().flat_map(|e| std::fs::read_dir(e.path())).flatten().collect();
+    assert!(leftovers.is_empty(), "the bench removes what it wrote: {leftovers:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

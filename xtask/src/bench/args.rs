@@ -15,6 +15,7 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
        cargo xtask bench --checkpoint-cost [--out DIR] [--rows EDGE --frames N --reps K]
        cargo xtask bench --analysis-cost [--rows EDGE --frames N --reps K]
        cargo xtask bench --sink raw --against posix [--out DIR] [--rows R --cols C --frames N]
+       cargo xtask bench --sink hdf5 --against h5py [--out DIR] [--rows R --cols C --frames N]
        cargo xtask bench --kernel [--rows R --cols C | --large] [--reps K --devices SEL --candidate[-3d] FILE]
        cargo xtask bench --roofline [--large] [--reps K --devices SEL]
 
@@ -44,6 +45,8 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
                        (--steps-per-frame, default 1), alternating
   --against posix      with --sink raw: the raw sink vs a plain write loop of the same
                        frames, alternating (no GPU; default 1024x1024, 128 frames, fsync)
+  --against h5py       with --sink hdf5: the HDF5 sink vs an h5py writer of the same shape
+                       in its own Python process, alternating (no GPU; defaults as above)
   --out DIR            where raw/hdf5 write (default: a temp dir under the current directory)
   --json FILE          write every figure, the parameters and the machine as JSON
   --trace FILE         Chrome trace (Perfetto) of one async run
@@ -101,6 +104,7 @@ pub struct Args {
     pub compare_compression: Option<(Compression, Compression)>,
     pub compare_dtype: bool,
     pub against_posix: bool,
+    pub against_h5py: bool,
     pub out: Option<PathBuf>,
     pub json: Option<PathBuf>,
     pub trace: Option<PathBuf>,
@@ -135,6 +139,7 @@ impl Default for Args {
             compare_compression: None,
             compare_dtype: false,
             against_posix: false,
+            against_h5py: false,
             out: None,
             json: None,
             trace: None,
@@ -196,13 +201,11 @@ pub fn parse(argv: &[String]) -> Result<Args> {
                 a.compare_compression = Some((parse(x)?, parse(y)?));
             }
             "--compare-dtype" => a.compare_dtype = true,
-            "--against" => {
-                let v = value()?;
-                if v != "posix" {
-                    bail!("--against {v:?} is unknown: use --against posix");
-                }
-                a.against_posix = true;
-            }
+            "--against" => match value()?.as_str() {
+                "posix" => a.against_posix = true,
+                "h5py" => a.against_h5py = true,
+                v => bail!("--against {v:?} is unknown: use --against posix (raw) or --against h5py (hdf5)"),
+            },
             "--out" => a.out = Some(PathBuf::from(value()?)),
             "--json" => a.json = Some(PathBuf::from(value()?)),
             "--trace" => a.trace = Some(PathBuf::from(value()?)),
@@ -267,6 +270,9 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     }
     if a.against_posix && a.sink.as_deref() != Some("raw") {
         bail!("--against posix compares the raw sink: use it with --sink raw");
+    }
+    if a.against_h5py && a.sink.as_deref() != Some("hdf5") {
+        bail!("--against h5py compares the HDF5 sink: use it with --sink hdf5");
     }
     if a.layout_cost && (a.sink.is_some() || a.micro || a.reserve_cost || a.kernel) {
         bail!("--layout-cost is a benchmark of its own: run it without --sink, --micro, --reserve-cost and --kernel");
@@ -350,6 +356,8 @@ mod tests {
         assert!(args("--sink raw --compare-dtype --sweep").is_err());
         assert!(args("--sink hdf5 --against posix").is_err());
         assert!(args("--sink raw --against dd").is_err());
+        assert!(args("--sink hdf5 --against h5py").is_ok_and(|a| a.against_h5py && !a.against_posix));
+        assert!(args("--sink raw --against h5py").is_err());
         assert!(args("--sink hdf5 --compression deflate --compare-threads 2").is_err());
         assert!(args("--sink hdf5 --compression deflate --compression-threads 0").is_err());
         let a = args("--kernel --reps 7 --candidate gs.wgsl")?;

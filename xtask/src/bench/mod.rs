@@ -26,6 +26,7 @@ pub(crate) mod args;
 mod checkpoint;
 mod compression;
 mod dtype;
+mod h5py;
 mod io;
 mod kernel;
 pub(crate) mod machine;
@@ -64,6 +65,7 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
     }
     if (args.sink.is_some() || args.checkpoint_cost || args.analysis_cost)
         && !args.against_posix
+        && !args.against_h5py
         && let Some(code) = machine::reexec_with_one_lavapipe_thread(&argv)?
     {
         return Ok(code);
@@ -83,6 +85,8 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
         run_kernel(&args, &mut report)?;
     } else if args.against_posix {
         run_against_posix(&args, &mut report)?;
+    } else if args.against_h5py {
+        run_against_h5py(&args, &mut report)?;
     } else if let Some(kind) = args.sink.clone() {
         run_sink(&args, &kind, &mut report)?;
     } else {
@@ -206,6 +210,17 @@ fn run_against_posix(args: &Args, report: &mut Map<String, Value>) -> Result<()>
     let r = posix::run(scratch.path(), rows, cols, frames, args.reps)?;
     println!("{}", r.table);
     report.insert("raw_against_posix".to_owned(), r.json);
+    report.insert("machine".to_owned(), machine::describe(&[], Some(scratch.path())));
+    Ok(())
+}
+
+/// `--sink hdf5 --against h5py`: the HDF5 sink vs an h5py writer, in `--out`.
+fn run_against_h5py(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
+    let scratch = scratch_with_load(args)?;
+    let (rows, cols, frames) = (args.rows.unwrap_or(1024), args.cols.unwrap_or(1024), args.frames.unwrap_or(128));
+    let r = h5py::run(scratch.path(), rows, cols, frames, args.reps)?;
+    println!("{}", r.table);
+    report.insert("hdf5_against_h5py".to_owned(), r.json);
     report.insert("machine".to_owned(), machine::describe(&[], Some(scratch.path())));
     Ok(())
 }
