@@ -35,8 +35,9 @@ use crate::report::TuningReport;
 
 /// The deepest channel `auto` may use (frames), where host memory allows.
 pub const AUTO_IO_BUFFER: usize = 8;
-/// Frames measured before choosing (written, and computed per device), after one frame of
-/// warm-up on each side (first writes create datasets; first steps compile pipelines).
+/// Frames measured before choosing: written, and computed over all the devices (each of
+/// which must have produced one), besides the frames left out as warm-up (the run's first
+/// write, each job's first frame).
 pub const PROBE_FRAMES: u64 = 6;
 /// Inline writes when the measured writes took under this share of the interval on average.
 pub const INLINE_SHARE: f64 = 0.02;
