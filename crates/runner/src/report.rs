@@ -228,6 +228,18 @@ impl RunReport {
         let best = self.best_overlap_ratio();
         let saving = (1.0 - best) * 100.0;
         let blocked: f64 = self.devices.iter().map(|d| d.blocked_seconds).sum();
+        // Auto's inline writes: no writer thread waited, no channel filled.
+        let inline = self.tuning.as_ref().is_some_and(|t| t.inline);
+        let waited = if inline {
+            "the devices wrote their own frames (io.mode auto chose inline writes)"
+        } else {
+            "the writer mostly waited for frames"
+        };
+        let stalled = if inline {
+            "the devices wrote their own frames".to_owned()
+        } else {
+            format!("devices blocked {blocked:.2} s on a full channel")
+        };
         match self.mode {
             IoMode::Sync => format!(
                 "sync I/O: compute and writes ran one after the other; async I/O could take {:.0}% of this time at best",
@@ -251,13 +263,12 @@ impl RunReport {
             }
             _ if w < 0.1 * c => format!(
                 "compute-bound: writing took {:.0}% of the compute time, so overlap can save at most {saving:.0}%; \
-                 the writer mostly waited for frames",
+                 {waited}",
                 100.0 * w / c.max(f64::MIN_POSITIVE)
             ),
             _ if c < 0.1 * w => format!(
                 "I/O-bound: compute took {:.0}% of the write time, so overlap can save at most {saving:.0}% \
-                 (devices blocked {blocked:.2} s on a full channel); a faster target, a faster sink or \
-                 lighter compression is what helps",
+                 ({stalled}); a faster target, a faster sink or lighter compression is what helps",
                 100.0 * c / w.max(f64::MIN_POSITIVE)
             ),
             _ => format!(
@@ -393,9 +404,14 @@ mod tests {
         assert!(
             balanced.verdict().contains("best possible ratio 0.50") && balanced.verdict().contains("achieved 0.55")
         );
-        let compute_bound = report(IoMode::Async, 10.0, 0.5, 10.1);
+        let mut compute_bound = report(IoMode::Async, 10.0, 0.5, 10.1);
         assert!(compute_bound.verdict().starts_with("compute-bound: writing took 5%"), "{}", compute_bound.verdict());
         assert!(compute_bound.verdict().contains("save at most 5%"), "{}", compute_bound.verdict());
+        assert!(compute_bound.verdict().ends_with("the writer mostly waited for frames"));
+        // Auto's inline writes had no writer thread to wait.
+        compute_bound.mode = IoMode::Auto;
+        compute_bound.tuning = Some(TuningReport { inline: true, ..Default::default() });
+        assert!(compute_bound.verdict().ends_with("(io.mode auto chose inline writes)"), "{}", compute_bound.verdict());
         let io_bound = report(IoMode::Async, 0.5, 10.0, 10.2);
         assert!(io_bound.verdict().starts_with("I/O-bound"), "{}", io_bound.verdict());
         let sync = report(IoMode::Sync, 1.0, 3.0, 4.0);
