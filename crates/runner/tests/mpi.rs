@@ -677,28 +677,35 @@ fn a_killed_split_run_resumes_from_its_checkpoint_on_any_number_of_ranks() {
             mpirun(d, &mpi_args)
         };
         let what = format!("{from} resumed on {ranks} rank(s)");
-        assert!(out.status.success(), "{what}: {}", text(&out));
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.matches("stream stream0: continuing after ").count(), 1, "{what}, said once: {}", text(&out));
-        let computed: u64 = err
-            .lines()
-            .filter_map(|l| l.split("written ").nth(1)?.split('/').nth(1)?.split(' ').next()?.parse().ok())
-            .next_back()
-            .unwrap_or_else(|| panic!("{what}: no progress: {}", text(&out)));
-        assert!(computed <= 60 - reported + 5 && computed < 60, "{what}: computed {computed}, reported {reported}");
-        let (a, b) = (open_output(d.join(to)).unwrap(), open_output(d.join("serial.h5")).unwrap());
-        assert!(a.complete(), "{what}: not complete");
-        assert_eq!((a.streams()[0].frames, a.steps(0).unwrap()), (60, b.steps(0).unwrap()), "{what}");
-        for f in 0..a.fields().len() {
-            for i in 0..60 {
-                assert!(
-                    a.read_field(0, f, i).unwrap() == b.read_field(0, f, i).unwrap(),
-                    "{what}: field {f} frame {i}"
-                );
-            }
-        }
-        assert!(!d.join(format!("{to}.checkpoints")).exists(), "{what}: checkpoints left after the run completed");
+        assert_resumed_as_uninterrupted(&out, reported, &d.join(to), &d.join("serial.h5"), &what);
     }
+}
+
+/// A resumed checkpointed run (`checkpointed_args`, 60 frames, a checkpoint every 5) that
+/// ended with `out`, after `reported` frames were reported before its kill: it succeeded,
+/// said once that it continues from the checkpoint, computed no more than one interval beyond
+/// the frames not reported, and left `resumed` complete, bit-identical to `whole` (the run in
+/// one process), its checkpoints gone.
+fn assert_resumed_as_uninterrupted(out: &Output, reported: u64, resumed: &Path, whole: &Path, what: &str) {
+    assert!(out.status.success(), "{what}: {}", text(out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("stream stream0: continuing after ").count(), 1, "{what}, said once: {}", text(out));
+    let computed: u64 = err
+        .lines()
+        .filter_map(|l| l.split("written ").nth(1)?.split('/').nth(1)?.split(' ').next()?.parse().ok())
+        .next_back()
+        .unwrap_or_else(|| panic!("{what}: no progress: {}", text(out)));
+    assert!(computed <= 60 - reported + 5 && computed < 60, "{what}: computed {computed}, reported {reported}");
+    let (a, b) = (open_output(resumed).unwrap(), open_output(whole).unwrap());
+    assert!(a.complete(), "{what}: not complete");
+    assert_eq!((a.streams()[0].frames, a.steps(0).unwrap()), (60, b.steps(0).unwrap()), "{what}");
+    for f in 0..a.fields().len() {
+        for i in 0..60 {
+            assert!(a.read_field(0, f, i).unwrap() == b.read_field(0, f, i).unwrap(), "{what}: field {f} frame {i}");
+        }
+    }
+    let checkpoints = format!("{}.checkpoints", resumed.display());
+    assert!(!Path::new(&checkpoints).exists(), "{what}: checkpoints left after the run completed");
 }
 
 /// A checkpointed split run into a Zarr store killed mid-run (a rank SIGKILLed): on another
@@ -739,24 +746,13 @@ fn a_killed_split_run_into_zarr_resumes_on_its_decomposition_only() {
     let args = zarr("killed.zarr", "frames", true);
     two.extend(args.iter().map(String::as_str));
     let out = mpirun(d, &two);
-    assert!(out.status.success(), "{}", text(&out));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.matches("stream stream0: continuing after ").count(), 1, "{}", text(&out));
-    let computed: u64 = err
-        .lines()
-        .filter_map(|l| l.split("written ").nth(1)?.split('/').nth(1)?.split(' ').next()?.parse().ok())
-        .next_back()
-        .unwrap_or_else(|| panic!("no progress: {}", text(&out)));
-    assert!(computed <= 60 - reported + 5 && computed < 60, "computed {computed}, reported {reported}");
-    let (a, b) = (open_output(d.join("killed.zarr")).unwrap(), open_output(d.join("serial.zarr")).unwrap());
-    assert!(a.complete(), "not complete");
-    assert_eq!((a.streams()[0].frames, a.steps(0).unwrap()), (60, b.steps(0).unwrap()));
-    for f in 0..a.fields().len() {
-        for i in 0..60 {
-            assert!(a.read_field(0, f, i).unwrap() == b.read_field(0, f, i).unwrap(), "field {f} frame {i}");
-        }
-    }
-    assert!(!d.join("killed.zarr.checkpoints").exists(), "checkpoints left after the run completed");
+    assert_resumed_as_uninterrupted(
+        &out,
+        reported,
+        &d.join("killed.zarr"),
+        &d.join("serial.zarr"),
+        "resumed on 2 ranks",
+    );
 }
 
 /// `output.every` under mpirun: a batch over 2 ranks writes the fields of every 2nd frame into

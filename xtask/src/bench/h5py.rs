@@ -8,8 +8,10 @@
 //! step, nothing flushed until the file closes. The sink does what a wgpipe run does: the
 //! output laid out whole at `begin`, each frame's fields flushed before its step and the step
 //! flushed (a kill keeps every frame reported), a disk-space reservation, `frames`/`complete`
-//! written at the end. The two rotate their order between repetitions, `sync` before every run,
-//! and each run's file is removed after it.
+//! written at the end. A plain loop of `write` calls of the same bytes into one file
+//! (`--against posix`'s) runs in the same rotation: the disk's speed, which neither can beat.
+//! The three rotate their order between repetitions, `sync` before every run, and each run's
+//! file is removed after it.
 //!
 //! The Python interpreter: `WGPIPE_PYTHON` if set, else the first of `python3` and
 //! `/usr/bin/python3` that imports h5py and numpy (the tests' rule).
@@ -17,12 +19,12 @@
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
-use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use serde_json::{Value, json};
-use wgpipe::storage::{DType, Frame, SinkOptions, StreamInfo, StreamLayout, open_sink};
+use serde_json::json;
+use wgpipe::storage::{DType, Frame, StreamInfo, StreamLayout};
 
+use super::posix::{AgainstResult, plain_run, sink_run};
 use super::reserve::frames;
 use super::stats::Summary;
 
@@ -49,12 +51,6 @@ os.close(fd)
 print(time.perf_counter() - start)
 "#;
 
-/// What the comparison found.
-pub struct H5pyResult {
-    pub json: Value,
-    pub table: String,
-}
-
 /// A Python that imports h5py and numpy, by the tests' rule.
 fn python() -> Result<String> {
     let imports =
@@ -69,26 +65,6 @@ fn python() -> Result<String> {
         "no python3 imports h5py and numpy: install them (Debian: apt-get install python3-h5py), or point \
          WGPIPE_PYTHON at a python3 that has them",
     )
-}
-
-/// Seconds for the HDF5 sink to store `count` frames of `pool` into `dir/sink.h5` and fsync.
-fn sink_run(dir: &Path, layout: &StreamLayout, pool: &mut [Frame], count: u64) -> Result<f64> {
-    let path = dir.join("sink.h5");
-    let options = SinkOptions::new(&path).with_fsync(true);
-    let _ = Command::new("sync").status();
-    let start = Instant::now();
-    let mut sink = open_sink("hdf5", &options)?;
-    sink.begin(layout)?;
-    for i in 0..count {
-        let n = pool.len();
-        let frame = &mut pool[i as usize % n];
-        (frame.index, frame.step) = (i, i + 1);
-        sink.write(frame)?;
-    }
-    sink.finish()?;
-    let seconds = start.elapsed().as_secs_f64();
-    std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
-    Ok(seconds)
 }
 
 /// Seconds h5py took (its own timing) to write the same shape into `dir/h5py.h5` and fsync.
@@ -113,42 +89,53 @@ fn h5py_run(python: &str, dir: &Path, rows: usize, cols: usize, count: u64) -> R
 }
 
 /// Runs `reps` rotations of the two writers, `count` frames of `rows` × `cols` `f32` each, in `dir`.
-pub fn run(dir: &Path, rows: usize, cols: usize, count: u64, reps: usize) -> Result<H5pyResult> {
+pub fn run(dir: &Path, rows: usize, cols: usize, count: u64, reps: usize) -> Result<AgainstResult> {
     let python = python()?;
     let layout = StreamLayout::grid2d(["v"], rows, cols, DType::F32)
         .with_stream(StreamInfo::new("s0").with_expected_frames(count));
     let frame_bytes = layout.frame_bytes()?;
     // Hashed by the producer, as the runner's device threads hand frames over.
     let mut pool: Vec<Frame> = frames(frame_bytes, DISTINCT.min(count)).into_iter().map(Frame::hash_data).collect();
-    let (mut sink, mut h5py) = (Vec::new(), Vec::new());
+    let (mut sink, mut h5py, mut plain) = (Vec::new(), Vec::new(), Vec::new());
     for rep in 0..reps {
-        if rep % 2 == 0 {
-            sink.push(sink_run(dir, &layout, &mut pool, count)?);
-            h5py.push(h5py_run(&python, dir, rows, cols, count)?);
-        } else {
-            h5py.push(h5py_run(&python, dir, rows, cols, count)?);
-            sink.push(sink_run(dir, &layout, &mut pool, count)?);
+        for k in 0..3 {
+            match (rep + k) % 3 {
+                0 => sink.push(sink_run("hdf5", &dir.join("sink.h5"), &layout, &mut pool, count)?),
+                1 => h5py.push(h5py_run(&python, dir, rows, cols, count)?),
+                _ => plain.push(plain_run(dir, &pool, count)?),
+            }
         }
     }
     let mb = (frame_bytes as u64 * count) as f64 / 1e6;
     let rate = |xs: &[f64]| xs.iter().map(|s| mb / s).collect::<Vec<_>>();
-    // Throughput of the sink over h5py's in the same repetition.
-    let ratio: Vec<f64> = sink.iter().zip(&h5py).map(|(s, h)| h / s).collect();
+    // Throughputs over another's in the same repetition.
+    let over = |xs: &[f64], ys: &[f64]| xs.iter().zip(ys).map(|(x, y)| y / x).collect::<Vec<f64>>();
+    let (ratio, sink_plain, h5py_plain) = (over(&sink, &h5py), over(&sink, &plain), over(&h5py, &plain));
     let mut t = String::new();
     let _ = writeln!(
         t,
         "hdf5 sink vs h5py: {count} frames of {:.2} MB, one frame per chunk, fsync at the end, median [min–max] of \
-         {reps} alternating pairs ({python})",
+         {reps} rotations ({python})",
         frame_bytes as f64 / 1e6
     );
     let _ = writeln!(t, "  hdf5 sink (laid out, each frame flushed): {} MB/s", Summary::of(&rate(&sink)).text(0));
     let _ = writeln!(t, "  h5py (flushed at close):                 {} MB/s", Summary::of(&rate(&h5py)).text(0));
+    let _ = writeln!(t, "  plain write loop:                        {} MB/s", Summary::of(&rate(&plain)).text(0));
     let _ = writeln!(t, "  sink / h5py throughput: {} (goal ≥ 1.3)", Summary::of(&ratio).text(3));
+    let _ = writeln!(
+        t,
+        "  sink / plain: {}, h5py / plain: {}",
+        Summary::of(&sink_plain).text(3),
+        Summary::of(&h5py_plain).text(3)
+    );
     let json = json!({
         "rows": rows, "cols": cols, "frames": count, "reps": reps, "fsync": true, "python": python,
         "seconds_sink": Summary::json(&sink),
         "seconds_h5py": Summary::json(&h5py),
+        "seconds_plain": Summary::json(&plain),
         "throughput_ratio_sink_over_h5py": Summary::json(&ratio),
+        "throughput_ratio_sink_over_plain": Summary::json(&sink_plain),
+        "throughput_ratio_h5py_over_plain": Summary::json(&h5py_plain),
     });
-    Ok(H5pyResult { json, table: t })
+    Ok(AgainstResult { json, table: t })
 }

@@ -42,7 +42,7 @@ mod stats;
 mod sweep;
 mod threads;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -84,9 +84,9 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
     } else if args.kernel {
         run_kernel(&args, &mut report)?;
     } else if args.against_posix {
-        run_against_posix(&args, &mut report)?;
+        run_against(&args, &mut report, "raw_against_posix", posix::run)?;
     } else if args.against_h5py {
-        run_against_h5py(&args, &mut report)?;
+        run_against(&args, &mut report, "hdf5_against_h5py", h5py::run)?;
     } else if let Some(kind) = args.sink.clone() {
         run_sink(&args, &kind, &mut report)?;
     } else {
@@ -203,24 +203,17 @@ fn run_kernel(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
     Ok(())
 }
 
-/// `--sink raw --against posix`: the raw sink vs a plain write loop, in `--out`.
-fn run_against_posix(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
-    let scratch = scratch_with_load(args)?;
-    let (rows, cols, frames) = (args.rows.unwrap_or(1024), args.cols.unwrap_or(1024), args.frames.unwrap_or(128));
-    let r = posix::run(scratch.path(), rows, cols, frames, args.reps)?;
-    println!("{}", r.table);
-    report.insert("raw_against_posix".to_owned(), r.json);
-    report.insert("machine".to_owned(), machine::describe(&[], Some(scratch.path())));
-    Ok(())
-}
+/// The signature of a comparison against a peer writer: `(dir, rows, cols, frames, reps)`.
+type AgainstRun = fn(&Path, usize, usize, u64, usize) -> Result<posix::AgainstResult>;
 
-/// `--sink hdf5 --against h5py`: the HDF5 sink vs an h5py writer, in `--out`.
-fn run_against_h5py(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
+/// `--against posix|h5py`: a sink vs a peer writer of the same frames (default 1024², 128
+/// frames), in `--out`, its figures under `key`.
+fn run_against(args: &Args, report: &mut Map<String, Value>, key: &str, run: AgainstRun) -> Result<()> {
     let scratch = scratch_with_load(args)?;
     let (rows, cols, frames) = (args.rows.unwrap_or(1024), args.cols.unwrap_or(1024), args.frames.unwrap_or(128));
-    let r = h5py::run(scratch.path(), rows, cols, frames, args.reps)?;
+    let r = run(scratch.path(), rows, cols, frames, args.reps)?;
     println!("{}", r.table);
-    report.insert("hdf5_against_h5py".to_owned(), r.json);
+    report.insert(key.to_owned(), r.json);
     report.insert("machine".to_owned(), machine::describe(&[], Some(scratch.path())));
     Ok(())
 }

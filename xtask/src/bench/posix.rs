@@ -28,19 +28,19 @@ use super::stats::Summary;
 /// Distinct frames written in turn (the frames of a run are these, repeated).
 const DISTINCT: u64 = 8;
 
-/// What the comparison found.
-pub struct PosixResult {
+/// What a comparison against a peer writer found (this one's and `--against h5py`'s).
+pub struct AgainstResult {
     pub json: Value,
     pub table: String,
 }
 
-/// Seconds for the raw sink to store `count` frames of `pool` into `dir/raw` and fsync.
-fn raw_run(dir: &Path, layout: &StreamLayout, pool: &mut [Frame], count: u64) -> Result<f64> {
-    let path = dir.join("raw");
-    let options = SinkOptions::new(&path).with_fsync(true);
+/// Seconds for the `kind` sink to store `count` frames of `pool` into `path` and fsync; the
+/// output (a file or a directory) is removed afterwards.
+pub(super) fn sink_run(kind: &str, path: &Path, layout: &StreamLayout, pool: &mut [Frame], count: u64) -> Result<f64> {
+    let options = SinkOptions::new(path).with_fsync(true);
     let _ = Command::new("sync").status();
     let start = Instant::now();
-    let mut sink = open_sink("raw", &options)?;
+    let mut sink = open_sink(kind, &options)?;
     sink.begin(layout)?;
     for i in 0..count {
         let n = pool.len();
@@ -50,13 +50,14 @@ fn raw_run(dir: &Path, layout: &StreamLayout, pool: &mut [Frame], count: u64) ->
     }
     sink.finish()?;
     let seconds = start.elapsed().as_secs_f64();
-    std::fs::remove_dir_all(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+    let removed = if path.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };
+    removed.with_context(|| format!("cannot remove {}", path.display()))?;
     Ok(seconds)
 }
 
 /// Seconds for a plain loop of `write_all` to store the same bytes into `dir/plain.bin` and
 /// `fdatasync` it.
-fn plain_run(dir: &Path, pool: &[Frame], count: u64) -> Result<f64> {
+pub(super) fn plain_run(dir: &Path, pool: &[Frame], count: u64) -> Result<f64> {
     let path = dir.join("plain.bin");
     let _ = Command::new("sync").status();
     let start = Instant::now();
@@ -72,7 +73,7 @@ fn plain_run(dir: &Path, pool: &[Frame], count: u64) -> Result<f64> {
 }
 
 /// Runs `reps` rotations of the three runs, `count` frames of `rows` × `cols` `f32` each, in `dir`.
-pub fn run(dir: &Path, rows: usize, cols: usize, count: u64, reps: usize) -> Result<PosixResult> {
+pub fn run(dir: &Path, rows: usize, cols: usize, count: u64, reps: usize) -> Result<AgainstResult> {
     let layout = StreamLayout::grid2d(["v"], rows, cols, DType::F32).with_stream(StreamInfo::new("s0"));
     let frame_bytes = layout.frame_bytes()?;
     let mut unhashed = frames(frame_bytes, DISTINCT.min(count));
@@ -82,8 +83,8 @@ pub fn run(dir: &Path, rows: usize, cols: usize, count: u64, reps: usize) -> Res
     for rep in 0..reps {
         for k in 0..3 {
             match (rep + k) % 3 {
-                0 => raw.push(raw_run(dir, &layout, &mut hashed, count)?),
-                1 => raw_hashing.push(raw_run(dir, &layout, &mut unhashed, count)?),
+                0 => raw.push(sink_run("raw", &dir.join("raw"), &layout, &mut hashed, count)?),
+                1 => raw_hashing.push(sink_run("raw", &dir.join("raw"), &layout, &mut unhashed, count)?),
                 _ => plain.push(plain_run(dir, &unhashed, count)?),
             }
         }
@@ -113,5 +114,5 @@ pub fn run(dir: &Path, rows: usize, cols: usize, count: u64, reps: usize) -> Res
         "throughput_ratio_raw_over_plain": Summary::json(&ratio),
         "throughput_ratio_raw_hashing_in_sink_over_plain": Summary::json(&ratio_hashing),
     });
-    Ok(PosixResult { json, table: t })
+    Ok(AgainstResult { json, table: t })
 }

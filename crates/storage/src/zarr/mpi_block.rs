@@ -128,9 +128,6 @@ impl ZarrBlockBackend {
 
     /// Rank 0: creates the store (staged, published once whole).
     fn create(&self, layout: &StreamLayout, plan: &ArrayPlan, root: &Root) -> Result<()> {
-        if self.options.append {
-            return Ok(());
-        }
         let staged = Staged::prepare(&self.options.path, self.options.overwrite, OutputKind::ZarrStore)?;
         std::fs::create_dir(staged.staging()).map_err(|e| Error::io("cannot create directory", staged.staging(), e))?;
         let store = Arc::new(AtomicDirStore::new(staged.staging()));
@@ -190,7 +187,9 @@ impl Backend for ZarrBlockBackend {
             attributes: layout.attributes.clone(),
             complete: false,
         };
-        let created = if self.comm.rank() == 0 { self.create(layout, &plan, &root) } else { Ok(()) };
+        // Appending, rank 0 opens the store below instead.
+        let created =
+            if self.comm.rank() == 0 && !self.options.append { self.create(layout, &plan, &root) } else { Ok(()) };
         agree(&self.comm, created, || format!("creating {path}"))?;
         // Appending: rank 0 opens (or creates) the store as the serial sink does, with this
         // chunk grid, and keeps what it read (the root, the stream's steps chunk).
