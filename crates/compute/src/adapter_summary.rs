@@ -29,6 +29,12 @@ impl fmt::Display for AdapterSummary {
 }
 
 impl AdapterSummary {
+    /// Whether the adapter computes on the host's CPU (lavapipe, llvmpipe, WARP, SwiftShader):
+    /// its buffers live in host memory and its work takes the host's cores.
+    pub fn is_cpu(&self) -> bool {
+        self.device_type == wgpu::DeviceType::Cpu
+    }
+
     /// What `adapter` says about itself, at position `index` of the enumeration.
     pub(crate) fn new(index: usize, adapter: &wgpu::Adapter) -> Self {
         let info = adapter.get_info();

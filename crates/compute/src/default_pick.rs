@@ -82,9 +82,6 @@ fn same_physical(a: &AdapterSummary, b: &AdapterSummary) -> bool {
         && base_name(&a.name) == base_name(&b.name)
 }
 
-fn is_cpu(a: &AdapterSummary) -> bool {
-    a.device_type == wgpu::DeviceType::Cpu
-}
 
 /// For each adapter of `adapters` (in the same order), whether the default selection takes it
 /// and why.
@@ -105,9 +102,9 @@ pub fn default_picks(adapters: &[AdapterSummary]) -> Vec<DefaultPick> {
             kept.push(i);
         }
     }
-    let any_hardware = kept.iter().any(|&k| !is_cpu(&adapters[k]));
+    let any_hardware = kept.iter().any(|&k| !adapters[k].is_cpu());
     for k in kept {
-        picks[k] = Some(match (is_cpu(&adapters[k]), any_hardware) {
+        picks[k] = Some(match (adapters[k].is_cpu(), any_hardware) {
             (false, _) => DefaultPick::Hardware,
             (true, false) => DefaultPick::CpuFallback,
             (true, true) => DefaultPick::CpuBesideHardware,

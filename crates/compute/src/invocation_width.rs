@@ -33,7 +33,7 @@ pub enum InvocationWidth {
 
 /// Whether `adapter` is one that wide invocations help: a CPU driver.
 pub fn prefers_wide_invocations(adapter: &AdapterSummary) -> bool {
-    adapter.device_type == wgpu::DeviceType::Cpu
+    adapter.is_cpu()
 }
 
 /// The cells per invocation along x `kernel` (named `name` in errors) runs with on `adapter`.

@@ -56,7 +56,7 @@ impl DeviceSize {
         DeviceSize {
             label: gpu.label().to_owned(),
             limits: Some(gpu.device().limits()),
-            host_memory: gpu.adapter().device_type == wgpu::DeviceType::Cpu,
+            host_memory: gpu.adapter().is_cpu(),
         }
     }
 

@@ -27,6 +27,13 @@
 //!
 //! Frames keep their order within each stream: a device switching to inline writes first
 //! waits until the writer has stored every frame it sent.
+//!
+//! What it leaves alone: the compression threads (`output.compression_threads`, default the
+//! cores up to 4). Fewer threads beside a CPU adapter, which computes on the same cores,
+//! looked like a gain by the efficiency ratio, but wall times say otherwise: on 2 cores with
+//! lavapipe on both, one deflate thread made the async run 1.27× slower at balance and 1.08×
+//! slower compute-bound (the guide's benchmark page, "Compression threads beside a CPU
+//! adapter"): the writer's threads fill the gaps lavapipe leaves between dispatches.
 
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
