@@ -82,7 +82,6 @@ fn same_physical(a: &AdapterSummary, b: &AdapterSummary) -> bool {
         && base_name(&a.name) == base_name(&b.name)
 }
 
-
 /// For each adapter of `adapters` (in the same order), whether the default selection takes it
 /// and why.
 ///

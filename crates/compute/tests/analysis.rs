@@ -179,6 +179,21 @@ fn a_field_not_stored_is_analysed_and_a_2d_grid_downsamples_along_its_two_axes()
     }
 }
 
+/// The passes read the field four cells at a time (reduce.wgsl): a field of 195 cells in
+/// slices of 13 ends the field and every slice with a partial quad, which must count each
+/// cell once and no cell past it.
+#[test]
+fn fields_whose_cells_are_not_a_multiple_of_four_are_reduced_cell_by_cell() {
+    let gpu = common::gpu();
+    let grid = Grid::new(&[15, 13]).unwrap();
+    let spec = AnalysisSpec { fields: vec![0, 1], pdf_bins: 7, downsample: 2 };
+    let sim = gray_scott_2d(&gpu, 15, 13);
+    let frames = frames(FrameProducer::with_analysis(sim, config(vec![0, 1], 3), OutputDType::F32, &spec).unwrap());
+    for (i, frame) in frames.iter().enumerate() {
+        check_frame(&format!("15x13 frame {i}"), &grid, frame, &[0, 1], &spec);
+    }
+}
+
 #[test]
 fn a_constant_field_has_every_value_in_the_middle_bin() {
     let gpu = common::gpu();

@@ -1,12 +1,20 @@
 // Per-frame reductions of one f32 field, in the frame's command buffer before readback.
-// The host prepends the constants (CELLS, SLICES, SLICE, BINS, LOCAL_BINS = max(BINS, 1),
-// LAST_BIN, GROUPS, ITEMS, the grid and the coarse grid, the offsets into `result`), so every loop bound is known to the compiler.
+// The host prepends the constants (CELLS, QUADS = ceil(CELLS / 4), SLICES, SLICE, BINS,
+// LOCAL_BINS = max(BINS, 1), LAST_BIN, GROUPS, ITEMS, the grid and the coarse grid, the offsets
+// into `result`), so every loop bound is known to the compiler, and the field's binding with
+// its readers (see `reducer.rs`):
+//   cell(i): the value of cell i;
+//   quad(j): cells j .. j + 3 as one vec4 (j a multiple of 4; components past the field are
+//            not the field's, and PARTIAL_QUADS says whether there can be any: a field or a
+//            slice whose cells are not a multiple of 4).
+// The passes read the field four cells at a time: on a CPU adapter (lavapipe) every load costs
+// alike whatever its width, and one vec4 load in four scalar ones' place cut the analysis's
+// time by about 40 % (cargo xtask bench --analysis-cost).
 //
 // `result` holds, in 32-bit words: [min, max, mean, sum], then BINS left bin edges (f32), then
 // SLICES × BINS counts (u32), then the coarse grid's means (f32): the frame's layout of the
 // field's reductions, copied as is after the fields.
 
-@group(0) @binding(0) var<storage, read> field: array<f32>;
 @group(0) @binding(1) var<storage, read_write> partials: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> result: array<f32>;
 @group(0) @binding(3) var<storage, read_write> counts: array<atomic<u32>>;
@@ -30,19 +38,27 @@ fn reduce_workgroup(t: u32) {
     workgroupBarrier();
 }
 
-// Pass 1: GROUPS workgroups, each invocation a strided share of the cells (at least 64 of
+// Pass 1: GROUPS workgroups, each invocation a strided share of the quads (at least 64 cells of
 // them) into its own partials entry: no barrier, which a CPU adapter (lavapipe) pays dearly
 // for, and few entries for pass 2.
 @compute @workgroup_size(256)
 fn partial(@builtin(global_invocation_id) id: vec3<u32>) {
-    var a = field[0];
-    var b = field[0];
+    var a = cell(0u);
+    var b = a;
     var s = 0.0;
-    for (var i = id.x; i < CELLS; i = i + GROUPS * WG) {
-        let x = field[i];
-        a = min(a, x);
-        b = max(b, x);
-        s = s + x;
+    for (var q = id.x; q < QUADS; q = q + GROUPS * WG) {
+        var x = quad(4u * q);
+        var y = x;
+        if (PARTIAL_QUADS && 4u * q + 3u >= CELLS) {
+            // The last quad of a field whose cells are not a multiple of 4: its own first
+            // cell in min and max for the missing ones, nothing in the sum.
+            let valid = vec4<u32>(0u, 1u, 2u, 3u) + vec4<u32>(4u * q) < vec4<u32>(CELLS);
+            x = select(vec4<f32>(x.x), x, valid);
+            y = select(vec4<f32>(0.0), x, valid);
+        }
+        a = min(a, min(min(x.x, x.y), min(x.z, x.w)));
+        b = max(b, max(max(x.x, x.y), max(x.z, x.w)));
+        s = s + ((y.x + y.y) + (y.z + y.w));
     }
     partials[id.x] = vec4<f32>(a, b, s, 0.0);
 }
@@ -79,6 +95,16 @@ fn finish(@builtin(local_invocation_index) t: u32) {
 
 var<workgroup> local_counts: array<atomic<u32>, LOCAL_BINS>;
 
+// Extends the run of `bin` or, at another bin, adds the run so far to its bin and starts one.
+fn count_run(bin: u32, run_bin: ptr<function, u32>, run: ptr<function, u32>) {
+    if (bin != *run_bin && *run > 0u) {
+        atomicAdd(&local_counts[*run_bin], *run);
+        *run = 0u;
+    }
+    *run_bin = bin;
+    *run = *run + 1u;
+}
+
 // Pass 3: the PDF of each slice along the slowest axis. Workgroup (x, slice) counts WG × ITEMS
 // cells of its slice into its own histogram, then adds it to the slice's counts (zeroed by the
 // host before the pass). A value x lands in bin floor((x − min) / w), the maximum in the last
@@ -93,25 +119,34 @@ fn histogram(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) g: 
     let mx = bitcast<f32>(atomicLoad(&counts[1]));
     let w = (mx - mn) / f32(BINS);
     let slice = g.y;
-    // ITEMS neighbouring cells per invocation, counted as runs of one bin: a smooth field's
-    // neighbours mostly share a bin, and one atomic add per run is cheaper than one per cell.
+    // ITEMS neighbouring cells per invocation (a multiple of 4: whole quads), counted as runs
+    // of one bin: a smooth field's neighbours mostly share a bin, and one atomic add per run is
+    // cheaper than one per cell.
     let first = (g.x * WG + t) * ITEMS;
     var run_bin = 0u;
     var run = 0u;
-    for (var k = 0u; k < ITEMS; k = k + 1u) {
+    for (var k = 0u; k < ITEMS; k = k + 4u) {
         let i = first + k;
         if (i < SLICE) {
-            let x = field[slice * SLICE + i];
-            var bin = BINS / 2u;
+            let x = quad(slice * SLICE + i);
+            var bins = vec4<u32>(BINS / 2u);
             if (w > 0.0) {
-                bin = u32(clamp(floor((x - mn) / w), 0.0, f32(LAST_BIN)));
+                bins = vec4<u32>(clamp(floor((x - vec4<f32>(mn)) / w), vec4<f32>(0.0), vec4<f32>(f32(LAST_BIN))));
             }
-            if (bin != run_bin && run > 0u) {
-                atomicAdd(&local_counts[run_bin], run);
-                run = 0u;
+            count_run(bins.x, &run_bin, &run);
+            if (!PARTIAL_QUADS || i + 3u < SLICE) {
+                count_run(bins.y, &run_bin, &run);
+                count_run(bins.z, &run_bin, &run);
+                count_run(bins.w, &run_bin, &run);
+            } else {
+                // The slice's last cells, fewer than 4.
+                if (i + 1u < SLICE) {
+                    count_run(bins.y, &run_bin, &run);
+                }
+                if (i + 2u < SLICE) {
+                    count_run(bins.z, &run_bin, &run);
+                }
             }
-            run_bin = bin;
-            run = run + 1u;
         }
     }
     if (run > 0u) {
@@ -146,7 +181,7 @@ fn downsample(@builtin(global_invocation_id) id: vec3<u32>) {
             for (var dx = 0u; dx < KX; dx = dx + 1u) {
                 let x = cx * KX + dx;
                 if (x < NX && y < NY && z < NZ) {
-                    s = s + field[(z * NY + y) * NX + x];
+                    s = s + cell((z * NY + y) * NX + x);
                     n = n + 1u;
                 }
             }

@@ -17,8 +17,10 @@ const WG: u64 = 256;
 const MAX_GROUPS: u64 = 64;
 /// Fewest cells an invocation of the first pass reduces: fewer partials for small grids.
 const CELLS_PER_INVOCATION: u64 = 64;
-/// Cells each invocation of the histogram pass counts.
-const ITEMS: u64 = 8;
+/// Cells each invocation of the histogram pass counts: whole quads (see reduce.wgsl). 16, not
+/// 8 or 32: at 64³ one workgroup then counts one z slice (`cargo xtask bench --analysis-cost`
+/// on lavapipe: 8 cost 11 % more, scalar loads with 32 cost 30 % more).
+const ITEMS: u64 = 16;
 /// Invocations per workgroup of the downsampling pass.
 const DS_WG: u64 = 64;
 
@@ -57,6 +59,31 @@ fn dispatch(x: u64, max: u64, what: &str, kernel: &str) -> Result<u32> {
             "{what} needs {x} workgroups along one axis, more than the device's {max}: use a smaller grid"
         ),
     })
+}
+
+/// The field's binding and its readers `cell` and `quad` (reduce.wgsl): a `vec4` array when
+/// the field's cells and a slice's are multiples of 4, so that each quad is one load; else
+/// scalars, four loads a quad (reads past the field clamped to its last cell, which the
+/// passes leave out by `PARTIAL_QUADS`).
+fn field_binding(cells: u64, slice: u64) -> String {
+    let whole = cells.is_multiple_of(4) && slice.is_multiple_of(4);
+    let binding = "@group(0) @binding(0) var<storage, read> field: ";
+    if whole {
+        format!(
+            "const PARTIAL_QUADS: bool = false;\n{binding}array<vec4<f32>>;\n\
+             fn cell(i: u32) -> f32 {{ return field[i / 4u][i % 4u]; }}\n\
+             fn quad(j: u32) -> vec4<f32> {{ return field[j / 4u]; }}\n"
+        )
+    } else {
+        format!(
+            "const PARTIAL_QUADS: bool = true;\n{binding}array<f32>;\n\
+             fn cell(i: u32) -> f32 {{ return field[i]; }}\n\
+             fn quad(j: u32) -> vec4<f32> {{\n\
+             \x20   let last = CELLS - 1u;\n\
+             \x20   return vec4<f32>(field[min(j, last)], field[min(j + 1u, last)], field[min(j + 2u, last)], \
+             field[min(j + 3u, last)]);\n}}\n"
+        )
+    }
 }
 
 impl FieldReducer {
@@ -119,6 +146,7 @@ impl FieldReducer {
         }
         let constants = [
             ("CELLS", cells),
+            ("QUADS", cells.div_ceil(4)),
             ("SLICES", slices),
             ("SLICE", slice),
             ("BINS", bins),
@@ -141,6 +169,7 @@ impl FieldReducer {
             ("DS_ROW", ds_x * DS_WG),
         ];
         let mut source: String = constants.iter().map(|(name, v)| format!("const {name}: u32 = {v}u;\n")).collect();
+        source.push_str(&field_binding(cells, slice));
         source.push_str(SHADER);
         let field_buffers: Vec<[&wgpu::Buffer; 2]> = spec
             .fields
