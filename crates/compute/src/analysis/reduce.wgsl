@@ -38,8 +38,8 @@ fn reduce_workgroup(t: u32) {
     workgroupBarrier();
 }
 
-// Pass 1: GROUPS workgroups, each invocation a strided share of the quads (at least 64 cells of
-// them) into its own partials entry: no barrier, which a CPU adapter (lavapipe) pays dearly
+// Pass 1: GROUPS workgroups, each invocation a strided share of the quads (64 cells or more)
+// into its own partials entry: no barrier, which a CPU adapter (lavapipe) pays dearly
 // for, and few entries for pass 2.
 @compute @workgroup_size(256)
 fn partial(@builtin(global_invocation_id) id: vec3<u32>) {
