@@ -70,6 +70,14 @@ pub struct StreamInfo {
     pub name: String,
     /// Number of frames the stream will hold, when known in advance.
     pub expected_frames: Option<u64>,
+    /// The most frames the stream can hold, when the exact count is not known in advance
+    /// (`expected_frames` is `None`): a run storing the fields of the frames a condition
+    /// keeps (`output.when`) keeps at most every frame. A sink that must size its datasets
+    /// before the first frame (the MPI HDF5 sink, whose ranks cannot change the file's
+    /// structure while they write independently) makes room for this many and shrinks the
+    /// stream to the frames it holds when it finishes; the other sinks grow as frames come and
+    /// ignore it. `None`: no bound known.
+    pub max_frames: Option<u64>,
     /// Per-stream metadata, such as the kernel parameters of this run.
     pub attributes: Attributes,
     /// Frames of this stream that the output being appended to already holds and keeps: the
@@ -83,7 +91,25 @@ pub struct StreamInfo {
 impl StreamInfo {
     /// A stream with no metadata and an unknown frame count.
     pub fn new(name: impl Into<String>) -> Self {
-        StreamInfo { name: name.into(), expected_frames: None, attributes: Attributes::new(), kept_frames: 0 }
+        StreamInfo {
+            name: name.into(),
+            expected_frames: None,
+            max_frames: None,
+            attributes: Attributes::new(),
+            kept_frames: 0,
+        }
+    }
+
+    /// Sets [`StreamInfo::max_frames`]: at most `frames` frames, the exact count unknown.
+    pub fn with_max_frames(mut self, frames: u64) -> Self {
+        self.max_frames = Some(frames);
+        self
+    }
+
+    /// The frames a sink that sizes its datasets up front makes room for: the expected
+    /// frames, else [`StreamInfo::max_frames`].
+    pub fn capacity(&self) -> Option<u64> {
+        self.expected_frames.or(self.max_frames)
     }
 
     /// Sets the number of frames the stream will hold.

@@ -79,9 +79,9 @@ pub trait Sink: Send {
     fn fail(&mut self) {}
     /// Tells the sink before `finish` that stream `stream` ended short even if it holds the
     /// frames its layout expected (a decorator storing some frames of a longer stream), so
-    /// `finish` does not mark it complete. The default does nothing; the MPI sinks, whose
-    /// ranks agree on the outcome among themselves, ignore it too (wgpipe refuses the
-    /// decorator that needs it, `output.every`/`output.when`, under mpirun).
+    /// `finish` does not mark it complete. The default does nothing. Through [`crate::Checked`]
+    /// a backend finds the streams in [`crate::Outcome::short`]; the MPI HDF5 sink shared by a
+    /// batch's ranks agrees on them over the ranks (a stream is written by one rank).
     fn leave_incomplete(&mut self, stream: usize) {
         let _ = stream;
     }

@@ -339,15 +339,6 @@ impl Config {
     /// Checks that `grid.decomposition`, if given, splits the grid over exactly `ranks`
     /// ranks (1 for a run without `mpirun`).
     pub fn check_ranks(&self, ranks: usize) -> Result<()> {
-        if ranks > 1 && self.thinning.when.is_some() {
-            return Err(self.source.invalid(
-                "output.when",
-                "storing the fields of the frames a condition keeps is not supported under mpirun: the ranks' \
-                 shared file sizes each stream's datasets for its frames before the first one (MPI-IO writes \
-                 cannot change its structure), and how many frames a condition keeps is known only at the end; \
-                 use output.every, or run without mpirun",
-            ));
-        }
         let Some(parts) = &self.decomposition else {
             return Ok(());
         };

@@ -211,8 +211,10 @@ impl ThinnedSink {
                     ))
                 })?,
             };
+            // A condition's count is known at the end only; it keeps at most every frame.
             let expected = s.expected_frames.and_then(|n| self.thinning.kept_among(n));
-            streams.push(StreamInfo { expected_frames: expected, kept_frames: kept, ..s.clone() });
+            let most = if expected.is_none() { s.expected_frames } else { None };
+            streams.push(StreamInfo { expected_frames: expected, max_frames: most, kept_frames: kept, ..s.clone() });
         }
         let fields_layout = StreamLayout { fields, streams, attributes: attributes.clone() };
         let reductions_layout = StreamLayout { fields: reductions, streams: layout.streams.clone(), attributes };

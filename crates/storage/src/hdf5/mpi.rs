@@ -8,14 +8,15 @@
 //!
 //! - `begin` (collective): every rank creates the same groups and datasets for the *whole*
 //!   layout, sized for every expected frame up front (chunk space allocated early), so that no
-//!   write ever changes metadata.
+//!   write ever changes metadata. A stream whose count is known only at the end (a run's
+//!   `output.when`) is sized for its most frames (`StreamInfo::max_frames`).
 //! - `write` (independent): a rank writes the frames of the streams it runs, whenever they
 //!   arrive, with independent I/O into space allocated at `begin` (and flushed then), so a
 //!   frame written is in the file: nothing is left to flush (`H5Fflush` is collective). A
 //!   frame's step is written after its fields; steps never written read as `NO_STEP`, which
 //!   is how a reader of a killed job's file counts its frames.
 //! - `finish` (collective): the frame counts of all ranks are summed, streams that fell short
-//!   are shrunk to what they hold, `frames`/`complete` attributes are written, and the file
+//!   (or kept fewer than their most) are shrunk to what they hold, `frames`/`complete` attributes are written, and the file
 //!   closes.
 //!
 //! Independent writes cannot go through HDF5 filters, so compression is refused.
@@ -113,9 +114,10 @@ impl MpiHdf5Backend {
                 self.options.compression
             )));
         }
-        if let Some(s) = layout.streams.iter().find(|s| s.expected_frames.is_none()) {
+        if let Some(s) = layout.streams.iter().find(|s| s.capacity().is_none()) {
             return Err(Error::InvalidLayout(format!(
-                "stream {:?} has no expected frame count: the MPI sink sizes every dataset up front",
+                "stream {:?} has neither an expected frame count nor a most: the MPI sink sizes every dataset up \
+                 front (give StreamInfo::with_expected_frames or with_max_frames)",
                 s.name
             )));
         }
@@ -205,12 +207,12 @@ fn store(open: &mut Shared, frame: &Frame, fields: Fields<'_>, path: &Path) -> R
     let l = &open.layout;
     let n = frame.index;
     let name = &l.streams[frame.stream].name;
-    let expected = l.streams[frame.stream].expected_frames.unwrap_or(0);
-    if n >= expected {
+    let room = l.streams[frame.stream].capacity().unwrap_or(0);
+    if n >= room {
         return Err(Error::FrameMismatch {
             stream: frame.stream,
             index: n,
-            reason: format!("stream {name:?} was created for {expected} frames"),
+            reason: format!("stream {name:?} was created for {room} frames"),
         });
     }
     let n = n as usize;

@@ -196,7 +196,7 @@ fn continue_stream(file: &File, layout: &StreamLayout, s: &StreamInfo, plan: &Pl
     // Grown back to full length only where unwritten steps read as the mark (a file of an
     // older version keeps growing frame by frame: its steps would read 0).
     if plan.full_length && marks_unwritten(&sets.steps) {
-        let expected = s.expected_frames.unwrap_or(s.kept_frames);
+        let expected = s.capacity().unwrap_or(s.kept_frames);
         resize(
             &sets,
             layout,
@@ -226,7 +226,7 @@ fn create_stream(
         set_attr(&group, k, v).map_err(|e| format!("attribute {k:?}: {e}"))?;
     }
     set_bool(&group, "complete", false)?;
-    let frames = if plan.full_length { s.expected_frames.unwrap_or(0) } else { 0 };
+    let frames = if plan.full_length { s.capacity().unwrap_or(0) } else { 0 };
     let frames = usize::try_from(frames).map_err(|_| format!("{frames} frames do not fit this host"))?;
     let fields = layout
         .fields
