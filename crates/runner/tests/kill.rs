@@ -13,7 +13,7 @@
 //! is like any other.
 //!
 //! `WGPIPE_KILL_SEED=N` picks the seed (default below; every failure prints the one used),
-//! `WGPIPE_KILLS=N` the number of kills (default 200, spread over the five scenarios).
+//! `WGPIPE_KILLS=N` the number of kills (default 200, spread over the six scenarios).
 //! Needs `h5dump` (Debian: `apt-get install hdf5-tools`).
 #![cfg(unix)]
 #![expect(clippy::unwrap_used, reason = "tests fail loudly")]
@@ -35,7 +35,9 @@ const DEFAULT_SEED: u64 = 0x6b69_6c6c_2d39;
 const DEFAULT_KILLS: usize = 200;
 /// Sink and noise of each scenario: noise 0 is the exact start pattern, noise > 0 draws the
 /// start state from the run's seed, which a resumed stream must draw again identically.
-const SCENARIOS: [(&str, f32); 5] = [("hdf5", 0.0), ("raw", 0.0), ("hdf5", 0.05), ("raw", 0.05), ("zarr", 0.05)];
+/// `hdf5+deflate` is the HDF5 sink compressing with `deflate:6` (direct chunk writes).
+const SCENARIOS: [(&str, f32); 6] =
+    [("hdf5", 0.0), ("raw", 0.0), ("hdf5", 0.05), ("raw", 0.05), ("zarr", 0.05), ("hdf5+deflate", 0.05)];
 /// Attempts allowed per kill before the test gives up (runs that end before their kill).
 const ATTEMPTS_PER_KILL: usize = 6;
 /// Kills aimed at the creation of the output land this long after it appeared, at most.
@@ -46,9 +48,12 @@ const WAIT_LIMIT: Duration = Duration::from_secs(30);
 /// A batch of three runs on two lavapipe devices, both fields stored: three streams that
 /// interleave in the output, each with its own parameters and seed.
 fn config(sink: &str, noise: f32) -> String {
+    let (sink, compression) = sink.split_once('+').map_or((sink, "none"), |(s, c)| (s, c));
+    let compression = if compression == "deflate" { "deflate:6" } else { compression };
     let mut c = format!(
         "[grid]\nrows = 32\ncols = 32\n[run]\nframes = 40\nsteps_per_frame = 2\nnoise = {noise}\n\
-         [devices]\nselect = \"vulkan\"\ncount = 2\n[output]\nsink = \"{sink}\"\npath = \"out\"\nfields = [\"u\", \"v\"]\n"
+         [devices]\nselect = \"vulkan\"\ncount = 2\n[output]\nsink = \"{sink}\"\npath = \"out\"\nfields = [\"u\", \"v\"]\n\
+         compression = \"{compression}\"\n"
     );
     for i in 0..3 {
         c.push_str(&format!("[[runs]]\nname = \"r{i}\"\nkernel.params.feed = 0.0{}\nrun.seed = {}\n", i + 2, 11 * i));
@@ -345,7 +350,7 @@ fn check_killed(
         assert!(before.is_none() && reported == 0, "the output is gone after {reported} frames were reported\n{a}");
         return None;
     }
-    let dumped = if sink == "hdf5" { h5dump_reads(path) } else { Ok(()) };
+    let dumped = if sink.starts_with("hdf5") { h5dump_reads(path) } else { Ok(()) };
     let got = read(path).unwrap_or_else(|e| panic!("the killed run's output does not open: {e}\n{a}"));
     let mut broken = Vec::new();
     for (name, s) in &got.streams {
@@ -418,7 +423,7 @@ fn resume_to_the_end(dir: &Path, sink: &str, reference: &Contents, what: &str) {
     let status = run.child.wait_with_output().unwrap().status;
     let stderr = run.stderr.join().unwrap();
     assert!(status.success(), "{what}: --resume failed:\n{stderr}");
-    if sink == "hdf5" {
+    if sink.starts_with("hdf5") {
         h5dump_reads(&path).unwrap_or_else(|e| panic!("{what}: the resumed file: {e}"));
     }
     if let Some(d) = difference(&read(&path).unwrap(), reference) {

@@ -112,9 +112,13 @@ struct Open {
     /// `(stream, frames)` of each stream whose datasets a failed write grew and HDF5 then
     /// refused to shrink back: `finish` tries again (see [`roll_back`]).
     unshrunk: Vec<(usize, usize)>,
-    /// The streams were laid out whole at `begin` (see `preallocate`): a frame is written in
-    /// place, and `finish` shrinks the streams that stopped early.
+    /// The streams were laid out whole at `begin` (see `preallocate`; compressed: their
+    /// chunks indexed): a frame is written without changing the datasets' extents, and
+    /// `finish` shrinks the streams that stopped early.
     preallocated: bool,
+    /// The fields are compressed: a frame written in place still grows the file (its chunks
+    /// take new space, their size known only once compressed).
+    compressed: bool,
 }
 
 /// Faults the tests inject where no real one can be arranged on demand: a write failing after
@@ -193,7 +197,14 @@ impl Hdf5Backend {
     /// Streams laid out whole (`preallocate`) set the file's length to `laid_out` bytes more
     /// when `begin` flushes: that length is checked against the file size limit, with the
     /// reservation or without (a write past the limit would kill the process).
-    fn reserve(&self, file: &File, at: &Path, layout: &StreamLayout, laid_out: u64) -> Result<Option<Reserve>> {
+    fn reserve(
+        &self,
+        file: &File,
+        at: &Path,
+        layout: &StreamLayout,
+        laid_out: u64,
+        fill: u64,
+    ) -> Result<Option<Reserve>> {
         if laid_out > 0 {
             let length = file.size().saturating_add(begin_bytes_bound(layout)).saturating_add(laid_out);
             super::reserve::check_size_limit(self.path(), length).map_err(|e| does_not_fit(e, laid_out))?;
@@ -203,7 +214,7 @@ impl Hdf5Backend {
         }
         let mut reserve = Reserve::open(at, self.path(), finish_bytes_bound(layout))?;
         if laid_out == 0 {
-            reserve.before_write(file.size(), begin_bytes_bound(layout))?;
+            reserve.before_write(file.size(), begin_bytes_bound(layout).saturating_add(fill))?;
         }
         // Else the flush of `begin` sets the file's length past anything reserved here, and
         // what `begin` writes goes to a staged new file or copy, which a full disk leaves
@@ -217,6 +228,15 @@ impl Hdf5Backend {
         let path = self.path().to_path_buf();
         let mut chunks = chunk_shapes(layout, self.options.chunk_frames)?;
         let preallocated = super::preallocate::applies(&self.options, layout);
+        // Deflate with one frame per chunk is compressed by the sink and written with direct
+        // chunk writes (see `direct`); frames arrive as little-endian bytes, which HDF5's
+        // native types are only on a little-endian host.
+        let direct_candidate = matches!(self.options.compression, Compression::Deflate(_))
+            && self.options.chunk_frames == 1
+            && cfg!(target_endian = "little");
+        // Compressed streams of known lengths, one frame per chunk: every chunk made at `begin`
+        // (see `preallocate`, and there why not chunks of several frames).
+        let indexed = direct_candidate && super::preallocate::counts_known(&self.options, layout);
         if preallocated {
             let most = layout.streams.iter().filter_map(|s| s.expected_frames).max().unwrap_or(1);
             chunks = super::preallocate::packed_chunks(layout, &chunks, most);
@@ -243,12 +263,10 @@ impl Hdf5Backend {
         } else {
             None
         };
-        // Deflate with one frame per chunk is compressed by the sink and written with direct
-        // chunk writes (see `direct`); frames arrive as little-endian bytes, which HDF5's
-        // native types are only on a little-endian host.
-        let direct_candidate = matches!(self.options.compression, Compression::Deflate(_))
-            && self.options.chunk_frames == 1
-            && cfg!(target_endian = "little");
+        // What laying out a compressed output's chunks writes at `begin`.
+        let fill = |in_place: &[String]| {
+            if indexed { super::preallocate::indexed_bytes_bound(layout, &chunks, in_place) } else { 0 }
+        };
         if self.options.xdmf && existing.is_none() {
             super::xdmf::check_free(&path, self.options.overwrite)?;
         }
@@ -269,7 +287,7 @@ impl Hdf5Backend {
                 // the file. (`swmr::create_file` sets it.)
                 let file = super::swmr::create_file(at, self.options.swmr).map_err(err("cannot create HDF5 file"))?;
                 close_on_exec(at)?;
-                reserve = self.reserve(&file, at, layout, laid_out(&[]))?;
+                reserve = self.reserve(&file, at, layout, laid_out(&[]), fill(&[]))?;
                 file
             }
             Some(e) => {
@@ -300,13 +318,13 @@ impl Hdf5Backend {
                     file = open_rw(&at)?;
                 }
                 // Before anything changes: a full disk must not damage the streams already there.
-                reserve = self.reserve(&file, &at, layout, laid_out(&in_place))?;
+                reserve = self.reserve(&file, &at, layout, laid_out(&in_place), fill(&in_place))?;
                 file
             }
         };
         let plan = Plan {
-            full_length: preallocated,
-            early_allocation: preallocated,
+            full_length: preallocated || indexed,
+            early_allocation: preallocated || indexed,
             compression: self.options.compression,
             chunk_cache: !direct_candidate,
             chunks,
@@ -349,7 +367,8 @@ impl Hdf5Backend {
             direct,
             others_complete: existing.is_none_or(|e| e.others_complete),
             unshrunk: Vec::new(),
-            preallocated,
+            preallocated: preallocated || indexed,
+            compressed: self.options.compression != Compression::None,
         })
     }
 }
@@ -398,7 +417,7 @@ fn blosc_ready(compression: Compression, threads: usize) -> Result<()> {
 /// size, grows the datasets, writes the chunks, then the step, and flushes the file (index
 /// and extent after the chunks they reference).
 fn write_frame_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) -> Result<()> {
-    let Open { file, reserve, layout, streams, direct, .. } = open;
+    let Open { file, reserve, layout, streams, direct, preallocated, .. } = open;
     let Some(direct) = direct.as_mut() else { return Err(Error::Usage("direct chunk write without a plan")) };
     let n = frame.index as usize;
     let sets = &streams[frame.stream];
@@ -411,12 +430,20 @@ fn write_frame_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: 
         let data = writes.iter().map(|w| w.bytes.len() as u64).sum::<u64>();
         reserve.before_write(file.size(), data.saturating_add(frame_overhead_bound(layout, data)))?;
     }
-    super::schema::resize(sets, layout, n + 1)
-        .map_err(|e| h5err(format!("cannot grow stream {name} to {} frames in", n + 1), path, e))?;
+    // Chunks indexed at `begin` (see `preallocate`): the frame's chunks replace their fill
+    // chunks, each changing its one index entry in place; then a flush, then the step.
+    let indexed = *preallocated && n < sets.steps.size();
+    if !indexed {
+        super::schema::resize(sets, layout, n + 1)
+            .map_err(|e| h5err(format!("cannot grow stream {name} to {} frames in", n + 1), path, e))?;
+    }
     for w in &writes {
         let spec = &layout.fields[w.field];
         write_chunk(&sets.fields[w.field], &w.offset, w.bytes)
             .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
+    }
+    if indexed {
+        file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), path, e))?;
     }
     super::schema::write_step(sets, n, frame.step)
         .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), path, e))?;
@@ -425,10 +452,15 @@ fn write_frame_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: 
 
 /// Writes one frame (`fields`, frame `frame.index` of its stream) into datasets laid out
 /// whole at `begin` (see `preallocate`): its fields, a flush, its step, a flush. No
-/// metadata changes, and the step reaches the file after the fields it vouches for.
+/// metadata changes (compressed: each chunk the frame completes takes new space and changes
+/// its own index entry, in place), and the step reaches the file after the fields it vouches
+/// for.
 fn write_frame_in_place(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) -> Result<()> {
-    if let Some(reserve) = &open.reserve {
-        reserve.check_free(fields.iter().map(|f| f.len() as u64).sum())?;
+    match open.reserve.as_mut() {
+        // Compressed: HDF5 writes each chunk anew at the end of the file when it flushes.
+        Some(reserve) if open.compressed => reserve.before_write(open.file.size(), open.frame_bound)?,
+        Some(reserve) => reserve.check_free(fields.iter().map(|f| f.len() as u64).sum())?,
+        None => {}
     }
     let n = frame.index as usize;
     let l = &open.layout;
