@@ -4,9 +4,10 @@
 // into `result`), so every loop bound is known to the compiler, and the field's binding with
 // its readers (see `reducer.rs`):
 //   cell(i): the value of cell i;
-//   quad(j): cells j .. j + 3 as one vec4 (j a multiple of 4; components past the field are
-//            not the field's, and PARTIAL_QUADS says whether there can be any: a field or a
-//            slice whose cells are not a multiple of 4).
+//   quad(j): cells j .. j + 3 as one vec4 (with the vec4 binding j is a multiple of 4;
+//            with the scalar one, whenever a field's or a slice's cells are not a multiple
+//            of 4 (PARTIAL_QUADS), components may lie past the slice or the field: the passes
+//            leave them out).
 // The passes read the field four cells at a time: on a CPU adapter (lavapipe) every load costs
 // alike whatever its width, and one vec4 load in four scalar ones' place cut the analysis's
 // time by about 40 % (cargo xtask bench --analysis-cost).

@@ -213,7 +213,7 @@ impl ThinnedSink {
             };
             // A condition's count is known at the end only; it keeps at most every frame.
             let expected = s.expected_frames.and_then(|n| self.thinning.kept_among(n));
-            let most = if expected.is_none() { s.expected_frames } else { None };
+            let most = if expected.is_none() { s.expected_frames.or(s.max_frames) } else { None };
             streams.push(StreamInfo { expected_frames: expected, max_frames: most, kept_frames: kept, ..s.clone() });
         }
         let fields_layout = StreamLayout { fields, streams, attributes: attributes.clone() };

@@ -58,7 +58,8 @@ pub(super) struct Shared {
 /// with the MPI-IO driver.
 ///
 /// Every rank builds one with the same options and calls `begin` with the same layout (all
-/// streams of the job, each with `expected_frames`); each rank then writes the frames of
+/// streams of the job, each with `expected_frames` or, when the count is known only at the
+/// end, `max_frames`); each rank then writes the frames of
 /// its own streams only; every rank calls `finish`. The file holds what
 /// [`super::Hdf5Sink`] writes for the same layout, so [`crate::open_output`] and h5py read
 /// it. Unlike the serial sink the file is created in place (there is no staging name every
@@ -289,12 +290,18 @@ impl Backend for MpiHdf5Backend {
     fn finish(&mut self, outcome: &Outcome<'_>) -> Result<()> {
         let path: PathBuf = self.options.path.clone();
         let open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;
-        // Each stream is written by one rank: the sum is its frame count; a stream its rank
-        // said ended short (a run thinning its fields stopped after its last kept frame) is
-        // short on every rank.
+        // Each stream is written by one rank: its count is the frames it kept from an earlier
+        // run (every rank's validator starts there) plus the sum of what the ranks wrote; a
+        // stream its rank said ended short (a run thinning its fields stopped after its last
+        // kept frame) is short on every rank.
         let n = open.streams.len();
+        let kept: Vec<u64> = open.layout.streams.iter().map(|s| s.kept_frames).collect();
+        let written: Vec<u64> = outcome.frames().iter().zip(&kept).map(|(f, k)| f.saturating_sub(*k)).collect();
         let mut frames = vec![0u64; n];
-        self.comm.all_reduce_into(outcome.frames(), &mut frames[..], SystemOperation::sum());
+        self.comm.all_reduce_into(&written[..], &mut frames[..], SystemOperation::sum());
+        for (f, k) in frames.iter_mut().zip(&kept) {
+            *f += k;
+        }
         let mine: Vec<u8> = (0..n).map(|i| u8::from(outcome.short().contains(&i))).collect();
         let mut flags = vec![0u8; n];
         self.comm.all_reduce_into(&mine[..], &mut flags[..], SystemOperation::max());

@@ -157,11 +157,11 @@ impl Backend for MpiBlockBackend {
         let n = frame.index;
         let open = self.open.as_ref().ok_or(Error::Usage("write called before begin"))?;
         let stream = &open.layout.streams[0];
-        let expected = stream.expected_frames.unwrap_or(0);
-        let fits = if n < expected {
+        let room = stream.capacity().unwrap_or(0);
+        let fits = if n < room {
             Ok(())
         } else {
-            let reason = format!("stream {:?} was created for {expected} frames", stream.name);
+            let reason = format!("stream {:?} was created for {room} frames", stream.name);
             Err(Error::FrameMismatch { stream: 0, index: n, reason })
         };
         agree(self.shared.comm(), fits, || format!("checking frame {n} of {path}"))?;

@@ -99,17 +99,22 @@ pub(crate) fn counts_known(options: &SinkOptions, layout: &StreamLayout) -> bool
 
 /// Bytes making every chunk of a compressed output at `begin` writes, at most: per chunk its
 /// compressed fill value (zeros: deflate stores about 1 byte per 258, plus its framing) and
-/// an index entry, per dataset its index; nothing for the streams `in_place`.
+/// an index entry, per dataset its index, and the `steps` entries; nothing for the streams
+/// `in_place`.
 pub(crate) fn indexed_bytes_bound(layout: &StreamLayout, chunks: &[Vec<usize>], in_place: &[String]) -> u64 {
     let stream = |expected: u64| -> u64 {
-        layout.fields.iter().zip(chunks).fold(0u64, |sum, (f, chunk)| {
+        let fields = layout.fields.iter().zip(chunks).fold(0u64, |sum, (f, chunk)| {
             let (per_frame, chunk_bytes) = super::schema::chunk_row(f, chunk);
             let frames_per_chunk = chunk.first().copied().unwrap_or(1).max(1) as u64;
             let count = expected.div_ceil(frames_per_chunk).saturating_mul(per_frame as u64);
             let fill = (chunk_bytes as u64 / 128).saturating_add(64);
             sum.saturating_add(count.saturating_mul(fill.saturating_add(INDEX_BYTES_PER_CHUNK)))
                 .saturating_add(INDEX_BYTES_PER_DATASET)
-        })
+        });
+        // The `steps` dataset, made at full length too.
+        let steps =
+            expected.div_ceil(STEPS_CHUNK as u64).saturating_mul(STEPS_CHUNK as u64 * 8 + INDEX_BYTES_PER_CHUNK);
+        fields.saturating_add(steps).saturating_add(INDEX_BYTES_PER_DATASET)
     };
     layout
         .streams
