@@ -142,7 +142,7 @@ impl Staged {
     pub(crate) fn prepare(path: &Path, overwrite: bool, kind: OutputKind) -> Result<Self> {
         prepare(path, overwrite, kind)?;
         let staging = staging_name(path);
-        prepare(&staging, true, kind)?;
+        clear_stale(&staging)?;
         Ok(Staged { staging, path: path.to_path_buf(), kind, published: false, replaces: false })
     }
 
@@ -154,7 +154,7 @@ impl Staged {
     pub(crate) fn replacing(path: &Path, kind: OutputKind) -> Result<Self> {
         let path = fs::canonicalize(path).map_err(|e| Error::io("cannot resolve", path, e))?;
         let staging = staging_name(&path);
-        prepare(&staging, true, kind)?;
+        clear_stale(&staging)?;
         Ok(Staged { staging, path, kind, published: false, replaces: true })
     }
 
@@ -186,6 +186,20 @@ impl Drop for Staged {
             };
         }
     }
+}
+
+/// Removes what a killed creation left at the staging name `staging`, in whatever state the
+/// kill found it: the name is wgpipe's own, and a half-made output there (a Zarr store killed
+/// before its root `zarr.json`, which [`check`] would not recognise as a store) must not stop
+/// the next run.
+fn clear_stale(staging: &Path) -> Result<()> {
+    let removed = match fs::symlink_metadata(staging) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io("cannot inspect", staging, e)),
+        Ok(m) if m.is_dir() => fs::remove_dir_all(staging),
+        Ok(_) => fs::remove_file(staging),
+    };
+    removed.map_err(|e| Error::io("cannot remove what a killed run left at", staging, e))
 }
 
 /// `.NAME.wgpipe-creating` beside `path`: where an output is built before it is renamed into
@@ -233,6 +247,14 @@ mod tests {
         fs::write(staging.join("run.json.tmp"), b"")?;
         let staged = Staged::prepare(&raw, false, OutputKind::RawDir)?;
         assert!(!staged.staging().exists(), "the killed creation's leftover is gone");
+        // A Zarr store killed before its root zarr.json: not recognisable as a store, still
+        // ours to clear (the kill test once found the next run refused).
+        let zarr = dir.path().join("out.zarr");
+        let stale = staging_name(&zarr);
+        fs::create_dir_all(stale.join("stream0/u"))?;
+        fs::write(stale.join("stream0/u/zarr.json"), b"{")?;
+        let staged = Staged::prepare(&zarr, false, OutputKind::ZarrStore)?;
+        assert!(!staged.staging().exists(), "the killed Zarr creation's leftover is gone");
         Ok(())
     }
 }

@@ -97,6 +97,24 @@ pub(crate) fn counts_known(options: &SinkOptions, layout: &StreamLayout) -> bool
     !options.swmr && !layout.streams.is_empty() && layout.streams.iter().all(|s| s.expected_frames.is_some())
 }
 
+/// Most chunks a compressed output makes at `begin`; beyond, it grows frame by frame as
+/// before. Making a chunk costs about 2.5 µs and 100 bytes of file (40000 frames of one
+/// 1 KiB field: 0.1 s more, 1.9 % larger), so this caps `begin` near 2.5 s: a huge
+/// `run.frames` meant as "until I stop it", times every field and reduction, would otherwise
+/// spend minutes before the first frame.
+pub(crate) const MAX_INDEXED_CHUNKS: u64 = 1 << 20;
+
+/// Chunks of every field of every stream of `layout` for its expected frames (those a
+/// stream keeps from an earlier run included: an upper bound).
+pub(crate) fn chunk_count(layout: &StreamLayout, chunks: &[Vec<usize>]) -> u64 {
+    let frames: u64 = layout.streams.iter().map(|s| s.expected_frames.unwrap_or(0)).fold(0, u64::saturating_add);
+    layout.fields.iter().zip(chunks).fold(0u64, |sum, (f, chunk)| {
+        let (per_frame, _) = super::schema::chunk_row(f, chunk);
+        let frames_per_chunk = chunk.first().copied().unwrap_or(1).max(1) as u64;
+        sum.saturating_add(frames.div_ceil(frames_per_chunk).saturating_mul(per_frame as u64))
+    })
+}
+
 /// Bytes making every chunk of a compressed output at `begin` writes, at most: per chunk its
 /// compressed fill value (zeros: deflate stores about 1 byte per 258, plus its framing) and
 /// an index entry, per dataset its index, and the `steps` entries; nothing for the streams
@@ -186,6 +204,18 @@ mod tests {
     use super::*;
     use crate::frame::DType;
     use crate::schema::{FieldSpec, StreamInfo};
+
+    #[test]
+    fn chunks_are_counted_over_every_stream_and_field() {
+        let layout = StreamLayout::new(vec![FieldSpec::new("u", DType::F32, [10, 6])])
+            .with_stream(StreamInfo::new("a").with_expected_frames(5))
+            .with_stream(StreamInfo::new("b").with_expected_frames(3));
+        // Two chunks per frame (5 rows each), one frame per chunk: 8 frames, 16 chunks.
+        assert_eq!(chunk_count(&layout, &[vec![1, 5, 6]]), 16);
+        let long = StreamLayout::new(vec![FieldSpec::new("u", DType::F32, [10, 6])])
+            .with_stream(StreamInfo::new("a").with_expected_frames(MAX_INDEXED_CHUNKS));
+        assert!(chunk_count(&long, &[vec![1, 5, 6]]) > MAX_INDEXED_CHUNKS);
+    }
 
     #[test]
     fn the_bound_covers_every_chunk_of_every_expected_frame() {

@@ -234,9 +234,11 @@ impl Hdf5Backend {
         let direct_candidate = matches!(self.options.compression, Compression::Deflate(_))
             && self.options.chunk_frames == 1
             && cfg!(target_endian = "little");
-        // Compressed streams of known lengths, one frame per chunk: every chunk made at `begin`
-        // (see `preallocate`, and there why not chunks of several frames).
-        let indexed = direct_candidate && super::preallocate::counts_known(&self.options, layout);
+        // Compressed streams of known lengths, one frame per chunk, not too many chunks: every
+        // chunk made at `begin` (see `preallocate`, and there why not chunks of several frames).
+        let indexed = direct_candidate
+            && super::preallocate::counts_known(&self.options, layout)
+            && super::preallocate::chunk_count(layout, &chunks) <= super::preallocate::MAX_INDEXED_CHUNKS;
         if preallocated {
             let most = layout.streams.iter().filter_map(|s| s.expected_frames).max().unwrap_or(1);
             chunks = super::preallocate::packed_chunks(layout, &chunks, most);
