@@ -617,47 +617,71 @@ fn a_rank_killed_mid_batch_leaves_a_file_with_every_reported_frame() {
 /// A checkpointed batch shared by two ranks, one rank killed mid-run, resumes on two ranks
 /// from each stream's checkpoint into the same file: every stream complete with its frames,
 /// bit-identical to the batch in one process. (Each rank counts a continued stream's kept
-/// frames; the shared file must count them once, not once per rank.)
+/// frames; the shared file must count them once, not once per rank.) The same batch thinned
+/// by `output.when` is refused on resume, naming the key, with its files unchanged: resumed,
+/// its shared fields file hung in the collective close that cuts it to the kept frames.
 #[test]
 fn a_killed_checkpointed_batch_resumes_on_its_ranks_into_one_complete_file() {
     let dir = setup();
     let d = dir.path();
-    let args = |path: &str, resume: bool| -> Vec<String> {
-        let mut v: Vec<String> = vec!["run".into(), "sweep.toml".into(), "--progress".into(), "frames".into()];
-        if resume {
-            v.push("--resume".into());
+    for (name, extra) in [("plain", None), ("when", Some(["analysis.fields=[\"v\"]", WHEN]))] {
+        let args = |path: &str, resume: bool| -> Vec<String> {
+            let mut v: Vec<String> = vec!["run".into(), "sweep.toml".into(), "--progress".into(), "frames".into()];
+            if resume {
+                v.push("--resume".into());
+            }
+            let path = format!("output.path={path}");
+            let sets = ["run.frames=400", "run.steps_per_frame=1", "run.checkpoint_every=10", &path];
+            for set in sets.into_iter().chain(extra.into_iter().flatten()) {
+                v.extend(["--set".to_owned(), set.to_owned()]);
+            }
+            v
+        };
+        let (serial_h5, batch_h5) = (format!("{name}-serial.h5"), format!("{name}-batch.h5"));
+        let serial = Command::new(WGPIPE).args(args(&serial_h5, false)).current_dir(d).output().unwrap();
+        assert!(serial.status.success(), "{name}: {}", text(&serial));
+        kill_a_rank(d, 2, &args(&batch_h5, false), &format!("output.path={batch_h5}"), 300);
+        let analysis = |h5: &str| h5.replace(".h5", ".analysis.h5");
+        // The output holding every frame: the reductions' when the fields are thinned.
+        let every_frame = if extra.is_some() { analysis(&batch_h5) } else { batch_h5.clone() };
+        let held = open_output(d.join(&every_frame)).unwrap();
+        let continued = held.streams().iter().filter(|s| s.frames >= 10 && s.frames < 400).count();
+        assert!(continued > 0, "{name}: no stream was killed past its first checkpoint: {:?}", held.streams());
+        let killed = format!("{:?}", held.streams());
+        // Closed before the resume: HDF5 would hand the next open of the same file this one's
+        // cached state.
+        drop(held);
+        let mut resume: Vec<String> = vec!["-n".into(), "2".into(), WGPIPE.into()];
+        resume.extend(args(&batch_h5, true));
+        let out = mpirun(d, &resume.iter().map(String::as_str).collect::<Vec<_>>());
+        if extra.is_some() {
+            // Refused, naming the key, before anything changes: the shared file hung when cut
+            // to the kept frames after a resume (see run.rs).
+            assert!(!out.status.success() && text(&out).contains("output.when"), "{name}: {}", text(&out));
+            let after = open_output(d.join(&every_frame)).unwrap();
+            assert_eq!(format!("{:?}", after.streams()), killed, "{name}: the refused resume changed the file");
+            continue;
         }
-        for set in
-            ["run.frames=400", "run.steps_per_frame=1", "run.checkpoint_every=10", &format!("output.path={path}")]
-        {
-            v.extend(["--set".to_owned(), set.to_owned()]);
+        assert!(out.status.success(), "{name}: {}", text(&out));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("continuing after "), "{name}: {}", text(&out));
+        let mut pairs = vec![(batch_h5.clone(), serial_h5.clone())];
+        if extra.is_some() {
+            pairs.push((analysis(&batch_h5), analysis(&serial_h5)));
         }
-        v
-    };
-    let serial = Command::new(WGPIPE).args(args("serial.h5", false)).current_dir(d).output().unwrap();
-    assert!(serial.status.success(), "{}", text(&serial));
-    kill_a_rank(d, 2, &args("batch.h5", false), "output.path=batch.h5", 300);
-    let held = open_output(d.join("batch.h5")).unwrap();
-    let continued = held.streams().iter().filter(|s| s.frames >= 10 && s.frames < 400).count();
-    assert!(continued > 0, "no stream was killed past its first checkpoint: {:?}", held.streams());
-    // Closed before the resume: HDF5 would hand the next open of the same file this one's
-    // cached state.
-    drop(held);
-    let mut resume: Vec<String> = vec!["-n".into(), "2".into(), WGPIPE.into()];
-    resume.extend(args("batch.h5", true));
-    let out = mpirun(d, &resume.iter().map(String::as_str).collect::<Vec<_>>());
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("continuing after "), "{}", text(&out));
-    let (a, b) = (open_output(d.join("batch.h5")).unwrap(), open_output(d.join("serial.h5")).unwrap());
-    assert!(a.complete(), "the resumed file is not complete: {:?}\n{}", a.streams(), text(&out));
-    for (s, sa) in a.streams().iter().enumerate() {
-        let sb = b.stream_index(&sa.name).unwrap();
-        assert!(sa.complete && sa.frames == 400, "{}: {sa:?}", sa.name);
-        assert_eq!(a.steps(s).unwrap(), b.steps(sb).unwrap(), "{}", sa.name);
-        for f in 0..a.fields().len() {
-            for i in (0..400).step_by(7).chain([399]) {
-                let same = a.read_field(s, f, i).unwrap() == b.read_field(sb, f, i).unwrap();
-                assert!(same, "{} field {f} frame {i} differs from one process's", sa.name);
+        for (a, b) in pairs {
+            let (oa, ob) = (open_output(d.join(&a)).unwrap(), open_output(d.join(&b)).unwrap());
+            assert!(oa.complete(), "{a} is not complete: {:?}\n{}", oa.streams(), text(&out));
+            for (s, sa) in oa.streams().iter().enumerate() {
+                let sb = ob.stream_index(&sa.name).unwrap();
+                let frames = ob.streams()[sb].frames;
+                assert!(sa.complete && sa.frames == frames, "{a} {}: {sa:?}, one process: {frames}", sa.name);
+                assert_eq!(oa.steps(s).unwrap(), ob.steps(sb).unwrap(), "{a} {}", sa.name);
+                for f in 0..oa.fields().len() {
+                    for i in (0..frames).step_by(7).chain(frames.checked_sub(1)) {
+                        let same = oa.read_field(s, f, i).unwrap() == ob.read_field(sb, f, i).unwrap();
+                        assert!(same, "{a} {} field {f} frame {i} differs from one process's", sa.name);
+                    }
+                }
             }
         }
     }
