@@ -516,10 +516,8 @@ fn write_frame(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) 
 }
 
 /// Cuts each stream laid out whole (`preallocate`) that holds fewer frames than its datasets
-/// to its frames, and returns the file ranges of the chunks that held none of them, which
-/// nothing references once the file is closed.
-/// Cuts each stream laid out whole (`preallocate`) that holds fewer frames than its datasets
-/// to its frames (the chunks of the others were never written: no disk space to give back).
+/// to its frames (uncompressed, the chunks of the others were never written: no disk space
+/// to give back; compressed, their fill values stay in the file, a few bytes each).
 fn cut_short_streams(open: &Open, outcome: &Outcome<'_>, path: &Path) -> Result<()> {
     for (s, (sets, &frames)) in open.streams.iter().zip(outcome.frames()).enumerate() {
         let (len, frames) = (sets.steps.size(), frames as usize);
