@@ -669,22 +669,36 @@ fn a_killed_checkpointed_batch_resumes_on_its_ranks_into_one_complete_file() {
             pairs.push((analysis(&batch_h5), analysis(&serial_h5)));
         }
         for (a, b) in pairs {
-            let (oa, ob) = (open_output(d.join(&a)).unwrap(), open_output(d.join(&b)).unwrap());
-            assert!(oa.complete(), "{a} is not complete: {:?}\n{}", oa.streams(), text(&out));
-            for (s, sa) in oa.streams().iter().enumerate() {
-                let sb = ob.stream_index(&sa.name).unwrap();
-                let frames = ob.streams()[sb].frames;
-                assert!(sa.complete && sa.frames == frames, "{a} {}: {sa:?}, one process: {frames}", sa.name);
-                assert_eq!(oa.steps(s).unwrap(), ob.steps(sb).unwrap(), "{a} {}", sa.name);
-                for f in 0..oa.fields().len() {
-                    for i in (0..frames).step_by(7).chain(frames.checked_sub(1)) {
-                        let same = oa.read_field(s, f, i).unwrap() == ob.read_field(sb, f, i).unwrap();
-                        assert!(same, "{a} {} field {f} frame {i} differs from one process's", sa.name);
-                    }
-                }
-            }
+            assert_as_one_process(&d.join(&a), &d.join(&b), &text(&out));
         }
     }
+}
+
+/// Checks that the output `shared` (written by MPI ranks) holds what the same run in one
+/// process wrote to `whole`: complete, the same fields, every stream complete with the same
+/// frames and steps and every field of every frame bit for bit (`context` follows each
+/// failure). Returns each stream's frame count, in `shared`'s order.
+fn assert_as_one_process(shared: &Path, whole: &Path, context: &str) -> Vec<u64> {
+    let a = shared.display();
+    let (oa, ob) = (open_output(shared).unwrap(), open_output(whole).unwrap());
+    assert!(oa.complete(), "{a} is not complete: {:?}\n{context}", oa.streams());
+    assert_eq!(oa.fields(), ob.fields(), "{a}");
+    assert_eq!(oa.streams().len(), ob.streams().len(), "{a}: {:?}", oa.streams());
+    let mut counts = Vec::new();
+    for (s, sa) in oa.streams().iter().enumerate() {
+        let sb = ob.stream_index(&sa.name).unwrap();
+        let frames = ob.streams()[sb].frames;
+        assert!(sa.complete && sa.frames == frames, "{a} stream {}: {sa:?}, one process: {frames}", sa.name);
+        assert_eq!(oa.steps(s).unwrap(), ob.steps(sb).unwrap(), "{a} stream {}", sa.name);
+        for f in 0..oa.fields().len() {
+            for i in 0..frames {
+                let same = oa.read_field(s, f, i).unwrap() == ob.read_field(sb, f, i).unwrap();
+                assert!(same, "{a} stream {} field {f} frame {i} differs from one process's\n{context}", sa.name);
+            }
+        }
+        counts.push(frames);
+    }
+    counts
 }
 
 /// `wgpipe run gs3d.toml` arguments of a checkpointed split run writing `path`.
@@ -855,23 +869,9 @@ fn a_batch_thinning_its_fields_writes_both_shared_files_as_one_process_does() {
         let analysis = |h5: &str| h5.replace(".h5", ".analysis.h5");
         let mut kept = Vec::new();
         for (a, b) in [(shared_h5.clone(), serial_h5.clone()), (analysis(&shared_h5), analysis(&serial_h5))] {
-            let (oa, ob) = (open_output(d.join(&a)).unwrap(), open_output(d.join(&b)).unwrap());
-            assert!(oa.complete(), "{a} is not marked complete");
-            assert_eq!(oa.fields(), ob.fields(), "{a}");
-            assert_eq!(oa.streams().len(), 5, "{a}");
-            for (s, sa) in oa.streams().iter().enumerate() {
-                let sb = ob.stream_index(&sa.name).unwrap();
-                let frames = ob.streams()[sb].frames;
-                assert!(sa.complete && sa.frames == frames, "{a} stream {}: {sa:?}, one process: {frames}", sa.name);
-                assert_eq!(oa.steps(s).unwrap(), ob.steps(sb).unwrap(), "{a} stream {}", sa.name);
-                for f in 0..oa.fields().len() {
-                    for i in 0..frames {
-                        let same = oa.read_field(s, f, i).unwrap() == ob.read_field(sb, f, i).unwrap();
-                        assert!(same, "{a} stream {} field {f} frame {i} differs from one process's", sa.name);
-                    }
-                }
-                kept.push(frames);
-            }
+            let frames = assert_as_one_process(&d.join(&a), &d.join(&b), name);
+            assert_eq!(frames.len(), 5, "{a}");
+            kept.extend(frames);
         }
         let (fields, reductions) = kept.split_at(5);
         assert!(reductions.iter().all(|&n| n == 4), "{name}: the reductions of every frame: {reductions:?}");

@@ -108,11 +108,7 @@ pub(crate) const MAX_INDEXED_CHUNKS: u64 = 1 << 20;
 /// stream keeps from an earlier run included: an upper bound).
 pub(crate) fn chunk_count(layout: &StreamLayout, chunks: &[Vec<usize>]) -> u64 {
     let frames: u64 = layout.streams.iter().map(|s| s.expected_frames.unwrap_or(0)).fold(0, u64::saturating_add);
-    layout.fields.iter().zip(chunks).fold(0u64, |sum, (f, chunk)| {
-        let (per_frame, _) = super::schema::chunk_row(f, chunk);
-        let frames_per_chunk = chunk.first().copied().unwrap_or(1).max(1) as u64;
-        sum.saturating_add(frames.div_ceil(frames_per_chunk).saturating_mul(per_frame as u64))
-    })
+    layout.fields.iter().zip(chunks).fold(0u64, |sum, (f, chunk)| sum.saturating_add(chunks_for(frames, f, chunk).0))
 }
 
 /// Bytes making every chunk of a compressed output at `begin` writes, at most: per chunk its
@@ -120,16 +116,24 @@ pub(crate) fn chunk_count(layout: &StreamLayout, chunks: &[Vec<usize>]) -> u64 {
 /// an index entry, per dataset its index, and the `steps` entries; nothing for the streams
 /// `in_place`.
 pub(crate) fn indexed_bytes_bound(layout: &StreamLayout, chunks: &[Vec<usize>], in_place: &[String]) -> u64 {
+    laid_out_bytes(layout, chunks, in_place, |chunk_bytes| (chunk_bytes / 128).saturating_add(64))
+}
+
+/// Bytes of every chunk of every field (`stored(chunk_bytes)` each, plus its index entry),
+/// the `steps` chunks and the datasets' indexes, for every stream of `layout` but those
+/// `in_place`, over the frames it does not keep from an earlier run.
+fn laid_out_bytes(
+    layout: &StreamLayout,
+    chunks: &[Vec<usize>],
+    in_place: &[String],
+    stored: impl Fn(u64) -> u64,
+) -> u64 {
     let stream = |expected: u64| -> u64 {
         let fields = layout.fields.iter().zip(chunks).fold(0u64, |sum, (f, chunk)| {
-            let (per_frame, chunk_bytes) = super::schema::chunk_row(f, chunk);
-            let frames_per_chunk = chunk.first().copied().unwrap_or(1).max(1) as u64;
-            let count = expected.div_ceil(frames_per_chunk).saturating_mul(per_frame as u64);
-            let fill = (chunk_bytes as u64 / 128).saturating_add(64);
-            sum.saturating_add(count.saturating_mul(fill.saturating_add(INDEX_BYTES_PER_CHUNK)))
+            let (count, chunk_bytes) = chunks_for(expected, f, chunk);
+            sum.saturating_add(count.saturating_mul(stored(chunk_bytes).saturating_add(INDEX_BYTES_PER_CHUNK)))
                 .saturating_add(INDEX_BYTES_PER_DATASET)
         });
-        // The `steps` dataset, made at full length too.
         let steps =
             expected.div_ceil(STEPS_CHUNK as u64).saturating_mul(STEPS_CHUNK as u64 * 8 + INDEX_BYTES_PER_CHUNK);
         fields.saturating_add(steps).saturating_add(INDEX_BYTES_PER_DATASET)
@@ -140,6 +144,13 @@ pub(crate) fn indexed_bytes_bound(layout: &StreamLayout, chunks: &[Vec<usize>], 
         .filter(|s| !in_place.contains(&s.name))
         .map(|s| stream(s.expected_frames.unwrap_or(0).saturating_sub(s.kept_frames)))
         .fold(0u64, u64::saturating_add)
+}
+
+/// Chunks of field `f`, chunked as `chunk`, holding `frames` frames, and the bytes of one.
+fn chunks_for(frames: u64, f: &crate::schema::FieldSpec, chunk: &[usize]) -> (u64, u64) {
+    let (per_frame, chunk_bytes) = super::schema::chunk_row(f, chunk);
+    let frames_per_chunk = chunk.first().copied().unwrap_or(1).max(1) as u64;
+    (frames.div_ceil(frames_per_chunk).saturating_mul(per_frame as u64), chunk_bytes as u64)
 }
 
 /// Smallest chunk of an output laid out whole: a field whose frame is smaller packs this
@@ -178,25 +189,7 @@ pub(crate) fn packed_chunks(layout: &StreamLayout, chunks: &[Vec<usize>], frames
 /// streams `in_place` (already laid out in the file). Checked against the file size limit
 /// at `begin`.
 pub(crate) fn output_bytes_bound(layout: &StreamLayout, chunks: &[Vec<usize>], in_place: &[String]) -> u64 {
-    let stream = |expected: u64| -> u64 {
-        let fields = layout.fields.iter().zip(chunks).fold(0u64, |sum, (f, chunk)| {
-            let frames_per_chunk = chunk.first().copied().unwrap_or(1).max(1) as u64;
-            let (per_frame, chunk_bytes) = super::schema::chunk_row(f, chunk);
-            let (per_frame, chunk_bytes) = (per_frame as u64, chunk_bytes as u64);
-            let count = expected.div_ceil(frames_per_chunk).saturating_mul(per_frame);
-            sum.saturating_add(count.saturating_mul(chunk_bytes.saturating_add(INDEX_BYTES_PER_CHUNK)))
-                .saturating_add(INDEX_BYTES_PER_DATASET)
-        });
-        let steps =
-            expected.div_ceil(STEPS_CHUNK as u64).saturating_mul(STEPS_CHUNK as u64 * 8 + INDEX_BYTES_PER_CHUNK);
-        fields.saturating_add(steps).saturating_add(INDEX_BYTES_PER_DATASET)
-    };
-    layout
-        .streams
-        .iter()
-        .filter(|s| !in_place.contains(&s.name))
-        .map(|s| stream(s.expected_frames.unwrap_or(0).saturating_sub(s.kept_frames)))
-        .fold(0u64, u64::saturating_add)
+    laid_out_bytes(layout, chunks, in_place, |chunk_bytes| chunk_bytes)
 }
 
 #[cfg(test)]
