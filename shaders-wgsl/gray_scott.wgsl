@@ -10,11 +10,14 @@
 // drivers pay for (lavapipe runs each one lane by lane). Measured with `cargo xtask bench
 // --kernel --candidate` (README, "Kernel throughput"): at 1024x1024, 8 and 16 cells per
 // invocation were the fastest of 1, 2, 4, 8, 16 and 32; a shared-memory tile instead
-// (xtask/src/bench/tile_gray_scott.wgsl) ran at 1/2.65 of this shader's speed. The 8x32
-// workgroup covers a 64x32 block at 8 cells: as fast as 64x4 and 16x16 at 1024x1024, and 1.2x
-// (256x256) to 1.7x (70x64) as fast as 64x4, whose 512-cell-wide block leaves narrower grids
-// idle. On a GPU (1 cell per invocation, an 8x32 block) it ran at 0.96-0.97x the 16x16
-// one-cell shader it replaced (NVIDIA H200); no other shape was tried there.
+// (xtask/src/bench/tile_gray_scott.wgsl) ran at 1/2.65 of this shader's speed.
+//
+// The workgroup is the prelude's, chosen per adapter (prelude.rs, `WorkgroupShapes`). On
+// lavapipe, 16x16 at 8 cells (a 128x16 block) ran as fast as the 8x32 this shader declared
+// before (1.00x at 70x64, 1.01x at 256x256, 1.00x at 1024x1024), while 64x4 (512 cells wide)
+// left narrow grids idle (1.3x-1.9x slower at 70x64). On an NVIDIA H200, one cell per
+// invocation, 64x4 ran 1.87x (1024x1024) and 1.68x (4096x4096) as fast as 8x32, whose rows
+// of 8 invocations split a warp's loads over 4 rows.
 
 struct Params {
     feed: f32,
@@ -61,7 +64,7 @@ fn laplacian9_of(c: f32, up: f32, down: f32, left: f32, right: f32, ul: f32, ur:
     return s;
 }
 
-@compute @workgroup_size(8, 32, 1)
+@compute @workgroup_size(WORKGROUP_X, WORKGROUP_Y, WORKGROUP_Z)
 fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     let x0 = id.x * CELLS_PER_INVOCATION_X;
     // Cells along x this kernel updates (a block's own, without ghosts, when split).

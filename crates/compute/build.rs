@@ -45,17 +45,22 @@ fn main() {
             ));
             continue;
         };
-        // Every boundary rule for whole grids; blocks (split domains) take the periodic one.
+        // Every boundary rule for whole grids; blocks (split domains) take the periodic one;
+        // each with both adapters' workgroup shapes.
         let preludes = prelude::Boundary::ALL
             .map(|b| (b, prelude::Indexing::Whole))
             .into_iter()
-            .chain([(prelude::Boundary::Periodic, prelude::Indexing::Block)]);
-        for (boundary, indexing) in preludes {
-            let checked = prelude::generate_for(shader.rank, boundary, shader.fields, indexing)
+            .chain([(prelude::Boundary::Periodic, prelude::Indexing::Block)])
+            .flat_map(|(b, i)| prelude::WorkgroupShapes::ALL.map(|s| (b, i, s)));
+        for (boundary, indexing, shapes) in preludes {
+            let checked = prelude::generate_for(shader.rank, boundary, shader.fields, indexing, shapes)
                 .map_err(|e| format!("{name}: {e}"))
                 .and_then(|p| wgsl_check::check(&name, &p, shader.source).map_err(|e| e.to_string()));
             if let Err(e) = checked {
-                failures.push(format!("{e} (with the {boundary} prelude, {indexing:?} indexing)"));
+                failures.push(format!(
+                    "{e} (with the {boundary} prelude, {indexing:?} indexing, {} shapes)",
+                    shapes.name()
+                ));
             }
         }
     }

@@ -8,7 +8,8 @@ use crate::invocation_width;
 use crate::kernel::KernelSpec;
 use crate::limits::{F32_BYTES as F32, GridFootprint};
 use crate::noise::noise_key;
-use crate::prelude::{CLOCK_BYTES, FIRST_FIELD_BINDING, GRID_BINDING, Indexing, PARAMS_BINDING};
+use crate::prelude::{CLOCK_BYTES, FIRST_FIELD_BINDING, GRID_BINDING, Indexing, PARAMS_BINDING, WorkgroupShapes};
+use crate::wgsl_check::CheckedWgsl;
 
 /// How a [`FieldSim`]'s buffers map onto the grid: the whole grid, or one block of it with
 /// ghost layers ([`crate::BlockSim`]). It sets the prelude's indexing, the dispatch and the
@@ -119,13 +120,29 @@ impl FieldSim {
         // them is generated and validated (minutes for a GPU allowing a million bindings).
         GridFootprint::new(grid, spec.fields.len(), spec.fields.len(), [1, 1, 1])?
             .check_bindings(&gpu.device().limits(), gpu.label())?;
-        let checked = spec.check_for(layout.indexing)?;
         let fields = spec.fields.len();
         let limits = gpu.device().limits();
-        let dispatch_fits = |width: u32| {
+        let fits = |checked: &CheckedWgsl, width: u32| {
             GridFootprint::new(grid, fields, fields, checked.cells_per_workgroup_with(width))
                 .is_ok_and(|f| f.check(&limits, gpu.label()).is_ok())
         };
+        let checked = match spec.workgroup_shapes {
+            Some(forced) => spec.check_for(layout.indexing, forced)?,
+            None => {
+                let shapes = invocation_width::workgroup_shapes(gpu.adapter());
+                let preferred = spec.check_for(layout.indexing, shapes)?;
+                // A grid the adapter's shapes cannot dispatch even at the kernel's widest
+                // (more workgroups along an axis than the device allows: a grid 4 rows per
+                // workgroup cannot be 300000 rows tall) runs with the CPU drivers' shapes,
+                // which the size checks before the devices opened allowed for.
+                if shapes == WorkgroupShapes::CpuDriver || fits(&preferred, preferred.cells_per_invocation_x) {
+                    preferred
+                } else {
+                    spec.check_for(layout.indexing, WorkgroupShapes::CpuDriver)?
+                }
+            }
+        };
+        let dispatch_fits = |width: u32| fits(&checked, width);
         let cells_per_invocation =
             invocation_width::resolve(spec.invocation_width, &checked, &spec.name, gpu.adapter(), &dispatch_fits)?;
         let cells_per_workgroup = checked.cells_per_workgroup_with(cells_per_invocation);

@@ -15,9 +15,15 @@
 //!
 //! The width never changes a result: the shipped kernels compute each cell with the same
 //! operations in the same order whatever the width (the tests compare widths bit for bit).
+//!
+//! The prelude's workgroup shapes ([`WorkgroupShapes`]) follow the same rule
+//! ([`workgroup_shapes`]): what makes a GPU's loads coalesce also wants rows of 32
+//! invocations or more along x, which on a CPU driver would leave narrow grids idle at 8
+//! cells per invocation.
 
 use crate::adapter_summary::AdapterSummary;
 use crate::error::{Error, Result};
+use crate::prelude::WorkgroupShapes;
 use crate::wgsl_check::{CELLS_PER_INVOCATION_X, CheckedWgsl, MAX_CELLS_PER_INVOCATION_X};
 
 /// Who chooses a kernel's cells per invocation along x.
@@ -34,6 +40,14 @@ pub enum InvocationWidth {
 /// Whether `adapter` is one that wide invocations help: a CPU driver.
 pub fn prefers_wide_invocations(adapter: &AdapterSummary) -> bool {
     adapter.is_cpu()
+}
+
+/// The workgroup shapes a kernel's prelude gives it on `adapter` ([`WorkgroupShapes`]): the
+/// CPU drivers' on a CPU driver, the GPUs' on every other adapter. Chosen by the same rule as
+/// the width, for the same reason: a GPU coalesces the loads of neighbouring invocations,
+/// which rows of 32 invocations along x keep contiguous.
+pub fn workgroup_shapes(adapter: &AdapterSummary) -> WorkgroupShapes {
+    if prefers_wide_invocations(adapter) { WorkgroupShapes::CpuDriver } else { WorkgroupShapes::Gpu }
 }
 
 /// The cells per invocation along x `kernel` (named `name` in errors) runs with on `adapter`.

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::error::{Error, Result};
 use crate::invocation_width::InvocationWidth;
-use crate::prelude::{self, Boundary, Indexing};
+use crate::prelude::{self, Boundary, Indexing, WorkgroupShapes};
 use crate::wgsl_check::{self, CheckedWgsl};
 
 /// The largest WGSL file [`WgslSource::from_file`] reads (1 MiB: shaders are kilobytes).
@@ -115,6 +115,10 @@ pub struct KernelSpec {
     /// Cells per invocation along x: chosen per adapter (the default) or forced; see
     /// [`InvocationWidth`]. Never changes a result, only the speed.
     pub invocation_width: InvocationWidth,
+    /// The prelude's `WORKGROUP_X/Y/Z`: `None` (the default) chooses them per adapter
+    /// ([`crate::invocation_width::workgroup_shapes`]); `Some` forces them (tests,
+    /// benchmarks). Never changes a result, only the speed.
+    pub workgroup_shapes: Option<WorkgroupShapes>,
 }
 
 impl KernelSpec {
@@ -130,7 +134,15 @@ impl KernelSpec {
             boundary: Boundary::Periodic,
             seed: 0,
             invocation_width: InvocationWidth::PerAdapter,
+            workgroup_shapes: None,
         }
+    }
+
+    /// The same kernel compiled with `shapes` as its prelude's workgroup shapes on every
+    /// adapter ([`WorkgroupShapes`]).
+    pub fn with_workgroup_shapes(mut self, shapes: WorkgroupShapes) -> Self {
+        self.workgroup_shapes = Some(shapes);
+        self
     }
 
     /// The same kernel run with `width` cells per invocation along x ([`InvocationWidth`]).
@@ -175,16 +187,17 @@ impl KernelSpec {
             .collect()
     }
 
-    /// The prelude this kernel is compiled with; errors when rank or field names are invalid.
+    /// The prelude this kernel is compiled with on a whole grid, with the CPU drivers'
+    /// workgroup shapes (or the forced ones); errors when rank or field names are invalid.
     pub fn prelude(&self) -> Result<String> {
-        prelude::generate(self.rank, self.boundary, &self.fields)
-            .map_err(|message| Error::InvalidKernel { kernel: self.name.clone(), message })
+        self.prelude_for(Indexing::Whole, self.workgroup_shapes.unwrap_or_default())
     }
 
     /// The prelude this kernel is compiled with on a grid held as `indexing` says (a whole
-    /// grid, or a block with ghost layers: [`crate::BlockSim`]).
-    pub fn prelude_for(&self, indexing: Indexing) -> Result<String> {
-        prelude::generate_for(self.rank, self.boundary, &self.fields, indexing)
+    /// grid, or a block with ghost layers: [`crate::BlockSim`]), with `shapes` as
+    /// `WORKGROUP_X/Y/Z`.
+    pub fn prelude_for(&self, indexing: Indexing, shapes: WorkgroupShapes) -> Result<String> {
+        prelude::generate_for(self.rank, self.boundary, &self.fields, indexing, shapes)
             .map_err(|message| Error::InvalidKernel { kernel: self.name.clone(), message })
     }
 
@@ -192,16 +205,25 @@ impl KernelSpec {
     /// does not extend along axes the kernel's grids lack and that `CELLS_PER_INVOCATION_X`,
     /// if declared, is a u32 from 1 to 64.
     ///
+    /// Checked with every prelude a device may compile it with (each adapter's workgroup
+    /// shapes, unless forced), so that no device fails on what this passed; returns the
+    /// CPU drivers' (or the forced) result, whose shape every device can fall back to
+    /// (`FieldSim::new`), so that the size checks before the devices open use it.
+    ///
     /// naga validates each distinct shader (prelude and kernel text) once per process: later
     /// checks of the same text, by this kernel, its clones or an equal kernel with other
     /// parameters or seed, return the first result (see `validated` below).
     pub fn check(&self) -> Result<Arc<CheckedWgsl>> {
-        self.check_for(Indexing::Whole)
+        let Some(forced) = self.workgroup_shapes else {
+            self.check_for(Indexing::Whole, WorkgroupShapes::Gpu)?;
+            return self.check_for(Indexing::Whole, WorkgroupShapes::CpuDriver);
+        };
+        self.check_for(Indexing::Whole, forced)
     }
 
-    /// [`KernelSpec::check`] with the prelude of `indexing`.
-    pub fn check_for(&self, indexing: Indexing) -> Result<Arc<CheckedWgsl>> {
-        let prelude = self.prelude_for(indexing)?;
+    /// [`KernelSpec::check`] with the prelude of `indexing` and `shapes` alone.
+    pub fn check_for(&self, indexing: Indexing, shapes: WorkgroupShapes) -> Result<Arc<CheckedWgsl>> {
+        let prelude = self.prelude_for(indexing, shapes)?;
         let checked = validated(&self.wgsl.name, &prelude, &self.wgsl.code)?;
         let size = checked.workgroup_size;
         if size[self.rank..].iter().any(|n| *n != 1) {

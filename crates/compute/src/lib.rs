@@ -78,7 +78,7 @@ pub use invocation_width::{InvocationWidth, prefers_wide_invocations};
 pub use kernel::{KernelSpec, MAX_WGSL_BYTES, WgslSource};
 pub use limits::GridFootprint;
 pub use output_dtype::OutputDType;
-pub use prelude::{Boundary, Indexing, UnknownBoundary, workgroup_size};
+pub use prelude::{Boundary, Indexing, UnknownBoundary, WorkgroupShapes, workgroup_size};
 pub use readback::{FrameInfo, FrameProducer, FrameSource, OBSERVED_PIECE, ReadbackConfig};
 pub use wgsl_check::{CELLS_PER_INVOCATION_X, CheckedWgsl, MAX_CELLS_PER_INVOCATION_X, PRELUDE_NAME, WgslError};
 

@@ -101,17 +101,49 @@ impl Indexing {
     pub const ALL: [Indexing; 2] = [Indexing::Whole, Indexing::Block];
 }
 
-/// The workgroup shape the prelude offers as `WORKGROUP_X/Y/Z` for a grid of `rank`.
+/// The workgroup shapes a prelude offers as `WORKGROUP_X/Y/Z`, by the kind of adapter they were
+/// chosen on: the same kernel text runs with either, and gives the same bits with either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum WorkgroupShapes {
+    /// CPU drivers (lavapipe, llvmpipe), and what every size check before the devices open
+    /// allows for: 256×1×1, 16×16×1 and 8×8×4. The 3-D brick was the fastest on lavapipe of
+    /// 8×8×4, 4×4×4, 16×16×1, 16×4×4 and 32×8×1 for the 3-D Gray-Scott at 64³ (by about 10 %,
+    /// a noisy machine).
+    #[default]
+    CpuDriver,
+    /// GPUs: 256×1×1, 64×4×1 and 32×2×4, rows of 32 invocations or more along x, so that a
+    /// warp's loads of a row are one contiguous transaction. On an NVIDIA H200 (one cell per
+    /// invocation) the shipped Gray-Scott kernels ran 1.5–1.9× (2-D) and 1.3–1.7× (3-D) as
+    /// fast as with the CPU drivers' shapes, whose 8- and 16-wide rows split each warp's
+    /// loads over 2 to 4 rows (`cargo xtask bench --kernel`; docs, "Benchmarks").
+    Gpu,
+}
+
+impl WorkgroupShapes {
+    /// Both, in the order the build validates shaders with them.
+    pub const ALL: [WorkgroupShapes; 2] = [WorkgroupShapes::CpuDriver, WorkgroupShapes::Gpu];
+
+    /// How errors and reports name them.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkgroupShapes::CpuDriver => "CPU-driver",
+            WorkgroupShapes::Gpu => "GPU",
+        }
+    }
+}
+
+/// The workgroup shape the prelude offers as `WORKGROUP_X/Y/Z` for a grid of `rank`, with
+/// `shapes` ([`WorkgroupShapes`]).
 ///
 /// 256 invocations, spread over the axes the grid has so that none idles on a missing axis.
-/// 3-D uses an 8×8×4 brick: on lavapipe it was the fastest of 8×8×4, 4×4×4, 16×16×1, 16×4×4
-/// and 32×8×1 for the 3-D Gray-Scott at 64³ (by about 10 %, a noisy machine). A kernel may
-/// declare its own shape instead.
-pub fn workgroup_size(rank: usize) -> [u32; 3] {
-    match rank {
-        1 => [256, 1, 1],
-        2 => [16, 16, 1],
-        _ => [8, 8, 4],
+/// A kernel may declare its own shape instead.
+pub fn workgroup_size(rank: usize, shapes: WorkgroupShapes) -> [u32; 3] {
+    match (shapes, rank) {
+        (_, 1) => [256, 1, 1],
+        (WorkgroupShapes::CpuDriver, 2) => [16, 16, 1],
+        (WorkgroupShapes::CpuDriver, _) => [8, 8, 4],
+        (WorkgroupShapes::Gpu, 2) => [64, 4, 1],
+        (WorkgroupShapes::Gpu, _) => [32, 2, 4],
     }
 }
 
@@ -133,20 +165,25 @@ pub fn check_field_name(name: &str) -> Result<(), String> {
     ))
 }
 
-/// The prelude for a kernel on a grid of `rank` with `boundary` and `fields` (in binding order).
+/// The prelude for a kernel on a whole grid of `rank` with `boundary` and `fields` (in binding
+/// order), with the CPU drivers' workgroup shapes: the tests' shorthand for [`generate_for`].
+#[cfg(test)]
+pub fn generate<S: AsRef<str>>(rank: usize, boundary: Boundary, fields: &[S]) -> Result<String, String> {
+    generate_for(rank, boundary, fields, Indexing::Whole, WorkgroupShapes::CpuDriver)
+}
+
+/// The prelude for a kernel on a grid of `rank` held as `indexing` says (a whole grid, or a
+/// block with ghosts), with `boundary`, `fields` (in binding order) and `shapes` as
+/// `WORKGROUP_X/Y/Z`.
 ///
 /// Errors name the problem: a rank outside 1–3, no field, a repeated field, a field name
 /// that is not a WGSL identifier.
-pub fn generate<S: AsRef<str>>(rank: usize, boundary: Boundary, fields: &[S]) -> Result<String, String> {
-    generate_for(rank, boundary, fields, Indexing::Whole)
-}
-
-/// [`generate`] for a grid held as `indexing` says (a whole grid, or a block with ghosts).
 pub fn generate_for<S: AsRef<str>>(
     rank: usize,
     boundary: Boundary,
     fields: &[S],
     indexing: Indexing,
+    shapes: WorkgroupShapes,
 ) -> Result<String, String> {
     if !RANKS.contains(&rank) {
         return Err(format!("grids have rank 1, 2 or 3 ([nx], [ny, nx] or [nz, ny, nx]), got rank {rank}"));
@@ -165,7 +202,7 @@ pub fn generate_for<S: AsRef<str>>(
     out.push_str(SHARED);
     let names: Vec<&str> = fields.iter().map(AsRef::as_ref).collect();
     // Writing into a String cannot fail.
-    let _ = write_generated(&mut out, rank, boundary, &names, indexing);
+    let _ = write_generated(&mut out, rank, boundary, &names, indexing, shapes);
     Ok(out)
 }
 
@@ -175,14 +212,16 @@ fn write_generated(
     boundary: Boundary,
     fields: &[&str],
     indexing: Indexing,
+    shapes: WorkgroupShapes,
 ) -> fmt::Result {
-    let [wx, wy, wz] = workgroup_size(rank);
+    let [wx, wy, wz] = workgroup_size(rank, shapes);
     writeln!(out)?;
     writeln!(out, "// ---- generated for a {rank}-D grid, {boundary} boundary, fields {}", fields.join(", "))?;
     writeln!(out)?;
     writeln!(
         out,
-        "// Workgroup shape wgpipe chose for {rank}-D grids: @workgroup_size(WORKGROUP_X, WORKGROUP_Y, WORKGROUP_Z)."
+        "// Workgroup shape wgpipe chose for {rank}-D grids on {} adapters: @workgroup_size(WORKGROUP_X, WORKGROUP_Y, WORKGROUP_Z).",
+        shapes.name()
     )?;
     writeln!(out, "const WORKGROUP_X: u32 = {wx}u;")?;
     writeln!(out, "const WORKGROUP_Y: u32 = {wy}u;")?;
@@ -468,14 +507,40 @@ mod tests {
     fn block_indexing_skips_the_ghosts_and_keys_noise_by_the_global_index() {
         let whole = generate(3, Boundary::Periodic, &["u"]).unwrap();
         assert!(whole.contains("fn global_index(c: Cell) -> u32 {\n    return c.i;\n}"), "{whole}");
-        let block = generate_for(3, Boundary::Periodic, &["u"], Indexing::Block).unwrap();
+        let block = generate_for(3, Boundary::Periodic, &["u"], Indexing::Block, WorkgroupShapes::CpuDriver).unwrap();
         assert!(block.contains("return vec3(grid.nx - 2u, grid.ny - 2u, grid.nz - 2u);"), "{block}");
         assert!(whole.contains("return vec3(grid.nx, grid.ny, grid.nz);"), "{whole}");
         assert!(block.contains("c.xm = id.x;") && block.contains("c.zp = (id.z + 2u) * plane;"), "{block}");
         assert!(block.contains("let z = grid.offset_z + c.z - 1u;"), "{block}");
-        let line = generate_for(1, Boundary::Periodic, &["u"], Indexing::Block).unwrap();
+        let line = generate_for(1, Boundary::Periodic, &["u"], Indexing::Block, WorkgroupShapes::Gpu).unwrap();
         assert!(line.contains("return vec3(grid.nx - 2u, grid.ny, grid.nz);"), "{line}");
         assert!(line.contains("return grid.offset_x + c.x - 1u;"), "{line}");
+    }
+
+    #[test]
+    fn both_shapes_have_256_invocations_on_the_axes_a_grid_has_and_gpu_rows_fill_a_warp() {
+        for shapes in WorkgroupShapes::ALL {
+            for rank in RANKS {
+                let size = workgroup_size(rank, shapes);
+                assert_eq!(size.iter().product::<u32>(), 256, "{shapes:?} {rank}-D");
+                assert!(size[rank..].iter().all(|n| *n == 1), "{shapes:?} {rank}-D spans a missing axis");
+            }
+        }
+        assert!(RANKS.clone().all(|rank| workgroup_size(rank, WorkgroupShapes::Gpu)[0].is_multiple_of(32)));
+        let gpu = generate_for(3, Boundary::Periodic, &["u"], Indexing::Whole, WorkgroupShapes::Gpu).unwrap();
+        assert!(
+            gpu.contains("const WORKGROUP_X: u32 = 32u;\nconst WORKGROUP_Y: u32 = 2u;\nconst WORKGROUP_Z: u32 = 4u;")
+        );
+        let cpu = generate(3, Boundary::Periodic, &["u"]).unwrap();
+        assert!(
+            cpu.contains("const WORKGROUP_X: u32 = 8u;\nconst WORKGROUP_Y: u32 = 8u;\nconst WORKGROUP_Z: u32 = 4u;")
+        );
+        assert_eq!(
+            gpu.replace("GPU adapters", "CPU-driver adapters")
+                .replace("32u;\nconst WORKGROUP_Y: u32 = 2u", "8u;\nconst WORKGROUP_Y: u32 = 8u"),
+            cpu,
+            "only the shapes differ"
+        );
     }
 
     #[test]

@@ -6,8 +6,8 @@ mod common;
 use common::{gpu, max_abs_diff};
 use wgpipe_compute::{
     Boundary, DeviceSelector, Error, FieldSim, FrameProducer, GpuDevice, Grid, InvocationWidth, KernelSpec,
-    ReadbackConfig, WgslSource, cpu_twin, gray_scott, gray_scott_3d, list_adapters, open_devices,
-    prefers_wide_invocations,
+    ReadbackConfig, WgslSource, WorkgroupShapes, cpu_twin, gray_scott, gray_scott_3d, invocation_width, list_adapters,
+    open_devices, prefers_wide_invocations, shipped, workgroup_size,
 };
 
 fn grid(rows: usize, cols: usize) -> Grid {
@@ -280,10 +280,11 @@ fn cells_per_invocation_shrinks_the_dispatch_and_is_checked() {
 
     let shipped = FieldSim::new(&gpu, &gray_scott::GrayScottParams::default().kernel(), &grid(8, 8), &[0.0; 128]);
     let width = if prefers_wide_invocations(gpu.adapter()) { 8 } else { 1 };
+    let [wx, wy, _] = workgroup_size(2, invocation_width::workgroup_shapes(gpu.adapter()));
     assert_eq!(
         shipped.unwrap().cells_per_workgroup(),
-        [8 * width, 32, 1],
-        "the 2-D Gray-Scott: {width} cells × 8 × 32"
+        [wx * width, wy, 1],
+        "the 2-D Gray-Scott: {width} cells × the adapter's {wx} × {wy}"
     );
     for bad in [": u32 = 0u", ": u32 = 65u", ": i32 = 3i", " = 3", " = 3.0"] {
         let err = FieldSim::new(&gpu, &kernel(bad), &grid(rows, cols), &vec![0.0; rows * cols]).unwrap_err();
@@ -292,48 +293,114 @@ fn cells_per_invocation_shrinks_the_dispatch_and_is_checked() {
 }
 
 /// The shipped Gray-Scott kernels declare their width `override`: 8 cells per invocation on
-/// CPU drivers, 1 on GPUs (`InvocationWidth`). Every width gives the same bits, on ragged
-/// grids and every boundary, so a run's result does not depend on the adapter's choice; a
-/// forced width reaches the dispatch.
+/// CPU drivers, 1 on GPUs (`InvocationWidth`); every shipped kernel takes the prelude's
+/// workgroup shapes, the CPU drivers' or the GPUs' (`WorkgroupShapes`). Every width and both
+/// shapes give the same bits, on ragged grids and every boundary, so a run's result does not
+/// depend on the adapter's choices; a forced width or shape reaches the dispatch.
 #[test]
-fn every_invocation_width_of_the_shipped_kernels_gives_the_same_bits() {
+fn every_invocation_width_and_workgroup_shape_of_the_shipped_kernels_gives_the_same_bits() {
     let gpu = gpu();
-    let widths =
-        [InvocationWidth::PerAdapter, InvocationWidth::Cells(1), InvocationWidth::Cells(3), InvocationWidth::Cells(8)];
+    let (cpu, gpus) = (Some(WorkgroupShapes::CpuDriver), Some(WorkgroupShapes::Gpu));
+    let launches = [
+        (InvocationWidth::PerAdapter, None),
+        (InvocationWidth::Cells(1), None),
+        (InvocationWidth::Cells(3), None),
+        (InvocationWidth::Cells(8), None),
+        (InvocationWidth::PerAdapter, cpu),
+        (InvocationWidth::PerAdapter, gpus),
+        (InvocationWidth::Cells(3), gpus),
+        (InvocationWidth::Cells(8), cpu),
+    ];
+    let launched = |spec: KernelSpec, (width, shapes): (InvocationWidth, Option<WorkgroupShapes>)| match shapes {
+        Some(shapes) => spec.with_invocation_width(width).with_workgroup_shapes(shapes),
+        None => spec.with_invocation_width(width),
+    };
     for boundary in Boundary::ALL {
         let (rows, cols) = (13, 37);
         let init = gray_scott::initial_state(rows, cols, 5, 0.05);
-        let states: Vec<Vec<f32>> = widths
+        let states: Vec<Vec<f32>> = launches
             .iter()
-            .map(|w| {
-                let spec =
-                    gray_scott::GrayScottParams::default().kernel().with_boundary(boundary).with_invocation_width(*w);
+            .map(|l| {
+                let spec = launched(gray_scott::GrayScottParams::default().kernel().with_boundary(boundary), *l);
                 let mut sim = FieldSim::new(&gpu, &spec, &grid(rows, cols), &init).unwrap();
-                if let InvocationWidth::Cells(n) = w {
-                    assert_eq!(sim.cells_per_workgroup(), [8 * n, 32, 1], "{w:?}");
+                if let (InvocationWidth::Cells(n), Some(shapes)) = l {
+                    let [wx, wy, _] = workgroup_size(2, *shapes);
+                    assert_eq!(sim.cells_per_workgroup(), [wx * n, wy, 1], "{l:?}");
                 }
                 sim.run_steps(40).unwrap();
                 sim.read_state().unwrap()
             })
             .collect();
-        for (w, s) in widths.iter().zip(&states).skip(1) {
-            assert!(s == &states[0], "2-D, {boundary:?}: {w:?} differs from the adapter's width");
+        for (l, s) in launches.iter().zip(&states).skip(1) {
+            assert!(s == &states[0], "2-D, {boundary:?}: {l:?} differs from the adapter's launch");
         }
+        // Heat has no width to choose, only shapes.
+        let heat = KernelSpec::new(
+            "heat",
+            WgslSource::new(shipped::HEAT.file, shipped::HEAT.source),
+            shipped::HEAT.fields.iter().map(|f| (*f).to_owned()).collect(),
+            vec![0.2],
+        )
+        .with_boundary(boundary);
+        let heat_init = &init[rows * cols..];
+        let heat_states: Vec<Vec<f32>> = [None, cpu, gpus]
+            .into_iter()
+            .map(|shapes| {
+                let spec = shapes.map_or_else(|| heat.clone(), |s| heat.clone().with_workgroup_shapes(s));
+                let mut sim = FieldSim::new(&gpu, &spec, &grid(rows, cols), heat_init).unwrap();
+                sim.run_steps(40).unwrap();
+                sim.read_state().unwrap()
+            })
+            .collect();
+        assert!(heat_states.iter().all(|s| s == &heat_states[0]), "heat, {boundary:?}: the shapes differ");
+        assert!(heat_states[0] != heat_init, "heat, {boundary:?}: nothing diffused");
     }
     let grid3 = Grid::new(&[7, 11, 21]).unwrap();
     let init = gray_scott_3d::initial_state(&grid3);
     let params = gray_scott_3d::GrayScott3dParams { noise: 0.02, ..Default::default() };
-    let states: Vec<Vec<f32>> = widths
+    let states: Vec<Vec<f32>> = launches
         .iter()
-        .map(|w| {
-            let mut sim = FieldSim::new(&gpu, &params.kernel(3).with_invocation_width(*w), &grid3, &init).unwrap();
+        .map(|l| {
+            let mut sim = FieldSim::new(&gpu, &launched(params.kernel(3), *l), &grid3, &init).unwrap();
+            if let (InvocationWidth::Cells(n), Some(shapes)) = l {
+                let [wx, wy, wz] = workgroup_size(3, *shapes);
+                assert_eq!(sim.cells_per_workgroup(), [wx * n, wy, wz], "{l:?}");
+            }
             sim.run_steps(30).unwrap();
             sim.read_state().unwrap()
         })
         .collect();
-    for (w, s) in widths.iter().zip(&states).skip(1) {
-        assert!(s == &states[0], "3-D: {w:?} differs from the adapter's width");
+    for (l, s) in launches.iter().zip(&states).skip(1) {
+        assert!(s == &states[0], "3-D: {l:?} differs from the adapter's launch");
     }
+}
+
+/// A grid the adapter's workgroup shapes cannot dispatch runs with the CPU drivers' shapes,
+/// which the size checks before the devices open allow for: 300000 rows need 75000
+/// workgroups of the GPUs' 4 rows, more than a device's 65535 per axis, and 18750 of 16. On
+/// a CPU driver the shapes are those already; on a GPU this is the fall-back.
+#[test]
+fn a_grid_too_tall_for_the_gpu_shapes_runs_with_the_cpu_drivers_shapes() {
+    let gpu = gpu();
+    let (rows, cols) = (300_000, 1);
+    let init = gray_scott::initial_state(rows, cols, 5, 0.05);
+    let kernel = gray_scott::GrayScottParams::default().kernel();
+    let mut sim = FieldSim::new(&gpu, &kernel, &grid(rows, cols), &init).unwrap();
+    assert_eq!(sim.workgroup_size(), workgroup_size(2, WorkgroupShapes::CpuDriver));
+    sim.run_steps(3).unwrap();
+    let mut cpu_shapes = FieldSim::new(
+        &gpu,
+        &kernel.clone().with_workgroup_shapes(WorkgroupShapes::CpuDriver),
+        &grid(rows, cols),
+        &init,
+    )
+    .unwrap();
+    cpu_shapes.run_steps(3).unwrap();
+    assert!(sim.read_state().unwrap() == cpu_shapes.read_state().unwrap());
+    // Forced, the GPUs' shapes are refused, naming the grid and the limit.
+    let forced = FieldSim::new(&gpu, &kernel.with_workgroup_shapes(WorkgroupShapes::Gpu), &grid(rows, cols), &init);
+    let err = forced.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(err.contains("75000"), "{err}");
 }
 
 /// A kernel naga accepts but wgpu rejects (a binding outside wgpipe's layout) is an error

@@ -8,7 +8,7 @@ use common::gpu;
 use wgpipe_compute::gray_scott_3d::{self, GrayScott3dParams};
 use wgpipe_compute::{
     Block, BlockSim, Boundary, Faces, FieldSim, GpuDevice, Grid, InvocationWidth, KernelSpec, Side, WgslSource,
-    exchange_in_process, gray_scott, prefers_wide_invocations,
+    WorkgroupShapes, exchange_in_process, gray_scott, prefers_wide_invocations,
 };
 
 /// The blocks of a Cartesian split: per axis, the sizes of its parts (C order).
@@ -77,11 +77,18 @@ fn split_runs_are_bit_identical_to_the_whole_grid() {
         // (0.25, 0.33) straddles every cut), and the noise changed it.
         assert!(whole.iter().zip(&init).any(|(a, b)| (a - b).abs() > 0.01), "noise {noise}: no evolution");
         for parts in splits {
-            // The blocks at the adapter's width, and at the other one (1 cell per invocation
-            // on a CPU adapter, 8 on a GPU), so that both widths run split on every machine.
-            let other = if prefers_wide_invocations(gpu.adapter()) { 1 } else { 8 };
-            for width in [InvocationWidth::PerAdapter, InvocationWidth::Cells(other)] {
-                let kernel = kernel.clone().with_invocation_width(width);
+            // The blocks at the adapter's width and shapes, and at the other ones (1 cell per
+            // invocation and the GPUs' shapes on a CPU adapter, 8 and the CPU drivers' on a
+            // GPU), so that both run split on every machine.
+            let (other, other_shapes) = if prefers_wide_invocations(gpu.adapter()) {
+                (1, WorkgroupShapes::Gpu)
+            } else {
+                (8, WorkgroupShapes::CpuDriver)
+            };
+            let other_width = kernel.clone().with_invocation_width(InvocationWidth::Cells(other));
+            let launches = [kernel.clone(), other_width.clone(), other_width.with_workgroup_shapes(other_shapes)];
+            for kernel in launches {
+                let width = (kernel.invocation_width, kernel.workgroup_shapes);
                 let split = run_split(&gpu, &kernel, &blocks(&grid, parts), &init, steps);
                 let differing = bits(&split).iter().zip(bits(&whole)).filter(|(a, b)| **a != *b).count();
                 assert_eq!(

@@ -59,8 +59,9 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
                        written once per cell-step), and the Gray-Scott speedups over the
                        shaders they replaced (2-D: the %-wrapped one; 3-D: one cell per
                        invocation) and over themselves at the cells per invocation the
-                       adapter did not get (1 on a CPU driver, 8 on a GPU), alternating,
-                       results checked bit for bit; lavapipe
+                       adapter did not get (1 on a CPU driver, 8 on a GPU) and, every
+                       kernel, with the workgroup shapes it did not get (other-shapes),
+                       alternating, results checked bit for bit; lavapipe
                        keeps LP_NUM_THREADS as set (all cores when unset); with
                        --rows/--cols: only the 2-D Gray-Scott on that grid; steps per
                        timing grow until the shipped kernel takes 0.1 s (a real GPU)
@@ -71,6 +72,7 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
                        kernels) and each shipped kernel's effective GB/s as a fraction of
                        the faster copy's
   --candidate FILE     with --kernel: a 2-D Gray-Scott step shader measured alongside
+                       (repeat it for several, labelled by file name)
                        (same prelude, fields and Params), its result compared bit for bit
   --candidate-3d FILE  the same for the 3-D Gray-Scott cases
   --reserve-cost       the HDF5 sink with its disk-space reservation on and off, alternating
@@ -117,8 +119,10 @@ pub struct Args {
     pub kernel: bool,
     pub roofline: bool,
     pub large: bool,
-    pub candidate: Option<PathBuf>,
-    pub candidate_3d: Option<PathBuf>,
+    /// `--candidate`, repeatable: each shader runs beside the others on every 2-D Gray-Scott case.
+    pub candidate: Vec<PathBuf>,
+    /// `--candidate-3d`, repeatable: each shader runs beside the others on every 3-D case.
+    pub candidate_3d: Vec<PathBuf>,
     pub help: bool,
 }
 
@@ -152,8 +156,8 @@ impl Default for Args {
             kernel: false,
             roofline: false,
             large: false,
-            candidate: None,
-            candidate_3d: None,
+            candidate: Vec::new(),
+            candidate_3d: Vec::new(),
             help: false,
         }
     }
@@ -221,8 +225,8 @@ pub fn parse(argv: &[String]) -> Result<Args> {
                 a.roofline = true;
             }
             "--large" => a.large = true,
-            "--candidate" => a.candidate = Some(PathBuf::from(value()?)),
-            "--candidate-3d" => a.candidate_3d = Some(PathBuf::from(value()?)),
+            "--candidate" => a.candidate.push(PathBuf::from(value()?)),
+            "--candidate-3d" => a.candidate_3d.push(PathBuf::from(value()?)),
             "--help" | "-h" => a.help = true,
             other => bail!("unknown argument {other:?}\n\n{USAGE}"),
         }
@@ -297,10 +301,10 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     if a.large && (a.rows.is_some() || a.cols.is_some()) {
         bail!("--large adds the large grids, which --rows/--cols leave out: drop --rows/--cols");
     }
-    if (a.candidate.is_some() || a.candidate_3d.is_some()) && !a.kernel {
+    if (!a.candidate.is_empty() || !a.candidate_3d.is_empty()) && !a.kernel {
         bail!("--candidate and --candidate-3d name a shader for the kernel bench: add --kernel");
     }
-    if a.candidate_3d.is_some() && (a.rows.is_some() || a.cols.is_some()) {
+    if !a.candidate_3d.is_empty() && (a.rows.is_some() || a.cols.is_some()) {
         bail!("--candidate-3d runs on the 3-D cases, which --rows/--cols leave out: drop --rows/--cols");
     }
     if a.sink.is_none()
@@ -361,10 +365,11 @@ mod tests {
         assert!(args("--sink hdf5 --compression deflate --compare-threads 2").is_err());
         assert!(args("--sink hdf5 --compression deflate --compression-threads 0").is_err());
         let a = args("--kernel --reps 7 --candidate gs.wgsl")?;
-        assert!(a.kernel && a.reps == 7 && a.candidate == Some(PathBuf::from("gs.wgsl")));
+        assert!(a.kernel && a.reps == 7 && a.candidate == [PathBuf::from("gs.wgsl")]);
         assert!(args("--kernel --sink null").is_err());
         assert!(args("--candidate gs.wgsl --micro").is_err());
-        assert!(args("--kernel --candidate-3d gs3.wgsl").is_ok_and(|a| a.candidate_3d.is_some()));
+        assert!(args("--kernel --candidate-3d gs3.wgsl").is_ok_and(|a| a.candidate_3d.len() == 1));
+        assert!(args("--kernel --candidate-3d a.wgsl --candidate-3d b.wgsl").is_ok_and(|a| a.candidate_3d.len() == 2));
         assert!(args("--kernel --candidate-3d gs3.wgsl --rows 64").is_err());
         Ok(())
     }

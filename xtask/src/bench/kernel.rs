@@ -26,7 +26,8 @@ use serde_json::{Value, json};
 use wgpipe::compute::gray_scott::{self, GrayScottParams};
 use wgpipe::compute::gray_scott_3d::{self, GrayScott3dParams};
 use wgpipe::compute::{
-    FieldSim, GpuDevice, Grid, InvocationWidth, KernelSpec, WgslSource, prefers_wide_invocations, shipped,
+    FieldSim, GpuDevice, Grid, InvocationWidth, KernelSpec, WgslSource, WorkgroupShapes, invocation_width,
+    prefers_wide_invocations, shipped,
 };
 
 use super::stats::Summary;
@@ -68,7 +69,7 @@ pub struct KernelResult {
 
 /// One kernel variant measured on a case.
 struct Variant {
-    label: &'static str,
+    label: String,
     sim: FieldSim,
     seconds: Vec<f64>,
 }
@@ -78,7 +79,7 @@ struct Case {
     kernel: &'static str,
     grid: Grid,
     /// Kernels by label; the first is the shipped one.
-    specs: Vec<(&'static str, KernelSpec)>,
+    specs: Vec<(String, KernelSpec)>,
     initial: Vec<f32>,
 }
 
@@ -87,25 +88,28 @@ struct Case {
 /// cols), only the 2-D Gray-Scott on that grid; with `large`, the Gray-Scott models on 4096²
 /// and 256³ too (64 MiB a field: what a GPU's memory, not its caches, must serve). Every
 /// Gray-Scott case also runs the shipped kernel at `other_width`, the cells per invocation the
-/// adapter did not get (`InvocationWidth`): what the per-adapter choice is worth.
+/// adapter did not get (`InvocationWidth`), and every case with `other_shapes`, the workgroup
+/// shapes it did not get (`WorkgroupShapes`): what each per-adapter choice is worth.
 fn cases(
-    candidate: Option<&WgslSource>,
-    candidate_3d: Option<&WgslSource>,
+    candidates_2d: &[(String, WgslSource)],
+    candidates_3d: &[(String, WgslSource)],
     grid_2d: Option<(usize, usize)>,
     large: bool,
     other_width: InvocationWidth,
+    other_shapes: WorkgroupShapes,
 ) -> Result<Vec<Case>> {
     let gray_scott_2d = |rows: usize, cols: usize| -> Result<Case> {
         // Variants differ from the shipped kernel in their WGSL only.
         let shipped = GrayScottParams::default().kernel();
         let variant = |wgsl: WgslSource| KernelSpec { wgsl, ..shipped.clone() };
         let mut specs = vec![
-            ("current", shipped.clone()),
-            ("baseline", variant(WgslSource::new("xtask/src/bench/baseline_gray_scott.wgsl", BASELINE))),
-            ("other-width", shipped.clone().with_invocation_width(other_width)),
+            ("current".to_owned(), shipped.clone()),
+            ("baseline".to_owned(), variant(WgslSource::new("xtask/src/bench/baseline_gray_scott.wgsl", BASELINE))),
+            ("other-width".to_owned(), shipped.clone().with_invocation_width(other_width)),
+            ("other-shapes".to_owned(), shipped.clone().with_workgroup_shapes(other_shapes)),
         ];
-        if let Some(c) = candidate {
-            specs.push(("candidate", variant(c.clone())));
+        for (label, c) in candidates_2d {
+            specs.push((label.clone(), variant(c.clone())));
         }
         Ok(Case {
             kernel: gray_scott::NAME,
@@ -120,19 +124,31 @@ fn cases(
         let spec = KernelSpec::new("heat", wgsl, fields, vec![HEAT_ALPHA]).with_rank(shipped::HEAT.rank);
         // The Gray-Scott start's v: a square of ones with noise, something to diffuse.
         let initial = gray_scott::initial_state(side, side, SEED, NOISE).split_off(side * side);
-        Ok(Case { kernel: "heat", grid: Grid::new(&[side, side])?, specs: vec![("current", spec)], initial })
+        Ok(Case {
+            kernel: "heat",
+            grid: Grid::new(&[side, side])?,
+            specs: vec![
+                ("current".to_owned(), spec.clone()),
+                ("other-shapes".to_owned(), spec.with_workgroup_shapes(other_shapes)),
+            ],
+            initial,
+        })
     };
     let gray_scott_3d = |side: usize| -> Result<Case> {
         let grid = Grid::new(&[side, side, side])?;
         let shipped = GrayScott3dParams::default().kernel(SEED);
         let variant = |wgsl: WgslSource| KernelSpec { wgsl, ..shipped.clone() };
         let mut specs = vec![
-            ("current", shipped.clone()),
-            ("one-cell", variant(WgslSource::new("xtask/src/bench/one_cell_gray_scott_3d.wgsl", ONE_CELL_3D))),
-            ("other-width", shipped.clone().with_invocation_width(other_width)),
+            ("current".to_owned(), shipped.clone()),
+            (
+                "one-cell".to_owned(),
+                variant(WgslSource::new("xtask/src/bench/one_cell_gray_scott_3d.wgsl", ONE_CELL_3D)),
+            ),
+            ("other-width".to_owned(), shipped.clone().with_invocation_width(other_width)),
+            ("other-shapes".to_owned(), shipped.clone().with_workgroup_shapes(other_shapes)),
         ];
-        if let Some(c) = candidate_3d {
-            specs.push(("candidate", variant(c.clone())));
+        for (label, c) in candidates_3d {
+            specs.push((label.clone(), variant(c.clone())));
         }
         Ok(Case { kernel: gray_scott_3d::NAME, grid, specs, initial: gray_scott_3d::initial_state(&grid) })
     };
@@ -158,8 +174,8 @@ fn cases(
 pub fn run(
     gpu: &GpuDevice,
     reps: usize,
-    candidate: Option<&WgslSource>,
-    candidate_3d: Option<&WgslSource>,
+    candidates_2d: &[(String, WgslSource)],
+    candidates_3d: &[(String, WgslSource)],
     grid_2d: Option<(usize, usize)>,
     large: bool,
 ) -> Result<KernelResult> {
@@ -175,7 +191,15 @@ pub fn run(
     let (this, other) = if prefers_wide_invocations(gpu.adapter()) { (8, 1) } else { (1, 8) };
     let other_width = InvocationWidth::Cells(other);
     let _ = writeln!(table, "  shipped Gray-Scott kernels: {this} cells per invocation here; other-width: {other}");
-    for case in cases(candidate, candidate_3d, grid_2d, large, other_width)? {
+    let shapes = invocation_width::workgroup_shapes(gpu.adapter());
+    let other_shapes = WorkgroupShapes::ALL.into_iter().find(|s| *s != shapes).unwrap_or(shapes);
+    let _ = writeln!(
+        table,
+        "  workgroup shapes: the {} ones here; other-shapes: the {} ones",
+        shapes.name(),
+        other_shapes.name()
+    );
+    for case in cases(candidates_2d, candidates_3d, grid_2d, large, other_width, other_shapes)? {
         let (text, json) = run_case(gpu, &case, reps)?;
         table.push_str(&text);
         cases_json.push(json);
@@ -221,7 +245,7 @@ fn run_case(gpu: &GpuDevice, case: &Case, reps: usize) -> Result<(String, Value)
         let mut sim = FieldSim::new(gpu, spec, &case.grid, &case.initial)
             .with_context(|| format!("setting up {} ({label}) on {shape}", case.kernel))?;
         sim.run_steps(WARMUP_STEPS).with_context(|| format!("warming up {} ({label})", case.kernel))?;
-        variants.push(Variant { label, sim, seconds: Vec::with_capacity(reps) });
+        variants.push(Variant { label: label.clone(), sim, seconds: Vec::with_capacity(reps) });
     }
     let steps = steps_per_timing(&mut variants, least, case.kernel)?;
     for rep in 0..reps {
@@ -282,7 +306,7 @@ fn run_case(gpu: &GpuDevice, case: &Case, reps: usize) -> Result<(String, Value)
             };
             let _ = writeln!(text, "  {} vs shipped after {} steps: {verdict}", v.label, current.sim.steps());
             json[format!("check_{key}")] = json!(verdict);
-            if v.label != "candidate" && !same {
+            if !v.label.starts_with("candidate") && !same {
                 bail!(
                     "{} {shape}: the {} shader and the shipped one disagree after {} steps ({verdict}); they \
                      compute the same update in the same order and must give the same bits",
@@ -322,11 +346,19 @@ mod tests {
     }
 
     #[test]
-    fn every_case_and_the_tile_candidate_compile_with_their_prelude() -> Result<()> {
-        // The shared-memory tile variant kept beside the bench for `--candidate`.
-        let candidate = WgslSource::new("tile_gray_scott.wgsl", include_str!("tile_gray_scott.wgsl"));
-        let candidate_3d = WgslSource::new("3-D", shipped::GRAY_SCOTT_3D.source);
-        for case in cases(Some(&candidate), Some(&candidate_3d), None, false, InvocationWidth::Cells(1))? {
+    fn every_case_and_the_kept_candidates_compile_with_their_prelude() -> Result<()> {
+        // The shared-memory tile variant kept beside the bench for `--candidate`, and the 3-D
+        // candidates measured on an NVIDIA H200, kept with their figures (docs, "Benchmarks").
+        let candidate =
+            [("candidate".to_owned(), WgslSource::new("tile_gray_scott.wgsl", include_str!("tile_gray_scott.wgsl")))];
+        let kept = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src/bench/h200-candidates");
+        let mut candidate_3d = Vec::new();
+        for entry in std::fs::read_dir(&kept).with_context(|| kept.display().to_string())? {
+            let path = entry?.path();
+            candidate_3d.push((path.display().to_string(), WgslSource::from_file(&path)?));
+        }
+        assert_eq!(candidate_3d.len(), 2, "the two 3-D candidates of the benchmark page");
+        for case in cases(&candidate, &candidate_3d, None, false, InvocationWidth::Cells(1), WorkgroupShapes::Gpu)? {
             for (label, spec) in &case.specs {
                 spec.check().with_context(|| format!("{} ({label})", case.kernel))?;
                 assert_eq!(spec.rank, case.grid.rank(), "{} ({label})", case.kernel);

@@ -168,14 +168,29 @@ fn run_analysis_cost(args: &Args, report: &mut Map<String, Value>) -> Result<()>
     Ok(())
 }
 
+/// The `--candidate` or `--candidate-3d` shaders with their labels: "candidate" for one, else
+/// "candidate-" and the file's stem, so that several measured side by side stay apart.
+fn candidates(paths: &[PathBuf], flag: &str) -> Result<Vec<(String, wgpipe::compute::WgslSource)>> {
+    let mut out: Vec<(String, wgpipe::compute::WgslSource)> = Vec::new();
+    for path in paths {
+        let wgsl = wgpipe::compute::WgslSource::from_file(path).with_context(|| format!("reading {flag}"))?;
+        let label = if paths.len() == 1 {
+            "candidate".to_owned()
+        } else {
+            format!("candidate-{}", path.file_stem().map_or("?".into(), |s| s.to_string_lossy()))
+        };
+        if out.iter().any(|(l, _)| *l == label) {
+            anyhow::bail!("two {flag} files are named {label:?}: give them different file names");
+        }
+        out.push((label, wgsl));
+    }
+    Ok(out)
+}
+
 /// `--kernel`: the step kernels on the first selected device.
 fn run_kernel(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
-    let read = |path: &Option<PathBuf>, flag: &str| match path {
-        Some(path) => wgpipe::compute::WgslSource::from_file(path).map(Some).with_context(|| format!("reading {flag}")),
-        None => Ok(None),
-    };
-    let candidate = read(&args.candidate, "--candidate")?;
-    let candidate_3d = read(&args.candidate_3d, "--candidate-3d")?;
+    let candidates_2d = candidates(&args.candidate, "--candidate")?;
+    let candidates_3d = candidates(&args.candidate_3d, "--candidate-3d")?;
     let selector = DeviceSelector::parse(&args.devices).context("reading --devices")?;
     let gpus = open_devices(&selector, 1).context("opening the device to benchmark")?;
     let gpu = gpus.first().context("--devices selected no device")?;
@@ -190,7 +205,7 @@ fn run_kernel(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
         (rows, cols) => Some((rows.unwrap_or(1024), cols.unwrap_or(1024))),
     };
     let before = if args.roofline { Some(roofline::copy_bandwidth(gpu, args.reps)?) } else { None };
-    let r = kernel::run(gpu, args.reps, candidate.as_ref(), candidate_3d.as_ref(), grid_2d, args.large)?;
+    let r = kernel::run(gpu, args.reps, &candidates_2d, &candidates_3d, grid_2d, args.large)?;
     println!("{}", r.table);
     if let Some(before) = before {
         let after = roofline::copy_bandwidth(gpu, args.reps)?;

@@ -30,7 +30,8 @@ pub fn devices() -> anyhow::Result<()> {
     );
     println!(
         "kernels that declare `override CELLS_PER_INVOCATION_X` (the shipped Gray-Scott ones) update that many \
-         cells per invocation on Cpu adapters and 1 on the others (guide: Writing a kernel)"
+         cells per invocation on Cpu adapters and 1 on the others; the prelude's WORKGROUP_X/Y/Z are \
+         16x16 (2-D) and 8x8x4 (3-D) on Cpu adapters, 64x4 and 32x2x4 on the others (guide: Writing a kernel)"
     );
     Ok(())
 }
