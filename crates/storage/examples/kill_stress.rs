@@ -8,7 +8,7 @@
 //! a copy of a file holding 40 frames of two incomplete streams, as `wgpipe run --resume`
 //! does after a kill: the file is what a writer killed after 40 frames left),
 //! `append-stopped` (the same from a file whose writer stopped after 40 frames and finished
-//! it: `--resume` after Ctrl-C), `deflate`, `chunk_frames=N`. Defaults: 300 kills, no options.
+//! it: `--resume` after Ctrl-C), `deflate`, `swmr`, `chunk_frames=N`. Defaults: 300 kills, no options.
 //!
 //! Each child opens the sink, prints `begun`, then writes frames of two 32×32 streams, two
 //! fields each, as fast as the sink takes them, printing the count of frames per stream
@@ -18,6 +18,7 @@
 //! opens the output with `open_output`, reads every frame and sorts the kill into: no output
 //! yet, fine, the in-flight frame (never reported) unreadable or wrong, reported frames lost
 //! or wrong, or the output does not open. A child that is not killed is an error.
+//! `KILL_STRESS_KEEP=1` keeps the outputs that lost a reported frame.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -62,8 +63,9 @@ fn options(path: &Path, opts: &str) -> Result<SinkOptions> {
         o = match opt.split_once('=') {
             None if opt == "append" || opt == "append-stopped" => o.with_append(true),
             None if opt == "deflate" => o.with_compression(Compression::Deflate(4)),
+            None if opt == "swmr" => o.with_swmr(true),
             Some(("chunk_frames", n)) => o.with_chunk_frames(n.parse().context("chunk_frames=N")?),
-            _ => bail!("unknown option {opt:?}: use append, append-stopped, deflate, chunk_frames=N"),
+            _ => bail!("unknown option {opt:?}: use append, append-stopped, deflate, swmr, chunk_frames=N"),
         };
     }
     Ok(o)
@@ -224,8 +226,12 @@ fn main() -> Result<()> {
             bail!("the child ended before its kill: {status}");
         }
         most = most.max(reported);
-        *counts.entry(classify(&path, reported)).or_default() += 1;
-        remove_output(&path)?;
+        let verdict = classify(&path, reported);
+        *counts.entry(verdict).or_default() += 1;
+        // KILL_STRESS_KEEP=1 keeps the outputs that lost a reported frame, to look into.
+        if !(verdict == "reported frames lost" && std::env::var_os("KILL_STRESS_KEEP").is_some()) {
+            remove_output(&path)?;
+        }
     }
     remove_output(&base)?;
     println!("{kind} {opts:?}: {kills} kills (at most {most} of {EXPECTED_FRAMES} frames per stream reported)");
