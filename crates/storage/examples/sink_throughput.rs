@@ -1,7 +1,7 @@
 //! Measures how fast the raw and HDF5 sinks store large frames, fsync included.
 //!
 //! ```text
-//! cargo run --release -p wgpipe-storage --example sink_throughput -- DIR [FRAMES] [ROWS] [COLS] [SINKS] [DATA] [THREADS]
+//! cargo run --release -p wgpipe-storage --example sink_throughput -- DIR [FRAMES] [ROWS] [COLS] [SINKS] [DATA] [THREADS] [CHUNK_FRAMES]
 //! ```
 //! Defaults: 256 frames of 1024×1024 f32 (4 MiB each, 1 GiB in all), sinks `raw,hdf5`.
 //! Each sink writes one stream with one field into DIR (replacing an earlier output), with
@@ -13,7 +13,8 @@
 //! (blosc needs `--features blosc`). DATA is `ramp` (default: a float ramp, the same every
 //! frame) or `gs` (Gray-Scott-like: smooth spots in [0, 0.5] on a near-zero background,
 //! drifting from frame to frame, which is what compression is for). THREADS: compression
-//! threads of a deflate HDF5 output (default: `default_compression_threads()`).
+//! threads of a deflate HDF5 output (default: `default_compression_threads()`). CHUNK_FRAMES:
+//! frames per HDF5 chunk (default 1).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -52,12 +53,13 @@ fn arg<T: std::str::FromStr>(args: &[String], i: usize, default: T) -> Result<T>
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(dir) = args.first().map(PathBuf::from) else {
-        bail!("usage: sink_throughput DIR [FRAMES] [ROWS] [COLS] [SINKS] [ramp|gs] [THREADS]");
+        bail!("usage: sink_throughput DIR [FRAMES] [ROWS] [COLS] [SINKS] [ramp|gs] [THREADS] [CHUNK_FRAMES]");
     };
     let frames: u64 = arg(&args, 1, 256)?;
     let rows: usize = arg(&args, 2, 1024)?;
     let cols: usize = arg(&args, 3, 1024)?;
     let threads: usize = arg(&args, 6, wgpipe_storage::default_compression_threads())?;
+    let chunk_frames: usize = arg(&args, 7, 1)?;
     let sinks = args.get(4).map_or("raw,hdf5", String::as_str).to_owned();
     let layout = StreamLayout::grid2d(["u"], rows, cols, DType::F32)
         .with_stream(StreamInfo::new("run0").with_expected_frames(frames));
@@ -82,7 +84,8 @@ fn main() -> Result<()> {
             .with_overwrite(true)
             .with_fsync(true)
             .with_compression(compression)
-            .with_compression_threads(threads);
+            .with_compression_threads(threads)
+            .with_chunk_frames(chunk_frames);
         let mut sink = open_sink(kind, &options).with_context(|| format!("cannot open sink {name}"))?;
         let mut pool: Vec<Frame> = data.iter().map(|d| Frame::new(0, 0, 0, d.clone())).collect();
         let start = Instant::now();

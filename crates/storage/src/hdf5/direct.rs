@@ -28,10 +28,11 @@
 //! manager (file-space strategy `None`, `swmr::create_file`), so freed space is never handed
 //! out again (HDF5 frees and reuses space when it relocates index nodes; with its default
 //! strategy a chunk could land on an index node that the file on disk still points to until
-//! the flush). With several frames
-//! per chunk HDF5 runs the filters itself (on the writer thread): such a chunk is
-//! rewritten, compressed, at every frame, and would have to be moved while frames already
-//! reported live in it.
+//! the flush). Before each flush the sink also writes the superblock's end of allocation
+//! past the new chunks (`eoa`): HDF5's flush writes the index before the superblock. With
+//! several frames per chunk HDF5 runs the filters itself (on the writer thread): such a
+//! chunk is rewritten, compressed, at every frame, and moved while frames already reported
+//! live in it.
 //!
 
 use std::sync::Mutex;

@@ -5,6 +5,7 @@
 mod cloexec;
 mod copy;
 mod direct;
+mod eoa;
 mod format;
 #[cfg(feature = "mpi")]
 mod mpi;

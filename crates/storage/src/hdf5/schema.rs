@@ -4,8 +4,8 @@
 //!
 //! Every write path (serial, direct chunk, SWMR, MPI batch, MPI block) creates and finishes
 //! its file here, so a reader cannot tell which one wrote it. They differ only by a [`Plan`]:
-//! how long the datasets are made and when their space is allocated, the filters, the chunk
-//! cache. What is collective under MPI (who calls what, and when) is the MPI files' business:
+//! how long the datasets are made and when their space is allocated, and the filters. What
+//! is collective under MPI (who calls what, and when) is the MPI files' business:
 //! this module makes the same calls on every rank, in the same order, given the same
 //! arguments, which is what parallel HDF5 asks of metadata changes.
 
@@ -46,9 +46,6 @@ pub(crate) struct Plan {
     pub early_allocation: bool,
     /// The filters of the field datasets.
     pub compression: Compression,
-    /// Give each filtered field a chunk cache that keeps a chunk until all its frames are in
-    /// (when HDF5 runs the filters; direct chunk writes bypass the cache).
-    pub chunk_cache: bool,
     /// Chunk shape of each field's dataset, `[chunk_frames, *part]` (`format::chunk_shape`).
     pub chunks: Vec<Vec<usize>>,
     /// Streams of an appended-to file that continue in place (from their kept frames, or
@@ -265,7 +262,7 @@ fn zfp_accuracy(bound: f64) -> [std::ffi::c_uint; 4] {
 }
 
 /// Creates field `f`'s dataset in `group`: `frames` frames (resizable along the frame axis),
-/// chunked as `chunk`, filtered and cached as `plan` says, with its `dims` attribute.
+/// chunked as `chunk`, filtered as `plan` says, with its `dims` attribute.
 fn create_field(group: &Group, f: &FieldSpec, chunk: &[usize], frames: usize, plan: &Plan) -> hdf5::Result<Dataset> {
     let extents: Vec<Extent> =
         std::iter::once(Extent::from(frames..)).chain(f.shape.iter().map(|&d| Extent::from(d))).collect();
@@ -294,13 +291,6 @@ fn create_field(group: &Group, f: &FieldSpec, chunk: &[usize], frames: usize, pl
         }
         Compression::Zfp(_) => b,
     };
-    if plan.chunk_cache && plan.compression != Compression::None {
-        // A filtered chunk should stay in the cache until all its frames are in: room for
-        // two rows of the chunks one frame touches. Odd and over ten times the chunks held,
-        // so consecutive chunks never share a slot.
-        let (per_frame, chunk_bytes) = chunk_row(f, chunk);
-        b = b.chunk_cache((20 * per_frame) | 1, 2 * per_frame * chunk_bytes, 1.0);
-    }
     let ds = b.create(f.name.as_str())?;
     let dims: Vec<String> = std::iter::once(FRAME_DIM.to_owned()).chain(f.dims.iter().cloned()).collect();
     set_strings(&ds, DIMS_ATTR, &dims)?;

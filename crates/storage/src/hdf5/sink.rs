@@ -6,6 +6,7 @@ use hdf5::File;
 
 use super::cloexec::{close_on_exec, retry_while_locked};
 use super::direct::{ChunkPlan, DirectWriter, write_chunk};
+use super::eoa::EndAhead;
 use super::format::{chunk_shapes, h5err, with_elem_type, write_frame_slab};
 use super::reserve::Reserve;
 use super::schema::{NO_STEP, Plan, STEPS_CHUNK, StreamSets};
@@ -119,6 +120,9 @@ struct Open {
     /// The fields are compressed: a frame written in place still grows the file (its chunks
     /// take new space, their size known only once compressed).
     compressed: bool,
+    /// Writes the superblock's end of allocation ahead of each frame's flush (see `eoa`);
+    /// `None` for a file whose superblock it does not write (SWMR's).
+    end_ahead: Option<EndAhead>,
 }
 
 /// Faults the tests inject where no real one can be arranged on demand: a write failing after
@@ -274,6 +278,8 @@ impl Hdf5Backend {
         }
         let mut reserve;
         let mut staged = None;
+        // The file HDF5 has open: the staged new file or copy, or the file itself.
+        let mut open_at = path.clone();
         let file = match &existing {
             None => {
                 let staging = staged.insert(Staged::prepare(&path, self.options.overwrite, OutputKind::File)?);
@@ -289,6 +295,7 @@ impl Hdf5Backend {
                 // the file. (`swmr::create_file` sets it.)
                 let file = super::swmr::create_file(at, self.options.swmr).map_err(err("cannot create HDF5 file"))?;
                 close_on_exec(at)?;
+                open_at = at.to_path_buf();
                 reserve = self.reserve(&file, at, layout, laid_out(&[]), fill(&[]))?;
                 file
             }
@@ -319,6 +326,7 @@ impl Hdf5Backend {
                     at = staging.staging().to_path_buf();
                     file = open_rw(&at)?;
                 }
+                open_at.clone_from(&at);
                 // Before anything changes: a full disk must not damage the streams already there.
                 reserve = self.reserve(&file, &at, layout, laid_out(&in_place), fill(&in_place))?;
                 file
@@ -328,12 +336,13 @@ impl Hdf5Backend {
             full_length: preallocated || indexed,
             early_allocation: preallocated || indexed,
             compression: self.options.compression,
-            chunk_cache: !direct_candidate,
             chunks,
             in_place,
         };
         let streams = super::schema::create(&file, &path, layout, existing.as_ref(), &now_rfc3339(), &plan)?;
         file.flush().map_err(err("cannot flush"))?;
+        // After the flush: the superblock on disk is HDF5's, checksum and all.
+        let end_ahead = EndAhead::open(&open_at).map_err(|e| Error::io("cannot open", &open_at, e))?;
         if preallocated && let Some(r) = reserve.as_mut() {
             // Past the file's new length (the whole output's).
             r.before_finish(file.size())?;
@@ -371,6 +380,7 @@ impl Hdf5Backend {
             unshrunk: Vec::new(),
             preallocated: preallocated || indexed,
             compressed: self.options.compression != Compression::None,
+            end_ahead,
         })
     }
 }
@@ -419,7 +429,7 @@ fn blosc_ready(compression: Compression, threads: usize) -> Result<()> {
 /// size, grows the datasets, writes the chunks, then the step, and flushes the file (index
 /// and extent after the chunks they reference).
 fn write_frame_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) -> Result<()> {
-    let Open { file, reserve, layout, streams, direct, preallocated, .. } = open;
+    let Open { file, reserve, layout, streams, direct, preallocated, end_ahead, .. } = open;
     let Some(direct) = direct.as_mut() else { return Err(Error::Usage("direct chunk write without a plan")) };
     let n = frame.index as usize;
     let sets = &streams[frame.stream];
@@ -444,12 +454,13 @@ fn write_frame_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: 
         write_chunk(&sets.fields[w.field], &w.offset, w.bytes)
             .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
     }
+    let flush = || flush_frame(file, end_ahead.as_ref(), path, || format!("cannot flush frame {n} of {name} to"));
     if indexed {
-        file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), path, e))?;
+        flush()?;
     }
     super::schema::write_step(sets, n, frame.step)
         .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), path, e))?;
-    file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), path, e))
+    flush()
 }
 
 /// Writes one frame (`fields`, frame `frame.index` of its stream) into datasets laid out
@@ -472,14 +483,26 @@ fn write_frame_in_place(open: &mut Open, frame: &Frame, fields: Fields<'_>, path
         with_elem_type!(spec.dtype, T => write_frame_slab::<T>(ds, spec, bytes, n, &mut open.scratch))
             .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
     }
-    open.file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), path, e))?;
+    flush_frame(&open.file, open.end_ahead.as_ref(), path, || format!("cannot flush frame {n} of {name} to"))?;
     #[cfg(test)]
     if fault::FAIL_BEFORE_STEP.get() {
         return Err(h5err(format!("cannot write step of frame {n} of {name} to"), path, "injected fault"));
     }
     super::schema::write_step(sets, n, frame.step)
         .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), path, e))?;
-    open.file.flush().map_err(|e| h5err(format!("cannot flush the step of frame {n} of {name} to"), path, e))
+    flush_frame(&open.file, open.end_ahead.as_ref(), path, || {
+        format!("cannot flush the step of frame {n} of {name} to")
+    })
+}
+
+/// Flushes `file` after writes of a frame, the superblock's end of allocation written past
+/// everything they allocated first (`end_ahead`, see `eoa`): a kill in the flush, between the
+/// index nodes and the superblock, then leaves no index entry past the recorded end.
+fn flush_frame(file: &File, end_ahead: Option<&EndAhead>, path: &Path, what: impl Fn() -> String) -> Result<()> {
+    if let Some(ahead) = end_ahead {
+        ahead.write(file).map_err(|e| Error::io("cannot write the superblock of", path, e))?;
+    }
+    file.flush().map_err(|e| h5err(what(), path, e))
 }
 
 /// Writes one frame (`fields`, frame `frame.index` of its stream) into its stream's datasets
@@ -512,7 +535,7 @@ fn write_frame(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) 
     }
     super::schema::write_step(sets, n, frame.step)
         .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), path, e))?;
-    open.file.flush().map_err(|e| h5err(format!("cannot flush frame {n} of {name} to"), path, e))
+    flush_frame(&open.file, open.end_ahead.as_ref(), path, || format!("cannot flush frame {n} of {name} to"))
 }
 
 /// Cuts each stream laid out whole (`preallocate`) that holds fewer frames than its datasets

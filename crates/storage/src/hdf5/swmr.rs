@@ -38,7 +38,9 @@ const COMPLETE: &str = "complete";
 /// Creates the new file `at` (exclusively), in the 1.10 format when `swmr` is on.
 ///
 /// Either way without HDF5's free-space manager (see the sink's `create`): the end of the file
-/// only grows, so no flush truncates it.
+/// only grows, so no flush truncates it. And without a chunk cache: a chunk takes its space
+/// in the write that fills it, before the flush, so that the sink can write the superblock's
+/// end of allocation past it first (`eoa`).
 pub(crate) fn create_file(at: &Path, swmr: bool) -> hdf5::Result<File> {
     let mut options = File::with_options();
     options.with_fcpl(|p| p.file_space_strategy(FileSpaceStrategy::None));
@@ -46,14 +48,14 @@ pub(crate) fn create_file(at: &Path, swmr: bool) -> hdf5::Result<File> {
         if swmr {
             p.libver_latest();
         }
-        p.alignment(ALIGN_THRESHOLD, ALIGNMENT)
+        p.chunk_cache(0, 0, 1.0).alignment(ALIGN_THRESHOLD, ALIGNMENT)
     });
     options.create_excl(at)
 }
 
 /// Opens the existing file `at` for writing, allocating as [`create_file`] does.
 pub(crate) fn open_rw(at: &Path) -> hdf5::Result<File> {
-    File::with_options().with_fapl(|p| p.alignment(ALIGN_THRESHOLD, ALIGNMENT)).open_rw(at)
+    File::with_options().with_fapl(|p| p.chunk_cache(0, 0, 1.0).alignment(ALIGN_THRESHOLD, ALIGNMENT)).open_rw(at)
 }
 
 /// Objects of this many bytes or more (every `steps` chunk, and larger chunks) start at a
