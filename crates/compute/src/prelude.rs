@@ -113,9 +113,10 @@ pub enum WorkgroupShapes {
     CpuDriver,
     /// GPUs: 256×1×1, 64×4×1 and 32×2×4, rows of 32 invocations or more along x, so that a
     /// warp's loads of a row are one contiguous transaction. On an NVIDIA H200 (one cell per
-    /// invocation) the shipped Gray-Scott kernels ran 1.5–1.9× (2-D) and 1.3–1.7× (3-D) as
-    /// fast as with the CPU drivers' shapes, whose 8- and 16-wide rows split each warp's
-    /// loads over 2 to 4 rows (`cargo xtask bench --kernel`; docs, "Benchmarks").
+    /// invocation) the shipped Gray-Scott kernels ran 1.11–1.23× (2-D), 1.26–1.54× (3-D) and
+    /// 1.05× (heat) as fast as with the CPU drivers' shapes, whose 8- and 16-wide rows split
+    /// each warp's loads over 2 to 4 rows, and the 2-D one 1.47–1.87× as fast as with the 8×32
+    /// it declared before (`cargo xtask bench --kernel`; docs, "Benchmarks").
     Gpu,
 }
 

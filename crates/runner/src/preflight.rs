@@ -13,11 +13,11 @@ use crate::job::Job;
 /// A batch of many runs of one kernel differs only in parameters and seeds: its shader is
 /// looked at once here, and naga validates each text once anyway ([`KernelSpec::check`]).
 pub(crate) fn kernel_workgroup_sizes<'a>(kernels: impl IntoIterator<Item = &'a KernelSpec>) -> Result<Vec<[u32; 3]>> {
-    // What the sizes depend on (the prelude: rank, boundary, fields; the kernel's code; the
-    // width asked for).
+    // What the sizes depend on (the prelude: rank, boundary, fields, forced workgroup shapes;
+    // the kernel's code; the width asked for).
     let same_shader = |a: &KernelSpec, b: &KernelSpec| {
-        (&a.wgsl, &a.fields, a.rank, a.boundary, a.invocation_width)
-            == (&b.wgsl, &b.fields, b.rank, b.boundary, b.invocation_width)
+        (&a.wgsl, &a.fields, a.rank, a.boundary, a.invocation_width, a.workgroup_shapes)
+            == (&b.wgsl, &b.fields, b.rank, b.boundary, b.invocation_width, b.workgroup_shapes)
     };
     let mut checked: Vec<&KernelSpec> = Vec::new();
     let mut sizes: Vec<[u32; 3]> = Vec::new();

@@ -230,7 +230,8 @@ pub struct SinkOptions {
     /// Compression (HDF5 and Zarr; blosc in HDF5 needs cargo feature `blosc`, zstd is Zarr's).
     pub compression: Compression,
     /// Frames per HDF5 chunk. 1 (the default) lets each frame go to disk as whole chunks,
-    /// the fastest and most crash-proof; larger values help compression. A frame of a field
+    /// the fastest and most crash-proof. Compressed, larger values make the file larger: each
+    /// earlier version of a filling chunk stays in it (see the reliability guide). A frame of a field
     /// over 4 MiB is cut into several chunks along its leading axes (see the crate README);
     /// `chunk_frames` multiplies that part, up to HDF5's 4 GiB per chunk. An uncompressed
     /// file whose frame counts are known packs the frames of a field smaller than 4 KiB a

@@ -25,10 +25,10 @@
 //! reference them, and each chunk is written once, at an address never used before:
 //! direct writes serve one frame per chunk only (`chunk_frames` = 1, the default), so no
 //! chunk is ever rewritten or moved, and every file is created without HDF5's free-space
-//! manager (file-space strategy `None`, `swmr::create_file`), so freed space is never handed
-//! out again (HDF5 frees and reuses space when it relocates index nodes; with its default
-//! strategy a chunk could land on an index node that the file on disk still points to until
-//! the flush). Before each flush the sink also writes the superblock's end of allocation
+//! manager (file-space strategy `None`, `swmr::create_file`), so freed space is not handed
+//! out again, except a block that ends the allocation, whose space the end takes back (HDF5
+//! frees and reuses space when it relocates index nodes; with its default strategy a chunk
+//! could land on an index node that the file on disk still points to until the flush). Before each flush the sink also writes the superblock's end of allocation
 //! past the new chunks (`eoa`): HDF5's flush writes the index before the superblock. With
 //! several frames per chunk HDF5 runs the filters itself (on the writer thread): such a
 //! chunk is rewritten, compressed, at every frame, and moved while frames already reported

@@ -106,10 +106,36 @@ fn read_u32(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b)
 }
 
-#[expect(unsafe_code, reason = "hdf5-metno-sys 0.12 does not declare H5Fget_eoa")]
+#[expect(unsafe_code, reason = "hdf5-metno-sys 0.12 does not declare H5Fget_eoa and H5Fincrement_filesize")]
 unsafe extern "C" {
     /// HDF5 ≥ 1.10.2 (`H5Fpublic.h`); hdf5-metno-sys 0.12 does not declare it.
     fn H5Fget_eoa(file_id: hdf5_sys::h5i::hid_t, eoa: *mut hdf5_sys::h5::haddr_t) -> hdf5_sys::h5::herr_t;
+    /// HDF5 ≥ 1.10.2: sets the end of allocation to the larger of it and the file's length,
+    /// plus `increment`.
+    fn H5Fincrement_filesize(file_id: hdf5_sys::h5i::hid_t, increment: hdf5_sys::h5::hsize_t) -> hdf5_sys::h5::herr_t;
+}
+
+/// Leaves a byte of unused space at the end of `file`'s allocation, before a frame rewrites
+/// compressed chunks (several frames per chunk, filtered by HDF5).
+///
+/// Why: HDF5 rewrites such a chunk, grown by the new frame, by freeing its old space and
+/// allocating new space. Without a free-space manager (`swmr::create_file`) a freed block is
+/// dropped, except when it ends the allocation: then the end moves back over it, and the new
+/// chunk is written over the old one, inside the write, while the index on disk still points
+/// at the old one with its old length until the flush; a kill then leaves a chunk no reader
+/// decompresses, frames reported written and all (seen by a review with one field: the chunk
+/// stayed at one address while it grew; `kill_stress`'s two streams of two fields never left
+/// the chunk last). With the gap the old chunk never ends the allocation, so it stays whole
+/// until the index moves past it. The cost: every earlier version of a filling chunk stays in
+/// the file (as it already did for outputs of several fields), about (k + 1) / 2 times the
+/// compressed size of a chunk of k frames.
+#[expect(unsafe_code, reason = "hdf5-metno 0.15 has no wrapper of H5Fincrement_filesize")]
+pub(crate) fn leave_gap(file: &File) -> hdf5::Result<()> {
+    hdf5::sync::sync(|| {
+        // SAFETY: `file` is an open file (borrowed for the call); the HDF5 lock is held (`sync`).
+        let status = unsafe { H5Fincrement_filesize(file.id(), 1) };
+        hdf5::h5check(status).map(drop)
+    })
 }
 
 /// HDF5's end of allocation in `file`: where the next block at the end would start.
@@ -227,6 +253,41 @@ mod tests {
         hdf5::File::open(&copy).unwrap();
         file.flush().unwrap();
         assert!(recorded(&path) >= end);
+    }
+
+    /// A chunk of several compressed frames, rewritten by the next frame while it is the
+    /// last thing in the file: with the gap, a copy taken after the write and before the
+    /// flush (what a kill leaves) still reads the frame flushed before. (Without it, HDF5
+    /// writes the grown chunk over the old one, which the index on disk still names with
+    /// its old length: the copy's frame 0 does not read.)
+    #[test]
+    fn a_rewritten_chunk_does_not_overwrite_the_one_the_index_on_disk_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.h5");
+        let file = super::super::swmr::create_file(&path, false).unwrap();
+        let ds = file.new_dataset::<f32>().chunk([4, 4096]).deflate(6).shape((0.., 4096)).create("d").unwrap();
+        let mut x = 1u32;
+        let mut frame = || -> Vec<f32> {
+            (0..4096)
+                .map(|_| {
+                    x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                    (x >> 8) as f32
+                })
+                .collect()
+        };
+        let first = frame();
+        ds.resize((1, 4096)).unwrap();
+        leave_gap(&file).unwrap();
+        ds.write_slice(&first, (0, ..)).unwrap();
+        file.flush().unwrap();
+        ds.resize((2, 4096)).unwrap();
+        leave_gap(&file).unwrap();
+        ds.write_slice(&frame(), (1, ..)).unwrap();
+        let killed = dir.path().join("killed.h5");
+        std::fs::copy(&path, &killed).unwrap();
+        let copy = hdf5::File::open(&killed).unwrap();
+        let read: Vec<f32> = copy.dataset("d").unwrap().read_slice_1d((0, ..)).unwrap().to_vec();
+        assert!(read == first, "frame 0 of the killed copy reads wrong");
     }
 
     /// SWMR's superblock (version 3) is left to HDF5: readers may be reading it.

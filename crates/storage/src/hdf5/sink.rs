@@ -123,6 +123,9 @@ struct Open {
     /// Writes the superblock's end of allocation ahead of each frame's flush (see `eoa`);
     /// `None` for a file whose superblock it does not write (SWMR's).
     end_ahead: Option<EndAhead>,
+    /// HDF5 rewrites the compressed chunks frame after frame (several frames per chunk): a
+    /// gap is left at the end of the allocation before each frame (`eoa::leave_gap`).
+    rewrites_chunks: bool,
 }
 
 /// Faults the tests inject where no real one can be arranged on demand: a write failing after
@@ -381,6 +384,7 @@ impl Hdf5Backend {
             preallocated: preallocated || indexed,
             compressed: self.options.compression != Compression::None,
             end_ahead,
+            rewrites_chunks: self.options.compression != Compression::None && self.options.chunk_frames > 1,
         })
     }
 }
@@ -529,6 +533,10 @@ fn write_frame(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) 
     if fault::FAIL_AFTER_GROW.get() {
         return Err(h5err(format!("cannot write frame {n} of {name} to"), path, "injected fault"));
     }
+    if open.rewrites_chunks {
+        super::eoa::leave_gap(&open.file)
+            .map_err(|e| h5err(format!("cannot make room for frame {n} of {name} in"), path, e))?;
+    }
     for ((ds, spec), bytes) in sets.fields.iter().zip(&l.fields).zip(fields.iter()) {
         with_elem_type!(spec.dtype, T => write_frame_slab::<T>(ds, spec, bytes, n, &mut open.scratch))
             .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
@@ -612,11 +620,17 @@ impl Backend for Hdf5Backend {
         // the last frame's flush left it (`complete` is false since `begin`).
         let reserved = open.reserve.as_mut().map_or(Ok(()), |r| r.before_finish(open.file.size()));
         let failed = write_failed || reserved.is_err() || cut.is_err();
-        let Open { file, streams, reserve, others_complete, .. } = open;
+        let Open { file, streams, reserve, others_complete, end_ahead, .. } = open;
         // SWMR: attributes may not be created any more, only the ones made before SWMR
         // started overwritten in place (see `swmr`).
         let finished = if reserved.is_ok() {
+            // The attributes may take new object header space: the end written ahead of it
+            // too (see `eoa`), a kill in this flush loses no stream group.
             super::schema::mark_complete(&file, &streams, outcome, others_complete, self.options.swmr)
+                .and_then(|()| match &end_ahead {
+                    Some(ahead) => ahead.write(&file).map(drop).map_err(|e| hdf5::Error::from(e.to_string())),
+                    None => Ok(()),
+                })
                 .and_then(|()| file.flush())
         } else {
             Ok(())

@@ -37,8 +37,9 @@ const COMPLETE: &str = "complete";
 
 /// Creates the new file `at` (exclusively), in the 1.10 format when `swmr` is on.
 ///
-/// Either way without HDF5's free-space manager (see the sink's `create`): the end of the file
-/// only grows, so no flush truncates it. And without a chunk cache: a chunk takes its space
+/// Either way without HDF5's free-space manager (see the sink's `create`): freed space is
+/// dropped, not reused, except a block at the very end, which the end of allocation takes
+/// back (see `eoa::leave_gap`). And without a chunk cache: a chunk takes its space
 /// in the write that fills it, before the flush, so that the sink can write the superblock's
 /// end of allocation past it first (`eoa`).
 pub(crate) fn create_file(at: &Path, swmr: bool) -> hdf5::Result<File> {
