@@ -430,8 +430,8 @@ fn blosc_ready(compression: Compression, threads: usize) -> Result<()> {
 
 /// Writes one frame (`fields`, frame `frame.index` of its stream) into its stream's datasets
 /// through direct chunk writes: compresses its chunks (in parallel), reserves their exact
-/// size, grows the datasets, writes the chunks, then the step, and flushes the file (index
-/// and extent after the chunks they reference).
+/// size, grows the datasets, writes the chunks, flushes the file (index and extent after the
+/// chunks they reference), then writes the step and flushes again.
 fn write_frame_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) -> Result<()> {
     let Open { file, reserve, layout, streams, direct, preallocated, end_ahead, .. } = open;
     let Some(direct) = direct.as_mut() else { return Err(Error::Usage("direct chunk write without a plan")) };
@@ -459,9 +459,8 @@ fn write_frame_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: 
             .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
     }
     let flush = || flush_frame(file, end_ahead.as_ref(), path, || format!("cannot flush frame {n} of {name} to"));
-    if indexed {
-        flush()?;
-    }
+    // The chunks and their index first, then the step (see `write_frame`).
+    flush()?;
     super::schema::write_step(sets, n, frame.step)
         .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), path, e))?;
     flush()
@@ -509,8 +508,8 @@ fn flush_frame(file: &File, end_ahead: Option<&EndAhead>, path: &Path, what: imp
     file.flush().map_err(|e| h5err(what(), path, e))
 }
 
-/// Writes one frame (`fields`, frame `frame.index` of its stream) into its stream's datasets
-/// and flushes the file.
+/// Writes one frame (`fields`, frame `frame.index` of its stream) into its stream's datasets,
+/// flushes the file, then writes its step and flushes again.
 fn write_frame(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) -> Result<()> {
     if open.direct.is_some() {
         return write_frame_direct(open, frame, fields, path);
@@ -541,9 +540,15 @@ fn write_frame(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) 
         with_elem_type!(spec.dtype, T => write_frame_slab::<T>(ds, spec, bytes, n, &mut open.scratch))
             .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
     }
+    // The fields and their index first, then the step: without a chunk cache the step goes
+    // to the file as it is written, and must not vouch for a frame whose chunks the index on
+    // disk does not name yet (a kill between would show a frame of fill values).
+    flush_frame(&open.file, open.end_ahead.as_ref(), path, || format!("cannot flush frame {n} of {name} to"))?;
     super::schema::write_step(sets, n, frame.step)
         .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), path, e))?;
-    flush_frame(&open.file, open.end_ahead.as_ref(), path, || format!("cannot flush frame {n} of {name} to"))
+    flush_frame(&open.file, open.end_ahead.as_ref(), path, || {
+        format!("cannot flush the step of frame {n} of {name} to")
+    })
 }
 
 /// Cuts each stream laid out whole (`preallocate`) that holds fewer frames than its datasets
