@@ -632,11 +632,8 @@ impl Backend for Hdf5Backend {
             // The attributes may take new object header space: the end written ahead of it
             // too (see `eoa`), a kill in this flush loses no stream group.
             super::schema::mark_complete(&file, &streams, outcome, others_complete, self.options.swmr)
-                .and_then(|()| match &end_ahead {
-                    Some(ahead) => ahead.write(&file).map(drop).map_err(|e| hdf5::Error::from(e.to_string())),
-                    None => Ok(()),
-                })
-                .and_then(|()| file.flush())
+                .map_err(|e| h5err("cannot finish", &path, e))
+                .and_then(|()| flush_frame(&file, end_ahead.as_ref(), &path, || "cannot finish".to_owned()))
         } else {
             Ok(())
         };
@@ -648,7 +645,7 @@ impl Backend for Hdf5Backend {
             cut?;
         }
         if !failed {
-            finished.map_err(|e| h5err("cannot finish", &path, e))?;
+            finished?;
             closed.map_err(|e| h5err("cannot close", &path, e))?;
             released?;
         }
