@@ -64,6 +64,23 @@ fn frame(i: u64, elements: usize) -> anyhow::Result<Frame> {
     Ok(Frame::new(0, i, i, values.flat_map(f64::to_le_bytes).collect()))
 }
 
+/// Waits until the reader says it has the output open (it creates `marker`): frames written
+/// before that would time the reader's start (Python and its imports, seconds on a loaded
+/// machine), not the backend, and a short run could end before the reader opened it at all.
+fn wait_until_opened(reader: &mut std::process::Child, marker: &Path, backend: &str) -> anyhow::Result<()> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !marker.exists() {
+        if let Some(status) = reader.try_wait()? {
+            bail!("{backend}: the reader exited ({status}) before it opened the output");
+        }
+        if std::time::Instant::now() > deadline {
+            bail!("{backend}: the reader did not open the output within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(())
+}
+
 /// The `q` quantile (0..=1) of sorted `v`, in ms.
 fn quantile_ms(v: &[i64], q: f64) -> f64 {
     let i = ((v.len() - 1) as f64 * q).round() as usize;
@@ -80,17 +97,20 @@ fn run(a: &Args, backend: &str, dir: &Path) -> anyhow::Result<Value> {
         other => bail!("unknown backend {other}: use hdf5, zarr or sst"),
     };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/live_reader.py");
+    let marker = dir.join(format!("{backend}.opened"));
     let mut reader = Command::new(&a.python)
         .arg(script)
         .arg(backend)
         .arg(&options.path)
         .arg(a.frames.to_string())
+        .arg(&marker)
         .stdout(Stdio::piped())
         .spawn()
         .with_context(|| format!("cannot start {}", a.python.display()))?;
     let written = (|| -> anyhow::Result<()> {
         let mut sink = open_sink(kind, &options)?;
         sink.begin(&layout)?;
+        wait_until_opened(&mut reader, &marker, backend)?;
         for i in 0..a.frames {
             sink.write(&frame(i, a.elements)?)?;
             std::thread::sleep(a.interval);
@@ -109,8 +129,8 @@ fn run(a: &Args, backend: &str, dir: &Path) -> anyhow::Result<Value> {
         bail!("{backend}: the reader failed ({})", out.status);
     }
     let r: Value = serde_json::from_slice(&out.stdout)?;
-    // Latencies of the frames computed once the reader had the output open: earlier ones
-    // waited for the reader's start (Python, its imports), not for the backend.
+    // Latencies of the frames computed once the reader had the output open (all of them, as
+    // the writer waits for it; the filter guards against a clock step).
     let opened = r["opened_ns"].as_f64().unwrap_or(f64::INFINITY);
     let times = r["frames"].as_array().into_iter().flatten().filter_map(|t| Some((t[0].as_f64()?, t[1].as_f64()?)));
     let mut lat: Vec<i64> = times.filter(|&(computed, _)| computed >= opened).map(|(c, v)| (v - c) as i64).collect();

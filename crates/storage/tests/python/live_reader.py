@@ -5,8 +5,11 @@ Each frame of field `u` (float64) of stream `s0` holds, as the harness writes it
 was computed (ns since the epoch) in element 0, its index in element 1, and index + k / 1000
 in element k >= 2: a frame missing some of its data shows other values there.
 
-usage: live_reader.py BACKEND PATH FRAMES
+usage: live_reader.py BACKEND PATH FRAMES [OPENED_MARKER]
   BACKEND  hdf5 (SWMR, h5py), zarr (zarr-python) or sst (the adios2 Python API)
+  OPENED_MARKER  a file created once the reader has the output open, so that the harness can
+                 wait for it before it writes frames (the reader's start, Python and its
+                 imports, may take longer than a short run)
 Prints one JSON object: frames seen, partial frames, when the reader had the output open
 (`opened_ns`), and per frame [computed, visible] in ns since the epoch.
 """
@@ -25,6 +28,14 @@ def check(data, index):
 
 
 OPENED = []
+MARKER = []
+
+
+def opened():
+    """Records when the output was opened and tells the harness (see OPENED_MARKER)."""
+    OPENED.append(time.time_ns())
+    if MARKER:
+        open(MARKER[0], "w").close()
 
 
 def follow_hdf5(path, frames, seen):
@@ -35,7 +46,7 @@ def follow_hdf5(path, frames, seen):
         try:
             f = h5py.File(path, "r", libver="latest", swmr=True)
             ds = f["s0/u"]
-            OPENED.append(time.time_ns())
+            opened()
             break
         except (OSError, KeyError):
             if time.time() > deadline:
@@ -60,7 +71,7 @@ def follow_zarr(path, frames, seen):
             time.sleep(0.001)
             continue
         if not OPENED:
-            OPENED.append(time.time_ns())
+            opened()
         for i in range(len(seen), a.shape[0]):
             seen.append((time.time_ns(), a[i]))
         time.sleep(0.0005)
@@ -74,7 +85,7 @@ def follow_sst(path, frames, seen):
     io.set_engine("SST")
     io.set_parameters({"OpenTimeoutSecs": "60", "DataTransport": "WAN"})
     with adios2.Stream(io, path, "r") as s:
-        OPENED.append(time.time_ns())
+        opened()
         for _ in s.steps():
             if "s0/u" in s.available_variables():
                 seen.append((time.time_ns(), numpy.asarray(s.read("s0/u"))))
@@ -90,4 +101,5 @@ def main(backend, path, frames):
 
 
 if __name__ == "__main__":
+    MARKER.extend(sys.argv[4:5])
     main(sys.argv[1], sys.argv[2], int(sys.argv[3]))
