@@ -67,7 +67,7 @@ mod wgsl_check;
 
 pub use adapter_summary::AdapterSummary;
 pub use adapters::{DeviceSelector, list_adapters, open_devices};
-pub use analysis::{AnalysisOutput, AnalysisSpec, MAX_PDF_BINS, Reduction};
+pub use analysis::{AnalysisOutput, AnalysisSpec, BlockAnalysis, BlockStatistics, MAX_PDF_BINS, Reduction};
 pub use default_pick::{DefaultPick, default_picks};
 pub use device::GpuDevice;
 pub use error::{Error, NO_ADAPTER_HINT, Result};

@@ -8,7 +8,8 @@
 mod common;
 
 use wgpipe_compute::{
-    AnalysisSpec, FieldSim, FrameProducer, Grid, OutputDType, ReadbackConfig, Reduction, gray_scott, gray_scott_3d,
+    AnalysisSpec, Block, BlockAnalysis, BlockSim, BlockStatistics, FieldSim, FrameProducer, GpuDevice, Grid,
+    OutputDType, ReadbackConfig, Reduction, exchange_in_process, gray_scott, gray_scott_3d, wgpu,
 };
 
 fn config(fields: Vec<usize>, frames: u64) -> ReadbackConfig {
@@ -257,5 +258,96 @@ fn bad_analyses_are_refused_with_what_to_change() {
         let err = FrameProducer::with_analysis(gray_scott_2d(&gpu, 8, 8), config(vec![0], 1), OutputDType::F32, &spec)
             .unwrap_err();
         assert!(err.to_string().contains(says), "{err}");
+    }
+}
+
+/// The results `analysis` records behind no fields, read back.
+fn results_of(gpu: &GpuDevice, analysis: &BlockAnalysis, counts: &[Vec<u32>]) -> Vec<u8> {
+    let bytes = analysis.frame_bytes();
+    let staging = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: bytes,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    analysis.encode_results(&mut encoder, counts, &staging, 0).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    encoder.map_buffer_on_submit(&staging, wgpu::MapMode::Read, .., move |r| tx.send(r).unwrap());
+    gpu.wait(gpu.queue().submit([encoder.finish()])).unwrap();
+    rx.recv().unwrap().unwrap();
+    let out = staging.get_mapped_range(..).unwrap().to_vec();
+    staging.unmap();
+    out
+}
+
+/// A grid split into blocks (as over MPI ranks), each analysing its own cells: with the
+/// blocks' statistics combined (min of the mins, max of the maxes, sum of the sums) and their
+/// counts summed, every block holds the whole grid's reductions: min, max, bin edges and PDF
+/// bit for bit the whole grid's analysis, sum and mean to rounding, all of it right against
+/// the float64 recomputation. Uneven blocks, two of them side by side on every slice (their
+/// counts add up), slices of 130 cells (not whole quads).
+#[test]
+fn a_split_grids_blocks_combine_into_the_whole_grids_reductions() {
+    let gpu = common::gpu();
+    let grid = Grid::new(&[12, 10, 13]).unwrap();
+    let kernel = gray_scott_3d::GrayScott3dParams { noise: 0.01, ..Default::default() }.kernel(3);
+    let init = gray_scott_3d::initial_state(&grid);
+    let spec = AnalysisSpec { fields: vec![1, 0], pdf_bins: 16, downsample: 0 };
+    let whole = FieldSim::new(&gpu, &kernel, &grid, &init).unwrap();
+    let frame =
+        frames(FrameProducer::with_analysis(whole, config(vec![0, 1], 1), OutputDType::F32, &spec).unwrap()).remove(0);
+    let field_bytes = 2 * grid.cells() * 4;
+    let whole_results = &frame[field_bytes..];
+
+    let mut blocks = Vec::new();
+    for (oz, nz) in [(0, 5), (5, 7)] {
+        for (oy, ny) in [(0, 4), (4, 6)] {
+            blocks.push(Block::new(&grid, &[oz, oy, 0], &[nz, ny, 13]).unwrap());
+        }
+    }
+    let mut sims: Vec<BlockSim> =
+        blocks.iter().map(|b| BlockSim::new(&gpu, &kernel, b, &b.extract(&init, 2).unwrap()).unwrap()).collect();
+    for _ in 0..7 {
+        exchange_in_process(&mut sims).unwrap();
+        for sim in &mut sims {
+            sim.run_step().unwrap();
+        }
+    }
+    let analyses: Vec<BlockAnalysis> = sims.iter().map(|s| BlockAnalysis::new(s, &spec).unwrap()).collect();
+    let mut combined = vec![BlockStatistics::NONE; 2];
+    for (a, sim) in analyses.iter().zip(&sims) {
+        let mine = a.statistics(sim).unwrap();
+        for (c, m) in combined.iter_mut().zip(mine) {
+            *c = BlockStatistics { min: c.min.min(m.min), max: c.max.max(m.max), sum: c.sum + m.sum };
+        }
+    }
+    let mut counts = vec![vec![0u32; analyses[0].pdf_len()]; 2];
+    for a in &analyses {
+        a.set_whole(&combined, grid.cells() as u64).unwrap();
+        for (total, mine) in counts.iter_mut().zip(a.counts().unwrap()) {
+            assert!(mine.iter().any(|&c| c > 0), "a block counted nothing");
+            for (t, m) in total.iter_mut().zip(mine) {
+                *t += m;
+            }
+        }
+    }
+    assert_eq!(counts[0].iter().sum::<u32>() as usize, grid.cells(), "every cell counted once");
+    let outputs = spec.outputs(&grid);
+    for (b, a) in analyses.iter().enumerate() {
+        let got = results_of(&gpu, a, &counts);
+        assert_eq!(got.len(), whole_results.len(), "block {b}: results' size");
+        let mut at = 0;
+        let mut split_frame = frame[..field_bytes].to_vec();
+        split_frame.extend_from_slice(&got);
+        for o in &outputs {
+            let (mine, want) = (&got[at..at + o.bytes()], &whole_results[at..at + o.bytes()]);
+            at += o.bytes();
+            match o.reduction {
+                Reduction::Sum | Reduction::Mean => {}
+                r => assert_eq!(mine, want, "block {b}, field {}: {r:?} differs from the whole grid's", o.field),
+            }
+        }
+        check_frame(&format!("block {b}'s results"), &grid, &split_frame, &[0, 1], &spec);
     }
 }

@@ -162,15 +162,15 @@ impl Draft {
         #[cfg(feature = "mpi")]
         let (jobs, lockstep, block, saver) = match settings.split.take() {
             Some(split) => {
-                let block = layout.clone();
                 let run = split.into_run(
                     settings.output_dtype,
                     settings.steps_per_frame,
                     jobs,
                     devices.len(),
+                    (&settings.analysis, grid_fields),
                     &mut layout,
                 )?;
-                (run.jobs, Some(run.lockstep), Some(block), Some(run.saver))
+                (run.jobs, Some(run.lockstep), Some(run.produced), Some(run.saver))
             }
             None => (jobs, None, None, None),
         };

@@ -102,14 +102,6 @@ impl Settings {
             }
             _ => {}
         }
-        #[cfg(feature = "mpi")]
-        if self.split.is_some() && !self.analysis.is_empty() {
-            return invalid(
-                "analysis of a domain split over MPI ranks is not supported yet (each rank holds one block; the \
-                 PDF needs the whole frame's min and max first): run the analysis without grid.split, or batch \
-                 runs over ranks instead",
-            );
-        }
         let (index, count) = self.shard;
         if index >= count {
             return Err(Error::Invalid(format!("shard({index}, {count}): the index must be below the count")));

@@ -372,6 +372,66 @@ fn a_split_domain_writes_one_zarr_store_bit_identical_to_one_process() {
     assert!(!d.join("bad.zarr").exists());
 }
 
+/// Analysis of a split domain: every rank reduces its block on its device and the ranks
+/// combine the results, so the split file holds the one-process run's reductions: min, max,
+/// bin edges and the PDF per z slice bit for bit (2 ranks: blocks of 12 and 11 planes; 4 ranks
+/// 2x2x1: two blocks side by side on every slice, their counts summed), sum and mean to f32
+/// rounding; in HDF5 and in Zarr. output.every and analysis.downsample are refused, naming
+/// the key (split runs keep the reductions beside every frame's fields).
+#[test]
+fn a_split_domains_reductions_are_the_whole_grids() {
+    let dir = domain_setup();
+    let d = dir.path();
+    let analysis = ["analysis.fields=[\"u\", \"v\"]", "analysis.pdf_bins=16", "kernel.params.noise=0.01"];
+    let serial = Command::new(WGPIPE).args(&domain_args("serial.h5", &analysis)[1..]).current_dir(d).output().unwrap();
+    assert!(serial.status.success(), "{}", text(&serial));
+    let whole = open_output(d.join("serial.h5")).unwrap();
+    let names: Vec<&str> = whole.fields().iter().map(|f| f.name.as_str()).collect();
+    assert!(names.contains(&"v_pdf") && names.contains(&"u_sum"), "{names:?}");
+    for (i, (ranks, sink)) in [("2", "hdf5"), ("4", "hdf5"), ("4", "zarr")].iter().enumerate() {
+        let path = format!("split-{i}.{}", if *sink == "zarr" { "zarr" } else { "h5" });
+        let sink_set = format!("output.sink={sink}");
+        let sets: Vec<&str> = analysis.iter().copied().chain([sink_set.as_str()]).collect();
+        let args = domain_args(&path, &sets);
+        let mut mpi_args: Vec<&str> = vec!["-n", ranks];
+        mpi_args.extend(args.iter().map(String::as_str));
+        let out = mpirun(d, &mpi_args);
+        assert!(out.status.success(), "case {i}: {}", text(&out));
+        let split = open_output(d.join(&path)).unwrap();
+        assert!(split.complete(), "case {i}");
+        assert_eq!(split.fields(), whole.fields(), "case {i}: the layout");
+        for (f, spec) in whole.fields().iter().enumerate() {
+            for frame in 0..3 {
+                let (a, b) = (split.read_field(0, f, frame).unwrap(), whole.read_field(0, f, frame).unwrap());
+                let what = format!("case {i} ({ranks} ranks, {sink}), {} frame {frame}", spec.name);
+                if spec.name.ends_with("_sum") || spec.name.ends_with("_mean") {
+                    let (x, y) = (a.to_f64()[0], b.to_f64()[0]);
+                    assert!((x - y).abs() <= 1e-5 * y.abs().max(1e-30), "{what}: {x} against {y}");
+                } else {
+                    assert!(a == b, "{what} differs from one process's");
+                }
+            }
+        }
+        // Not by construction: the PDF spreads over several bins and differs between frames.
+        let pdf = names.iter().position(|n| *n == "v_pdf").unwrap();
+        let counts: Vec<Vec<f64>> = (0..3).map(|k| split.read_field(0, pdf, k).unwrap().to_f64()).collect();
+        assert!(counts[0].iter().filter(|&&c| c > 0.0).count() > 23, "case {i}: v's PDF is degenerate");
+        assert_ne!(counts[0], counts[2], "case {i}: the PDF did not change between frames");
+    }
+    for (set, says) in [
+        ("output.every=2", "output.every stores fields of some frames only"),
+        ("analysis.downsample=2", "analysis.downsample = 2 with a domain split over MPI ranks"),
+    ] {
+        let args = domain_args("refused.h5", &[analysis[0], set]);
+        let mut mpi_args: Vec<&str> = vec!["-n", "2"];
+        mpi_args.extend(args.iter().map(String::as_str));
+        let out = mpirun(d, &mpi_args);
+        assert!(!out.status.success(), "{set}: {}", text(&out));
+        assert!(text(&out).contains(says), "{set}: {}", text(&out));
+        assert!(!d.join("refused.h5").exists(), "{set}");
+    }
+}
+
 #[test]
 fn a_decomposition_that_does_not_match_the_ranks_is_refused_at_its_key() {
     let dir = domain_setup();

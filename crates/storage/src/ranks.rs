@@ -6,7 +6,7 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives};
 
 use crate::error::{Error, Result};
-use crate::schema::StreamLayout;
+use crate::schema::{FieldSpec, StreamLayout};
 
 /// The ranks where `ok` is false, gathered on every rank (collective).
 pub(crate) fn failed_ranks(comm: &SimpleCommunicator, ok: bool) -> Vec<usize> {
@@ -27,8 +27,17 @@ pub(crate) fn agree<T>(comm: &SimpleCommunicator, result: Result<T>, action: imp
     }
 }
 
-/// Errors unless `layout` is one stream whose every field holds the block at `offset` of
-/// extent `shape` (C order): what a rank writing its block of every frame can store.
+/// Whether `field` is split into the ranks' blocks of extent `block`: a field of the block's
+/// rank (the grid's fields). A field of another rank (a reduction of the whole grid: one
+/// value, bin edges, counts per slice) is whole on every rank, which passes it whole, the same
+/// on every rank; rank 0 writes it.
+pub(crate) fn is_blocked(field: &FieldSpec, block: &[usize]) -> bool {
+    field.shape.len() == block.len()
+}
+
+/// Errors unless `layout` is one stream whose every field of the block's rank holds the
+/// block at `offset` of extent `shape` (C order), and some field does: what a rank writing
+/// its block of every frame can store ([`is_blocked`]).
 pub(crate) fn check_block(layout: &StreamLayout, offset: &[usize], shape: &[usize]) -> Result<()> {
     if layout.streams.len() != 1 {
         return Err(Error::InvalidLayout(format!(
@@ -36,9 +45,15 @@ pub(crate) fn check_block(layout: &StreamLayout, offset: &[usize], shape: &[usiz
             layout.streams.len()
         )));
     }
-    for f in &layout.fields {
-        let fits = f.shape.len() == shape.len()
-            && offset.len() == shape.len()
+    if !layout.fields.iter().any(|f| is_blocked(f, shape)) {
+        return Err(Error::InvalidLayout(format!(
+            "no field has the block's {} axes (its shape {shape:?}): a frame split into blocks needs one field of \
+             the grid at least",
+            shape.len()
+        )));
+    }
+    for f in layout.fields.iter().filter(|f| is_blocked(f, shape)) {
+        let fits = offset.len() == shape.len()
             && f.shape.iter().zip(offset).zip(shape).all(|((&n, &o), &s)| s >= 1 && o + s <= n);
         if !fits {
             return Err(Error::InvalidLayout(format!(
@@ -50,10 +65,11 @@ pub(crate) fn check_block(layout: &StreamLayout, offset: &[usize], shape: &[usiz
     Ok(())
 }
 
-/// The layout of the frames a rank writes: `layout` with every field of the block's `shape`.
+/// The layout of the frames a rank writes: `layout` with every field of the block's rank
+/// of the block's `shape`, the others whole ([`is_blocked`]).
 pub(crate) fn block_layout(layout: &StreamLayout, shape: &[usize]) -> StreamLayout {
     let mut block = layout.clone();
-    for f in &mut block.fields {
+    for f in block.fields.iter_mut().filter(|f| is_blocked(f, shape)) {
         f.shape = shape.to_vec();
     }
     block

@@ -12,7 +12,10 @@
 //! edges min + i·w, a value x counted in bin floor((x − min) / w), the maximum in the last
 //! bin, and a constant frame (w = 0) with every value in bin bins / 2.
 
+mod block;
 pub(crate) mod reducer;
+
+pub use block::{BlockAnalysis, BlockStatistics};
 
 use crate::error::{Error, Result};
 use crate::grid::Grid;

@@ -13,8 +13,10 @@
 // time by about 40 % (cargo xtask bench --analysis-cost).
 //
 // `result` holds, in 32-bit words: [min, max, mean, sum], then BINS left bin edges (f32), then
-// SLICES × BINS counts (u32), then the coarse grid's means (f32): the frame's layout of the
-// field's reductions, copied as is after the fields.
+// PDF_SLICES × BINS counts (u32), then the coarse grid's means (f32): the frame's layout of the
+// field's reductions, copied as is after the fields. A whole grid's slices are the PDF's
+// (PDF_SLICE0 = 0, PDF_SLICES = SLICES); a block of a split grid counts its SLICES slices into
+// the whole grid's PDF_SLICES from slice PDF_SLICE0.
 
 @group(0) @binding(1) var<storage, read_write> partials: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> result: array<f32>;
@@ -88,10 +90,22 @@ fn finish(@builtin(local_invocation_index) t: u32) {
         result[2] = total[0] / f32(CELLS);
         result[3] = total[0];
     }
+    write_edges(t, mn, mx);
+}
+
+// The left bin edges of the range [mn, mx], shared out over the workgroup's invocations.
+fn write_edges(t: u32, mn: f32, mx: f32) {
     let w = (mx - mn) / f32(max(BINS, 1u));
     for (var i = t; i < BINS; i = i + WG) {
         result[BINS_AT + i] = mn + f32(i) * w;
     }
+}
+
+// The bin edges of the min and max the host wrote into `result` (a block of a split grid:
+// the whole grid's, combined over the ranks after `finish`), computed as `finish` does.
+@compute @workgroup_size(256)
+fn edges(@builtin(local_invocation_index) t: u32) {
+    write_edges(t, result[0], result[1]);
 }
 
 var<workgroup> local_counts: array<atomic<u32>, LOCAL_BINS>;
@@ -157,7 +171,7 @@ fn histogram(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) g: 
     for (var b = t; b < BINS; b = b + WG) {
         let c = atomicLoad(&local_counts[b]);
         if (c > 0u) {
-            atomicAdd(&counts[PDF_AT + slice * BINS + b], c);
+            atomicAdd(&counts[PDF_AT + (PDF_SLICE0 + slice) * BINS + b], c);
         }
     }
 }

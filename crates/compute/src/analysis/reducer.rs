@@ -8,6 +8,7 @@ use super::AnalysisSpec;
 use crate::device::GpuDevice;
 use crate::error::{Error, Result};
 use crate::field_sim::FieldSim;
+use crate::grid::Grid;
 
 const SHADER: &str = include_str!("reduce.wgsl");
 /// Invocations per workgroup of the reduction and histogram passes (`WG` in the shader).
@@ -25,13 +26,25 @@ const ITEMS: u64 = 16;
 const DS_WG: u64 = 64;
 
 /// The reductions of one field.
-struct FieldPasses {
+pub(crate) struct FieldPasses {
     /// Per side of the field's ping-pong pair: the bind groups of the passes that read it.
     partial: [wgpu::BindGroup; 2],
     histogram: Option<[wgpu::BindGroup; 2]>,
     downsample: Option<[wgpu::BindGroup; 2]>,
     finish: wgpu::BindGroup,
-    result: wgpu::Buffer,
+    /// The bin edges from the min and max in `result` (a block's: the whole grid's).
+    edges: Option<wgpu::BindGroup>,
+    pub(crate) result: wgpu::Buffer,
+}
+
+/// Where a grid's PDF slices lie in the PDF the reducer lays out: a whole grid's are all of
+/// it; a block of a split grid counts its slices into the whole grid's PDF from `first`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PdfSlices {
+    /// The grid's first slice in the PDF.
+    pub first: u64,
+    /// Slices of the PDF (the whole grid's along its slowest axis).
+    pub total: u64,
 }
 
 /// The compiled passes and per-field buffers of an analysis.
@@ -40,13 +53,14 @@ pub(crate) struct FieldReducer {
     finish: wgpu::ComputePipeline,
     histogram: Option<wgpu::ComputePipeline>,
     downsample: Option<wgpu::ComputePipeline>,
-    fields: Vec<FieldPasses>,
+    edges: Option<wgpu::ComputePipeline>,
+    pub(crate) fields: Vec<FieldPasses>,
     groups: u32,
     histogram_groups: [u32; 2],
     downsample_groups: [u32; 2],
     /// Where the counts start in a field's results, and how many bytes they take.
-    pdf_at: u64,
-    pdf_bytes: u64,
+    pub(crate) pdf_at: u64,
+    pub(crate) pdf_bytes: u64,
     /// Bytes of one field's results.
     result_bytes: u64,
 }
@@ -89,10 +103,34 @@ fn field_binding(cells: u64, slice: u64) -> String {
 impl FieldReducer {
     /// Compiles the passes of `spec` for `sim`'s grid (checked by [`AnalysisSpec::check`]).
     pub(crate) fn new(sim: &FieldSim, spec: &AnalysisSpec) -> Result<Self> {
-        let kernel = sim.spec().name.clone();
-        spec.check(&kernel, sim.spec().fields.len())?;
-        let gpu: &GpuDevice = sim.gpu();
-        let grid = sim.grid();
+        let kernel = &sim.spec().name;
+        spec.check(kernel, sim.spec().fields.len())?;
+        let field_buffers: Vec<[&wgpu::Buffer; 2]> = spec
+            .fields
+            .iter()
+            .map(|&f| match (sim.side_buffer(f, 0), sim.side_buffer(f, 1)) {
+                (Some(a), Some(b)) => Ok([a, b]),
+                _ => Err(Error::InvalidKernel {
+                    kernel: kernel.clone(),
+                    message: format!("analysis field index {f} is out of range"),
+                }),
+            })
+            .collect::<Result<_>>()?;
+        let pdf = PdfSlices { first: 0, total: sim.grid().shape()[0] as u64 };
+        Self::over(sim.gpu(), kernel, sim.grid(), &field_buffers, spec, pdf)
+    }
+
+    /// Compiles the passes of `spec` over `field_buffers` (per analysed field, its buffer read
+    /// at even and at odd sides) holding `grid`'s cells, on `gpu`; `kernel` names it in errors.
+    pub(crate) fn over(
+        gpu: &GpuDevice,
+        kernel: &str,
+        grid: &Grid,
+        field_buffers: &[[&wgpu::Buffer; 2]],
+        spec: &AnalysisSpec,
+        pdf: PdfSlices,
+    ) -> Result<Self> {
+        let kernel = kernel.to_owned();
         let max_dim = u64::from(gpu.device().limits().max_compute_workgroups_per_dimension.max(1));
         let cells = grid.cells() as u64;
         let slices = grid.shape()[0] as u64;
@@ -132,7 +170,7 @@ impl FieldReducer {
             dispatch(ds_groups.div_ceil(ds_x), max_dim, "downsampling", &kernel)?,
         ];
         let (bins_at, pdf_at) = (4, 4 + bins);
-        let ds_at = pdf_at + slices * bins;
+        let ds_at = pdf_at + pdf.total * bins;
         let result_words = ds_at + coarse;
         let too_large = || Error::InvalidKernel {
             kernel: kernel.clone(),
@@ -156,6 +194,7 @@ impl FieldReducer {
             ("ITEMS", ITEMS),
             ("BINS_AT", bins_at),
             ("PDF_AT", pdf_at),
+            ("PDF_SLICE0", pdf.first),
             ("DS_AT", ds_at),
             ("NX", nx),
             ("NY", ny),
@@ -171,17 +210,15 @@ impl FieldReducer {
         let mut source: String = constants.iter().map(|(name, v)| format!("const {name}: u32 = {v}u;\n")).collect();
         source.push_str(&field_binding(cells, slice));
         source.push_str(SHADER);
-        let field_buffers: Vec<[&wgpu::Buffer; 2]> = spec
-            .fields
-            .iter()
-            .map(|&f| match (sim.side_buffer(f, 0), sim.side_buffer(f, 1)) {
-                (Some(a), Some(b)) => Ok([a, b]),
-                _ => Err(Error::InvalidKernel {
-                    kernel: kernel.clone(),
-                    message: format!("analysis field index {f} is out of range"),
-                }),
-            })
-            .collect::<Result<_>>()?;
+        if pdf.first + slices > pdf.total {
+            return Err(Error::InvalidKernel {
+                kernel,
+                message: format!(
+                    "the grid's {slices} PDF slices from slice {} overrun the PDF's {}",
+                    pdf.first, pdf.total
+                ),
+            });
+        }
         let result_bytes = result_words * 4;
         let built = gpu.scoped("compiling the analysis passes", |device| {
             let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -202,6 +239,7 @@ impl FieldReducer {
             let finish = pipeline("finish");
             let histogram = (bins > 0).then(|| pipeline("histogram"));
             let downsample = (k > 1).then(|| pipeline("downsample"));
+            let edges = (bins > 0).then(|| pipeline("edges"));
             let partials = device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("analysis partials"),
                 size: groups * WG * 16,
@@ -238,24 +276,26 @@ impl FieldReducer {
                         histogram: histogram.as_ref().map(|p| sides.map(|f| bind(p, &[(0, f), (3, &result)]))),
                         downsample: downsample.as_ref().map(|p| sides.map(|f| bind(p, &[(0, f), (2, &result)]))),
                         finish: bind(&finish, &[(1, &partials), (2, &result)]),
+                        edges: edges.as_ref().map(|p| bind(p, &[(2, &result)])),
                         result,
                     }
                 })
                 .collect();
-            (partial, finish, histogram, downsample, fields)
+            (partial, finish, histogram, downsample, edges, fields)
         })?;
-        let (partial, finish, histogram, downsample, fields) = built;
+        let (partial, finish, histogram, downsample, edges, fields) = built;
         Ok(FieldReducer {
             partial,
             finish,
             histogram,
             downsample,
+            edges,
             fields,
             groups: u32::try_from(groups).map_err(|_| too_large())?,
             histogram_groups,
             downsample_groups,
             pdf_at: pdf_at * 4,
-            pdf_bytes: slices * bins * 4,
+            pdf_bytes: pdf.total * bins * 4,
             result_bytes,
         })
     }
@@ -268,34 +308,55 @@ impl FieldReducer {
     /// Records every pass over side `side` of the fields, then copies the results into
     /// `staging` from byte `at`, field after field.
     pub(crate) fn encode(&self, encoder: &mut wgpu::CommandEncoder, side: usize, staging: &wgpu::Buffer, at: u64) {
+        self.encode_passes(encoder, side, Phases { statistics: true, edges: false, counts: true });
+        self.encode_copy(encoder, staging, at);
+    }
+
+    /// Records the passes of `phases` over side `side` of the fields, in one compute pass;
+    /// the counts are zeroed first.
+    pub(crate) fn encode_passes(&self, encoder: &mut wgpu::CommandEncoder, side: usize, phases: Phases) {
         let side = side % 2;
-        for field in &self.fields {
-            if self.pdf_bytes > 0 {
+        if phases.counts && self.pdf_bytes > 0 {
+            for field in &self.fields {
                 encoder.clear_buffer(&field.result, self.pdf_at, Some(self.pdf_bytes));
             }
         }
-        {
-            let mut pass = encoder
-                .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("analysis"), timestamp_writes: None });
-            for field in &self.fields {
+        let mut pass = encoder
+            .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("analysis"), timestamp_writes: None });
+        for field in &self.fields {
+            if phases.statistics {
                 pass.set_pipeline(&self.partial);
                 pass.set_bind_group(0, &field.partial[side], &[]);
                 pass.dispatch_workgroups(self.groups, 1, 1);
                 pass.set_pipeline(&self.finish);
                 pass.set_bind_group(0, &field.finish, &[]);
                 pass.dispatch_workgroups(1, 1, 1);
-                if let (Some(pipeline), Some(groups)) = (&self.histogram, &field.histogram) {
-                    pass.set_pipeline(pipeline);
-                    pass.set_bind_group(0, &groups[side], &[]);
-                    pass.dispatch_workgroups(self.histogram_groups[0], self.histogram_groups[1], 1);
-                }
-                if let (Some(pipeline), Some(groups)) = (&self.downsample, &field.downsample) {
-                    pass.set_pipeline(pipeline);
-                    pass.set_bind_group(0, &groups[side], &[]);
-                    pass.dispatch_workgroups(self.downsample_groups[0], self.downsample_groups[1], 1);
-                }
+            }
+            if phases.edges
+                && let (Some(pipeline), Some(group)) = (&self.edges, &field.edges)
+            {
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, group, &[]);
+                pass.dispatch_workgroups(1, 1, 1);
+            }
+            if !phases.counts {
+                continue;
+            }
+            if let (Some(pipeline), Some(groups)) = (&self.histogram, &field.histogram) {
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, &groups[side], &[]);
+                pass.dispatch_workgroups(self.histogram_groups[0], self.histogram_groups[1], 1);
+            }
+            if let (Some(pipeline), Some(groups)) = (&self.downsample, &field.downsample) {
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, &groups[side], &[]);
+                pass.dispatch_workgroups(self.downsample_groups[0], self.downsample_groups[1], 1);
             }
         }
+    }
+
+    /// Copies every field's results into `staging` from byte `at`, field after field.
+    pub(crate) fn encode_copy(&self, encoder: &mut wgpu::CommandEncoder, staging: &wgpu::Buffer, at: u64) {
         for (i, field) in self.fields.iter().enumerate() {
             encoder.copy_buffer_to_buffer(
                 &field.result,
@@ -306,6 +367,19 @@ impl FieldReducer {
             );
         }
     }
+}
+
+/// Which passes [`FieldReducer::encode_passes`] records: a whole grid's frame records the
+/// statistics and the counts together; a block of a split grid records the statistics, then
+/// (once the ranks have combined them) the edges and the counts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Phases {
+    /// Min, max, sum and mean, then the bin edges from them.
+    pub statistics: bool,
+    /// The bin edges from the min and max already in the results.
+    pub edges: bool,
+    /// The PDF's counts and the downsampled field.
+    pub counts: bool,
 }
 
 /// The order [`FieldReducer`] lays a field's results out in, which must be

@@ -9,7 +9,10 @@
 //! end of the frame the block's stored fields go through the staging ring to the writer
 //! thread, whose sink writes them as the rank's hyperslab of the frame
 //! ([`SplitDomain::block_sink`]: one HDF5 file, collective writes). Noise is drawn from the
-//! global cell index, so the output is bit-identical to the same run in one process.
+//! global cell index, so the output is bit-identical to the same run in one process. With an
+//! analysis, each rank reduces its block and the ranks combine the results before the frame
+//! leaves the device thread (`reductions.rs`): every rank's frame ends with the whole grid's
+//! reductions, which rank 0 writes.
 //!
 //! The ranks stop together: after each frame, before handing it off, they vote
 //! ([`crate::lockstep`]): a stop on any rank ([`crate::StopHandle`]) ends every rank's run
@@ -43,6 +46,7 @@
 mod checkpoints;
 mod decompose;
 mod exchange;
+mod reductions;
 mod source;
 mod votes;
 
@@ -52,9 +56,10 @@ use std::time::Duration;
 use mpi::Threading;
 use mpi::topology::{CartesianCommunicator, SimpleCommunicator};
 use mpi::traits::Communicator;
-use wgpipe_compute::{Block, BlockSim, GpuDevice, Grid, OutputDType};
+use wgpipe_compute::{Block, BlockAnalysis, BlockSim, GpuDevice, Grid, OutputDType};
 use wgpipe_storage::{MpiBlockSink, SinkOptions, StreamLayout};
 
+use crate::analysis::Analysis;
 use crate::checkpoint::{SavedState, Saver};
 use crate::error::{Error, Result};
 use crate::job::{Job, Producer};
@@ -87,6 +92,9 @@ impl std::fmt::Debug for SplitDomain {
 /// other ranks, and how checkpoints are gathered.
 pub(crate) struct SplitRun {
     pub(crate) jobs: Vec<Job>,
+    /// The layout of the frames this rank produces: its block of the grid's fields, the
+    /// whole grid's reductions.
+    pub(crate) produced: StreamLayout,
     pub(crate) lockstep: Lockstep,
     pub(crate) saver: Box<dyn Saver>,
 }
@@ -230,16 +238,18 @@ impl SplitDomain {
 
     /// Turns a run's one kernel job into this rank's block source (resuming from this rank's
     /// block of the job's checkpoint, which holds the whole grid), and `layout` (computed for
-    /// the block, see [`SplitDomain::sized_grid`]) into the whole grid's, as every rank
-    /// writes it: the serial run's, with attributes `mpi_ranks` and `decomposition`, without
-    /// the adapters (ranks may differ there). Also returns how checkpoints are saved: the
-    /// ranks' blocks gathered into one file.
+    /// the block, see [`SplitDomain::sized_grid`]; its first `grid_fields` fields the grid's,
+    /// then `analysis`'s reductions) into the whole grid's, as every rank writes it: the
+    /// serial run's, with attributes `mpi_ranks` and `decomposition`, without the adapters
+    /// (ranks may differ there). Also returns the layout of the frames the rank produces and
+    /// how checkpoints are saved: the ranks' blocks gathered into one file.
     pub(crate) fn into_run(
         self,
         output_dtype: OutputDType,
         steps_per_frame: u32,
         mut jobs: Vec<Job>,
         devices: usize,
+        (analysis, grid_fields): (&Analysis, usize),
         layout: &mut StreamLayout,
     ) -> Result<SplitRun> {
         if devices != 1 {
@@ -273,13 +283,30 @@ impl SplitDomain {
             Ok(SavedState { state: checkpoints::bytes(&state), ..saved })
         };
         let resume = resume.map(block_of).transpose()?;
-        let frame_bytes = layout.frame_bytes()?;
-        let names: Vec<String> = layout.fields.iter().map(|f| f.name.clone()).collect();
+        let names: Vec<String> = layout.fields.iter().take(grid_fields).map(|f| f.name.clone()).collect();
         let stored = kernel.field_indices(&names)?;
         let (block, ranks) = (self.topology.block.clone(), self.ranks());
+        // The grid's fields are the whole grid's, written block by block; the reductions are
+        // the whole grid's (combined over the ranks, see `source.rs`), every rank holding them.
+        let dims = layout.fields.first().map(|f| f.dims.clone()).unwrap_or_default();
+        let reductions =
+            if analysis.is_empty() { Vec::new() } else { analysis.stored_fields(&kernel, block.global(), &dims)? };
+        layout.fields.truncate(grid_fields);
+        let mut produced = layout.clone();
+        produced.fields.extend(reductions.iter().cloned());
+        let frame_bytes = produced.frame_bytes()?;
         for f in &mut layout.fields {
             f.shape = block.global().shape().to_vec();
         }
+        layout.fields.extend(reductions);
+        if analysis.downsample > 1 {
+            return Err(Error::Invalid(format!(
+                "analysis.downsample = {} with a domain split over MPI ranks is not supported yet (a coarse cell may \
+                 straddle two ranks' blocks): remove it, or run the grid in one process",
+                analysis.downsample
+            )));
+        }
+        let analysis = if analysis.is_empty() { None } else { Some(analysis.spec(&kernel)?) };
         // What differs between ranks stays out of the file every rank writes.
         layout.attributes.remove("adapters");
         attributes.remove("device");
@@ -296,9 +323,10 @@ impl SplitDomain {
         let job = Job::from_source(name, move |gpu: &GpuDevice| {
             let initial = block.extract(&init(block.global()), fields)?;
             let sim = BlockSim::new(gpu, &kernel, &block, &initial)?;
-            let frames = BlockFrames::new(sim, topology, stored, steps_per_frame, times);
+            let analysis = analysis.as_ref().map(|spec| BlockAnalysis::new(&sim, spec)).transpose()?;
+            let frames = BlockFrames::new(sim, topology, stored, steps_per_frame, times).with_analysis(analysis);
             Ok(Box::new(frames) as Box<dyn wgpipe_compute::FrameSource>)
         });
-        Ok(SplitRun { jobs: vec![Job { attributes, resume, ..job }], lockstep, saver })
+        Ok(SplitRun { jobs: vec![Job { attributes, resume, ..job }], produced, lockstep, saver })
     }
 }

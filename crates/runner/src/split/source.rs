@@ -5,9 +5,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use wgpipe_compute::{BlockSim, Faces, FrameSource, GpuDevice, wgpu};
+use wgpipe_compute::{BlockAnalysis, BlockSim, BlockStatistics, Faces, FrameSource, GpuDevice, wgpu};
 
 use super::exchange::{exchange, neighbours};
+use super::reductions::{combine_counts, combine_statistics};
 use super::{HaloTimes, Topology};
 use crate::job::BoxError;
 
@@ -26,6 +27,9 @@ pub(crate) struct BlockFrames {
     /// The first error of this frame: the rank goes on joining the exchanges (with zero
     /// faces) until the frame ends, so its neighbours never wait forever.
     failed: Option<String>,
+    /// The frame's analysis, combined over the ranks (`reductions.rs`): the whole grid's
+    /// reductions follow the block's fields in every rank's frame.
+    analysis: Option<BlockAnalysis>,
 }
 
 impl BlockFrames {
@@ -39,7 +43,59 @@ impl BlockFrames {
         let fields = sim.spec().fields.len();
         let ghosts = Faces::new(sim.block(), fields);
         let near = neighbours(&topology.cart);
-        BlockFrames { sim, topology, near, ghosts, fields, stored, steps_per_frame, times, failed: None }
+        BlockFrames {
+            sim,
+            topology,
+            near,
+            ghosts,
+            fields,
+            stored,
+            steps_per_frame,
+            times,
+            failed: None,
+            analysis: None,
+        }
+    }
+
+    /// Adds the analysis of each frame (the same on every rank: each rank makes its
+    /// collective calls).
+    pub(crate) fn with_analysis(mut self, analysis: Option<BlockAnalysis>) -> Self {
+        self.analysis = analysis;
+        self
+    }
+
+    /// The whole grid's PDF counts of the frame the block holds now, after the whole grid's
+    /// statistics are given to the analysis; `None` without an analysis. A rank that failed
+    /// still joins both combinations (with nothing of its own), so that no rank waits.
+    fn analyse(&mut self) -> Option<Vec<Vec<u32>>> {
+        let analysis = self.analysis.as_ref()?;
+        let n = self.analysis_fields();
+        let mine = match self.failed {
+            None => analysis.statistics(&self.sim).unwrap_or_else(|e| {
+                self.failed.get_or_insert(format!("analysing the block: {e}"));
+                vec![BlockStatistics::NONE; n]
+            }),
+            Some(_) => vec![BlockStatistics::NONE; n],
+        };
+        let whole = combine_statistics(&self.topology.cart, &mine);
+        let cells = self.sim.block().global().cells() as u64;
+        let counts = match self.failed {
+            None => analysis.set_whole(&whole, cells).and_then(|()| analysis.counts()).unwrap_or_else(|e| {
+                self.failed.get_or_insert(format!("analysing the block: {e}"));
+                vec![vec![0; analysis.pdf_len()]; n]
+            }),
+            Some(_) => vec![vec![0; analysis.pdf_len()]; n],
+        };
+        Some(combine_counts(&self.topology.cart, &counts))
+    }
+
+    fn analysis_fields(&self) -> usize {
+        self.analysis.as_ref().map_or(0, BlockAnalysis::fields)
+    }
+
+    /// Bytes of the block's stored fields, which lead each frame.
+    fn fields_bytes(&self) -> u64 {
+        (self.stored.len() * self.sim.block().cells() * 4) as u64
     }
 
     fn fail(&mut self, what: String) {
@@ -77,7 +133,7 @@ impl BlockFrames {
 
 impl FrameSource for BlockFrames {
     fn frame_bytes(&self) -> u64 {
-        (self.stored.len() * self.sim.block().cells() * 4) as u64
+        self.fields_bytes() + self.analysis.as_ref().map_or(0, BlockAnalysis::frame_bytes)
     }
 
     fn encode_frame(
@@ -89,10 +145,14 @@ impl FrameSource for BlockFrames {
         for _ in 0..self.steps_per_frame {
             self.step();
         }
+        let counts = self.analyse();
         if let Some(e) = self.failed.take() {
             return Err(format!("block at {:?} of frame {index}: {e}", self.sim.block().offset()).into());
         }
         self.sim.encode_block_copy(encoder, &self.stored, staging);
+        if let (Some(analysis), Some(counts)) = (&self.analysis, counts) {
+            analysis.encode_results(encoder, &counts, staging, self.fields_bytes())?;
+        }
         Ok(self.sim.steps())
     }
 

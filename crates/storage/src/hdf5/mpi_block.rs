@@ -9,8 +9,9 @@
 //!   them all), then the shared file's creation (`mpi.rs`), the stream empty.
 //! - `write` (collective): the ranks agree that every rank's frame fits its block; the
 //!   stream's datasets grow by one frame, every rank writes its hyperslab of it for every
-//!   field with `H5Dwrite` in collective mode (`H5Pset_dxpl_mpio(COLLECTIVE)`, which
-//!   hdf5-metno does not wrap), rank 0 alone writes the frame's step (independently), and the
+//!   field of the grid's rank with `H5Dwrite` in collective mode (`H5Pset_dxpl_mpio(COLLECTIVE)`,
+//!   which hdf5-metno does not wrap), rank 0 alone writes the frame's step and the fields of
+//!   other ranks (reductions of the whole grid, the same on every rank) independently, and the
 //!   file is flushed: a job killed after `write` returned leaves a file that every reader
 //!   opens, holding that frame. Then the ranks agree that every rank succeeded, so a failure
 //!   on one rank is an error on all of them, at the same frame.
@@ -26,14 +27,14 @@ use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives};
 
-use super::format::{h5err, le_elements, with_elem_type};
+use super::format::{h5err, le_elements, with_elem_type, write_frame_slab};
 use super::mpi::{MpiHdf5Backend, Shared, close};
 use crate::error::{Error, Result};
 use crate::frame::Fields;
 use crate::frame::Frame;
 use crate::options::SinkOptions;
 use crate::protocol::{Backend, Checked, Outcome};
-use crate::ranks::{agree, block_layout, check_block, failed_ranks};
+use crate::ranks::{agree, block_layout, check_block, failed_ranks, is_blocked};
 use crate::schema::StreamLayout;
 
 /// The backend of [`MpiBlockSink`]: one stream whose frames are split into blocks, one per
@@ -50,9 +51,10 @@ pub struct MpiBlockBackend {
 ///
 /// Every rank of the communicator builds one with its own block (`offset` and `shape` per
 /// grid axis, C order) and the same options, calls `begin` with the same layout (the whole
-/// grid's: one stream, its expected frames given, every field of the grid's shape), then
-/// `write` once per frame with its own block of every field and `finish` once, all
-/// collectively. The blocks should tile the grid: a cell no rank covers is left unwritten.
+/// grid's: one stream, its expected frames given, its fields of the grid's shape, then any
+/// fields of another rank, which are whole on every rank and written by rank 0), then
+/// `write` once per frame with its own block of every grid field (and the whole others) and
+/// `finish` once, all collectively. The blocks should tile the grid: a cell no rank covers is left unwritten.
 pub type MpiBlockSink = Checked<MpiBlockBackend>;
 
 impl MpiBlockSink {
@@ -98,6 +100,15 @@ impl MpiBlockBackend {
         super::schema::resize(sets, layout, row + 1)
             .map_err(|e| h5err(format!("cannot grow stream {name} to {} frames in", row + 1), &path, e))?;
         for ((ds, spec), data) in sets.fields.iter().zip(&layout.fields).zip(fields.iter()) {
+            if !is_blocked(spec, shape) {
+                // Whole on every rank (a reduction of the whole grid): rank 0 writes it,
+                // independently, as it writes the step.
+                if root {
+                    with_elem_type!(spec.dtype, T => write_frame_slab::<T>(ds, spec, data, row, &mut open.scratch))
+                        .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), &path, e))?;
+                }
+                continue;
+            }
             with_elem_type!(spec.dtype, T => write_hyperslab::<T>(ds, row, offset, shape, data, &mut open.scratch))
                 .map_err(|e| {
                     h5err(format!("cannot write frame {n} of {name}/{} (collectively) to", spec.name), &path, e)

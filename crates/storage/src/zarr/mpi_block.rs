@@ -14,7 +14,9 @@
 //!   store whose chunks are not this decomposition's blocks: a store continues on the
 //!   decomposition that wrote it.
 //! - `write` (collective): the ranks agree the frame is accepted; each writes its chunks
-//!   (atomically replaced, as in the serial sink), rank 0 the step; they agree every rank
+//!   (atomically replaced, as in the serial sink), rank 0 the step and the fields of another
+//!   rank than the grid's (reductions of the whole grid, the same on every rank, one chunk a
+//!   frame); they agree every rank
 //!   succeeded; then rank 0 grows the arrays' shapes, steps last, and they agree on that: a
 //!   reader or a kill sees a frame only once every rank's chunks are there.
 //! - `finish` (collective): the frame count is the least any rank wrote; rank 0 shrinks
@@ -35,7 +37,7 @@ use crate::frame::{Fields, Frame};
 use crate::options::SinkOptions;
 use crate::prepare::{OutputKind, Staged};
 use crate::protocol::{Backend, Checked, Outcome};
-use crate::ranks::{agree, block_layout, check_block, failed_ranks};
+use crate::ranks::{agree, block_layout, check_block, failed_ranks, is_blocked};
 use crate::schema::StreamLayout;
 use crate::time::now_rfc3339;
 
@@ -103,7 +105,8 @@ impl ZarrBlockBackend {
         let mine: Vec<u64> = self.shape.iter().map(|&s| s as u64).collect();
         self.comm.all_reduce_into(&mine[..], &mut chunk[..], SystemOperation::max());
         let chunk: Vec<usize> = chunk.iter().map(|&c| c as usize).collect();
-        let grid = &layout.fields[0].shape;
+        // `check_block` found a field of the block's rank: the grid's shape.
+        let grid = layout.fields.iter().find(|f| is_blocked(f, &self.shape)).map_or(&self.shape, |f| &f.shape);
         let aligned = self
             .offset
             .iter()
@@ -226,6 +229,19 @@ impl Backend for ZarrBlockBackend {
         let stored = (|| -> Result<()> {
             for (f, bytes) in fields.iter().enumerate() {
                 let array = &open.stream.fields[f];
+                if array.shape().len() != shape.len() + 1 {
+                    // Whole on every rank (a reduction of the whole grid): rank 0 writes it,
+                    // one chunk per frame.
+                    if root {
+                        let indices: Vec<u64> =
+                            std::iter::once(n).chain(array.shape()[1..].iter().map(|_| 0)).collect();
+                        let node = array.path().as_str();
+                        array
+                            .store_chunk(&indices, ArrayBytes::new_flen(bytes))
+                            .map_err(|e| store_err(&open.store, "cannot write frame to", node, e))?;
+                    }
+                    continue;
+                }
                 let indices: Vec<u64> = std::iter::once(n).chain(open.indices.iter().copied()).collect();
                 let data: &[u8] = match open.padded.as_mut() {
                     Some(padded) => {

@@ -35,6 +35,16 @@ fn check(config: &Config, args: &RunArgs) -> anyhow::Result<()> {
             shape.len()
         );
     }
+    let thinning = config.thinning();
+    if thinning.thins() {
+        let key = if thinning.when.is_some() { "output.when" } else { "output.every" };
+        bail!(
+            "{}: {key} stores fields of some frames only, in a second output beside the reductions, which a run \
+             split over MPI ranks does not write yet: remove {key} (the analysis's reductions of every frame are \
+             then stored beside every frame's fields), or run it without mpirun",
+            config.origin(key)
+        );
+    }
     if args.resume && !matches!(config.sink_name(), "hdf5" | "zarr") {
         bail!(
             "{}: --resume continues a split run in an HDF5 file or a Zarr store only (output.sink = \"hdf5\" or \
