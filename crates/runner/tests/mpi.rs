@@ -376,8 +376,9 @@ fn a_split_domain_writes_one_zarr_store_bit_identical_to_one_process() {
 /// combine the results, so the split file holds the one-process run's reductions: min, max,
 /// bin edges and the PDF per z slice bit for bit (2 ranks: blocks of 12 and 11 planes; 4 ranks
 /// 2x2x1: two blocks side by side on every slice, their counts summed), sum and mean to f32
-/// rounding; in HDF5 and in Zarr. output.every and analysis.downsample are refused, naming
-/// the key (split runs keep the reductions beside every frame's fields).
+/// rounding; in HDF5 and in Zarr. output.every, analysis.downsample and an empty
+/// output.fields are refused, naming the key (split runs keep the reductions beside every
+/// frame's fields, written block by block).
 #[test]
 fn a_split_domains_reductions_are_the_whole_grids() {
     let dir = domain_setup();
@@ -421,6 +422,7 @@ fn a_split_domains_reductions_are_the_whole_grids() {
     for (set, says) in [
         ("output.every=2", "output.every stores fields of some frames only"),
         ("analysis.downsample=2", "analysis.downsample = 2 with a domain split over MPI ranks"),
+        ("output.fields=[]", "output.fields is empty: a domain split over MPI ranks"),
     ] {
         let args = domain_args("refused.h5", &[analysis[0], set]);
         let mut mpi_args: Vec<&str> = vec!["-n", "2"];

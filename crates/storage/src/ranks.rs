@@ -30,7 +30,9 @@ pub(crate) fn agree<T>(comm: &SimpleCommunicator, result: Result<T>, action: imp
 /// Whether `field` is split into the ranks' blocks of extent `block`: a field of the block's
 /// rank (the grid's fields). A field of another rank (a reduction of the whole grid: one
 /// value, bin edges, counts per slice) is whole on every rank, which passes it whole, the same
-/// on every rank; rank 0 writes it.
+/// on every rank; rank 0 writes it, and nothing checks that the other ranks' copies agree.
+/// (By rank alone: a 1-D grid's bin edges would pass for blocks, so the split analysis is
+/// 3-D only.)
 pub(crate) fn is_blocked(field: &FieldSpec, block: &[usize]) -> bool {
     field.shape.len() == block.len()
 }

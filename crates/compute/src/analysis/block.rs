@@ -64,11 +64,23 @@ const STATISTICS_BYTES: u64 = 16;
 
 impl BlockAnalysis {
     /// Compiles the passes of `spec` for `sim`'s block. Errors as the whole grid's analysis
-    /// does, and for downsampling, which a split grid does not support (a coarse cell may
-    /// straddle two blocks).
+    /// does, for a grid that is not 3-D, and for downsampling, which a split grid does not
+    /// support (a coarse cell may straddle two blocks).
     pub fn new(sim: &BlockSim, spec: &AnalysisSpec) -> Result<Self> {
         let kernel = &sim.spec().name;
         spec.check(kernel, sim.spec().fields.len())?;
+        let block = sim.block();
+        if block.global().rank() != 3 {
+            return Err(Error::InvalidKernel {
+                kernel: kernel.clone(),
+                message: format!(
+                    "the analysis of a split grid supports 3-D grids; {} is {}-D (block sinks tell the whole grid's \
+                     reductions from the blocks of fields by their number of axes, which a 1-D grid's bin edges share)",
+                    block.global(),
+                    block.global().rank()
+                ),
+            });
+        }
         if spec.factor() > 1 {
             return Err(Error::InvalidKernel {
                 kernel: kernel.clone(),
@@ -80,7 +92,6 @@ impl BlockAnalysis {
             });
         }
         let gpu = sim.gpu().clone();
-        let block = sim.block();
         let cell_bytes = (block.cells() * 4) as u64;
         let interiors: Vec<wgpu::Buffer> = gpu.scoped("allocating the block's analysis buffers", |device| {
             spec.fields

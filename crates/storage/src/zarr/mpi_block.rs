@@ -213,7 +213,10 @@ impl Backend for ZarrBlockBackend {
         let stream = agree(&self.comm, stream, || format!("describing the arrays of {path}"))?;
         let padded = (chunk != self.shape).then(|| {
             let cells: usize = chunk.iter().product();
-            layout.fields.iter().map(|f| vec![0u8; cells * f.dtype.size()]).collect()
+            // Whole fields (of another rank than the block's) are never padded.
+            let bytes =
+                |f: &crate::schema::FieldSpec| if is_blocked(f, &self.shape) { cells * f.dtype.size() } else { 0 };
+            layout.fields.iter().map(|f| vec![0u8; bytes(f)]).collect()
         });
         self.open = Some(BlockOpen { store, root, stream, chunk, indices, padded, kept_complete });
         Ok(())
