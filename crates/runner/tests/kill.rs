@@ -13,7 +13,9 @@
 //! is like any other.
 //!
 //! `WGPIPE_KILL_SEED=N` picks the seed (default below; every failure prints the one used),
-//! `WGPIPE_KILLS=N` the number of kills (default 200, spread over the six scenarios).
+//! `WGPIPE_KILLS=N` the number of kills (default 200, spread over the scenarios),
+//! `WGPIPE_KILL_SCENARIOS=hdf5+deflate4,raw` runs only the scenarios of those sinks (to
+//! reproduce a failure).
 //! Needs `h5dump` (Debian: `apt-get install hdf5-tools`).
 #![cfg(unix)]
 #![expect(clippy::unwrap_used, reason = "tests fail loudly")]
@@ -35,9 +37,18 @@ const DEFAULT_SEED: u64 = 0x6b69_6c6c_2d39;
 const DEFAULT_KILLS: usize = 200;
 /// Sink and noise of each scenario: noise 0 is the exact start pattern, noise > 0 draws the
 /// start state from the run's seed, which a resumed stream must draw again identically.
-/// `hdf5+deflate` is the HDF5 sink compressing with `deflate:6` (direct chunk writes).
-const SCENARIOS: [(&str, f32); 6] =
-    [("hdf5", 0.0), ("raw", 0.0), ("hdf5", 0.05), ("raw", 0.05), ("zarr", 0.05), ("hdf5+deflate", 0.05)];
+/// `hdf5+deflate` is the HDF5 sink compressing with `deflate:6` (direct chunk writes);
+/// `hdf5+deflate4` the same with 4 frames per chunk (`output.chunk_frames = 4`: a chunk is
+/// rewritten as it fills, see `hdf5/eoa.rs`).
+const SCENARIOS: [(&str, f32); 7] = [
+    ("hdf5", 0.0),
+    ("raw", 0.0),
+    ("hdf5", 0.05),
+    ("raw", 0.05),
+    ("zarr", 0.05),
+    ("hdf5+deflate", 0.05),
+    ("hdf5+deflate4", 0.05),
+];
 /// Attempts allowed per kill before the test gives up (runs that end before their kill).
 const ATTEMPTS_PER_KILL: usize = 6;
 /// Kills aimed at the creation of the output land this long after it appeared, at most.
@@ -49,11 +60,15 @@ const WAIT_LIMIT: Duration = Duration::from_secs(30);
 /// interleave in the output, each with its own parameters and seed.
 fn config(sink: &str, noise: f32) -> String {
     let (sink, compression) = sink.split_once('+').map_or((sink, "none"), |(s, c)| (s, c));
-    let compression = if compression == "deflate" { "deflate:6" } else { compression };
+    let (compression, chunk_frames) = match compression {
+        "deflate" => ("deflate:6", 1),
+        "deflate4" => ("deflate:6", 4),
+        other => (other, 1),
+    };
     let mut c = format!(
         "[grid]\nrows = 32\ncols = 32\n[run]\nframes = 40\nsteps_per_frame = 2\nnoise = {noise}\n\
          [devices]\nselect = \"vulkan\"\ncount = 2\n[output]\nsink = \"{sink}\"\npath = \"out\"\nfields = [\"u\", \"v\"]\n\
-         compression = \"{compression}\"\n"
+         compression = \"{compression}\"\nchunk_frames = {chunk_frames}\n"
     );
     for i in 0..3 {
         c.push_str(&format!("[[runs]]\nname = \"r{i}\"\nkernel.params.feed = 0.0{}\nrun.seed = {}\n", i + 2, 11 * i));
@@ -449,13 +464,19 @@ fn killed_runs_keep_their_frames_and_resume_to_the_uninterrupted_result() {
     let mut rng = Rng(seed);
     let mut landed = 0;
     let mut outcomes = Vec::new();
-    for (k, (sink, noise)) in SCENARIOS.into_iter().enumerate() {
+    let chosen = std::env::var("WGPIPE_KILL_SCENARIOS").ok();
+    let scenarios: Vec<(&str, f32)> = SCENARIOS
+        .into_iter()
+        .filter(|(sink, _)| chosen.as_deref().is_none_or(|c| c.split(',').any(|name| name == *sink)))
+        .collect();
+    assert!(!scenarios.is_empty(), "WGPIPE_KILL_SCENARIOS={chosen:?} names none of {SCENARIOS:?}");
+    for (k, &(sink, noise)) in scenarios.iter().enumerate() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("c.toml"), config(sink, noise)).unwrap();
         let path: PathBuf = dir.path().join("out");
         let (reference, timing) = reference_run(dir.path());
         remove(&path);
-        let goal = kills * (k + 1) / SCENARIOS.len();
+        let goal = kills * (k + 1) / scenarios.len();
         let mut attempts = 0;
         while landed < goal {
             attempts += 1;
