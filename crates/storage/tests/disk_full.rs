@@ -6,8 +6,9 @@
 //! The sizes are not guessed: a first run on a large tmpfs, with the HDF5 sink's space
 //! reservation off, records the space the output takes after every frame and after `finish`.
 //! From that record each sink gets sizes at which a plain HDF5 library meets ENOSPC in the
-//! middle of a frame's data, while its chunk index grows, and while `finish` writes the final
-//! attributes (without the reservation, these sizes leave HDF5 files that h5py cannot read).
+//! middle of a frame's data and while its chunk index grows (without the reservation, these
+//! sizes leave HDF5 files that h5py cannot read), and, for the other sinks, while `finish`
+//! writes the final metadata. HDF5's `finish` takes no new space (checked on the record).
 //!
 //! Needs root (to mount tmpfs; CI runs as root), `h5dump` (Debian: hdf5-tools) and a python3
 //! with h5py and numpy (Debian: python3-h5py python3-numpy). Without them the tests fail and
@@ -30,9 +31,6 @@ const PAGE: u64 = 4096;
 /// HDF5's default half-rank of chunk index nodes (`H5Pset_istore_k`): a v1 B-tree node holds
 /// up to 2 × 32 chunks, so a dataset's chunk index splits when its 65th chunk is added.
 const CHUNKS_PER_INDEX_NODE: u64 = 64;
-/// Bytes `finish` adds at the end of an HDF5 file of this layout: one object header
-/// continuation (80 bytes, measured) per stream for the `complete` attribute it rewrites.
-const FINISH_GROWTH: u64 = 2 * 80;
 
 /// The test layout: the common two-stream, two-field layout at 61 × 67, so that a frame's
 /// data (16,348 bytes per field) spans several pages, and, not being a multiple of the page,
@@ -182,7 +180,7 @@ fn growth_of(which: usize) -> &'static (Growth, Vec<FullDisk>) {
     GROWTH[which].get_or_init(|| {
         let (sinks, layout) = (&SINKS[which], big_layout());
         let growth = measure(sinks, &layout, sinks.frames());
-        let sizes = full_disk_sizes(sinks, &layout, &growth);
+        let sizes = full_disk_sizes(sinks, &growth);
         (growth, sizes)
     })
 }
@@ -214,7 +212,7 @@ struct FullDisk {
 }
 
 /// The tmpfs sizes for `sinks`, computed from `g`.
-fn full_disk_sizes(sinks: &Sinks, layout: &StreamLayout, g: &Growth) -> Vec<FullDisk> {
+fn full_disk_sizes(sinks: &Sinks, g: &Growth) -> Vec<FullDisk> {
     // A frame's data goes to disk before the metadata of its flush: one page into the data
     // of a frame whose data spans two pages or more. (Halfway through the run: room for the
     // reservation the protected sink keeps ahead, about ten frames here.)
@@ -234,28 +232,29 @@ fn full_disk_sizes(sinks: &Sinks, layout: &StreamLayout, g: &Growth) -> Vec<Full
             split - 2,
         );
     }
-    // `finish` adds attributes at the end of the file: after a frame count that leaves the end
-    // of the file so close to the end of its page that they need a new page, a disk holding
-    // exactly those frames fails there. (The raw sink writes its metadata to a new file in
-    // `finish`, which needs a page after any frame count.)
-    let last = (sinks.frames() / 2..sinks.frames())
-        .find(|&k| !sinks.is_hdf5() || g.length[k as usize + 1] % PAGE + FINISH_GROWTH > PAGE)
-        .unwrap_or_else(|| panic!("{}: no frame count leaves finish needing a new page", sinks.label));
-    if sinks.is_hdf5() {
-        let check = measure(sinks, layout, last + 1);
-        assert!(
-            check.finished > check.used[last as usize + 1],
-            "{}: finish after {} frames took no new page: the size for the final attributes would not test them",
-            sinks.label,
-            last + 1
-        );
-    }
     let frames = sinks.frames();
-    vec![
+    let mut sizes = vec![
         FullDisk { phase: "a frame's data", bytes: g.used[data as usize] + PAGE, frames },
         FullDisk { phase: "chunk index growth", bytes: g.used[split as usize + 1] - PAGE, frames },
-        FullDisk { phase: "the final attributes", bytes: g.used[last as usize + 1], frames: last + 1 },
-    ]
+    ];
+    if sinks.is_hdf5() {
+        // `finish` overwrites attributes made at `begin` in place (`hdf5/format.rs`,
+        // `set_attr`): it takes no new space, so a full disk cannot stop it.
+        let n = frames as usize;
+        assert!(
+            g.finished <= g.used[n],
+            "{}: finish took {} bytes past the last frame's {}: its attributes are not overwritten in place",
+            sinks.label,
+            g.finished,
+            g.used[n]
+        );
+    } else {
+        // The raw sink writes its metadata to a new file in `finish`, Zarr its final
+        // `zarr.json`s: a disk holding exactly half the frames fails there.
+        let last = frames / 2;
+        sizes.push(FullDisk { phase: "the final metadata", bytes: g.used[last as usize + 1], frames: last + 1 });
+    }
+    sizes
 }
 
 /// What one write-until-failure run reported.
@@ -415,16 +414,17 @@ fn a_full_disk_stops_a_swmr_file_between_frames() {
 /// The control: the same sizes, with the HDF5 sink's reservation off, leave files h5py
 /// cannot read. So the sizes do strike where HDF5 is fragile, and the test above can fail.
 ///
-/// Each HDF5 sink must be damaged at one size at least, not at every one any more: since the
-/// sink writes the superblock's end of allocation ahead of each flush (`hdf5/eoa.rs`), a flush
-/// that cannot write its new index nodes, or `finish`'s attributes, may leave a file h5py reads
-/// (seen at the chunk index's growth, and at the final attributes with direct chunk writes).
-/// The test above runs every size with the reservation.
+/// Some HDF5 sink must be damaged at one size at least, not every sink at every size any
+/// more: since the sink writes the superblock's end of allocation ahead of each flush
+/// (`hdf5/eoa.rs`) and `finish` overwrites its attributes in place, a flush that cannot write
+/// its new index nodes may leave a file h5py reads, and `finish` takes no new space (the
+/// uncompressed sink survives both sizes). The test above runs every size with the
+/// reservation.
 #[test]
 fn without_the_reservation_the_same_sizes_damage_hdf5_files() {
     let layout = big_layout();
+    let mut damaged = Vec::new();
     for (which, sinks) in SINKS.iter().enumerate().filter(|(_, s)| s.is_hdf5()) {
-        let mut damaged = Vec::new();
         for &FullDisk { phase, bytes, frames } in &growth_of(which).1 {
             let label = format!("{} without reservation on a {bytes}-byte tmpfs (ENOSPC during {phase})", sinks.label);
             let fs = Tmpfs::mount(bytes);
@@ -440,16 +440,16 @@ fn without_the_reservation_the_same_sizes_damage_hdf5_files() {
                 if out.status.success() { "reads it" } else { "fails" }
             );
             if !out.status.success() {
-                damaged.push(phase);
+                damaged.push((sinks.label, phase));
             }
         }
-        assert!(
-            !damaged.is_empty(),
-            "{}: h5py reads the file at every size: plain HDF5 survived ENOSPC everywhere, so these sizes no \
-             longer test what the reservation protects against",
-            sinks.label
-        );
     }
+    assert!(
+        !damaged.is_empty(),
+        "h5py reads every HDF5 sink's file at every size: plain HDF5 survived ENOSPC everywhere, so these sizes \
+         no longer test what the reservation protects against"
+    );
+    eprintln!("damaged without the reservation: {damaged:?}");
 }
 
 /// Child side of `a_file_size_limit_...`: writes until failure under the limit its parent
@@ -524,19 +524,16 @@ fn a_file_size_limit_keeps_every_reported_frame_readable() {
     for (which, sinks) in SINKS.iter().enumerate().filter(|(_, s)| s.kind != "zarr") {
         let growth = &growth_of(which).0;
         // Limits (in the 512-byte blocks of `ulimit -f`, rounded down) in the middle of a frame's data, at
-        // the index split, within the last frame and, for HDF5, where `finish` passes it.
+        // the index split and within the last frame (HDF5's `finish` takes no new space).
         let n = sinks.frames() as usize;
         // (Compressed frames are a few KiB, against the 200 KiB or so of index metadata the
         // sink reserves per frame: the first limit is at least 256 KiB past the half-way
         // length, so that frames fit before it.)
-        let mut limits = vec![
+        let limits = [
             growth.length[n / 2] + (layout.fields[0].bytes().unwrap_or_default() as u64 / 2).max(256 << 10),
             growth.length[sinks.index_split_write() as usize] + 512,
             growth.length[n] - 100,
         ];
-        if sinks.is_hdf5() {
-            limits.push(growth.length[n] + FINISH_GROWTH / 2);
-        }
         let limits: Vec<u64> = limits.iter().map(|l| l / 512).collect();
         // SIGXFSZ ignored: a write past the limit fails with EFBIG. The HDF5 sink must also
         // survive the default action (the process killed), as it never writes past the limit.

@@ -100,11 +100,20 @@ mod tests {
             }
         }
         assert!(seen.iter().any(|&(b, d, a)| d == b + 1 && a == b), "descriptor counts {seen:?}");
-        let rss = rss_kib()?;
-        let block = vec![1u8; 64 << 20];
-        let grown = rss_kib()?;
-        assert!(grown >= rss + 60 * 1024, "64 MiB touched: {rss} KiB -> {grown} KiB");
-        drop(std::hint::black_box(block));
+        // The same for memory: a parallel test freeing its own memory between the two reads
+        // can hide our 64 MiB in one attempt (seen once in a whole workspace run).
+        let mut grew = Vec::new();
+        for _ in 0..5 {
+            let rss = rss_kib()?;
+            let block = vec![1u8; 64 << 20];
+            let grown = rss_kib()?;
+            drop(std::hint::black_box(block));
+            grew.push((rss, grown));
+            if grown >= rss + 60 * 1024 {
+                break;
+            }
+        }
+        assert!(grew.iter().any(|&(rss, grown)| grown >= rss + 60 * 1024), "64 MiB touched: RSS KiB {grew:?}");
         Ok(())
     }
 }

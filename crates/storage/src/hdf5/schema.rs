@@ -222,6 +222,8 @@ fn create_stream(
     for (k, v) in &attrs {
         set_attr(&group, k, v).map_err(|e| format!("attribute {k:?}: {e}"))?;
     }
+    // Both made now, so that `finish` overwrites them in place ([`mark_complete`]).
+    set_attr(&group, "frames", &AttrValue::from(0u64))?;
     set_bool(&group, "complete", false)?;
     let frames = if plan.full_length { s.capacity().unwrap_or(0) } else { 0 };
     let frames = usize::try_from(frames).map_err(|_| format!("{frames} frames do not fit this host"))?;
@@ -320,8 +322,10 @@ pub(crate) fn write_step(sets: &StreamSets, n: usize, step: u64) -> hdf5::Result
 
 /// Writes the end of a run: each stream's `frames` and `complete` (as `outcome` defines it:
 /// its frames are its expected ones and nothing failed), then the file's `complete`, true
-/// when every stream is, those an append kept too (`others_complete`). With `swmr` the
-/// attributes made before SWMR started are overwritten in place (see `swmr`).
+/// when every stream is, those an append kept too (`others_complete`). All of them exist
+/// since the stream's or the file's creation and are overwritten in place (`set_attr`), so a
+/// kill in the flush that follows cannot leave a header pointing at a chunk never written.
+/// With `swmr` the attributes made before SWMR started are overwritten (see `swmr`).
 pub(crate) fn mark_complete(
     file: &File,
     streams: &[StreamSets],
