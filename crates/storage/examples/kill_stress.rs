@@ -8,7 +8,9 @@
 //! a copy of a file holding 40 frames of two incomplete streams, as `wgpipe run --resume`
 //! does after a kill: the file is what a writer killed after 40 frames left),
 //! `append-stopped` (the same from a file whose writer stopped after 40 frames and finished
-//! it: `--resume` after Ctrl-C), `deflate`, `swmr`, `chunk_frames=N`. Defaults: 300 kills, no options.
+//! it: `--resume` after Ctrl-C), `deflate`, `swmr`, `chunk_frames=N`, `compression=SPEC` (as
+//! `output.compression`: `compression=blosc-lz4:5` needs `--features blosc`; the frames are
+//! compared bit for bit, so not ZFP). Defaults: 300 kills, no options.
 //!
 //! Each child opens the sink, prints `begun`, then writes frames of two 32×32 streams, two
 //! fields each, as fast as the sink takes them, printing the count of frames per stream
@@ -65,7 +67,14 @@ fn options(path: &Path, opts: &str) -> Result<SinkOptions> {
             None if opt == "deflate" => o.with_compression(Compression::Deflate(4)),
             None if opt == "swmr" => o.with_swmr(true),
             Some(("chunk_frames", n)) => o.with_chunk_frames(n.parse().context("chunk_frames=N")?),
-            _ => bail!("unknown option {opt:?}: use append, append-stopped, deflate, swmr, chunk_frames=N"),
+            Some(("compression", spec)) => {
+                let c: Compression = spec.parse().map_err(|e| anyhow::anyhow!("compression={spec}: {e}"))?;
+                c.check_available().map_err(|e| anyhow::anyhow!("compression={spec}: {e}"))?;
+                o.with_compression(c)
+            }
+            _ => bail!(
+                "unknown option {opt:?}: use append, append-stopped, deflate, swmr, chunk_frames=N, compression=SPEC"
+            ),
         };
     }
     Ok(o)

@@ -120,6 +120,10 @@ fn h5py_reads_deflate_chunks_from_one_and_several_threads_bit_identical() {
     }
 }
 
+/// c-blosc's thread pool is one per process: the blosc tests take turns.
+#[cfg(feature = "blosc")]
+static BLOSC_POOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Blosc compresses a chunk's blocks on c-blosc's own pool, sized by `compression_threads`:
 /// the data reads back bit-identical (through wgpipe's reader, which has the blosc filter;
 /// h5py would need the hdf5plugin package) with 1 and with 3 threads, and the pool has the
@@ -127,6 +131,7 @@ fn h5py_reads_deflate_chunks_from_one_and_several_threads_bit_identical() {
 #[cfg(feature = "blosc")]
 #[test]
 fn blosc_compresses_on_as_many_threads_as_asked_and_reads_back() {
+    let _pool = BLOSC_POOL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = tempdir();
     let layout = layout();
     for threads in [3usize, 1] {
@@ -146,4 +151,39 @@ fn blosc_compresses_on_as_many_threads_as_asked_and_reads_back() {
         let out = wgpipe_storage::open_output(&h5).unwrap();
         common::assert_holds(&out, &layout, &[FRAMES, FRAMES], &format!("blosc-zstd:5, {threads} threads"));
     }
+}
+
+/// Blosc at one frame per chunk, streams of known lengths: every chunk is made at `begin`
+/// (the datasets have their full extents before the first frame: a frame then changes one
+/// index entry in place, see `preallocate`), and a run that stops early is cut to its frames,
+/// which read back bit-identical.
+#[cfg(feature = "blosc")]
+#[test]
+fn blosc_of_known_lengths_is_laid_out_at_begin_and_cut_to_its_frames() {
+    let _pool = BLOSC_POOL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = tempdir();
+    let mut layout = layout();
+    for s in &mut layout.streams {
+        s.expected_frames = Some(2 * FRAMES);
+    }
+    let h5 = dir.path().join("blosc-known.h5");
+    let mut sink = open_sink("hdf5", &SinkOptions::new(&h5).with_compression(Compression::BloscLz4(5))).unwrap();
+    sink.begin(&layout).unwrap();
+    // The same process opening the file sees the sink's open file, flushed at `begin`.
+    let extents: Vec<usize> = {
+        let f = hdf5::File::open(&h5).unwrap();
+        ["s0/u", "s1/flat", "s0/steps"].iter().map(|d| f.dataset(d).unwrap().shape()[0]).collect()
+    };
+    assert_eq!(extents, [2 * FRAMES as usize; 3], "datasets at begin");
+    for i in 0..FRAMES {
+        for s in 0..layout.streams.len() {
+            let data = (0..layout.fields.len()).flat_map(|f| field_data(&layout, s, f, i)).collect();
+            sink.write(&Frame::new(s, i, 10 * (i + 1) + s as u64, data)).unwrap();
+        }
+    }
+    sink.finish().unwrap();
+    let out = wgpipe_storage::open_output(&h5).unwrap();
+    common::assert_holds(&out, &layout, &[FRAMES, FRAMES], "blosc-lz4:5 of known lengths");
+    let f = hdf5::File::open(&h5).unwrap();
+    assert_eq!(f.dataset("s0/u").unwrap().shape()[0], FRAMES as usize, "cut to the frames written");
 }

@@ -243,7 +243,10 @@ impl Hdf5Backend {
             && cfg!(target_endian = "little");
         // Compressed streams of known lengths, one frame per chunk, not too many chunks: every
         // chunk made at `begin` (see `preallocate`, and there why not chunks of several frames).
-        let indexed = direct_candidate
+        // Deflate's chunks are written directly; blosc's through HDF5's filter, which writes a
+        // whole chunk as direct writes do: new space, then its one index entry changed in place.
+        let blosc_one_frame = self.options.compression.is_blosc() && self.options.chunk_frames == 1;
+        let indexed = (direct_candidate || blosc_one_frame)
             && super::preallocate::counts_known(&self.options, layout)
             && super::preallocate::chunk_count(layout, &chunks) <= super::preallocate::MAX_INDEXED_CHUNKS;
         if preallocated {
