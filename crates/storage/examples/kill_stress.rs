@@ -120,8 +120,30 @@ fn killed_base(exe: &Path, kind: &str, base: &Path, opts: &str) -> Result<()> {
     Ok(())
 }
 
+/// The largest difference a value may read back with: ZFP's accuracy (`compression=zfp:...`
+/// in `opts`), else none: the frames must read back bit for bit.
+fn tolerance(opts: &str) -> Option<f64> {
+    let mut tolerance = None;
+    for opt in opts.split(',') {
+        if let Some(spec) = opt.strip_prefix("compression=")
+            && let Ok(Compression::Zfp(t)) = spec.parse::<Compression>()
+        {
+            tolerance = Some(t.get());
+        }
+    }
+    tolerance
+}
+
+/// Whether `got` reads back as `want`: bit for bit, or within `tolerance` (ZFP).
+fn same(got: f32, want: f32, tolerance: Option<f64>) -> bool {
+    match tolerance {
+        None => got.to_bits() == want.to_bits(),
+        Some(t) => (f64::from(got) - f64::from(want)).abs() <= t,
+    }
+}
+
 /// What one kill left.
-fn classify(path: &Path, reported: u64) -> &'static str {
+fn classify(path: &Path, reported: u64, tolerance: Option<f64>) -> &'static str {
     if std::fs::symlink_metadata(path).is_err() {
         return "no output yet";
     }
@@ -142,7 +164,7 @@ fn classify(path: &Path, reported: u64) -> &'static str {
             for f in 0..2 {
                 let good = out
                     .read_f32(s, f, i)
-                    .is_ok_and(|v| v.iter().enumerate().all(|(k, x)| x.to_bits() == value(s, f, i, k).to_bits()));
+                    .is_ok_and(|v| v.iter().enumerate().all(|(k, x)| same(*x, value(s, f, i, k), tolerance)));
                 if !good && i < reported {
                     eprintln!("{}: frame {i} of stream {s}, field {f}, reads wrong or fails", path.display());
                     return "reported frames lost";
@@ -167,6 +189,7 @@ fn main() -> Result<()> {
     let kills: usize = args.get(1).map_or(Ok(300), |k| k.parse()).context("KILLS must be a whole number")?;
     let kind = args.get(2).map_or("hdf5", String::as_str);
     let opts = args.get(3).map_or("", String::as_str);
+    let tolerance = tolerance(opts);
     let base = dir.join(format!("kill-stress-base-{}", std::process::id()));
     let exe = std::env::current_exe().context("finding this executable")?;
     let without_append = opts.split(',').filter(|o| !o.starts_with("append")).collect::<Vec<_>>().join(",");
@@ -235,7 +258,7 @@ fn main() -> Result<()> {
             bail!("the child ended before its kill: {status}");
         }
         most = most.max(reported);
-        let verdict = classify(&path, reported);
+        let verdict = classify(&path, reported, tolerance);
         *counts.entry(verdict).or_default() += 1;
         // KILL_STRESS_KEEP=1 keeps the outputs that lost a reported frame, to look into.
         if !(verdict == "reported frames lost" && std::env::var_os("KILL_STRESS_KEEP").is_some()) {

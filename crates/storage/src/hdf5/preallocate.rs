@@ -63,9 +63,10 @@
 //! cost: `begin` writes every chunk's fill value and index entry ([`indexed_bytes_bound`]),
 //! and a frame two flushes.
 //!
-//! Only for one frame per chunk (deflate's direct chunk writes of `direct`, and blosc, whose
-//! chunks HDF5's filter writes whole, as new space and one changed entry: `kill_stress`,
-//! 2000 kills, 6 reported frames lost growing, 0 made at `begin`): a chunk of several
+//! Only for one frame per chunk (deflate's direct chunk writes of `direct`, and blosc and
+//! ZFP, whose chunks HDF5's filter writes whole, as new space and one changed entry:
+//! `kill_stress`, 2000 kills, 6 and 3 reported frames lost growing, 0 made at `begin`): a
+//! chunk of several
 //! frames is rewritten whole, compressed, at every frame, and HDF5 frees its old space
 //! before it allocates the new; when the old chunk ends the file, freeing it shrinks the
 //! file (HDF5 does that whatever the file-space strategy) and the new chunk is written over

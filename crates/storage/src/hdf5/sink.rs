@@ -243,10 +243,13 @@ impl Hdf5Backend {
             && cfg!(target_endian = "little");
         // Compressed streams of known lengths, one frame per chunk, not too many chunks: every
         // chunk made at `begin` (see `preallocate`, and there why not chunks of several frames).
-        // Deflate's chunks are written directly; blosc's through HDF5's filter, which writes a
-        // whole chunk as direct writes do: new space, then its one index entry changed in place.
-        let blosc_one_frame = self.options.compression.is_blosc() && self.options.chunk_frames == 1;
-        let indexed = (direct_candidate || blosc_one_frame)
+        // Deflate's chunks are written directly; blosc's and ZFP's through HDF5's filter, which
+        // writes a whole chunk as direct writes do: new space, then its one index entry
+        // changed in place.
+        let filtered_one_frame = (self.options.compression.is_blosc()
+            || matches!(self.options.compression, Compression::Zfp(_)))
+            && self.options.chunk_frames == 1;
+        let indexed = (direct_candidate || filtered_one_frame)
             && super::preallocate::counts_known(&self.options, layout)
             && super::preallocate::chunk_count(layout, &chunks) <= super::preallocate::MAX_INDEXED_CHUNKS;
         if preallocated {
