@@ -80,9 +80,17 @@ fn killed_hdf5(path: &std::path::Path) {
 fn a_killed_file_laid_out_whole_is_resumed_in_place_or_on_a_copy() {
     use std::os::unix::fs::MetadataExt;
     let dir = tempdir();
-    for restart_with_other_attributes in [false, true] {
-        let path = dir.path().join(format!("resumed-{restart_with_other_attributes}.h5"));
+    // (restart a stream with other attributes, the file of an older version whose stream
+    // groups got `frames` only at finish): both change the structure, so both go on a copy.
+    for (restart_with_other_attributes, older) in [(false, false), (true, false), (false, true)] {
+        let path = dir.path().join(format!("resumed-{restart_with_other_attributes}-{older}.h5"));
         killed_hdf5(&path);
+        if older {
+            let f = hdf5::File::open_rw(&path).unwrap();
+            for stream in &layout(Some(10)).streams {
+                f.group(&stream.name).unwrap().delete_attr("frames").unwrap();
+            }
+        }
         let frames = |ds: &str| hdf5::File::open(&path).unwrap().dataset(ds).unwrap().shape()[0];
         assert_eq!(frames("dev0/u"), 10, "a killed file keeps its datasets laid out whole");
         let inode = std::fs::metadata(&path).unwrap().ino();
@@ -96,7 +104,7 @@ fn a_killed_file_laid_out_whole_is_resumed_in_place_or_on_a_copy() {
         let mut sink = open_sink("hdf5", &SinkOptions::new(&path).with_append(true)).unwrap();
         sink.begin(&l).unwrap();
         let copied = std::fs::metadata(&path).unwrap().ino() != inode;
-        assert_eq!(copied, restart_with_other_attributes, "in place unless the structure changes");
+        assert_eq!(copied, restart_with_other_attributes || older, "in place unless the structure changes");
         let first = if restart_with_other_attributes { 0 } else { K[0] };
         for i in first..10 {
             sink.write(&frame(&l, 0, i)).unwrap();
@@ -114,5 +122,12 @@ fn a_killed_file_laid_out_whole_is_resumed_in_place_or_on_a_copy() {
         let out = open_output(&path).unwrap();
         assert_holds(&out, &l, &[10, 10], "resumed");
         assert!(out.complete());
+        let f = hdf5::File::open(&path).unwrap();
+        let counts: Vec<i64> = l
+            .streams
+            .iter()
+            .map(|s| f.group(&s.name).unwrap().attr("frames").unwrap().read_scalar().unwrap())
+            .collect();
+        assert_eq!(counts, [10, 10], "frames written by finish");
     }
 }

@@ -60,8 +60,12 @@ pub(crate) struct Plan {
 /// their values and the file says it is not complete. Any other append changes the file's
 /// structure, which `sink` then does on a copy (see `copy`).
 pub(crate) fn appends_in_place(file: &File, layout: &StreamLayout, in_place: &[String]) -> bool {
+    // A stream made before `frames` was made with it (older versions) would have `finish`
+    // create it in place: such a file continues on a copy (`continue_stream` makes it there).
     let stream_attrs_hold = |s: &StreamInfo| {
-        file.group(&s.name).is_ok_and(|g| s.attributes.iter().all(|(k, v)| super::format::holds(&g, k, v)))
+        file.group(&s.name).is_ok_and(|g| {
+            s.attributes.iter().all(|(k, v)| super::format::holds(&g, k, v)) && g.attr(FRAMES_ATTR).is_ok()
+        })
     };
     layout.streams.iter().all(|s| in_place.contains(&s.name) && stream_attrs_hold(s))
         && layout.attributes.iter().all(|(k, v)| super::format::holds(file, k, v))
@@ -176,6 +180,12 @@ fn continue_stream(file: &File, layout: &StreamLayout, s: &StreamInfo, plan: &Pl
     let steps = group.dataset(STEPS_NAME)?;
     let sets = StreamSets { group, fields, steps };
     let kept = usize::try_from(s.kept_frames).map_err(|_| format!("{} frames do not fit this host", s.kept_frames))?;
+    // A stream of an older version has no `frames`: made now, so that `finish` overwrites it
+    // in place as it does a new stream's. (Such a file is continued on a copy:
+    // `appends_in_place`.)
+    if sets.group.attr(FRAMES_ATTR).is_err() {
+        set_attr(&sets.group, FRAMES_ATTR, &AttrValue::from(0u64))?;
+    }
     if plan.in_place.contains(&s.name) {
         // The frames after the kept ones are taken out by their steps, in place; a stream
         // restarted from frame 0 takes this run's attributes (no change when they hold).
@@ -203,6 +213,9 @@ fn continue_stream(file: &File, layout: &StreamLayout, s: &StreamInfo, plan: &Pl
     Ok(sets)
 }
 
+/// A stream group's frame count: made with the group (0), written by `finish`.
+const FRAMES_ATTR: &str = "frames";
+
 /// Creates the group of stream `s` (numbered `index` in the file): its attributes, a dataset
 /// per field, `steps`, and the netCDF-4 dimensions. The one place stream groups are made.
 fn create_stream(
@@ -223,7 +236,7 @@ fn create_stream(
         set_attr(&group, k, v).map_err(|e| format!("attribute {k:?}: {e}"))?;
     }
     // Both made now, so that `finish` overwrites them in place ([`mark_complete`]).
-    set_attr(&group, "frames", &AttrValue::from(0u64))?;
+    set_attr(&group, FRAMES_ATTR, &AttrValue::from(0u64))?;
     set_bool(&group, "complete", false)?;
     let frames = if plan.full_length { s.capacity().unwrap_or(0) } else { 0 };
     let frames = usize::try_from(frames).map_err(|_| format!("{frames} frames do not fit this host"))?;
@@ -338,7 +351,7 @@ pub(crate) fn mark_complete(
         if swmr {
             super::swmr::overwrite(&sets.group, n, complete)?;
         } else {
-            set_attr(&sets.group, "frames", &AttrValue::from(n))?;
+            set_attr(&sets.group, FRAMES_ATTR, &AttrValue::from(n))?;
             set_bool(&sets.group, "complete", complete)?;
         }
     }

@@ -11,8 +11,8 @@ use super::format::{chunk_shapes, h5err, with_elem_type, write_frame_slab};
 use super::reserve::Reserve;
 use super::schema::{NO_STEP, Plan, STEPS_CHUNK, StreamSets};
 use crate::error::{Error, Result};
-use crate::frame::Fields;
 use crate::frame::Frame;
+use crate::frame::{DType, Fields};
 use crate::options::{Compression, SinkOptions};
 use crate::prepare::{OutputKind, Staged};
 use crate::protocol::{Backend, Checked, Outcome};
@@ -246,8 +246,11 @@ impl Hdf5Backend {
         // Deflate's chunks are written directly; blosc's and ZFP's through HDF5's filter, which
         // writes a whole chunk as direct writes do: new space, then its one index entry
         // changed in place.
+        // (ZFP leaves other element types unfiltered: early allocation would lay them out
+        // whole, which the space checks only count for uncompressed outputs.)
+        let all_floats = layout.fields.iter().all(|f| matches!(f.dtype, DType::F32 | DType::F64));
         let filtered_one_frame = (self.options.compression.is_blosc()
-            || matches!(self.options.compression, Compression::Zfp(_)))
+            || (matches!(self.options.compression, Compression::Zfp(_)) && all_floats))
             && self.options.chunk_frames == 1;
         let indexed = (direct_candidate || filtered_one_frame)
             && super::preallocate::counts_known(&self.options, layout)
