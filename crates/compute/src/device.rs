@@ -143,6 +143,32 @@ impl GpuDevice {
         }
     }
 
+    /// One GPU round trip: submits `encoder`, which fills `buffer` (mappable for reading),
+    /// waits for it, and returns what `read` makes of the mapped bytes, the buffer unmapped
+    /// again.
+    pub(crate) fn submit_and_read<R>(
+        &self,
+        encoder: wgpu::CommandEncoder,
+        buffer: &wgpu::Buffer,
+        read: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R> {
+        let (tx, rx) = mpsc::channel();
+        encoder.map_buffer_on_submit(buffer, wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        let submission = self.queue.submit([encoder.finish()]);
+        self.wait(submission)?;
+        self.mapped_result(&rx)?;
+        let value = {
+            let view = buffer
+                .get_mapped_range(..)
+                .map_err(|e| Error::Gpu { device: self.label.clone(), message: e.to_string() })?;
+            read(&view)
+        };
+        buffer.unmap();
+        Ok(value)
+    }
+
     /// Runs `f` (resource creation) and returns the first validation or out-of-memory error it
     /// caused, so that a bad shader or an oversized buffer is an error, not a panic.
     pub fn scoped<T>(&self, what: &str, f: impl FnOnce(&wgpu::Device) -> T) -> Result<T> {

@@ -438,20 +438,6 @@ impl FieldSim {
             let current = &pair[self.current_side()];
             encoder.copy_buffer_to_buffer(current, 0, &staging, k as u64 * field_bytes, field_bytes);
         }
-        let (tx, rx) = std::sync::mpsc::channel();
-        encoder.map_buffer_on_submit(&staging, wgpu::MapMode::Read, .., move |r| {
-            let _ = tx.send(r);
-        });
-        let submission = self.gpu.queue().submit([encoder.finish()]);
-        self.gpu.wait(submission)?;
-        self.gpu.mapped_result(&rx)?;
-        let values = {
-            let view = staging
-                .get_mapped_range(..)
-                .map_err(|e| Error::Gpu { device: self.gpu.label().to_owned(), message: e.to_string() })?;
-            bytemuck::pod_collect_to_vec::<u8, f32>(&view)
-        };
-        staging.unmap();
-        Ok(values)
+        self.gpu.submit_and_read(encoder, &staging, bytemuck::pod_collect_to_vec::<u8, f32>)
     }
 }

@@ -122,16 +122,11 @@ fn killed_base(exe: &Path, kind: &str, base: &Path, opts: &str) -> Result<()> {
 
 /// The largest difference a value may read back with: ZFP's accuracy (`compression=zfp:...`
 /// in `opts`), else none: the frames must read back bit for bit.
-fn tolerance(opts: &str) -> Option<f64> {
-    let mut tolerance = None;
-    for opt in opts.split(',') {
-        if let Some(spec) = opt.strip_prefix("compression=")
-            && let Ok(Compression::Zfp(t)) = spec.parse::<Compression>()
-        {
-            tolerance = Some(t.get());
-        }
-    }
-    tolerance
+fn tolerance(opts: &str) -> Result<Option<f64>> {
+    Ok(match options(Path::new("."), opts)?.compression {
+        Compression::Zfp(t) => Some(t.get()),
+        _ => None,
+    })
 }
 
 /// Whether `got` reads back as `want`: bit for bit, or within `tolerance` (ZFP).
@@ -189,7 +184,7 @@ fn main() -> Result<()> {
     let kills: usize = args.get(1).map_or(Ok(300), |k| k.parse()).context("KILLS must be a whole number")?;
     let kind = args.get(2).map_or("hdf5", String::as_str);
     let opts = args.get(3).map_or("", String::as_str);
-    let tolerance = tolerance(opts);
+    let tolerance = tolerance(opts)?;
     let base = dir.join(format!("kill-stress-base-{}", std::process::id()));
     let exe = std::env::current_exe().context("finding this executable")?;
     let without_append = opts.split(',').filter(|o| !o.starts_with("append")).collect::<Vec<_>>().join(",");

@@ -15,7 +15,7 @@ use std::process::Command;
 
 use common::{field_data, python, tempdir};
 use serde_json::Value;
-use wgpipe_storage::{Compression, DType, FieldSpec, Frame, SinkOptions, StreamInfo, StreamLayout, open_sink};
+use wgpipe_storage::{Compression, DType, FieldSpec, Frame, Sink, SinkOptions, StreamInfo, StreamLayout, open_sink};
 
 /// Frames per stream: with 3 frames per chunk (compressed by HDF5 itself, which the thread
 /// count must not change), one full chunk and one partial one.
@@ -120,6 +120,19 @@ fn h5py_reads_deflate_chunks_from_one_and_several_threads_bit_identical() {
     }
 }
 
+/// Writes frames 0 to `FRAMES` - 1 of every stream of `layout` (`field_data`, step
+/// 10 (i + 1) + stream), then finishes.
+#[cfg(feature = "blosc")]
+fn write_frames(sink: &mut dyn Sink, layout: &StreamLayout) {
+    for i in 0..FRAMES {
+        for s in 0..layout.streams.len() {
+            let data = (0..layout.fields.len()).flat_map(|f| field_data(layout, s, f, i)).collect();
+            sink.write(&Frame::new(s, i, 10 * (i + 1) + s as u64, data)).unwrap();
+        }
+    }
+    sink.finish().unwrap();
+}
+
 /// c-blosc's thread pool is one per process: the blosc tests take turns.
 #[cfg(feature = "blosc")]
 static BLOSC_POOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -141,13 +154,7 @@ fn blosc_compresses_on_as_many_threads_as_asked_and_reads_back() {
         let mut sink = open_sink("hdf5", &options).unwrap();
         sink.begin(&layout).unwrap();
         assert_eq!(hdf5::filters::blosc_get_nthreads() as usize, threads, "c-blosc's pool after begin");
-        for i in 0..FRAMES {
-            for s in 0..layout.streams.len() {
-                let data = (0..layout.fields.len()).flat_map(|f| field_data(&layout, s, f, i)).collect();
-                sink.write(&Frame::new(s, i, 10 * (i + 1) + s as u64, data)).unwrap();
-            }
-        }
-        sink.finish().unwrap();
+        write_frames(sink.as_mut(), &layout);
         let out = wgpipe_storage::open_output(&h5).unwrap();
         common::assert_holds(&out, &layout, &[FRAMES, FRAMES], &format!("blosc-zstd:5, {threads} threads"));
     }
@@ -175,13 +182,7 @@ fn blosc_of_known_lengths_is_laid_out_at_begin_and_cut_to_its_frames() {
         ["s0/u", "s1/flat", "s0/steps"].iter().map(|d| f.dataset(d).unwrap().shape()[0]).collect()
     };
     assert_eq!(extents, [2 * FRAMES as usize; 3], "datasets at begin");
-    for i in 0..FRAMES {
-        for s in 0..layout.streams.len() {
-            let data = (0..layout.fields.len()).flat_map(|f| field_data(&layout, s, f, i)).collect();
-            sink.write(&Frame::new(s, i, 10 * (i + 1) + s as u64, data)).unwrap();
-        }
-    }
-    sink.finish().unwrap();
+    write_frames(sink.as_mut(), &layout);
     let out = wgpipe_storage::open_output(&h5).unwrap();
     common::assert_holds(&out, &layout, &[FRAMES, FRAMES], "blosc-lz4:5 of known lengths");
     let f = hdf5::File::open(&h5).unwrap();

@@ -16,8 +16,6 @@
 //!
 //! How the blocks talk (MPI) is the caller's: this module knows only one block.
 
-use std::sync::mpsc;
-
 use super::AnalysisSpec;
 use super::reducer::{FieldReducer, PdfSlices, Phases};
 use crate::device::GpuDevice;
@@ -44,6 +42,8 @@ impl BlockStatistics {
 /// The analysis of [`AnalysisSpec`] on one block of a split grid; see the module docs.
 pub struct BlockAnalysis {
     gpu: GpuDevice,
+    /// The kernel's name, for errors.
+    kernel: String,
     reducer: FieldReducer,
     /// Indices of the analysed fields among the kernel's.
     fields: Vec<usize>,
@@ -118,7 +118,7 @@ impl BlockAnalysis {
                 mapped_at_creation: false,
             })
         })?;
-        Ok(BlockAnalysis { gpu, reducer, fields: spec.fields.clone(), interiors, readback })
+        Ok(BlockAnalysis { gpu, kernel: kernel.clone(), reducer, fields: spec.fields.clone(), interiors, readback })
     }
 
     /// Bytes the analysis adds behind the block's fields in a frame: the whole grid's
@@ -213,12 +213,12 @@ impl BlockAnalysis {
         Ok(())
     }
 
+    /// A caller's combination that does not fit this analysis.
     fn mismatch(&self, given: String) -> Error {
-        Error::InvalidBlock {
-            what: "analysis".to_owned(),
-            global: String::new(),
+        Error::InvalidKernel {
+            kernel: self.kernel.clone(),
             message: format!(
-                "given {given} for {} analysed fields of {} counts each",
+                "its block's analysis was given {given}: give one per analysed field ({}), with {} counts each",
                 self.fields.len(),
                 self.pdf_len()
             ),
@@ -228,21 +228,6 @@ impl BlockAnalysis {
     /// Submits `encoder`, which fills the first `bytes` of the readback buffer, and reads
     /// them as 4-byte values.
     fn read<T: bytemuck::Pod>(&self, encoder: wgpu::CommandEncoder, bytes: u64) -> Result<Vec<T>> {
-        let (tx, rx) = mpsc::channel();
-        encoder.map_buffer_on_submit(&self.readback, wgpu::MapMode::Read, .., move |r| {
-            let _ = tx.send(r);
-        });
-        let submission = self.gpu.queue().submit([encoder.finish()]);
-        self.gpu.wait(submission)?;
-        self.gpu.mapped_result(&rx)?;
-        let values = {
-            let view = self
-                .readback
-                .get_mapped_range(..)
-                .map_err(|e| Error::Gpu { device: self.gpu.label().to_owned(), message: e.to_string() })?;
-            bytemuck::pod_collect_to_vec(&view[..bytes as usize])
-        };
-        self.readback.unmap();
-        Ok(values)
+        self.gpu.submit_and_read(encoder, &self.readback, |view| bytemuck::pod_collect_to_vec(&view[..bytes as usize]))
     }
 }

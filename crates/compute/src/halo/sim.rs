@@ -1,8 +1,6 @@
 //! [`BlockSim`]: a field-stencil kernel on one block, with ghost layers and the GPU copies
 //! that fill and drain them.
 
-use std::sync::mpsc;
-
 use super::{Block, Faces};
 use crate::device::GpuDevice;
 use crate::error::{Error, Result};
@@ -273,24 +271,12 @@ impl BlockSim {
         let mut encoder = gpu.device().create_command_encoder(&Default::default());
         self.encode_halo(&mut encoder, &self.pack);
         encoder.copy_buffer_to_buffer(&self.faces, 0, &self.staging, 0, self.faces.size());
-        let (tx, rx) = mpsc::channel();
-        encoder.map_buffer_on_submit(&self.staging, wgpu::MapMode::Read, .., move |r| {
-            let _ = tx.send(r);
-        });
-        let submission = gpu.queue().submit([encoder.finish()]);
-        gpu.wait(submission)?;
-        gpu.mapped_result(&rx)?;
         let mut faces = self.layout.clone();
-        {
-            let view = self
-                .staging
-                .get_mapped_range(..)
-                .map_err(|e| Error::Gpu { device: gpu.label().to_owned(), message: e.to_string() })?;
+        gpu.submit_and_read(encoder, &self.staging, |view| {
             let values: &mut [u8] = bytemuck::cast_slice_mut(faces.as_mut_slice());
             let bytes = values.len();
             values.copy_from_slice(&view[..bytes]);
-        }
-        self.staging.unmap();
+        })?;
         Ok(faces)
     }
 

@@ -69,7 +69,7 @@ impl BlockFrames {
     /// still joins both combinations (with nothing of its own), so that no rank waits.
     fn analyse(&mut self) -> Option<Vec<Vec<u32>>> {
         let analysis = self.analysis.as_ref()?;
-        let n = self.analysis_fields();
+        let n = analysis.fields();
         let mine = match self.failed {
             None => analysis.statistics(&self.sim).unwrap_or_else(|e| {
                 self.failed.get_or_insert(format!("analysing the block: {e}"));
@@ -87,10 +87,6 @@ impl BlockFrames {
             Some(_) => vec![vec![0; analysis.pdf_len()]; n],
         };
         Some(combine_counts(&self.topology.cart, &counts))
-    }
-
-    fn analysis_fields(&self) -> usize {
-        self.analysis.as_ref().map_or(0, BlockAnalysis::fields)
     }
 
     /// Bytes of the block's stored fields, which lead each frame.
