@@ -20,7 +20,7 @@
 //! opens the output with `open_output`, reads every frame and sorts the kill into: no output
 //! yet, fine, the in-flight frame (never reported) unreadable or wrong, reported frames lost
 //! or wrong, or the output does not open. A child that is not killed is an error.
-//! `KILL_STRESS_KEEP=1` keeps the outputs that lost a reported frame.
+//! `KILL_STRESS_KEEP=1` keeps the outputs that lost a reported frame or do not open.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -255,8 +255,10 @@ fn main() -> Result<()> {
         most = most.max(reported);
         let verdict = classify(&path, reported, tolerance);
         *counts.entry(verdict).or_default() += 1;
-        // KILL_STRESS_KEEP=1 keeps the outputs that lost a reported frame, to look into.
-        if !(verdict == "reported frames lost" && std::env::var_os("KILL_STRESS_KEEP").is_some()) {
+        // KILL_STRESS_KEEP=1 keeps the outputs that lost a reported frame or do not open, to
+        // look into.
+        let damaged = matches!(verdict, "reported frames lost" | "output does not open");
+        if !(damaged && std::env::var_os("KILL_STRESS_KEEP").is_some()) {
             remove_output(&path)?;
         }
     }

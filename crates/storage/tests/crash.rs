@@ -131,3 +131,48 @@ fn a_killed_file_laid_out_whole_is_resumed_in_place_or_on_a_copy() {
         assert_eq!(counts, [10, 10], "frames written by finish");
     }
 }
+
+/// Offsets of the chunk index nodes in the HDF5 file `bytes` (v1 B-tree nodes of raw data
+/// chunks: the signature `TREE`, then node type 1).
+#[cfg(feature = "hdf5")]
+fn chunk_index_nodes(bytes: &[u8]) -> Vec<usize> {
+    bytes.windows(5).enumerate().filter(|(_, w)| w[..4] == *b"TREE" && w[4] == 1).map(|(at, _)| at).collect()
+}
+
+/// A chunk of several compressed frames is rewritten as new space while its index entry
+/// changes in place, and a growing stream adds entries to nodes that describe frames already
+/// stored; Linux cuts a killed `pwrite` at a page boundary: every chunk index node of such an
+/// output must start a page (each fits in one), so that a kill leaves a node all old or all
+/// new, never an entry with the new chunk's size and the old chunk's address.
+#[cfg(feature = "hdf5")]
+#[test]
+fn rewritten_hdf5_index_nodes_each_lie_in_one_page() {
+    use wgpipe_storage::Compression;
+    let dir = tempdir();
+    let deflate = Compression::Deflate(4);
+    // Several frames per chunk, of known and unknown length; one frame per chunk growing,
+    // compressed and not.
+    let cases = [
+        ("several", deflate, 4, Some(40)),
+        ("several-growing", deflate, 4, None),
+        ("one-growing", deflate, 1, None),
+        ("uncompressed-growing", Compression::None, 1, None),
+    ];
+    for (label, compression, chunk_frames, expected) in cases {
+        let path = dir.path().join(format!("{label}.h5"));
+        let l = layout(expected);
+        let options = SinkOptions::new(&path).with_compression(compression).with_chunk_frames(chunk_frames);
+        let mut sink = open_sink("hdf5", &options).unwrap();
+        sink.begin(&l).unwrap();
+        for i in 0..24 {
+            sink.write(&frame(&l, 0, i)).unwrap();
+            sink.write(&frame(&l, 1, i)).unwrap();
+        }
+        // Flushed after every frame: what a kill now would leave.
+        let nodes = chunk_index_nodes(&std::fs::read(&path).unwrap());
+        assert!(nodes.len() >= 6, "{label}: {} chunk index nodes: one per dataset expected", nodes.len());
+        let off_page: Vec<_> = nodes.iter().filter(|&&at| at % 4096 != 0).collect();
+        assert!(off_page.is_empty(), "{label}: index nodes not at a page: {off_page:?} of {nodes:?}");
+        sink.finish().unwrap();
+    }
+}

@@ -233,7 +233,7 @@ mod tests {
     fn the_recorded_end_covers_a_chunk_written_before_the_flush() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.h5");
-        let file = super::super::swmr::create_file(&path, false).unwrap();
+        let file = super::super::swmr::create_file(&path, false, false).unwrap();
         let ds = file.new_dataset::<u8>().chunk([1, 4096]).shape((1.., 4096)).create("d").unwrap();
         file.flush().unwrap();
         let ahead = EndAhead::open(&path).unwrap().unwrap();
@@ -264,7 +264,7 @@ mod tests {
     fn a_rewritten_chunk_does_not_overwrite_the_one_the_index_on_disk_names() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.h5");
-        let file = super::super::swmr::create_file(&path, false).unwrap();
+        let file = super::super::swmr::create_file(&path, false, false).unwrap();
         let ds = file.new_dataset::<f32>().chunk([4, 4096]).deflate(6).shape((0.., 4096)).create("d").unwrap();
         let mut x = 1u32;
         let mut frame = || -> Vec<f32> {
@@ -295,7 +295,7 @@ mod tests {
     fn a_swmr_file_is_left_alone() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.h5");
-        let file = super::super::swmr::create_file(&path, true).unwrap();
+        let file = super::super::swmr::create_file(&path, true, false).unwrap();
         file.flush().unwrap();
         assert!(EndAhead::open(&path).unwrap().is_none());
     }

@@ -81,6 +81,7 @@ use crate::options::{Compression, SinkOptions};
 use crate::schema::StreamLayout;
 
 use super::schema::STEPS_CHUNK;
+use super::swmr::Alignment;
 
 /// Bytes of chunk index per chunk, at most: a v1 B-tree node holds up to 64 entries of at
 /// most 8 bytes per axis plus 16, and nodes split half full; a generous bound.
@@ -119,26 +120,30 @@ pub(crate) fn chunk_count(layout: &StreamLayout, chunks: &[Vec<usize>]) -> u64 {
 /// an index entry, per dataset its index, and the `steps` entries; nothing for the streams
 /// `in_place`.
 pub(crate) fn indexed_bytes_bound(layout: &StreamLayout, chunks: &[Vec<usize>], in_place: &[String]) -> u64 {
-    laid_out_bytes(layout, chunks, in_place, |chunk_bytes| (chunk_bytes / 128).saturating_add(64))
+    // Chunks made at `begin` are not page-aligned (`swmr::Alignment`).
+    let alignment = Alignment::for_output(false);
+    laid_out_bytes(layout, chunks, in_place, alignment, |chunk_bytes| (chunk_bytes / 128).saturating_add(64))
 }
 
-/// Bytes of every chunk of every field (`stored(chunk_bytes)` each, plus its index entry),
-/// the `steps` chunks and the datasets' indexes, for every stream of `layout` but those
-/// `in_place`, over the frames it does not keep from an earlier run.
+/// Bytes of every chunk of every field (`stored(chunk_bytes)` each, padded as `alignment`
+/// places it, plus its index entry), the `steps` chunks and the datasets' indexes, for every
+/// stream of `layout` but those `in_place`, over the frames it does not keep from an earlier
+/// run.
 fn laid_out_bytes(
     layout: &StreamLayout,
     chunks: &[Vec<usize>],
     in_place: &[String],
+    alignment: Alignment,
     stored: impl Fn(u64) -> u64,
 ) -> u64 {
     let stream = |expected: u64| -> u64 {
         let fields = layout.fields.iter().zip(chunks).fold(0u64, |sum, (f, chunk)| {
             let (count, chunk_bytes) = chunks_for(expected, f, chunk);
-            sum.saturating_add(count.saturating_mul(stored(chunk_bytes).saturating_add(INDEX_BYTES_PER_CHUNK)))
-                .saturating_add(INDEX_BYTES_PER_DATASET)
+            let one = alignment.padded(stored(chunk_bytes)).saturating_add(INDEX_BYTES_PER_CHUNK);
+            sum.saturating_add(count.saturating_mul(one)).saturating_add(INDEX_BYTES_PER_DATASET)
         });
-        let steps =
-            expected.div_ceil(STEPS_CHUNK as u64).saturating_mul(STEPS_CHUNK as u64 * 8 + INDEX_BYTES_PER_CHUNK);
+        let steps_chunk = alignment.padded(STEPS_CHUNK as u64 * 8).saturating_add(INDEX_BYTES_PER_CHUNK);
+        let steps = expected.div_ceil(STEPS_CHUNK as u64).saturating_mul(steps_chunk);
         fields.saturating_add(steps).saturating_add(INDEX_BYTES_PER_DATASET)
     };
     layout
@@ -192,7 +197,7 @@ pub(crate) fn packed_chunks(layout: &StreamLayout, chunks: &[Vec<usize>], frames
 /// streams `in_place` (already laid out in the file). Checked against the file size limit
 /// at `begin`.
 pub(crate) fn output_bytes_bound(layout: &StreamLayout, chunks: &[Vec<usize>], in_place: &[String]) -> u64 {
-    laid_out_bytes(layout, chunks, in_place, |chunk_bytes| chunk_bytes)
+    laid_out_bytes(layout, chunks, in_place, Alignment::for_output(false), |chunk_bytes| chunk_bytes)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use super::eoa::EndAhead;
 use super::format::{chunk_shapes, h5err, with_elem_type, write_frame_slab};
 use super::reserve::Reserve;
 use super::schema::{NO_STEP, Plan, STEPS_CHUNK, StreamSets};
+use super::swmr::Alignment;
 use crate::error::{Error, Result};
 use crate::frame::Frame;
 use crate::frame::{DType, Fields};
@@ -48,7 +49,8 @@ fn frame_bytes_bound(layout: &StreamLayout, options: &SinkOptions) -> u64 {
             Compression::Zfp(_) => bytes = bytes.saturating_mul(5).saturating_div(2).saturating_add(4096),
             _ => bytes = bytes.saturating_add(bytes / 64).saturating_add(4096),
         }
-        sum.saturating_add(bytes)
+        // A chunk may start at a page (`swmr::Alignment`).
+        sum.saturating_add(Alignment::for_output(true).padded(bytes))
     });
     data.saturating_add(frame_overhead_bound(layout, data))
 }
@@ -255,6 +257,11 @@ impl Hdf5Backend {
         let indexed = (direct_candidate || filtered_one_frame)
             && super::preallocate::counts_known(&self.options, layout)
             && super::preallocate::chunk_count(layout, &chunks) <= super::preallocate::MAX_INDEXED_CHUNKS;
+        // Outputs neither laid out nor indexed at `begin` (chunks of several compressed frames,
+        // streams of unknown length) change index entries of frames already stored, in
+        // place: index nodes go on pages of their own (`swmr::Alignment`). SWMR files order
+        // their writes themselves.
+        let index_rewritten = !preallocated && !indexed && !self.options.swmr;
         if preallocated {
             let most = layout.streams.iter().filter_map(|s| s.expected_frames).max().unwrap_or(1);
             chunks = super::preallocate::packed_chunks(layout, &chunks, most);
@@ -305,7 +312,8 @@ impl Hdf5Backend {
                 // writes safe: space freed since the last flush is never reused (see `direct`).
                 // The cost: the space of deleted streams and of replaced index blocks stays in
                 // the file. (`swmr::create_file` sets it.)
-                let file = super::swmr::create_file(at, self.options.swmr).map_err(err("cannot create HDF5 file"))?;
+                let file = super::swmr::create_file(at, self.options.swmr, index_rewritten)
+                    .map_err(err("cannot create HDF5 file"))?;
                 close_on_exec(at)?;
                 open_at = at.to_path_buf();
                 reserve = self.reserve(&file, at, layout, laid_out(&[]), fill(&[]))?;
@@ -313,7 +321,7 @@ impl Hdf5Backend {
             }
             Some(e) => {
                 let open_rw = |at: &Path| -> Result<File> {
-                    let file = retry_while_locked(|| super::swmr::open_rw(at))
+                    let file = retry_while_locked(|| super::swmr::open_rw(at, index_rewritten))
                         .map_err(err("cannot open HDF5 file for appending"))?;
                     close_on_exec(at)?;
                     Ok(file)
