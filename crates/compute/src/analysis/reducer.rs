@@ -240,12 +240,16 @@ impl FieldReducer {
             let histogram = (bins > 0).then(|| pipeline("histogram"));
             let downsample = (k > 1).then(|| pipeline("downsample"));
             let edges = (bins > 0).then(|| pipeline("edges"));
-            let partials = device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("analysis partials"),
-                size: groups * WG * 16,
-                usage: wgpu::BufferUsages::STORAGE,
-                mapped_at_creation: false,
-            });
+            // One per field, so that the fields' passes of a phase share no buffer and the
+            // GPU can run them side by side (`encode_passes`).
+            let partials = || {
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("analysis partials"),
+                    size: groups * WG * 16,
+                    usage: wgpu::BufferUsages::STORAGE,
+                    mapped_at_creation: false,
+                })
+            };
             let bind = |pipeline: &wgpu::ComputePipeline, entries: &[(u32, &wgpu::Buffer)]| {
                 let entries: Vec<wgpu::BindGroupEntry<'_>> = entries
                     .iter()
@@ -271,6 +275,7 @@ impl FieldReducer {
                             | wgpu::BufferUsages::COPY_DST,
                         mapped_at_creation: false,
                     });
+                    let partials = partials();
                     FieldPasses {
                         partial: sides.map(|f| bind(&partial, &[(0, f), (1, &partials)])),
                         histogram: histogram.as_ref().map(|p| sides.map(|f| bind(p, &[(0, f), (3, &result)]))),
@@ -323,35 +328,42 @@ impl FieldReducer {
         }
         let mut pass = encoder
             .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("analysis"), timestamp_writes: None });
-        for field in &self.fields {
-            if phases.statistics {
-                pass.set_pipeline(&self.partial);
-                pass.set_bind_group(0, &field.partial[side], &[]);
-                pass.dispatch_workgroups(self.groups, 1, 1);
-                pass.set_pipeline(&self.finish);
-                pass.set_bind_group(0, &field.finish, &[]);
-                pass.dispatch_workgroups(1, 1, 1);
+        // Phase by phase, every field's dispatch of a phase one after the other: they share
+        // no buffer, so no barrier separates them and a GPU runs them side by side (the
+        // dispatches of a 64³ frame's analysis are too small to fill it one by one).
+        let each = |pass: &mut wgpu::ComputePass<'_>,
+                    pipeline: Option<&wgpu::ComputePipeline>,
+                    group: &dyn Fn(&FieldPasses) -> Option<&wgpu::BindGroup>,
+                    groups: [u32; 2]| {
+            let Some(pipeline) = pipeline else { return };
+            for field in &self.fields {
+                if let Some(group) = group(field) {
+                    pass.set_pipeline(pipeline);
+                    pass.set_bind_group(0, group, &[]);
+                    pass.dispatch_workgroups(groups[0], groups[1], 1);
+                }
             }
-            if phases.edges
-                && let (Some(pipeline), Some(group)) = (&self.edges, &field.edges)
-            {
-                pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, group, &[]);
-                pass.dispatch_workgroups(1, 1, 1);
-            }
-            if !phases.counts {
-                continue;
-            }
-            if let (Some(pipeline), Some(groups)) = (&self.histogram, &field.histogram) {
-                pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, &groups[side], &[]);
-                pass.dispatch_workgroups(self.histogram_groups[0], self.histogram_groups[1], 1);
-            }
-            if let (Some(pipeline), Some(groups)) = (&self.downsample, &field.downsample) {
-                pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, &groups[side], &[]);
-                pass.dispatch_workgroups(self.downsample_groups[0], self.downsample_groups[1], 1);
-            }
+        };
+        if phases.statistics {
+            each(&mut pass, Some(&self.partial), &|f| Some(&f.partial[side]), [self.groups, 1]);
+            each(&mut pass, Some(&self.finish), &|f| Some(&f.finish), [1, 1]);
+        }
+        if phases.edges {
+            each(&mut pass, self.edges.as_ref(), &|f| f.edges.as_ref(), [1, 1]);
+        }
+        if phases.counts {
+            each(
+                &mut pass,
+                self.histogram.as_ref(),
+                &|f| f.histogram.as_ref().map(|g| &g[side]),
+                self.histogram_groups,
+            );
+            each(
+                &mut pass,
+                self.downsample.as_ref(),
+                &|f| f.downsample.as_ref().map(|g| &g[side]),
+                self.downsample_groups,
+            );
         }
     }
 
