@@ -79,7 +79,7 @@ pub use kernel::{KernelSpec, MAX_WGSL_BYTES, WgslSource};
 pub use limits::GridFootprint;
 pub use output_dtype::OutputDType;
 pub use prelude::{Boundary, Indexing, UnknownBoundary, WorkgroupShapes, workgroup_size};
-pub use readback::{FrameInfo, FrameProducer, FrameSource, OBSERVED_PIECE, ReadbackConfig};
+pub use readback::{BlockObserver, COPY_BYTES_PER_THREAD, FrameInfo, FrameProducer, FrameSource, ReadbackConfig};
 pub use wgsl_check::{CELLS_PER_INVOCATION_X, CheckedWgsl, MAX_CELLS_PER_INVOCATION_X, PRELUDE_NAME, WgslError};
 
 /// Re-export of the wgpu version this crate is built on, for users who pass wgpu types.

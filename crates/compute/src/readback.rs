@@ -104,7 +104,7 @@ pub struct FrameInfo {
     /// Time blocked waiting for the GPU to finish the frame's steps and copy.
     pub gpu_wait: Duration,
     /// Time copying the mapped staging buffer into the caller's buffer (with whatever
-    /// [`FrameProducer::next_into_observed`]'s callback did with each piece: the runner's hash).
+    /// [`FrameProducer::next_into_observed`]'s observer did with each block: the runner's hash).
     pub copy: Duration,
     /// Time the GPU spent on the frame's commands, from timestamp queries; `None` when the
     /// device has no `TIMESTAMP_QUERY` or they are off ([`FrameProducer::without_timestamps`]).
@@ -248,6 +248,8 @@ pub struct FrameProducer {
     saving: Option<StateSaving>,
     /// The state saved with the frame [`FrameProducer::next_into`] returned last, if any.
     saved: Option<Vec<u8>>,
+    /// Threads copying a frame out of its staging buffer ([`FrameProducer::with_copy_threads`]).
+    copy_threads: usize,
 }
 
 impl std::fmt::Debug for FrameProducer {
@@ -403,6 +405,7 @@ impl FrameProducer {
             timer,
             saving: None,
             saved: None,
+            copy_threads: 1,
         })
     }
 
@@ -411,6 +414,17 @@ impl FrameProducer {
     /// baseline to compare the GPU's figure with, and the path of devices without the feature).
     pub fn without_timestamps(mut self) -> Self {
         self.timer = None;
+        self
+    }
+
+    /// The same producer copying each frame out of its staging buffer on up to `threads`
+    /// threads (the calling one included; at least one, and one per
+    /// [`COPY_BYTES_PER_THREAD`] of the frame at most). One thread copies at a few GB/s: on
+    /// a GPU that computes a large frame in milliseconds, the copy is what bounds the
+    /// frames a second. On a CPU adapter the extra threads take cores from the compute.
+    #[must_use]
+    pub fn with_copy_threads(mut self, threads: usize) -> Self {
+        self.copy_threads = threads.max(1);
         self
     }
 
@@ -568,15 +582,16 @@ impl FrameProducer {
     /// With work-ahead, the freed staging buffer is handed back to the GPU with the next
     /// frame's work before returning, so the GPU computes while the caller stores the frame.
     pub fn next_into(&mut self, out: &mut [u8]) -> Result<Option<FrameInfo>> {
-        self.next_into_observed(out, &mut |_| {})
+        self.next_into_observed(out, &Unobserved)
     }
 
-    /// [`FrameProducer::next_into`], handing each piece of `out` to `observe` right after it
-    /// is copied out of the staging buffer, every byte once and in order, while the piece is
-    /// still in the CPU's cache ([`OBSERVED_PIECE`] bytes at most): the runner hashes a frame
-    /// this way instead of reading it again once copied (on an NVIDIA H200 the copy and a
-    /// second pass for the hash each took ~25 ms of a 134 MB frame).
-    pub fn next_into_observed(&mut self, out: &mut [u8], observe: &mut dyn FnMut(&[u8])) -> Result<Option<FrameInfo>> {
+    /// [`FrameProducer::next_into`], handing each block of `out` to `observer` right after it
+    /// is copied out of the staging buffer, while the block is still in the CPU's cache: the
+    /// runner hashes a frame this way instead of reading it again once copied (on an NVIDIA
+    /// H200 the copy and a second pass for the hash each took ~25 ms of a 134 MB frame). With
+    /// [`FrameProducer::with_copy_threads`] the blocks are copied, and observed, on several
+    /// threads at once, each block once, in no particular order.
+    pub fn next_into_observed(&mut self, out: &mut [u8], observer: &dyn BlockObserver) -> Result<Option<FrameInfo>> {
         if out.len() != self.frame_bytes {
             return Err(Error::BufferSize { expected: self.frame_bytes, got: out.len() });
         }
@@ -594,14 +609,8 @@ impl FrameProducer {
             let view = staging
                 .get_mapped_range(..)
                 .map_err(|e| Error::Gpu { device: gpu.label().to_owned(), message: e.to_string() })?;
-            // Each piece is a field (f16: without its padding half) or the whole frame.
-            let (fields, tail) = out.split_at_mut(self.pieces * self.piece);
-            for (k, piece) in fields.chunks_exact_mut(self.piece).enumerate() {
-                let at = k * self.stride;
-                copy_observed(piece, &view[at..at + self.piece], observe);
-            }
-            let at = self.pieces * self.stride;
-            copy_observed(tail, &view[at..at + self.tail], observe);
+            let places = Places { pieces: self.pieces, piece: self.piece, stride: self.stride };
+            copy_frame(out, &view, places, self.copy_threads, observer);
             self.timer.as_mut().and_then(|t| t.read(&view))
         };
         staging.unmap();
@@ -639,15 +648,111 @@ impl FrameProducer {
     }
 }
 
-/// Largest piece [`FrameProducer::next_into_observed`] copies before handing it on: small
-/// enough to be in the L2 cache still when it is observed.
-pub const OBSERVED_PIECE: usize = 256 << 10;
+/// Sees each block of a frame right after [`FrameProducer::next_into_observed`] copied it
+/// out of the staging buffer, on the thread that copied it (the frame's hash, computed while
+/// the block is in that core's cache).
+pub trait BlockObserver: Sync {
+    /// Bytes of a block (the last block of a frame may be shorter): the unit in which the
+    /// frame is copied and observed, and split among copying threads. At least 1; small
+    /// enough to stay in a core's cache (a few hundred KiB).
+    fn block_bytes(&self) -> usize;
 
-/// Copies `src` into `dst` (equally long) [`OBSERVED_PIECE`] bytes at a time, handing each
-/// copied piece to `observe`.
-fn copy_observed(dst: &mut [u8], src: &[u8], observe: &mut dyn FnMut(&[u8])) {
-    for (d, s) in dst.chunks_mut(OBSERVED_PIECE).zip(src.chunks(OBSERVED_PIECE)) {
-        d.copy_from_slice(s);
-        observe(d);
+    /// Block `index` (the frame's bytes from `index` × [`BlockObserver::block_bytes`] on)
+    /// was just copied into the caller's buffer: `block` is it. Called once per block.
+    fn observe(&self, index: usize, block: &[u8]);
+}
+
+/// Observes nothing ([`FrameProducer::next_into`]).
+struct Unobserved;
+
+impl BlockObserver for Unobserved {
+    fn block_bytes(&self) -> usize {
+        COPY_BLOCK
     }
+    fn observe(&self, _: usize, _: &[u8]) {}
+}
+
+/// Block of an unobserved copy.
+const COPY_BLOCK: usize = 256 << 10;
+
+/// Frame bytes a copying thread takes at least ([`FrameProducer::with_copy_threads`]):
+/// starting a thread costs tens of microseconds, copying 4 MiB about half a millisecond.
+pub const COPY_BYTES_PER_THREAD: usize = 4 << 20;
+
+/// Where a frame's bytes sit in its staging buffer: `pieces` runs of `piece` bytes, `stride`
+/// bytes apart, then the rest (the analysis results) right after the last stride.
+#[derive(Clone, Copy)]
+struct Places {
+    pieces: usize,
+    piece: usize,
+    stride: usize,
+}
+
+impl Places {
+    /// Copies the frame's bytes from offset `at` on into `dst`, out of the mapped `view`.
+    fn copy(self, view: &[u8], mut at: usize, mut dst: &mut [u8]) {
+        let runs = self.pieces * self.piece;
+        while !dst.is_empty() {
+            let (src, n) = if at < runs {
+                let (k, off) = (at / self.piece, at % self.piece);
+                (k * self.stride + off, (self.piece - off).min(dst.len()))
+            } else {
+                (self.pieces * self.stride + (at - runs), dst.len())
+            };
+            let (now, rest) = dst.split_at_mut(n);
+            now.copy_from_slice(&view[src..src + n]);
+            dst = rest;
+            at += n;
+        }
+    }
+}
+
+/// Copies the frame `out` out of the mapped `view` in blocks of the observer's size, each
+/// handed to `observer` right after its copy; on up to `threads` threads (each with at least
+/// [`COPY_BYTES_PER_THREAD`] bytes), each taking an equal run of consecutive blocks. The
+/// share of a thread that cannot be started is copied by the calling thread.
+fn copy_frame(out: &mut [u8], view: &[u8], places: Places, threads: usize, observer: &dyn BlockObserver) {
+    let block = observer.block_bytes().max(1);
+    let copy_run = |first: usize, run: &mut [u8]| {
+        for (k, b) in run.chunks_mut(block).enumerate() {
+            places.copy(view, (first + k) * block, b);
+            observer.observe(first + k, b);
+        }
+    };
+    if out.is_empty() {
+        // A frame of no bytes is one empty block.
+        observer.observe(0, out);
+        return;
+    }
+    let blocks = out.len().div_ceil(block);
+    let threads = threads.min(out.len() / COPY_BYTES_PER_THREAD).clamp(1, blocks);
+    if threads == 1 {
+        copy_run(0, out);
+        return;
+    }
+    let per = blocks.div_ceil(threads);
+    // Each share in a slot its thread takes, so that a thread not started leaves it there.
+    let shares: Vec<std::sync::Mutex<Option<&mut [u8]>>> =
+        out.chunks_mut(per * block).map(|share| std::sync::Mutex::new(Some(share))).collect();
+    let copy_share = |t: usize| {
+        let share = shares.get(t).and_then(|slot| slot.lock().ok()).and_then(|mut slot| slot.take());
+        if let Some(share) = share {
+            copy_run(t * per, share);
+        }
+    };
+    std::thread::scope(|scope| {
+        let mut not_started = Vec::new();
+        for t in 1..shares.len() {
+            let copy_share = &copy_share;
+            if std::thread::Builder::new()
+                .name("wgpipe-copy".into())
+                .spawn_scoped(scope, move || copy_share(t))
+                .is_err()
+            {
+                not_started.push(t);
+            }
+        }
+        copy_share(0);
+        not_started.into_iter().for_each(copy_share);
+    });
 }

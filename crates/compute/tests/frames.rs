@@ -4,11 +4,12 @@
 
 mod common;
 
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use wgpipe_compute::{
-    DeviceSelector, FieldSim, FrameProducer, GpuDevice, Grid, KernelSpec, OutputDType, ReadbackConfig, WgslSource,
-    gray_scott, open_devices,
+    BlockObserver, DeviceSelector, FieldSim, FrameProducer, GpuDevice, Grid, KernelSpec, OutputDType, ReadbackConfig,
+    WgslSource, gray_scott, open_devices,
 };
 
 /// An odd number of cells (15 × 13 = 195), so each packed field ends with a padding half the
@@ -130,43 +131,70 @@ fn timestamps_give_each_frame_its_gpu_time_and_can_be_turned_off() {
     }
 }
 
-/// `next_into_observed` hands on every byte of the frame once, in order, in pieces of at most
-/// `OBSERVED_PIECE` (what the runner hashes as it copies): for f32 frames larger than a piece
-/// and for f16 frames, whose fields are copied without their padding half.
+/// Records the blocks [`FrameProducer::next_into_observed`] hands on, and on which threads.
+struct Recorder {
+    block: usize,
+    seen: Mutex<Vec<(usize, Vec<u8>, std::thread::ThreadId)>>,
+}
+
+impl BlockObserver for Recorder {
+    fn block_bytes(&self) -> usize {
+        self.block
+    }
+    fn observe(&self, index: usize, block: &[u8]) {
+        self.seen.lock().unwrap().push((index, block.to_vec(), std::thread::current().id()));
+    }
+}
+
+/// `next_into_observed` hands on every block of the frame once, with its index, right after
+/// copying it (what the runner hashes as it copies), on one thread or several: for f32
+/// frames, and for f16 frames, whose fields are copied without their padding half (blocks
+/// crossing from one field to the next), small and large enough for several threads.
 #[test]
-fn an_observed_frame_is_handed_on_whole_and_in_order() {
+fn an_observed_frame_is_handed_on_whole_block_by_block_on_any_number_of_threads() {
     let gpu = common::gpu();
-    let (rows, cols) = (300, 301);
-    let grid = Grid::new(&[rows, cols]).unwrap();
-    let init = gray_scott::initial_state(rows, cols, 5, 0.05);
-    for (grid, init, dtype) in [
-        (grid, init, OutputDType::F32),
-        (Grid::new(&[ROWS, COLS]).unwrap(), gray_scott::initial_state(ROWS, COLS, 5, 0.05), OutputDType::F16),
-    ] {
-        let sim = FieldSim::new(&gpu, &gray_scott::GrayScottParams::default().kernel(), &grid, &init).unwrap();
-        let mut p = FrameProducer::with_dtype(sim, config(vec![1, 0]), dtype).unwrap();
-        let mut buf = vec![0u8; p.frame_bytes()];
-        let mut frames = 0;
-        loop {
-            let mut seen = Vec::new();
-            let mut largest = 0;
-            let info = p
-                .next_into_observed(&mut buf, &mut |piece| {
-                    largest = largest.max(piece.len());
-                    seen.extend_from_slice(piece);
-                })
-                .unwrap();
-            if info.is_none() {
-                assert!(seen.is_empty(), "{dtype:?}: nothing observed after the last frame");
-                break;
+    // Odd cell counts: each f16 field ends with a padding half. The large grid's f16 frame
+    // is just over two threads' share, its f32 frame four.
+    let large = (2047, 1025);
+    let cases = [
+        ((ROWS, COLS), OutputDType::F16, 100),
+        (large, OutputDType::F16, 256 << 10),
+        (large, OutputDType::F32, 100_000),
+    ];
+    for ((rows, cols), dtype, block) in cases {
+        let grid = Grid::new(&[rows, cols]).unwrap();
+        let mut frames_by_threads = Vec::new();
+        for threads in [1, 4] {
+            let init = gray_scott::initial_state(rows, cols, 5, 0.05);
+            let sim = FieldSim::new(&gpu, &gray_scott::GrayScottParams::default().kernel(), &grid, &init).unwrap();
+            let config = ReadbackConfig { steps_per_frame: 1, frames: 2, ..config(vec![1, 0]) };
+            let mut p = FrameProducer::with_dtype(sim, config, dtype).unwrap().with_copy_threads(threads);
+            let mut buf = vec![0u8; p.frame_bytes()];
+            let mut frames = Vec::new();
+            loop {
+                let r = Recorder { block, seen: Mutex::new(Vec::new()) };
+                let info = p.next_into_observed(&mut buf, &r).unwrap();
+                let mut seen = r.seen.into_inner().unwrap();
+                if info.is_none() {
+                    assert!(seen.is_empty(), "{dtype:?}: nothing observed after the last frame");
+                    break;
+                }
+                let used: std::collections::HashSet<_> = seen.iter().map(|(_, _, t)| *t).collect();
+                let most = (buf.len() / wgpipe_compute::COPY_BYTES_PER_THREAD).clamp(1, threads);
+                assert!(used.len() <= most, "{dtype:?}, {threads} threads: {} threads copied", used.len());
+                if most > 1 {
+                    assert!(used.len() > 1, "{dtype:?}, {threads} threads: one thread copied a frame of {}", buf.len());
+                }
+                seen.sort_by_key(|(i, _, _)| *i);
+                assert!(seen.iter().enumerate().all(|(k, (i, _, _))| k == *i), "{dtype:?}: each block once");
+                assert!(seen.iter().rev().skip(1).all(|(_, b, _)| b.len() == block), "{dtype:?}: whole blocks");
+                let observed: Vec<u8> = seen.into_iter().flat_map(|(_, b, _)| b).collect();
+                assert!(observed == buf, "{dtype:?}, {threads} threads: the observed blocks are the frame");
+                frames.push(buf.clone());
             }
-            assert!(seen == buf, "{dtype:?}, frame {frames}: the observed bytes are the frame's, in order");
-            assert!(largest <= wgpipe_compute::OBSERVED_PIECE, "{dtype:?}: a piece of {largest} bytes");
-            frames += 1;
+            assert_eq!(frames.len(), 2);
+            frames_by_threads.push(frames);
         }
-        assert_eq!(frames, 4);
-        if dtype == OutputDType::F32 {
-            assert!(buf.len() > 2 * wgpipe_compute::OBSERVED_PIECE, "the f32 frame spans several pieces");
-        }
+        assert!(frames_by_threads[0] == frames_by_threads[1], "{dtype:?} {rows}x{cols}: 4 threads copy what 1 does");
     }
 }

@@ -122,6 +122,13 @@ impl PipelineBuilder {
         self
     }
 
+    /// Threads each device on a GPU copies its frames out of staging on (default: the cores
+    /// shared among the devices and the writer, at most 8; CPU adapters always one).
+    pub fn copy_threads(mut self, n: usize) -> Self {
+        self.settings.copy_threads = Some(n);
+        self
+    }
+
     /// Capacity of the channel between devices and writer (0 = rendezvous). Default: 2 in
     /// the async and sync modes; in the auto mode up to [`crate::tuning::AUTO_IO_BUFFER`] as
     /// host memory allows, of which the run uses what its measurements ask for.

@@ -108,6 +108,7 @@ impl Pipeline {
         let Settings {
             output_dtype,
             gpu_timestamps,
+            copy_threads,
             mode,
             stop,
             trace,
@@ -186,6 +187,7 @@ impl Pipeline {
             lockstep,
             checkpoints: checkpoints.as_ref().map(|c| (c.interval, Arc::clone(&auto))),
             fingerprints,
+            copy_threads: copy_threads.unwrap_or_else(|| crate::worker::copy_threads(gpus.len())),
         };
 
         let mut report = RunReport { mode, ..Default::default() };

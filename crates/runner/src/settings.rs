@@ -19,6 +19,8 @@ pub(crate) struct Settings {
     pub frames: u64,
     pub steps_per_frame: u32,
     pub staging_buffers: usize,
+    /// Threads a device on a GPU copies frames on; `None`: `worker::copy_threads`.
+    pub copy_threads: Option<usize>,
     /// `None`: the mode's default ([`Settings::io_buffer_default`]).
     pub io_buffer: Option<usize>,
     pub mode: IoMode,
@@ -49,6 +51,7 @@ impl Default for Settings {
             frames: 10,
             steps_per_frame: 32,
             staging_buffers: 2,
+            copy_threads: None,
             io_buffer: None,
             mode: IoMode::Auto,
             fields: None,
@@ -87,6 +90,9 @@ impl Settings {
         }
         if self.steps_per_frame == 0 {
             return invalid("steps_per_frame must be at least 1");
+        }
+        if self.copy_threads == Some(0) {
+            return invalid("copy_threads must be at least 1");
         }
         if self.staging_buffers == 0 {
             return invalid("staging_buffers must be at least 1");

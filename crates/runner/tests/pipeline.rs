@@ -50,14 +50,14 @@ fn async_and_sync_write_the_frames_the_cpu_twin_computes() {
 }
 
 /// The run checksum the sink reports is the checksum of the bytes stored, although the
-/// runner hashes each frame piece by piece while copying it out of the GPU's staging buffer:
-/// a frame of several pieces (300 × 301 f32 is more than `OBSERVED_PIECE`) followed by its
-/// analysis results (copied behind the fields), each mode. (A piece missed or hashed twice
-/// panics in this debug build: `Frame::with_data_hash`.)
+/// runner hashes each frame block by block while copying it out of the GPU's staging buffer:
+/// a frame of several blocks (300 × 301 f32 is more than `HASH_BLOCK`) followed by its
+/// analysis results (copied behind the fields), each mode. (A block missed panics in this
+/// debug build: `Frame::with_block_hashes`.)
 #[test]
 fn the_run_checksum_is_that_of_the_frames_stored() {
     let (rows, cols) = (300, 301);
-    assert!(rows * cols * 4 > wgpipe::compute::OBSERVED_PIECE);
+    assert!(rows * cols * 4 > storage::HASH_BLOCK);
     for mode in [IoMode::Async, IoMode::Sync] {
         let dir = tempfile::tempdir().unwrap();
         let report = Pipeline::builder()

@@ -18,8 +18,8 @@ fn mix(mut x: u64) -> u64 {
 
 /// Checksum of one frame's bytes, mixed with its stream and index.
 ///
-/// XXH3 (64-bit, seeded with the frame's length) of the data: position within the frame
-/// matters, so swapped bytes change the result. Sinks add these up with `wrapping_add`,
+/// The data's hash ([`data_hash`]): position within the frame matters, so swapped bytes
+/// change the result. Sinks add these up with `wrapping_add`,
 /// which makes the run checksum independent of the order frames of different streams
 /// arrive in. `Running` computes the same value piece by piece.
 ///
@@ -28,10 +28,70 @@ pub fn frame_checksum(frame: &Frame) -> u64 {
     with_frame(frame.data_hash.unwrap_or_else(|| data_hash(&frame.data)), frame)
 }
 
-/// The hash of a frame's bytes alone (XXH3-64 seeded with their length), before it is mixed
-/// with the frame's stream and index: what [`Frame::hash_data`] caches.
+/// Bytes of one block of a frame's hash ([`data_hash`]): small enough that a block copied
+/// out of a GPU's staging buffer is still in the CPU's cache when it is hashed, and the unit
+/// in which several threads copy and hash one frame at once ([`BlockHasher`]).
+pub const HASH_BLOCK: usize = 256 << 10;
+
+/// The hash of a frame's bytes alone, before it is mixed with the frame's stream and index:
+/// what [`Frame::hash_data`] caches. XXH3-64 seeded with the frame's length; a frame longer
+/// than [`HASH_BLOCK`] is hashed block by block (each block's XXH3-64, seeded with the
+/// frame's length) and its hash is the XXH3-64 of the blocks' hashes (little-endian, in
+/// order, seeded likewise), so that the blocks can be hashed on several threads.
 fn data_hash(data: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64_with_seed(data, data.len() as u64)
+    let seed = data.len() as u64;
+    if data.len() <= HASH_BLOCK {
+        return xxhash_rust::xxh3::xxh3_64_with_seed(data, seed);
+    }
+    let blocks: Vec<u8> = data
+        .chunks(HASH_BLOCK)
+        .flat_map(|block| xxhash_rust::xxh3::xxh3_64_with_seed(block, seed).to_le_bytes())
+        .collect();
+    xxhash_rust::xxh3::xxh3_64_with_seed(&blocks, seed)
+}
+
+/// [`data_hash`] of blocks hashed in any order, on any thread: [`BlockHasher::hash_block`]
+/// for every block of [`HASH_BLOCK`] bytes, then [`Frame::with_block_hashes`].
+pub struct BlockHasher {
+    len: usize,
+    blocks: Vec<std::sync::atomic::AtomicU64>,
+    /// Blocks hashed so far.
+    hashed: std::sync::atomic::AtomicUsize,
+}
+
+impl BlockHasher {
+    /// Hashes for a frame of `len` bytes.
+    pub fn new(len: usize) -> Self {
+        let blocks = (0..len.div_ceil(HASH_BLOCK).max(1)).map(|_| std::sync::atomic::AtomicU64::new(0)).collect();
+        BlockHasher { len, blocks, hashed: std::sync::atomic::AtomicUsize::new(0) }
+    }
+
+    /// Hashes block `index`: the frame's bytes from `index` × [`HASH_BLOCK`] on, all of them
+    /// up to the next block or the frame's end. Each block once.
+    pub fn hash_block(&self, index: usize, bytes: &[u8]) {
+        use std::sync::atomic::Ordering;
+        let expected = self.len.saturating_sub(index * HASH_BLOCK).min(HASH_BLOCK);
+        let Some(slot) = self.blocks.get(index) else { return };
+        if bytes.len() != expected {
+            return;
+        }
+        slot.store(xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.len as u64), Ordering::Relaxed);
+        self.hashed.fetch_add(1, Ordering::Release);
+    }
+
+    /// The hash, if every block was hashed (once; a frame of no bytes has one empty block).
+    fn digest(&self) -> Option<u64> {
+        use std::sync::atomic::Ordering;
+        if self.hashed.load(Ordering::Acquire) != self.blocks.len() {
+            return None;
+        }
+        let seed = self.len as u64;
+        if self.len <= HASH_BLOCK {
+            return Some(self.blocks[0].load(Ordering::Relaxed));
+        }
+        let hashes: Vec<u8> = self.blocks.iter().flat_map(|b| b.load(Ordering::Relaxed).to_le_bytes()).collect();
+        Some(xxhash_rust::xxh3::xxh3_64_with_seed(&hashes, seed))
+    }
 }
 
 /// The producer's side of the checksum. Here rather than in `frame.rs` so that the hash a
@@ -65,6 +125,23 @@ impl Frame {
         };
         self
     }
+
+    /// Takes [`Frame::data_hash`] from `hasher`, whose blocks were hashed as the frame was
+    /// filled in (by several threads, say). Blocks missing or a hasher made for another
+    /// length are a bug of the caller's: debug builds panic; release builds compute the hash
+    /// here.
+    #[must_use]
+    pub fn with_block_hashes(mut self, hasher: &BlockHasher) -> Self {
+        let digest = hasher.digest().filter(|_| hasher.len == self.data.len());
+        debug_assert!(
+            digest.is_some(),
+            "blocks of {} bytes hashed in part for a frame of {}",
+            hasher.len,
+            self.data.len()
+        );
+        self.data_hash = Some(digest.unwrap_or_else(|| data_hash(&self.data)));
+        self
+    }
 }
 
 /// Mixes the data's hash with the frame's stream and index.
@@ -77,7 +154,12 @@ fn with_frame(data: u64, frame: &Frame) -> u64 {
 /// buffer instead of reading it again afterwards (on an NVIDIA H200 the device thread spent
 /// as long hashing a 134 MB frame as copying it). [`Frame::with_data_hash`] takes the result.
 pub struct DataHasher {
-    state: xxhash_rust::xxh3::Xxh3,
+    /// The block being hashed.
+    block: xxhash_rust::xxh3::Xxh3,
+    /// Its bytes so far.
+    in_block: usize,
+    /// The hashes of the blocks done (frames longer than [`HASH_BLOCK`]).
+    blocks: xxhash_rust::xxh3::Xxh3,
     len: usize,
     fed: usize,
 }
@@ -85,18 +167,51 @@ pub struct DataHasher {
 impl DataHasher {
     /// A hash of a frame of `len` bytes.
     pub fn new(len: usize) -> Self {
-        DataHasher { state: xxhash_rust::xxh3::Xxh3::with_seed(len as u64), len, fed: 0 }
+        let seed = len as u64;
+        DataHasher {
+            block: xxhash_rust::xxh3::Xxh3::with_seed(seed),
+            in_block: 0,
+            blocks: xxhash_rust::xxh3::Xxh3::with_seed(seed),
+            len,
+            fed: 0,
+        }
     }
 
     /// Adds the next bytes of the frame.
-    pub fn update(&mut self, bytes: &[u8]) {
+    pub fn update(&mut self, mut bytes: &[u8]) {
         self.fed += bytes.len();
-        self.state.update(bytes);
+        while !bytes.is_empty() {
+            let (now, rest) = bytes.split_at(bytes.len().min(HASH_BLOCK - self.in_block));
+            self.block.update(now);
+            self.in_block += now.len();
+            bytes = rest;
+            // A frame of one block is that block's hash; a longer one hashes the blocks' hashes.
+            if self.in_block == HASH_BLOCK && self.len > HASH_BLOCK {
+                self.end_block();
+            }
+        }
+    }
+
+    /// Adds the finished block's hash to the blocks' and starts the next block.
+    fn end_block(&mut self) {
+        self.blocks.update(&self.block.digest().to_le_bytes());
+        self.block = xxhash_rust::xxh3::Xxh3::with_seed(self.len as u64);
+        self.in_block = 0;
     }
 
     /// The hash, if exactly the frame's `len` bytes were added.
     fn digest(&self) -> Option<u64> {
-        (self.fed == self.len).then(|| self.state.digest())
+        if self.fed != self.len {
+            return None;
+        }
+        if self.len <= HASH_BLOCK {
+            return Some(self.block.digest());
+        }
+        let mut blocks = self.blocks.clone();
+        if self.in_block > 0 {
+            blocks.update(&self.block.digest().to_le_bytes());
+        }
+        Some(blocks.digest())
     }
 }
 
@@ -124,7 +239,10 @@ impl Running {
 
     /// The checksum of `frame`, whose bytes were all added.
     pub(crate) fn finish(self, frame: &Frame) -> u64 {
-        with_frame(self.hash.state.digest(), frame)
+        match self.hash.digest() {
+            Some(hash) if self.hash.len == frame.data.len() => with_frame(hash, frame),
+            _ => frame_checksum(frame),
+        }
     }
 }
 
@@ -166,6 +284,44 @@ mod tests {
         let mut short = super::DataHasher::new(data.len());
         short.update(&data[..10]);
         let _ = Frame::new(2, 4, 8, data).with_data_hash(&short);
+    }
+
+    /// Frames of one block, of a few blocks and a partial one, and of whole blocks: hashed
+    /// whole, piece by piece (pieces crossing blocks), and block by block out of order.
+    #[test]
+    fn every_way_of_hashing_a_frame_gives_one_hash() {
+        use super::{BlockHasher, DataHasher, HASH_BLOCK};
+        for len in [0, 1, 5000, HASH_BLOCK, HASH_BLOCK + 1, 3 * HASH_BLOCK + 777, 4 * HASH_BLOCK] {
+            let data: Vec<u8> = (0..len).map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[3]).collect();
+            let whole = Frame::new(0, 1, 2, data.clone()).hash_data();
+            for cut in [1000usize, 100_003, HASH_BLOCK] {
+                let mut h = DataHasher::new(len);
+                data.chunks(cut).for_each(|p| h.update(p));
+                assert_eq!(
+                    Frame::new(0, 1, 2, data.clone()).with_data_hash(&h).data_hash,
+                    whole.data_hash,
+                    "{len} in {cut}"
+                );
+            }
+            let b = BlockHasher::new(len);
+            let blocks: Vec<_> = data.chunks(HASH_BLOCK).enumerate().collect();
+            for (i, block) in blocks.iter().rev() {
+                b.hash_block(*i, block);
+            }
+            if len == 0 {
+                b.hash_block(0, &[]);
+            }
+            assert_eq!(Frame::new(0, 1, 2, data.clone()).with_block_hashes(&b).data_hash, whole.data_hash, "{len}");
+        }
+        // One block is hashed as before blocks existed: XXH3-64 seeded with the length.
+        let small = Frame::new(0, 1, 2, vec![9; 5000]).hash_data();
+        assert_eq!(small.data_hash, Some(xxhash_rust::xxh3::xxh3_64_with_seed(&[9; 5000], 5000)));
+        // Blocks swapped change the hash.
+        let mut two: Vec<u8> = vec![1; HASH_BLOCK];
+        two.extend(vec![2; HASH_BLOCK]);
+        let mut swapped: Vec<u8> = vec![2; HASH_BLOCK];
+        swapped.extend(vec![1; HASH_BLOCK]);
+        assert_ne!(Frame::new(0, 1, 2, two).hash_data().data_hash, Frame::new(0, 1, 2, swapped).hash_data().data_hash);
     }
 
     #[test]

@@ -78,7 +78,7 @@ mod zarr;
 
 #[cfg(feature = "adios2")]
 pub use adios2::{Adios2Backend, Adios2Sink};
-pub use checksum::{DataHasher, frame_checksum};
+pub use checksum::{BlockHasher, DataHasher, HASH_BLOCK, frame_checksum};
 pub use error::{Error, Result};
 pub use frame::{DType, Fields, Frame};
 #[cfg(feature = "hdf5")]

@@ -485,6 +485,10 @@ impl Config {
             Some(n) => builder.io_buffer(n),
             None => builder,
         };
+        let builder = match f.io.copy_threads {
+            Some(n) => builder.copy_threads(n),
+            None => builder,
+        };
         builder
             .shape(self.shape.clone())
             .frames(f.run.frames)

@@ -407,11 +407,21 @@ pub struct IoSection {
     ///
     /// Accepted values: 1 or more.
     pub staging_buffers: usize,
+    /// Threads each device copies (and hashes) its frames out of its staging buffers on,
+    /// when the device is a GPU: one thread copies a few GB/s, which bounds the frames a
+    /// second of large frames on a fast GPU. A frame is split only into shares of 4 MiB or
+    /// more. CPU adapters copy on one thread (their compute takes the cores).
+    ///
+    /// Default: the cores this process may run on, shared among the devices and the writer
+    /// (at most 8).
+    ///
+    /// Accepted values: 1 or more.
+    pub copy_threads: Option<usize>,
 }
 
 impl Default for IoSection {
     fn default() -> Self {
-        IoSection { mode: Mode::Auto, io_buffer: None, staging_buffers: 2 }
+        IoSection { mode: Mode::Auto, io_buffer: None, staging_buffers: 2, copy_threads: None }
     }
 }
 

@@ -67,6 +67,9 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
         ));
     }
     at_least_one("io.staging_buffers", file.io.staging_buffers as u64)?;
+    if let Some(n) = file.io.copy_threads {
+        at_least_one("io.copy_threads", n as u64)?;
+    }
     at_least_one("output.chunk_frames", file.output.chunk_frames as u64)?;
     at_least_one("output.shard_frames", file.output.shard_frames as u64)?;
     at_least_one("output.open_timeout", file.output.open_timeout)?;

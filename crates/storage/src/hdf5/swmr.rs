@@ -105,7 +105,11 @@ impl Alignment {
     /// The alignment of an output whose index nodes are rewritten in place while they
     /// describe frames already reported (`index_rewritten`), or of any other.
     pub fn for_output(index_rewritten: bool) -> Self {
-        if index_rewritten { Self { threshold: 2048, alignment: Self::PAGE } } else { Self { threshold: 4096, alignment: 8 } }
+        if index_rewritten {
+            Self { threshold: 2048, alignment: Self::PAGE }
+        } else {
+            Self { threshold: 4096, alignment: 8 }
+        }
     }
 
     /// Bytes an object of `bytes` may take with its padding, at most.
