@@ -428,6 +428,12 @@ impl FrameProducer {
         self
     }
 
+    /// Threads each frame is copied out on: [`FrameProducer::with_copy_threads`]'s, or fewer
+    /// for a small frame.
+    pub fn copy_threads(&self) -> usize {
+        threads_for(self.copy_threads, self.frame_bytes)
+    }
+
     /// Whether frames carry GPU time from timestamp queries.
     pub fn gpu_timestamps(&self) -> bool {
         self.timer.is_some()
@@ -679,6 +685,12 @@ const COPY_BLOCK: usize = 256 << 10;
 /// starting a thread costs tens of microseconds, copying 4 MiB about half a millisecond.
 pub const COPY_BYTES_PER_THREAD: usize = 4 << 20;
 
+/// Threads of at most `threads` that copy a frame of `bytes`: one per
+/// [`COPY_BYTES_PER_THREAD`], at least one.
+fn threads_for(threads: usize, bytes: usize) -> usize {
+    threads.min(bytes / COPY_BYTES_PER_THREAD).max(1)
+}
+
 /// Where a frame's bytes sit in its staging buffer: `pieces` runs of `piece` bytes, `stride`
 /// bytes apart, then the rest (the analysis results) right after the last stride.
 #[derive(Clone, Copy)]
@@ -725,7 +737,7 @@ fn copy_frame(out: &mut [u8], view: &[u8], places: Places, threads: usize, obser
         return;
     }
     let blocks = out.len().div_ceil(block);
-    let threads = threads.min(out.len() / COPY_BYTES_PER_THREAD).clamp(1, blocks);
+    let threads = threads_for(threads, out.len()).min(blocks);
     if threads == 1 {
         copy_run(0, out);
         return;

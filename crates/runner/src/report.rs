@@ -100,6 +100,9 @@ pub struct DeviceReport {
     /// Frames between checkpoints that `run.checkpoint = "auto"` chose on this device (for
     /// its last stream), from the measured checkpoint cost and time per frame.
     pub checkpoint_interval: Option<u64>,
+    /// Threads it copied each frame out of staging on (its last stream's; `io.copy_threads`,
+    /// fewer for frames under 4 MiB a thread, one on a CPU adapter); 0 before any stream.
+    pub copy_threads: usize,
     /// Timeline of this thread, when tracing was on.
     pub spans: Vec<Span>,
 }
@@ -318,6 +321,11 @@ impl fmt::Display for RunReport {
                 "writer", self.writer.frames, "", "", "", self.writer.write_seconds, self.writer.wait_seconds
             )?;
         }
+        let copying: Vec<String> =
+            self.devices.iter().filter(|d| d.copy_threads > 1).map(|d| d.copy_threads.to_string()).collect();
+        if !copying.is_empty() {
+            writeln!(f, "frames copied out of staging on {} threads per device (io.copy_threads)", copying.join(", "))?;
+        }
         if let Some(t) = &self.tuning {
             writeln!(f, "io.mode auto: {}", t.reason)?;
             for change in &t.changes {
@@ -394,6 +402,18 @@ mod tests {
         assert_eq!(r.compute_seconds(), 2.0, "host time for every device, not a mix");
         assert!(r.to_string().contains("compute 2.00 s (host-measured)"), "{r}");
         assert_eq!(RunReport::default().compute_source(), ComputeSource::HostMeasured, "no frames, no GPU time");
+    }
+
+    #[test]
+    fn the_summary_names_the_copy_threads_of_devices_that_used_several() {
+        let mut r = report(IoMode::Async, 1.0, 1.0, 1.1);
+        r.devices[0].copy_threads = 1;
+        assert!(!r.to_string().contains("copied out of staging"), "{r}");
+        r.devices.push(DeviceReport { copy_threads: 8, ..Default::default() });
+        assert!(
+            r.to_string().contains("frames copied out of staging on 8 threads per device (io.copy_threads)"),
+            "{r}"
+        );
     }
 
     #[test]

@@ -194,6 +194,7 @@ impl DeviceWorker<'_> {
         if !gpu.adapter().is_cpu() {
             producer = producer.with_copy_threads(ctx.copy_threads);
         }
+        report.copy_threads = producer.copy_threads();
         let first = resume.map_or(0, |saved| saved.frames);
         // A source that saves no state has no checkpoints: it restarts from frame 0.
         let mut schedule = match &ctx.checkpoints {

@@ -58,10 +58,46 @@ pub(crate) fn create_file(at: &Path, swmr: bool, index_rewritten: bool) -> hdf5:
     options.create_excl(at)
 }
 
-/// Opens the existing file `at` for writing, allocating as [`create_file`] does.
+/// Opens the existing file `at` for writing, allocating as [`create_file`] does and creating
+/// objects in the formats it does ([`earliest_formats`]).
 pub(crate) fn open_rw(at: &Path, index_rewritten: bool) -> hdf5::Result<File> {
     let Alignment { threshold, alignment } = Alignment::for_output(index_rewritten);
-    File::with_options().with_fapl(|p| p.chunk_cache(0, 0, 1.0).alignment(threshold, alignment)).open_rw(at)
+    let file =
+        File::with_options().with_fapl(|p| p.chunk_cache(0, 0, 1.0).alignment(threshold, alignment)).open_rw(at)?;
+    earliest_formats(&file)?;
+    Ok(file)
+}
+
+/// Makes the objects HDF5 creates in `file` from now on use the earliest formats that hold
+/// them (version 1 object headers, v1 B-tree chunk indexes), as in the files the sink creates.
+///
+/// Why: a file made without a free-space manager has a version 2 superblock, and HDF5 1.10
+/// opening such a file raises the format of every object it creates to 1.8's: version 2
+/// object headers, each checksummed as a whole. The streams an append creates again had such
+/// headers, and the header of a growing dataset is rewritten in place at every frame: a kill
+/// that cut that write at a page boundary left a header whose checksum no longer matched, and
+/// the dataset did not open (`kill_stress ... deflate,chunk_frames=4,append`: "incorrect
+/// metadata checksum" opening `a/steps`, 2 of 2000 kills). A version 1 header has no
+/// checksum: a torn rewrite mixes the header's old and new bytes, and only the bytes that
+/// changed (a dataset's extent) can be wrong.
+#[expect(unsafe_code, reason = "hdf5-metno-sys 0.12 does not declare H5Fset_libver_bounds (HDF5 1.10.2 and later)")]
+fn earliest_formats(file: &File) -> hdf5::Result<()> {
+    use hdf5_sys::h5f::H5F_libver_t;
+    unsafe extern "C" {
+        fn H5Fset_libver_bounds(
+            file_id: hdf5_sys::h5i::hid_t,
+            low: H5F_libver_t,
+            high: H5F_libver_t,
+        ) -> hdf5_sys::h5::herr_t;
+    }
+    hdf5::sync::sync(|| {
+        // SAFETY: `file` is an open file borrowed for the call, and the two bounds are values
+        // of HDF5's own enumeration; the HDF5 lock is held (`sync`).
+        hdf5::h5check(unsafe {
+            H5Fset_libver_bounds(file.id(), H5F_libver_t::H5F_LIBVER_EARLIEST, H5F_libver_t::H5F_LIBVER_V110)
+        })
+    })
+    .map(drop)
 }
 
 /// Where HDF5 places the file's larger objects (`H5Pset_alignment`: every object of
