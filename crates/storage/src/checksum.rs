@@ -55,15 +55,19 @@ fn data_hash(data: &[u8]) -> u64 {
 pub struct BlockHasher {
     len: usize,
     blocks: Vec<std::sync::atomic::AtomicU64>,
-    /// Blocks hashed so far.
+    /// Whether each block was hashed.
+    done: Vec<std::sync::atomic::AtomicBool>,
+    /// Blocks hashed so far, each counted once.
     hashed: std::sync::atomic::AtomicUsize,
 }
 
 impl BlockHasher {
     /// Hashes for a frame of `len` bytes.
     pub fn new(len: usize) -> Self {
-        let blocks = (0..len.div_ceil(HASH_BLOCK).max(1)).map(|_| std::sync::atomic::AtomicU64::new(0)).collect();
-        BlockHasher { len, blocks, hashed: std::sync::atomic::AtomicUsize::new(0) }
+        let count = len.div_ceil(HASH_BLOCK).max(1);
+        let blocks = (0..count).map(|_| std::sync::atomic::AtomicU64::new(0)).collect();
+        let done = (0..count).map(|_| std::sync::atomic::AtomicBool::new(false)).collect();
+        BlockHasher { len, blocks, done, hashed: std::sync::atomic::AtomicUsize::new(0) }
     }
 
     /// Hashes block `index`: the frame's bytes from `index` × [`HASH_BLOCK`] on, all of them
@@ -76,7 +80,10 @@ impl BlockHasher {
             return;
         }
         slot.store(xxhash_rust::xxh3::xxh3_64_with_seed(bytes, self.len as u64), Ordering::Relaxed);
-        self.hashed.fetch_add(1, Ordering::Release);
+        // A block hashed again counts once: another one missing leaves the hash incomplete.
+        if !self.done[index].swap(true, Ordering::Relaxed) {
+            self.hashed.fetch_add(1, Ordering::Release);
+        }
     }
 
     /// The hash, if every block was hashed (once; a frame of no bytes has one empty block).
@@ -180,6 +187,11 @@ impl DataHasher {
     /// Adds the next bytes of the frame.
     pub fn update(&mut self, mut bytes: &[u8]) {
         self.fed += bytes.len();
+        // Bytes past the frame's length (a caller's bug) are counted, not hashed: the hash
+        // then has none ([`Frame::with_data_hash`]).
+        if self.fed > self.len {
+            return;
+        }
         while !bytes.is_empty() {
             let (now, rest) = bytes.split_at(bytes.len().min(HASH_BLOCK - self.in_block));
             self.block.update(now);
@@ -313,6 +325,14 @@ mod tests {
             }
             assert_eq!(Frame::new(0, 1, 2, data.clone()).with_block_hashes(&b).data_hash, whole.data_hash, "{len}");
         }
+        // Too many bytes, or a block twice and another not at all: no hash from the hasher.
+        let mut long = DataHasher::new(100);
+        long.update(&[0; 300_000]);
+        assert_eq!(long.digest(), None);
+        let twice = BlockHasher::new(2 * HASH_BLOCK);
+        twice.hash_block(0, &[1; HASH_BLOCK]);
+        twice.hash_block(0, &[1; HASH_BLOCK]);
+        assert_eq!(twice.digest(), None);
         // One block is hashed as before blocks existed: XXH3-64 seeded with the length.
         let small = Frame::new(0, 1, 2, vec![9; 5000]).hash_data();
         assert_eq!(small.data_hash, Some(xxhash_rust::xxh3::xxh3_64_with_seed(&[9; 5000], 5000)));

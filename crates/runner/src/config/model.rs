@@ -409,8 +409,8 @@ pub struct IoSection {
     pub staging_buffers: usize,
     /// Threads each device copies (and hashes) its frames out of its staging buffers on,
     /// when the device is a GPU: one thread copies a few GB/s, which bounds the frames a
-    /// second of large frames on a fast GPU. A frame is split only into shares of 4 MiB or
-    /// more. CPU adapters copy on one thread (their compute takes the cores).
+    /// second of large frames on a fast GPU. A frame gets one thread per 4 MiB of it at most.
+    /// CPU adapters copy on one thread (their compute takes the cores).
     ///
     /// Default: the cores this process may run on, shared among the devices and the writer
     /// (at most 8).

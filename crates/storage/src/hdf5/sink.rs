@@ -259,9 +259,10 @@ impl Hdf5Backend {
             && super::preallocate::chunk_count(layout, &chunks) <= super::preallocate::MAX_INDEXED_CHUNKS;
         // Outputs neither laid out nor indexed at `begin` (chunks of several compressed frames,
         // streams of unknown length) change index entries of frames already stored, in
-        // place: index nodes go on pages of their own (`swmr::Alignment`). SWMR files order
+        // place: index nodes go on pages of their own (`swmr::Alignment`). So may appends (a
+        // continued stream that grew in its earlier run keeps growing). SWMR files order
         // their writes themselves.
-        let index_rewritten = !preallocated && !indexed && !self.options.swmr;
+        let index_rewritten = (self.options.append || (!preallocated && !indexed)) && !self.options.swmr;
         if preallocated {
             let most = layout.streams.iter().filter_map(|s| s.expected_frames).max().unwrap_or(1);
             chunks = super::preallocate::packed_chunks(layout, &chunks, most);
@@ -460,7 +461,8 @@ fn write_frame_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: 
         .prepare(frame.stream, frame.index, &fields)
         .map_err(|e| h5err(format!("cannot compress frame {n} of {name} for"), path, e))?;
     if let Some(reserve) = reserve.as_mut() {
-        let data = writes.iter().map(|w| w.bytes.len() as u64).sum::<u64>();
+        // Each chunk may start at a page (`swmr::Alignment`).
+        let data = writes.iter().map(|w| Alignment::for_output(true).padded(w.bytes.len() as u64)).sum::<u64>();
         reserve.before_write(file.size(), data.saturating_add(frame_overhead_bound(layout, data)))?;
     }
     // Chunks indexed at `begin` (see `preallocate`): the frame's chunks replace their fill

@@ -113,8 +113,8 @@ fn earliest_formats(file: &File) -> hdf5::Result<()> {
 ///   multiple of 8, so no 8-byte value inside one crosses a page boundary: a frame's `steps`
 ///   entry is never half the never-written mark and half the step.
 /// - Outputs whose chunks are neither laid out nor indexed at `begin` (chunks of several
-///   compressed frames; streams of unknown length), SWMR files aside: objects of 2 KiB or
-///   more start at a page boundary. A chunk index node (a v1 B-tree node of 64
+///   compressed frames; streams of unknown length) and appends, SWMR files aside: objects of
+///   2 KiB or more start at a page boundary. A chunk index node (a v1 B-tree node of 64
 ///   entries: 2096 bytes for a dataset of one axis, 3136 for three, 3656 for four) is
 ///   rewritten in place whenever a chunk moves to new space or a chunk is added, while it
 ///   also describes chunks of frames already reported; it then fits in one page, so its
