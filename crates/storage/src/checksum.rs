@@ -18,7 +18,7 @@ fn mix(mut x: u64) -> u64 {
 
 /// Checksum of one frame's bytes, mixed with its stream and index.
 ///
-/// The data's hash ([`data_hash`]): position within the frame matters, so swapped bytes
+/// The data's hash (the one [`Frame::hash_data`] caches): position within the frame matters, so swapped bytes
 /// change the result. Sinks add these up with `wrapping_add`,
 /// which makes the run checksum independent of the order frames of different streams
 /// arrive in. `Running` computes the same value piece by piece.
@@ -28,7 +28,7 @@ pub fn frame_checksum(frame: &Frame) -> u64 {
     with_frame(frame.data_hash.unwrap_or_else(|| data_hash(&frame.data)), frame)
 }
 
-/// Bytes of one block of a frame's hash ([`data_hash`]): small enough that a block copied
+/// Bytes of one block of a frame's hash ([`Frame::hash_data`]): small enough that a block copied
 /// out of a GPU's staging buffer is still in the CPU's cache when it is hashed, and the unit
 /// in which several threads copy and hash one frame at once ([`BlockHasher`]).
 pub const HASH_BLOCK: usize = 256 << 10;
@@ -50,7 +50,7 @@ fn data_hash(data: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64_with_seed(&blocks, seed)
 }
 
-/// [`data_hash`] of blocks hashed in any order, on any thread: [`BlockHasher::hash_block`]
+/// The hash [`Frame::hash_data`] computes, of blocks hashed in any order, on any thread: [`BlockHasher::hash_block`]
 /// for every block of [`HASH_BLOCK`] bytes, then [`Frame::with_block_hashes`].
 pub struct BlockHasher {
     len: usize,
