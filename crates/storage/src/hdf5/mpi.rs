@@ -233,22 +233,46 @@ pub(super) fn close(
     path: &Path,
 ) -> Result<()> {
     let failed_ranks = failed_ranks(comm, !failed);
-    let l = &open.layout;
+    // Closed and opened again, by every rank, before the end's metadata changes: each rank
+    // wrote its own streams' frames, so its metadata cache holds other entries than the
+    // others' (their chunk index nodes), and the attribute writes below then made one rank
+    // enter a collective step of the cache that the others never did: a resumed batch
+    // thinned by `output.when` hung in the first one. Opened again, the caches are empty on
+    // every rank and the calls below the same.
+    let Shared { file, streams, layout, others_complete, .. } = open;
+    drop(streams);
+    let reopened = file.close().and_then(|()| reopen(comm, path, &layout));
+    let (file, streams) = agree(comm, reopened.map_err(|e| h5err("cannot close and open again", path, e)), || {
+        format!("closing {}", path.display())
+    })?;
+    let l = &layout;
     let finished = (|| -> hdf5::Result<()> {
-        for (sets, &n) in open.streams.iter().zip(frames) {
+        for (sets, &n) in streams.iter().zip(frames) {
             if sets.steps.shape().first().is_some_and(|&len| len as u64 > n) {
                 super::schema::resize(sets, l, n as usize)?;
             }
         }
         let outcome = Outcome::new(l, frames, !failed_ranks.is_empty()).with_short(short);
-        super::schema::mark_complete(&open.file, &open.streams, &outcome, open.others_complete, false)
+        super::schema::mark_complete(&file, &streams, &outcome, others_complete, false)
     })();
     // Under MPI-IO a file closes only when none of its objects is open.
-    let Shared { file, streams, .. } = open;
     drop(streams);
     let closed = file.close();
     finished.map_err(|e| h5err("cannot finish", path, e))?;
     closed.map_err(|e| h5err("cannot close", path, e))
+}
+
+/// Opens the shared file `path` again (collectively) with the datasets of every stream of
+/// `layout`.
+fn reopen(comm: &SimpleCommunicator, path: &Path, layout: &StreamLayout) -> hdf5::Result<(File, Vec<StreamSets>)> {
+    let comm = comm.as_raw();
+    let file = File::with_options().with_fapl(|p| p.mpio(comm, None)).open_rw(path)?;
+    let streams = layout
+        .streams
+        .iter()
+        .map(|s| super::schema::open_stream(&file, layout, &s.name))
+        .collect::<hdf5::Result<Vec<_>>>()?;
+    Ok((file, streams))
 }
 
 impl Backend for MpiHdf5Backend {

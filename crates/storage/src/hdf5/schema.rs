@@ -175,10 +175,7 @@ pub(crate) fn create(
 /// sink's) then grows them back to the expected frames, the steps of the new ones
 /// [`NO_STEP`].
 fn continue_stream(file: &File, layout: &StreamLayout, s: &StreamInfo, plan: &Plan) -> hdf5::Result<StreamSets> {
-    let group = file.group(&s.name)?;
-    let fields = layout.fields.iter().map(|f| group.dataset(&f.name)).collect::<hdf5::Result<Vec<_>>>()?;
-    let steps = group.dataset(STEPS_NAME)?;
-    let sets = StreamSets { group, fields, steps };
+    let sets = open_stream(file, layout, &s.name)?;
     let kept = usize::try_from(s.kept_frames).map_err(|_| format!("{} frames do not fit this host", s.kept_frames))?;
     // A stream of an older version has no `frames`: made now, so that `finish` overwrites it
     // in place as it does a new stream's. (Such a file is continued on a copy:
@@ -211,6 +208,15 @@ fn continue_stream(file: &File, layout: &StreamLayout, s: &StreamInfo, plan: &Pl
         )?;
     }
     Ok(sets)
+}
+
+/// Opens the group of the stream `name` with its datasets: one per field of `layout`, and
+/// `steps`.
+pub(crate) fn open_stream(file: &File, layout: &StreamLayout, name: &str) -> hdf5::Result<StreamSets> {
+    let group = file.group(name)?;
+    let fields = layout.fields.iter().map(|f| group.dataset(&f.name)).collect::<hdf5::Result<Vec<_>>>()?;
+    let steps = group.dataset(STEPS_NAME)?;
+    Ok(StreamSets { group, fields, steps })
 }
 
 /// A stream group's frame count: made with the group (0), written by `finish`.

@@ -71,14 +71,6 @@ pub fn plan(args: &RunArgs, ranks: usize, speaks: bool) -> anyhow::Result<Option
             );
         }
     }
-    if args.resume && ranks > 1 && config.thinning().when.is_some() {
-        bail!(
-            "{}: output.when: --resume under mpirun cannot continue a batch whose fields a condition thins: the \
-             ranks' shared file hung when it was cut to the kept frames after a resume (a known bug): run the \
-             batch again from the start, or without output.when",
-            config.origin("output.when")
-        );
-    }
     if args.resume && config.file.output.swmr {
         bail!(
             "{}: output.swmr: --resume cannot use single-writer/multiple-reader mode (a file enters it only when \
