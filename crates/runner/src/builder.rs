@@ -122,8 +122,9 @@ impl PipelineBuilder {
         self
     }
 
-    /// Threads each device on a GPU copies its frames out of staging on (default: the cores
-    /// shared among the devices and the writer, at most 8; CPU adapters always one).
+    /// Threads each device copies its frames out of staging on, on every adapter (default: on
+    /// a GPU the cores shared among the devices and the writer, at most 8; on a CPU adapter
+    /// one, since its compute takes the cores).
     pub fn copy_threads(mut self, n: usize) -> Self {
         self.settings.copy_threads = Some(n);
         self

@@ -18,7 +18,7 @@ use crate::run_state::{RunState, StopHandle};
 use crate::settings::Settings;
 use crate::trace::Recorder;
 use crate::tuning::Tuner;
-use crate::worker::{Handoff, WorkerContext, device_thread};
+use crate::worker::{CopyThreads, Handoff, WorkerContext, device_thread};
 use crate::writer::{CheckpointWriter, FrameWriter, lock, writer_thread};
 
 /// A run ready to start: see [`Pipeline::builder`].
@@ -187,7 +187,8 @@ impl Pipeline {
             lockstep,
             checkpoints: checkpoints.as_ref().map(|c| (c.interval, Arc::clone(&auto))),
             fingerprints,
-            copy_threads: copy_threads.unwrap_or_else(|| crate::worker::copy_threads(gpus.len())),
+            copy_threads: copy_threads
+                .map_or(CopyThreads::Auto(crate::worker::copy_threads(gpus.len())), CopyThreads::Set),
         };
 
         let mut report = RunReport { mode, ..Default::default() };

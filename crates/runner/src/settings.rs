@@ -19,7 +19,8 @@ pub(crate) struct Settings {
     pub frames: u64,
     pub steps_per_frame: u32,
     pub staging_buffers: usize,
-    /// Threads a device on a GPU copies frames on; `None`: `worker::copy_threads`.
+    /// Threads a device copies frames on; `None`: `worker::copy_threads` on a GPU, one on a
+    /// CPU adapter.
     pub copy_threads: Option<usize>,
     /// `None`: the mode's default ([`Settings::io_buffer_default`]).
     pub io_buffer: Option<usize>,

@@ -53,8 +53,17 @@ pub(crate) struct WorkerContext {
     pub fingerprints: Vec<String>,
     /// The reductions each frame carries behind its fields.
     pub analysis: Analysis,
-    /// Threads a device on a GPU copies each frame out of staging on ([`copy_threads`]).
-    pub copy_threads: usize,
+    /// Threads a device copies each frame out of staging on.
+    pub copy_threads: CopyThreads,
+}
+
+/// How many threads a device copies its frames out of staging on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum CopyThreads {
+    /// The user's (`io.copy_threads`): on every adapter.
+    Set(usize),
+    /// The default: this many on a GPU ([`copy_threads`]), one on a CPU adapter.
+    Auto(usize),
 }
 
 /// Threads each device thread copies (and hashes) its frames on, when its adapter is a GPU:
@@ -191,9 +200,11 @@ impl DeviceWorker<'_> {
         if !ctx.gpu_timestamps {
             producer = producer.without_timestamps();
         }
-        if !gpu.adapter().is_cpu() {
-            producer = producer.with_copy_threads(ctx.copy_threads);
-        }
+        producer = producer.with_copy_threads(match ctx.copy_threads {
+            CopyThreads::Set(n) => n,
+            CopyThreads::Auto(_) if gpu.adapter().is_cpu() => 1,
+            CopyThreads::Auto(n) => n,
+        });
         report.copy_threads = producer.copy_threads();
         let first = resume.map_or(0, |saved| saved.frames);
         // A source that saves no state has no checkpoints: it restarts from frame 0.

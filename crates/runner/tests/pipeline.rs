@@ -84,6 +84,35 @@ fn the_run_checksum_is_that_of_the_frames_stored() {
     }
 }
 
+/// Frames copied out of staging on several threads are hashed block by block on those
+/// threads: the run checksum is still that of the bytes stored, and the summary says how
+/// many threads copied (a 2048 × 1024 frame of v is 8 MiB: two threads' worth).
+#[test]
+fn frames_copied_on_several_threads_checksum_as_the_bytes_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = Pipeline::builder()
+        .gpus(lavapipe(1))
+        .grid(2048, 1024)
+        .frames(2)
+        .steps_per_frame(1)
+        .copy_threads(4)
+        .gray_scott(GrayScottParams::default(), 5, 0.02)
+        .sink(raw(&dir))
+        .run()
+        .unwrap();
+    assert_eq!(report.devices[0].copy_threads, 2, "one thread per 4 MiB of frame");
+    assert!(report.to_string().contains("copied out of staging on 2 threads"), "{report}");
+    let out = open_output(dir.path().join("out")).unwrap();
+    let steps = out.steps(0).unwrap();
+    let expected = steps.iter().enumerate().fold(0u64, |sum, (i, step)| {
+        let bytes: Vec<u8> =
+            (0..out.fields().len()).flat_map(|f| out.read_field(0, f, i as u64).unwrap().bytes).collect();
+        sum.wrapping_add(storage::frame_checksum(&Frame::new(0, i as u64, *step, bytes)))
+    });
+    assert_eq!(steps.len(), 2);
+    assert_eq!(report.sink.checksum, expected);
+}
+
 /// Several devices each write their own stream, with their own seed, in order: one adapter
 /// opened twice, and every adapter wgpu sees plus the first one again (so that there are two
 /// streams with a single adapter too).

@@ -407,13 +407,12 @@ pub struct IoSection {
     ///
     /// Accepted values: 1 or more.
     pub staging_buffers: usize,
-    /// Threads each device copies (and hashes) its frames out of its staging buffers on,
-    /// when the device is a GPU: one thread copies a few GB/s, which bounds the frames a
-    /// second of large frames on a fast GPU. A frame gets one thread per 4 MiB of it at most.
-    /// CPU adapters copy on one thread (their compute takes the cores).
+    /// Threads each device copies (and hashes) its frames out of its staging buffers on: one
+    /// thread copies a few GB/s, which bounds the frames a second of large frames on a fast
+    /// GPU. A frame gets one thread per 4 MiB of it at most.
     ///
-    /// Default: the cores this process may run on, shared among the devices and the writer
-    /// (at most 8).
+    /// Default: on a GPU, the cores this process may run on shared among the devices and the
+    /// writer (at most 8); on a CPU adapter one (its compute takes the cores).
     ///
     /// Accepted values: 1 or more.
     pub copy_threads: Option<usize>,
