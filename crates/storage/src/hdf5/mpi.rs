@@ -16,8 +16,9 @@
 //!   frame's step is written after its fields; steps never written read as `NO_STEP`, which
 //!   is how a reader of a killed job's file counts its frames.
 //! - `finish` (collective): the frame counts of all ranks are summed, streams that fell short
-//!   (or kept fewer than their most) are shrunk to what they hold, `frames`/`complete` attributes are written, and the file
-//!   closes.
+//!   (or kept fewer than their most) are shrunk to what they hold, `frames`/`complete`
+//!   attributes are written, and the file closes. Before the shrink the file is closed and
+//!   opened again, so that every rank's metadata cache starts empty (see `close`).
 //!
 //! Independent writes cannot go through HDF5 filters, so compression is refused.
 
@@ -239,12 +240,31 @@ pub(super) fn close(
     // enter a collective step of the cache that the others never did: a resumed batch
     // thinned by `output.when` hung in the first one. Opened again, the caches are empty on
     // every rank and the calls below the same.
+    // Each collective step agreed on by every rank before the next (a rank whose close or
+    // open failed alone must not leave the others waiting in the next one).
     let Shared { file, streams, layout, others_complete, .. } = open;
     drop(streams);
-    let reopened = file.close().and_then(|()| reopen(comm, path, &layout));
-    let (file, streams) = agree(comm, reopened.map_err(|e| h5err("cannot close and open again", path, e)), || {
-        format!("closing {}", path.display())
+    let closing = || format!("closing {}", path.display());
+    agree(comm, file.close().map_err(|e| h5err("cannot close", path, e)), closing)?;
+    let comm_raw = comm.as_raw();
+    let opened = File::with_options().with_fapl(|p| p.mpio(comm_raw, None)).open_rw(path);
+    let file = agree(comm, opened.map_err(|e| h5err("cannot open again", path, e)), || {
+        format!("opening {} again", path.display())
     })?;
+    let streams = layout
+        .streams
+        .iter()
+        .map(|s| super::schema::open_stream(&file, &layout, &s.name))
+        .collect::<hdf5::Result<Vec<_>>>()
+        .map_err(|e| h5err("cannot open the streams again in", path, e));
+    // Agreed while the file is still held; on an error the datasets close before the file.
+    let streams = match agree(comm, streams, || format!("opening the streams of {} again", path.display())) {
+        Ok(streams) => streams,
+        Err(e) => {
+            drop(file);
+            return Err(e);
+        }
+    };
     let l = &layout;
     let finished = (|| -> hdf5::Result<()> {
         for (sets, &n) in streams.iter().zip(frames) {
@@ -260,19 +280,6 @@ pub(super) fn close(
     let closed = file.close();
     finished.map_err(|e| h5err("cannot finish", path, e))?;
     closed.map_err(|e| h5err("cannot close", path, e))
-}
-
-/// Opens the shared file `path` again (collectively) with the datasets of every stream of
-/// `layout`.
-fn reopen(comm: &SimpleCommunicator, path: &Path, layout: &StreamLayout) -> hdf5::Result<(File, Vec<StreamSets>)> {
-    let comm = comm.as_raw();
-    let file = File::with_options().with_fapl(|p| p.mpio(comm, None)).open_rw(path)?;
-    let streams = layout
-        .streams
-        .iter()
-        .map(|s| super::schema::open_stream(&file, layout, &s.name))
-        .collect::<hdf5::Result<Vec<_>>>()?;
-    Ok((file, streams))
 }
 
 impl Backend for MpiHdf5Backend {
