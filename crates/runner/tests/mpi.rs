@@ -376,9 +376,8 @@ fn a_split_domain_writes_one_zarr_store_bit_identical_to_one_process() {
 /// combine the results, so the split file holds the one-process run's reductions: min, max,
 /// bin edges and the PDF per z slice bit for bit (2 ranks: blocks of 12 and 11 planes; 4 ranks
 /// 2x2x1: two blocks side by side on every slice, their counts summed), sum and mean to f32
-/// rounding; in HDF5 and in Zarr. output.every, analysis.downsample and an empty
-/// output.fields are refused, naming the key (split runs keep the reductions beside every
-/// frame's fields, written block by block).
+/// rounding; in HDF5 and in Zarr. analysis.downsample is refused, naming the key (a coarse
+/// cell may straddle two blocks).
 #[test]
 fn a_split_domains_reductions_are_the_whole_grids() {
     let dir = domain_setup();
@@ -398,41 +397,102 @@ fn a_split_domains_reductions_are_the_whole_grids() {
         mpi_args.extend(args.iter().map(String::as_str));
         let out = mpirun(d, &mpi_args);
         assert!(out.status.success(), "case {i}: {}", text(&out));
+        assert_as_one_process_to_f32_rounding(&d.join(&path), &d.join("serial.h5"), &format!("case {i}"));
         let split = open_output(d.join(&path)).unwrap();
-        assert!(split.complete(), "case {i}");
-        assert_eq!(split.fields(), whole.fields(), "case {i}: the layout");
-        for (f, spec) in whole.fields().iter().enumerate() {
-            for frame in 0..3 {
-                let (a, b) = (split.read_field(0, f, frame).unwrap(), whole.read_field(0, f, frame).unwrap());
-                let what = format!("case {i} ({ranks} ranks, {sink}), {} frame {frame}", spec.name);
-                if spec.name.ends_with("_sum") || spec.name.ends_with("_mean") {
-                    let (x, y) = (a.to_f64()[0], b.to_f64()[0]);
-                    assert!((x - y).abs() <= 1e-5 * y.abs().max(1e-30), "{what}: {x} against {y}");
-                } else {
-                    assert!(a == b, "{what} differs from one process's");
-                }
-            }
-        }
         // Not by construction: the PDF spreads over several bins and differs between frames.
         let pdf = names.iter().position(|n| *n == "v_pdf").unwrap();
         let counts: Vec<Vec<f64>> = (0..3).map(|k| split.read_field(0, pdf, k).unwrap().to_f64()).collect();
         assert!(counts[0].iter().filter(|&&c| c > 0.0).count() > 23, "case {i}: v's PDF is degenerate");
         assert_ne!(counts[0], counts[2], "case {i}: the PDF did not change between frames");
     }
-    for (set, says) in [
-        ("output.every=2", "output.every stores fields of some frames only"),
-        ("analysis.downsample=2", "analysis.downsample = 2 with a domain split over MPI ranks"),
-        ("output.fields=[]", "output.fields is empty: a domain split over MPI ranks"),
-    ] {
-        let args = domain_args("refused.h5", &[analysis[0], set]);
-        let mut mpi_args: Vec<&str> = vec!["-n", "2"];
-        mpi_args.extend(args.iter().map(String::as_str));
-        let out = mpirun(d, &mpi_args);
-        assert!(!out.status.success(), "{set}: {}", text(&out));
-        assert!(text(&out).contains(says), "{set}: {}", text(&out));
-        assert!(!d.join("refused.h5").exists(), "{set}");
+    let args = domain_args("refused.h5", &[analysis[0], "analysis.downsample=2"]);
+    let mut mpi_args: Vec<&str> = vec!["-n", "2"];
+    mpi_args.extend(args.iter().map(String::as_str));
+    let out = mpirun(d, &mpi_args);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("analysis.downsample = 2 with a domain split over MPI ranks"), "{}", text(&out));
+    assert!(!d.join("refused.h5").exists());
+}
+
+/// Checks that the output `split` (a domain split over MPI ranks) holds what one process
+/// wrote to `whole`: complete, the same layout and steps, every field of every frame bit for
+/// bit but the sums and means of the reductions, which add the blocks' sums and so agree to
+/// f32 rounding (`context` names the case).
+fn assert_as_one_process_to_f32_rounding(split: &Path, whole: &Path, context: &str) {
+    let (a, b) = (open_output(split).unwrap(), open_output(whole).unwrap());
+    assert!(a.complete(), "{context}: {} is not complete", split.display());
+    assert_eq!(a.fields(), b.fields(), "{context}: the layout");
+    let frames = b.streams()[0].frames;
+    assert_eq!(a.streams()[0].frames, frames, "{context}: frames");
+    assert_eq!(a.steps(0).unwrap(), b.steps(0).unwrap(), "{context}: steps");
+    for (f, spec) in b.fields().iter().enumerate() {
+        for frame in 0..frames {
+            let (x, y) = (a.read_field(0, f, frame).unwrap(), b.read_field(0, f, frame).unwrap());
+            let what = format!("{context}: {} frame {frame}", spec.name);
+            if spec.name.ends_with("_sum") || spec.name.ends_with("_mean") {
+                let (x, y) = (x.to_f64()[0], y.to_f64()[0]);
+                assert!((x - y).abs() <= 1e-5 * y.abs().max(1e-30), "{what}: {x} against {y}");
+            } else {
+                assert!(x == y, "{what} differs from one process's");
+            }
+        }
     }
 }
+
+/// `output.every`, `output.when` and `output.fields = []` with a split domain: the fields of
+/// the frames kept go to the fields' output, written block by block, and the whole grid's
+/// reductions of every frame to the output beside it, written by rank 0; both as one process
+/// writes them (2 ranks into HDF5, 4 into Zarr). The condition reads `v_max`, which the ranks
+/// combine bit for bit, so every rank keeps the same frames (a rank keeping another frame
+/// would wait in a collective write the others never make).
+#[test]
+fn a_split_domain_thinning_its_fields_writes_both_outputs_as_one_process_does() {
+    let dir = domain_setup();
+    let d = dir.path();
+    let analysis = ["analysis.fields=[\"v\"]", "analysis.pdf_bins=8", "kernel.params.noise=0.01"];
+    for (name, rule, kept) in [("every", "output.every=2", 2), ("when", SPLIT_WHEN, 2), ("none", "output.fields=[]", 3)]
+    {
+        let sets: Vec<&str> = analysis.iter().copied().chain([rule]).collect();
+        let serial = format!("{name}-serial.h5");
+        let out = Command::new(WGPIPE).args(&domain_args(&serial, &sets)[1..]).current_dir(d).output().unwrap();
+        assert!(out.status.success(), "{name}: {}", text(&out));
+        for (ranks, sink) in [("2", "hdf5"), ("4", "zarr")] {
+            let ext = if sink == "zarr" { "zarr" } else { "h5" };
+            let path = format!("{name}-{ranks}.{ext}");
+            let sink_set = format!("output.sink={sink}");
+            let args = domain_args(&path, &sets.iter().copied().chain([sink_set.as_str()]).collect::<Vec<_>>());
+            let mut mpi_args: Vec<&str> = vec!["-n", ranks];
+            mpi_args.extend(args.iter().map(String::as_str));
+            let out = mpirun(d, &mpi_args);
+            let context = format!("{name}, {ranks} ranks, {sink}: {}", text(&out));
+            assert!(out.status.success(), "{context}");
+            if name == "none" {
+                // One output: the reductions of every frame.
+                assert_as_one_process_to_f32_rounding(&d.join(&path), &d.join(&serial), &context);
+                let names: Vec<String> =
+                    open_output(d.join(&path)).unwrap().fields().iter().map(|f| f.name.clone()).collect();
+                assert!(names.iter().all(|n| n.starts_with("v_")), "{context}: reductions only: {names:?}");
+                continue;
+            }
+            let beside = |p: &str| p.replacen(&format!(".{ext}"), &format!(".analysis.{ext}"), 1);
+            let fields = open_output(d.join(&path)).unwrap();
+            assert_eq!(fields.streams()[0].frames, kept, "{context}: frames kept");
+            drop(fields);
+            assert_as_one_process(&d.join(&path), &d.join(&serial), &context);
+            let reductions = beside(&path);
+            assert_as_one_process_to_f32_rounding(
+                &d.join(&reductions),
+                &d.join(serial.replace(".h5", ".analysis.h5")),
+                &context,
+            );
+            assert_eq!(open_output(d.join(&reductions)).unwrap().streams()[0].frames, 3, "{context}");
+        }
+    }
+}
+
+/// The condition of the split thinning test: it keeps 2 of the 3 frames (tune it if the model
+/// changes: the test checks the count).
+const SPLIT_WHEN: &str = "output.when=\"v_max > 0.5\"";
 
 #[test]
 fn a_decomposition_that_does_not_match_the_ranks_is_refused_at_its_key() {
@@ -820,6 +880,38 @@ fn a_killed_split_run_resumes_from_its_checkpoint_on_any_number_of_ranks() {
         let what = format!("{from} resumed on {ranks} rank(s)");
         assert_resumed_as_uninterrupted(&out, reported, &d.join(to), &d.join("serial.h5"), &what);
     }
+}
+
+/// A checkpointed split run thinned by `output.every`, killed mid-run (a rank SIGKILLed),
+/// resumes on 2 ranks from its checkpoint into both outputs: the fields of every 3rd frame
+/// and the reductions of every frame, each complete and as the uninterrupted run in one
+/// process wrote it (each fields output cut to the frames kept up to the checkpoint).
+#[test]
+fn a_killed_thinned_split_run_resumes_both_outputs() {
+    let dir = domain_setup();
+    let d = dir.path();
+    let args = |path: &str, progress: &str, resume: bool| -> Vec<String> {
+        let mut v = checkpointed_args(path, progress, resume);
+        for set in ["analysis.fields=[\"v\"]", "analysis.pdf_bins=8", "output.every=3"] {
+            v.extend(["--set".to_owned(), set.to_owned()]);
+        }
+        v
+    };
+    let serial = Command::new(WGPIPE).args(args("serial.h5", "none", false)).current_dir(d).output().unwrap();
+    assert!(serial.status.success(), "{}", text(&serial));
+    let reported = kill_a_rank(d, 2, &args("killed.h5", "frames", false), "output.path=\"killed.h5\"", 20);
+    let held = open_output(d.join("killed.analysis.h5")).unwrap();
+    assert!(!held.complete() && held.streams()[0].frames >= 20, "{:?}", held.streams());
+    drop(held);
+    let mut mpi_args: Vec<String> = vec!["-n".into(), "2".into(), WGPIPE.into()];
+    mpi_args.extend(args("killed.h5", "frames", true));
+    let out = mpirun(d, &mpi_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let context = format!("reported {reported} before the kill: {}", text(&out));
+    assert!(out.status.success(), "{context}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("continuing after "), "{context}");
+    assert_as_one_process(&d.join("killed.h5"), &d.join("serial.h5"), &context);
+    assert_eq!(open_output(d.join("killed.h5")).unwrap().streams()[0].frames, 20, "{context}: every 3rd of 60");
+    assert_as_one_process_to_f32_rounding(&d.join("killed.analysis.h5"), &d.join("serial.analysis.h5"), &context);
 }
 
 /// A resumed checkpointed run (`checkpointed_args`, 60 frames, a checkpoint every 5) that

@@ -213,6 +213,10 @@ impl<B: Backend> Sink for Checked<B> {
         self.backend.check_layout(layout)
     }
 
+    fn frame_layout(&self, layout: &StreamLayout) -> Option<StreamLayout> {
+        self.backend.frame_layout(layout)
+    }
+
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         let start = Instant::now();
         match self.stage {

@@ -38,20 +38,14 @@ pub(crate) fn is_blocked(field: &FieldSpec, block: &[usize]) -> bool {
 }
 
 /// Errors unless `layout` is one stream whose every field of the block's rank holds the
-/// block at `offset` of extent `shape` (C order), and some field does: what a rank writing
-/// its block of every frame can store ([`is_blocked`]).
+/// block at `offset` of extent `shape` (C order): what a rank writing its block of every
+/// frame can store ([`is_blocked`]). A layout without such a field (the reductions of a split
+/// run that stores some frames' fields only, beside them) is whole on every rank.
 pub(crate) fn check_block(layout: &StreamLayout, offset: &[usize], shape: &[usize]) -> Result<()> {
     if layout.streams.len() != 1 {
         return Err(Error::InvalidLayout(format!(
             "a frame split into blocks is written as one stream, the layout has {}",
             layout.streams.len()
-        )));
-    }
-    if !layout.fields.iter().any(|f| is_blocked(f, shape)) {
-        return Err(Error::InvalidLayout(format!(
-            "no field has the block's {} axes (its shape {shape:?}): a frame split into blocks needs one field of \
-             the grid at least",
-            shape.len()
         )));
     }
     for f in layout.fields.iter().filter(|f| is_blocked(f, shape)) {

@@ -66,6 +66,14 @@ pub trait Sink: Send {
     fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
         crate::validate::check_layout(layout)
     }
+    /// The layout of the frames `write` takes, when it is not `layout` itself: a sink storing
+    /// one block of every frame (an MPI rank's part of a split grid) takes frames of the
+    /// block's shape. A decorator that cuts frames into parts for the sinks it wraps asks them
+    /// (so it finds each part's bytes). `None` (the default): frames of `layout`.
+    fn frame_layout(&self, layout: &StreamLayout) -> Option<StreamLayout> {
+        let _ = layout;
+        None
+    }
     /// Creates files and datasets for `layout`. Creates nothing when it fails.
     fn begin(&mut self, layout: &StreamLayout) -> Result<()>;
     /// Stores one frame. A frame that does not match the layout is an error, not a write.
@@ -90,6 +98,9 @@ pub trait Sink: Send {
 impl<S: Sink + ?Sized> Sink for Box<S> {
     fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
         (**self).check_layout(layout)
+    }
+    fn frame_layout(&self, layout: &StreamLayout) -> Option<StreamLayout> {
+        (**self).frame_layout(layout)
     }
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         (**self).begin(layout)

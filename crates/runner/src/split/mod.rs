@@ -288,14 +288,6 @@ impl SplitDomain {
         let (block, ranks) = (self.topology.block.clone(), self.ranks());
         // The grid's fields are the whole grid's, written block by block; the reductions are
         // the whole grid's (combined over the ranks, see `source.rs`), every rank holding them.
-        if grid_fields == 0 {
-            return Err(Error::Invalid(
-                "output.fields is empty: a domain split over MPI ranks writes each rank's block of the fields, and \
-                 its block sinks need one field of the grid at least; store one (output.fields = [\"v\"]), or run \
-                 the grid in one process to store the reductions alone"
-                    .to_owned(),
-            ));
-        }
         // The axes' names as a whole grid's layout names them (`layout.rs`).
         let dims = FieldSpec::new("grid", DType::F32, block.global().shape()).dims;
         let reductions =

@@ -17,7 +17,9 @@ mod trigger;
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use wgpipe_storage::{AttrValue, DType, Error, FieldData, Frame, Result, Sink, SinkSummary, StreamInfo, StreamLayout};
+use wgpipe_storage::{
+    AttrValue, DType, Error, FieldData, FieldSpec, Frame, Result, Sink, SinkSummary, StreamInfo, StreamLayout,
+};
 
 pub use trigger::{Trigger, TriggerError};
 
@@ -106,6 +108,19 @@ struct Open {
     failed: bool,
 }
 
+/// How a produced frame divides between the two outputs ([`ThinnedSink`]).
+struct Parts {
+    /// The fields output's layout, and where each of its fields lies in a produced frame.
+    fields: StreamLayout,
+    field_ranges: Vec<Range<usize>>,
+    /// The reductions output's layout, and where each of its fields lies.
+    reductions: StreamLayout,
+    reduction_ranges: Vec<Range<usize>>,
+    /// The layout of the produced frames: the stored one, unless a sink takes its part in
+    /// another shape (a rank's block).
+    frames: StreamLayout,
+}
+
 /// A sink that stores the reductions of every frame in one sink and the fields of the frames
 /// a [`Thinning`] keeps in another (see the module doc). Give it the frames of a run with
 /// `[analysis]`: it tells the fields from the reductions by the analysis's names.
@@ -165,23 +180,13 @@ impl ThinnedSink {
         self
     }
 
-    /// The two layouts `layout` splits into (fields, reductions), with each part's byte
-    /// ranges in a produced frame.
-    #[expect(clippy::type_complexity, reason = "a private pair of (layout, ranges)")]
-    fn split(
-        &self,
-        layout: &StreamLayout,
-    ) -> Result<((StreamLayout, Vec<Range<usize>>), (StreamLayout, Vec<Range<usize>>))> {
-        let mut parts = [(Vec::new(), Vec::new()), (Vec::new(), Vec::new())];
-        for (i, f) in layout.fields.iter().enumerate() {
-            let range = layout
-                .field_range(i)
-                .ok_or_else(|| Error::InvalidLayout(format!("field {:?} is too large", f.name)))?;
-            let part = &mut parts[usize::from(self.analysis.is_reduction(&f.name))];
-            part.0.push(f.clone());
-            part.1.push(range);
-        }
-        let [(fields, field_ranges), (reductions, reduction_ranges)] = parts;
+    /// The two layouts `layout` splits into, and where each part lies in a produced frame.
+    fn split(&self, layout: &StreamLayout) -> Result<Parts> {
+        let is_reduction: Vec<bool> = layout.fields.iter().map(|f| self.analysis.is_reduction(&f.name)).collect();
+        let part = |reduction: bool| -> Vec<FieldSpec> {
+            layout.fields.iter().zip(&is_reduction).filter(|(_, r)| **r == reduction).map(|(f, _)| f.clone()).collect()
+        };
+        let (fields, reductions) = (part(false), part(true));
         if fields.is_empty() || reductions.is_empty() {
             return Err(Error::InvalidLayout(format!(
                 "writing the fields of some frames only (output.every, output.when) needs frames with fields and \
@@ -216,12 +221,37 @@ impl ThinnedSink {
             let most = if expected.is_none() { s.expected_frames.or(s.max_frames) } else { None };
             streams.push(StreamInfo { expected_frames: expected, max_frames: most, kept_frames: kept, ..s.clone() });
         }
-        let fields_layout = StreamLayout { fields, streams, attributes: attributes.clone() };
-        let reductions_layout = StreamLayout { fields: reductions, streams: layout.streams.clone(), attributes };
-        Ok(((fields_layout, field_ranges), (reductions_layout, reduction_ranges)))
+        let fields = StreamLayout { fields, streams, attributes: attributes.clone() };
+        let reductions = StreamLayout { fields: reductions, streams: layout.streams.clone(), attributes };
+        // The produced frame holds each part as its sink takes it (a rank's block of each field
+        // of a split grid, `Sink::frame_layout`), in the order of `layout`.
+        let taken =
+            |sink: &dyn Sink, stored: &StreamLayout| sink.frame_layout(stored).unwrap_or_else(|| stored.clone());
+        let mut taken = [
+            taken(self.fields.as_ref(), &fields).fields.into_iter(),
+            taken(self.reductions.as_ref(), &reductions).fields.into_iter(),
+        ];
+        let mut frames = layout.clone();
+        let mut ranges = [Vec::new(), Vec::new()];
+        let mut start = 0usize;
+        for (f, &reduction) in frames.fields.iter_mut().zip(&is_reduction) {
+            let part = usize::from(reduction);
+            *f = taken[part].next().ok_or_else(|| {
+                Error::InvalidLayout(format!("the sink of {:?} takes frames of fewer fields than it stores", f.name))
+            })?;
+            let end = f
+                .bytes()
+                .and_then(|b| start.checked_add(b))
+                .ok_or_else(|| Error::InvalidLayout(format!("field {:?} is too large", f.name)))?;
+            ranges[part].push(start..end);
+            start = end;
+        }
+        let [field_ranges, reduction_ranges] = ranges;
+        Ok(Parts { fields, reductions, field_ranges, reduction_ranges, frames })
     }
 
-    /// Where each name of the condition lies in a produced frame: a one-value reduction.
+    /// Where each name of the condition lies in a produced frame (of layout `layout`): a
+    /// one-value reduction.
     fn bind(&self, layout: &StreamLayout) -> Result<Vec<(Range<usize>, DType)>> {
         let Some(when) = &self.thinning.when else { return Ok(Vec::new()) };
         when.names()
@@ -257,21 +287,26 @@ impl ThinnedSink {
 
 impl Sink for ThinnedSink {
     fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
-        let ((fields, _), (reductions, _)) = self.split(layout)?;
-        self.bind(layout)?;
-        self.fields.check_layout(&fields)?;
-        self.reductions.check_layout(&reductions)
+        let parts = self.split(layout)?;
+        self.bind(&parts.frames)?;
+        self.fields.check_layout(&parts.fields)?;
+        self.reductions.check_layout(&parts.reductions)
+    }
+
+    /// The fields and reductions as the two sinks take them, in `layout`'s order.
+    fn frame_layout(&self, layout: &StreamLayout) -> Option<StreamLayout> {
+        self.split(layout).ok().map(|p| p.frames).filter(|frames| frames != layout)
     }
 
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         if self.open.is_some() {
             return Err(Error::Usage("begin called twice"));
         }
-        let ((fields, field_ranges), (reductions, reduction_ranges)) = self.split(layout)?;
-        let condition = self.bind(layout)?;
+        let Parts { fields, field_ranges, reductions, reduction_ranges, frames } = self.split(layout)?;
+        let condition = self.bind(&frames)?;
         self.fields.check_layout(&fields)?;
         self.reductions.check_layout(&reductions)?;
-        let frame_bytes = layout.frame_bytes()?;
+        let frame_bytes = frames.frame_bytes()?;
         self.fields.begin(&fields)?;
         if let Err(e) = self.reductions.begin(&reductions) {
             // Close the fields output begun a moment ago, which holds no frame (unlike the
@@ -412,6 +447,60 @@ mod tests {
     fn sink(dir: &std::path::Path, thinning: Thinning) -> ThinnedSink {
         let open = |name: &str| open_sink("hdf5", &SinkOptions::new(dir.join(name))).unwrap();
         ThinnedSink::new(open("f.h5"), open("r.h5"), Analysis::of(["v"]), thinning)
+    }
+
+    /// Keeps what it is given, taking the first row of every 2-D field (a rank's block of a
+    /// split grid), the rest whole.
+    struct FirstRow(std::sync::Arc<std::sync::Mutex<Vec<Vec<u8>>>>);
+
+    impl wgpipe_storage::Backend for FirstRow {
+        fn frame_layout(&self, layout: &StreamLayout) -> Option<StreamLayout> {
+            let mut frames = layout.clone();
+            for f in frames.fields.iter_mut().filter(|f| f.shape.len() == 2) {
+                f.shape[0] = 1;
+            }
+            Some(frames)
+        }
+        fn begin(&mut self, _layout: &StreamLayout) -> Result<()> {
+            Ok(())
+        }
+        fn write(&mut self, frame: &Frame, _fields: wgpipe_storage::Fields<'_>) -> Result<Option<u64>> {
+            self.0.lock().unwrap().push(frame.data.clone());
+            Ok(None)
+        }
+        fn finish(&mut self, _outcome: &wgpipe_storage::Outcome<'_>) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn frames_whose_fields_a_sink_takes_as_a_block_are_cut_where_the_block_lies() {
+        let (fields, reductions) = (Default::default(), Default::default());
+        let sink = |kept: &std::sync::Arc<_>| -> Box<dyn Sink> {
+            Box::new(wgpipe_storage::Checked::from(FirstRow(std::sync::Arc::clone(kept))))
+        };
+        let mut s = ThinnedSink::new(
+            sink(&fields),
+            sink(&reductions),
+            Analysis::of(["v"]),
+            Thinning::when(Trigger::parse("v_max > 1.5").unwrap()),
+        );
+        // The produced frame: v's block (one row: 2 values), then its four reductions.
+        let frames = s.frame_layout(&layout()).unwrap();
+        assert_eq!((frames.fields[0].shape.as_slice(), frames.frame_bytes().unwrap()), (&[1, 2][..], 24));
+        s.begin(&layout()).unwrap();
+        for i in 0..3u32 {
+            let values = [10.0 + i as f32, 20.0, 0.0, i as f32, 1.0, 2.0];
+            let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            s.write(&Frame::new(0, u64::from(i), u64::from(i), data)).unwrap();
+        }
+        s.finish().unwrap();
+        let bytes = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+        // v_max (the 4th value) is 0, 1, 2: frame 2 alone keeps its block.
+        assert_eq!(*fields.lock().unwrap(), [bytes(&[12.0, 20.0])]);
+        let stored = reductions.lock().unwrap();
+        assert_eq!(stored.len(), 3);
+        assert_eq!(stored[1], bytes(&[0.0, 1.0, 1.0, 2.0]));
     }
 
     #[test]

@@ -105,15 +105,18 @@ impl ZarrBlockBackend {
         let mine: Vec<u64> = self.shape.iter().map(|&s| s as u64).collect();
         self.comm.all_reduce_into(&mine[..], &mut chunk[..], SystemOperation::max());
         let chunk: Vec<usize> = chunk.iter().map(|&c| c as usize).collect();
-        // `check_block` found a field of the block's rank: the grid's shape.
-        let grid = layout.fields.iter().find(|f| is_blocked(f, &self.shape)).map_or(&self.shape, |f| &f.shape);
-        let aligned = self
-            .offset
-            .iter()
-            .zip(&self.shape)
-            .zip(&chunk)
-            .zip(grid)
-            .all(|(((&o, &s), &c), &n)| c > 0 && o % c == 0 && (s == c || o + s == n));
+        // The grid's shape is a field's of the block's rank; a layout without one (the
+        // reductions beside a thinned split run's fields, whole on every rank) places no block.
+        let grid = layout.fields.iter().find(|f| is_blocked(f, &self.shape)).map(|f| f.shape.as_slice());
+        let aligned = grid.is_none_or(|grid| {
+            self.offset
+                .iter()
+                .zip(&self.shape)
+                .zip(&chunk)
+                .zip(grid)
+                .all(|(((&o, &s), &c), &n)| c > 0 && o % c == 0 && (s == c || o + s == n))
+        });
+        let grid = grid.unwrap_or(&self.shape);
         let placed = if aligned {
             Ok(self.offset.iter().zip(&chunk).map(|(&o, &c)| (o / c) as u64).collect())
         } else {

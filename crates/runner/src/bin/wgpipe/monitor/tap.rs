@@ -53,6 +53,7 @@ pub struct Latest {
 pub struct TapSink {
     inner: Box<dyn Sink>,
     latest: Arc<Latest>,
+    /// The layout of the frames `write` takes.
     layout: Option<StreamLayout>,
     taken: Option<Instant>,
 }
@@ -97,9 +98,16 @@ impl Sink for TapSink {
         self.inner.check_layout(layout)
     }
 
+    fn frame_layout(&self, layout: &StreamLayout) -> Option<StreamLayout> {
+        self.inner.frame_layout(layout)
+    }
+
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         self.inner.begin(layout)?;
-        self.layout = Some(layout.clone());
+        // The frames as they arrive (a thinned sink's, a block sink's may differ from what is
+        // stored): the pictures are cut from them.
+        let frames = self.inner.frame_layout(layout).unwrap_or_else(|| layout.clone());
+        self.layout = Some(frames);
         if let Ok(mut slot) = self.latest.layout.lock() {
             *slot = Some(layout.clone());
         }

@@ -35,16 +35,6 @@ fn check(config: &Config, args: &RunArgs) -> anyhow::Result<()> {
             shape.len()
         );
     }
-    let thinning = config.thinning();
-    if thinning.thins() {
-        let key = if thinning.when.is_some() { "output.when" } else { "output.every" };
-        bail!(
-            "{}: {key} stores fields of some frames only, in a second output beside the reductions, which a run \
-             split over MPI ranks does not write yet: remove {key} (the analysis's reductions of every frame are \
-             then stored beside every frame's fields), or run it without mpirun",
-            config.origin(key)
-        );
-    }
     if args.resume && !matches!(config.sink_name(), "hdf5" | "zarr") {
         bail!(
             "{}: --resume continues a split run in an HDF5 file or a Zarr store only (output.sink = \"hdf5\" or \
@@ -72,12 +62,18 @@ pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode
     if world.rank() == 0 {
         println!("{}", split.describe());
     }
-    let sink: Box<dyn Sink> = match config.sink_name() {
-        "hdf5" => Box::new(split.block_sink(config.sink_options().clone().with_append(args.resume))),
-        #[cfg(feature = "zarr")]
-        "zarr" => Box::new(split.zarr_block_sink(config.sink_options().clone().with_append(args.resume))),
-        _ => Box::new(NullSink::default()),
-    };
+    // Every rank opens the same sinks in the same order (with output.every or output.when, the
+    // fields' output then the reductions'): each takes a communicator of its own, collectively.
+    let kept = plan.kept_fields.clone();
+    let sink = config.open_sink_with(args.resume, kept, (0, 1), |options| -> wgpipe::storage::Result<Box<dyn Sink>> {
+        Ok(match config.sink_name() {
+            "hdf5" => Box::new(split.block_sink(options)),
+            #[cfg(feature = "zarr")]
+            "zarr" => Box::new(split.zarr_block_sink(options)),
+            _ => Box::new(NullSink::default()),
+        })
+    });
+    let sink = world.agree("opening the output", sink.map_err(anyhow::Error::from))?;
     let stop = StopHandle::default();
     let built = config
         .builder()
