@@ -75,6 +75,13 @@ fn mpirun(dir: &Path, mpi_args: &[&str]) -> Output {
     out
 }
 
+/// `wgpipe` `args` (the binary first, as [`domain_args`] gives them) on `ranks` ranks: [`mpirun`].
+fn mpirun_ranks(dir: &Path, ranks: &str, args: &[String]) -> Output {
+    let mut mpi_args: Vec<&str> = vec!["-n", ranks];
+    mpi_args.extend(args.iter().map(String::as_str));
+    mpirun(dir, &mpi_args)
+}
+
 fn text(out: &Output) -> String {
     format!("stdout:\n{}\nstderr:\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
@@ -300,9 +307,7 @@ fn a_split_domain_is_bit_identical_to_one_process_with_and_without_noise() {
         let noise_set = format!("kernel.params.noise={noise}");
         let sets: Vec<&str> = std::iter::once(noise_set.as_str()).chain(*decomposition).collect();
         let args = domain_args(&path, &sets);
-        let mut mpi_args: Vec<&str> = vec!["-n", ranks];
-        mpi_args.extend(args.iter().map(String::as_str));
-        let out = mpirun(d, &mpi_args);
+        let out = mpirun_ranks(d, ranks, &args);
         assert!(out.status.success(), "case {i}: {}", text(&out));
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(stdout.lines().next(), Some(*split), "case {i}: {}", text(&out));
@@ -346,9 +351,7 @@ fn a_split_domain_writes_one_zarr_store_bit_identical_to_one_process() {
     {
         let path = format!("split-{i}.zarr");
         let args = domain_args(&path, sets);
-        let mut mpi_args: Vec<&str> = vec!["-n", ranks];
-        mpi_args.extend(args.iter().map(String::as_str));
-        let out = mpirun(d, &mpi_args);
+        let out = mpirun_ranks(d, ranks, &args);
         assert!(out.status.success(), "case {i}: {}", text(&out));
         assert_same_stream(&d.join(&path), &d.join("serial.h5"));
         // One chunk file per frame and block: frame 0 of u is one chunk per rank.
@@ -364,9 +367,7 @@ fn a_split_domain_writes_one_zarr_store_bit_identical_to_one_process() {
     // 23 planes over 3 ranks: blocks of 8, 8 and 7 are on a chunk grid; over 1x1x3 of 16
     // columns, 6, 5 and 5 are not.
     let args = domain_args("bad.zarr", &["output.sink=zarr", "grid.decomposition=[1, 1, 3]"]);
-    let mut mpi_args: Vec<&str> = vec!["-n", "3"];
-    mpi_args.extend(args.iter().map(String::as_str));
-    let out = mpirun(d, &mpi_args);
+    let out = mpirun_ranks(d, "3", &args);
     assert!(!out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("not on the Zarr chunk grid"), "{}", text(&out));
     assert!(!d.join("bad.zarr").exists());
@@ -393,9 +394,7 @@ fn a_split_domains_reductions_are_the_whole_grids() {
         let sink_set = format!("output.sink={sink}");
         let sets: Vec<&str> = analysis.iter().copied().chain([sink_set.as_str()]).collect();
         let args = domain_args(&path, &sets);
-        let mut mpi_args: Vec<&str> = vec!["-n", ranks];
-        mpi_args.extend(args.iter().map(String::as_str));
-        let out = mpirun(d, &mpi_args);
+        let out = mpirun_ranks(d, ranks, &args);
         assert!(out.status.success(), "case {i}: {}", text(&out));
         assert_as_one_process_to_f32_rounding(&d.join(&path), &d.join("serial.h5"), &format!("case {i}"));
         let split = open_output(d.join(&path)).unwrap();
@@ -406,9 +405,7 @@ fn a_split_domains_reductions_are_the_whole_grids() {
         assert_ne!(counts[0], counts[2], "case {i}: the PDF did not change between frames");
     }
     let args = domain_args("refused.h5", &[analysis[0], "analysis.downsample=2"]);
-    let mut mpi_args: Vec<&str> = vec!["-n", "2"];
-    mpi_args.extend(args.iter().map(String::as_str));
-    let out = mpirun(d, &mpi_args);
+    let out = mpirun_ranks(d, "2", &args);
     assert!(!out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("analysis.downsample = 2 with a domain split over MPI ranks"), "{}", text(&out));
     assert!(!d.join("refused.h5").exists());
@@ -461,9 +458,7 @@ fn a_split_domain_thinning_its_fields_writes_both_outputs_as_one_process_does() 
             let path = format!("{name}-{ranks}.{ext}");
             let sink_set = format!("output.sink={sink}");
             let args = domain_args(&path, &sets.iter().copied().chain([sink_set.as_str()]).collect::<Vec<_>>());
-            let mut mpi_args: Vec<&str> = vec!["-n", ranks];
-            mpi_args.extend(args.iter().map(String::as_str));
-            let out = mpirun(d, &mpi_args);
+            let out = mpirun_ranks(d, ranks, &args);
             let context = format!("{name}, {ranks} ranks, {sink}: {}", text(&out));
             assert!(out.status.success(), "{context}");
             if name == "none" {
@@ -499,9 +494,7 @@ fn a_decomposition_that_does_not_match_the_ranks_is_refused_at_its_key() {
     let dir = domain_setup();
     let d = dir.path();
     let args = domain_args("bad.h5", &["grid.decomposition=[2, 2, 1]"]);
-    let mut mpi_args: Vec<&str> = vec!["-n", "2"];
-    mpi_args.extend(args.iter().map(String::as_str));
-    let out = mpirun(d, &mpi_args);
+    let out = mpirun_ranks(d, "2", &args);
     assert!(!out.status.success(), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

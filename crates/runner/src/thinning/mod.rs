@@ -232,19 +232,17 @@ impl ThinnedSink {
             taken(self.reductions.as_ref(), &reductions).fields.into_iter(),
         ];
         let mut frames = layout.clone();
-        let mut ranges = [Vec::new(), Vec::new()];
-        let mut start = 0usize;
         for (f, &reduction) in frames.fields.iter_mut().zip(&is_reduction) {
-            let part = usize::from(reduction);
-            *f = taken[part].next().ok_or_else(|| {
+            *f = taken[usize::from(reduction)].next().ok_or_else(|| {
                 Error::InvalidLayout(format!("the sink of {:?} takes frames of fewer fields than it stores", f.name))
             })?;
-            let end = f
-                .bytes()
-                .and_then(|b| start.checked_add(b))
-                .ok_or_else(|| Error::InvalidLayout(format!("field {:?} is too large", f.name)))?;
-            ranges[part].push(start..end);
-            start = end;
+        }
+        let mut ranges = [Vec::new(), Vec::new()];
+        for (i, &reduction) in is_reduction.iter().enumerate() {
+            let range = frames
+                .field_range(i)
+                .ok_or_else(|| Error::InvalidLayout(format!("field {:?} is too large", frames.fields[i].name)))?;
+            ranges[usize::from(reduction)].push(range);
         }
         let [field_ranges, reduction_ranges] = ranges;
         Ok(Parts { fields, reductions, field_ranges, reduction_ranges, frames })
