@@ -475,6 +475,10 @@ fn a_split_domain_thinning_its_fields_writes_both_outputs_as_one_process_does() 
             drop(fields);
             assert_as_one_process(&d.join(&path), &d.join(&serial), &context);
             let reductions = beside(&path);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let shown = format!("{path} (fields), {reductions} (reductions of every frame)");
+            let saved = format!("fields not stored (output.every, output.when): {} of 3 frames", 3 - kept);
+            assert!(stdout.contains(&shown) && stdout.contains(&saved), "{context}: the summary names both outputs");
             assert_as_one_process_to_f32_rounding(
                 &d.join(&reductions),
                 &d.join(serial.replace(".h5", ".analysis.h5")),
@@ -482,6 +486,26 @@ fn a_split_domain_thinning_its_fields_writes_both_outputs_as_one_process_does() 
             );
             assert_eq!(open_output(d.join(&reductions)).unwrap().streams()[0].frames, 3, "{context}");
         }
+    }
+}
+
+/// `output.sink = "null"` with a split domain: each rank's sink takes its block of every frame
+/// (and with `output.every`, the whole grid's reductions), storing nothing; the run does every
+/// frame and leaves no file.
+#[test]
+fn a_split_domain_runs_into_the_null_sink_with_and_without_thinning() {
+    let dir = domain_setup();
+    let d = dir.path();
+    for (name, sets) in [
+        ("plain", vec!["output.sink=\"null\""]),
+        ("thinned", vec!["output.sink=\"null\"", "analysis.fields=[\"v\"]", "analysis.pdf_bins=8", "output.every=2"]),
+    ] {
+        let out = mpirun_ranks(d, "2", &domain_args("unused.h5", &sets));
+        let context = format!("{name}: {}", text(&out));
+        assert!(out.status.success(), "{context}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("frames 3,") && stdout.contains("output: null sink (nothing stored)"), "{context}");
+        assert!(!d.join("unused.h5").exists() && !d.join("unused.analysis.h5").exists(), "{context}");
     }
 }
 
@@ -649,6 +673,24 @@ fn ranks_writing(path_arg: &str) -> Vec<String> {
 /// (`--progress frames` or `plain` lines on stderr); checks that the job then ends, failed,
 /// without hanging. Returns the most frames rank 0 reported written.
 fn kill_a_rank(d: &Path, ranks: usize, args: &[String], marker: &str, after: u64) -> u64 {
+    let (reported, status, _) = signal_a_rank(d, ranks, args, marker, after, "-KILL");
+    assert!(!status.success(), "the job succeeded although a rank was killed");
+    reported
+}
+
+/// Runs `timeout mpirun -n ranks WGPIPE args` in `d` and sends `signal` (`kill`'s option:
+/// `-KILL`, `-INT`) to its last rank (a wgpipe process whose arguments hold `marker`) once
+/// rank 0 has reported `after` frames written (`--progress frames` or `plain` lines on
+/// stderr); checks that the job then ends without hanging. Returns the most frames rank 0
+/// reported written, the job's status and its stderr.
+fn signal_a_rank(
+    d: &Path,
+    ranks: usize,
+    args: &[String],
+    marker: &str,
+    after: u64,
+    signal: &str,
+) -> (u64, std::process::ExitStatus, String) {
     use std::io::{BufRead, BufReader};
     let mut job = Command::new("timeout")
         .arg(LIMIT_S)
@@ -663,24 +705,29 @@ fn kill_a_rank(d: &Path, ranks: usize, args: &[String], marker: &str, after: u64
     // "written 12/400 frames", or "[   0.4 s] written 12/400 frames (per rank: ...)".
     let written = |line: &str| -> Option<u64> { line.split("written ").nth(1)?.split('/').next()?.parse().ok() };
     let mut lines = BufReader::new(job.stderr.take().unwrap()).lines();
-    let mut reported = 0;
+    let (mut reported, mut stderr) = (0, String::new());
     for line in lines.by_ref() {
-        reported = reported.max(written(&line.unwrap()).unwrap_or(0));
+        let line = line.unwrap();
+        reported = reported.max(written(&line).unwrap_or(0));
+        stderr.push_str(&line);
+        stderr.push('\n');
         if reported >= after {
             break;
         }
     }
-    assert!(reported >= after, "the job on {ranks} ranks ended before frame {after}");
+    assert!(reported >= after, "the job on {ranks} ranks ended before frame {after}: {stderr}");
     let pids = ranks_writing(marker);
     assert_eq!(pids.len(), ranks, "found ranks {pids:?}");
-    assert!(Command::new("kill").args(["-9", &pids[ranks - 1]]).status().unwrap().success());
+    assert!(Command::new("kill").args([signal, &pids[ranks - 1]]).status().unwrap().success());
     for line in lines {
-        reported = reported.max(written(&line.unwrap()).unwrap_or(0));
+        let line = line.unwrap();
+        reported = reported.max(written(&line).unwrap_or(0));
+        stderr.push_str(&line);
+        stderr.push('\n');
     }
     let status = job.wait().unwrap();
-    assert_ne!(status.code(), Some(124), "the job hung after a rank was killed");
-    assert!(!status.success(), "the job succeeded although a rank was killed");
-    reported
+    assert_ne!(status.code(), Some(124), "the job hung after its last rank got {signal}: {stderr}");
+    (reported, status, stderr)
 }
 
 /// A rank killed (SIGKILL) in the middle of a batch shared over two ranks: the job ends
@@ -905,6 +952,50 @@ fn a_killed_thinned_split_run_resumes_both_outputs() {
     assert_as_one_process(&d.join("killed.h5"), &d.join("serial.h5"), &context);
     assert_eq!(open_output(d.join("killed.h5")).unwrap().streams()[0].frames, 20, "{context}: every 3rd of 60");
     assert_as_one_process_to_f32_rounding(&d.join("killed.analysis.h5"), &d.join("serial.analysis.h5"), &context);
+}
+
+/// A checkpointed split run thinned by `output.when`, stopped cleanly (SIGINT to one rank:
+/// every rank stops after the same frame and closes both outputs), leaves both incomplete,
+/// the fields' one too although its stream expects no count of frames (each rank's stop says
+/// it is short), and resumes on 2 ranks into both, as the uninterrupted run in one process
+/// wrote them; in HDF5 and in Zarr.
+#[test]
+fn an_interrupted_thinned_split_run_resumes_both_outputs() {
+    let dir = domain_setup();
+    let d = dir.path();
+    let args = |path: &str, progress: &str, resume: bool| -> Vec<String> {
+        let mut v = checkpointed_args(path, progress, resume);
+        let sink = if path.ends_with(".zarr") { "output.sink=\"zarr\"" } else { "output.sink=\"hdf5\"" };
+        for set in ["analysis.fields=[\"v\"]", "analysis.pdf_bins=8", "output.when=\"v_mean > 0.002\"", sink] {
+            v.extend(["--set".to_owned(), set.to_owned()]);
+        }
+        v
+    };
+    let serial = Command::new(WGPIPE).args(args("serial.h5", "none", false)).current_dir(d).output().unwrap();
+    assert!(serial.status.success(), "{}", text(&serial));
+    let kept = open_output(d.join("serial.h5")).unwrap().streams()[0].frames;
+    assert!(kept > 0 && kept < 60, "the condition keeps {kept} of 60 frames: it should keep some");
+    for ext in ["h5", "zarr"] {
+        let (fields, reductions) = (format!("stopped.{ext}"), format!("stopped.analysis.{ext}"));
+        let marker = format!("output.path=\"{fields}\"");
+        let (reported, status, stderr) = signal_a_rank(d, 2, &args(&fields, "frames", false), &marker, 20, "-INT");
+        assert!(!status.success() && stderr.contains("interrupted: "), "{ext}: {status}: {stderr}");
+        for path in [&fields, &reductions] {
+            let held = open_output(d.join(path)).unwrap();
+            assert!(
+                !held.complete() && !held.streams()[0].complete,
+                "{path} is marked complete after a stop: {stderr}"
+            );
+        }
+        let mut mpi_args: Vec<String> = vec!["-n".into(), "2".into(), WGPIPE.into()];
+        mpi_args.extend(args(&fields, "frames", true));
+        let out = mpirun(d, &mpi_args.iter().map(String::as_str).collect::<Vec<_>>());
+        let context = format!("{ext}: reported {reported} before the stop: {}", text(&out));
+        assert!(out.status.success(), "{context}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("continuing after "), "{context}");
+        assert_as_one_process(&d.join(&fields), &d.join("serial.h5"), &context);
+        assert_as_one_process_to_f32_rounding(&d.join(&reductions), &d.join("serial.analysis.h5"), &context);
+    }
 }
 
 /// A resumed checkpointed run (`checkpointed_args`, 60 frames, a checkpoint every 5) that

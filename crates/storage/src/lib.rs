@@ -89,6 +89,8 @@ pub use hdf5::{MpiBlockBackend, MpiBlockSink, MpiHdf5Backend, MpiHdf5Sink};
 #[cfg(feature = "mpi")]
 pub use mpi;
 pub use null::{NullBackend, NullSink};
+#[cfg(feature = "mpi")]
+pub use null::{NullBlockBackend, NullBlockSink};
 pub use open::{SINK_NAMES, check_output, open_output, open_sink};
 pub use options::{Adios2Engine, Compression, QueueFullPolicy, SinkOptions, Tolerance, default_compression_threads};
 pub use protocol::{Backend, Checked, Outcome};

@@ -38,3 +38,45 @@ impl Backend for NullBackend {
         Ok(())
     }
 }
+
+/// The backend that stores nothing of the frames a rank of a split grid produces: every
+/// field of the grid's rank is the rank's block of it, the others (reductions of the whole
+/// grid) whole. A split run with `output.sink = "null"` measures compute and the halo
+/// exchange without storage, as [`NullBackend`] does for a whole grid.
+#[cfg(feature = "mpi")]
+#[derive(Debug)]
+pub struct NullBlockBackend {
+    /// The block's extent.
+    shape: Vec<usize>,
+}
+
+/// A sink that counts and checksums a rank's blocks of the frames, but stores nothing.
+#[cfg(feature = "mpi")]
+pub type NullBlockSink = Checked<NullBlockBackend>;
+
+#[cfg(feature = "mpi")]
+impl NullBlockSink {
+    /// A null sink taking this rank's block of extent `shape` of every field of the grid.
+    pub fn new(shape: &[usize]) -> Self {
+        Checked::from(NullBlockBackend { shape: shape.to_vec() })
+    }
+}
+
+#[cfg(feature = "mpi")]
+impl Backend for NullBlockBackend {
+    fn frame_layout(&self, layout: &StreamLayout) -> Option<StreamLayout> {
+        Some(crate::ranks::block_layout(layout, &self.shape))
+    }
+
+    fn begin(&mut self, _layout: &StreamLayout) -> Result<()> {
+        Ok(())
+    }
+
+    fn write(&mut self, _frame: &Frame, _fields: Fields<'_>) -> Result<Option<u64>> {
+        Ok(None)
+    }
+
+    fn finish(&mut self, _outcome: &Outcome<'_>) -> Result<()> {
+        Ok(())
+    }
+}

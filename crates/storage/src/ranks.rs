@@ -2,6 +2,7 @@
 //! ranks took either succeeded on all of them or fails on all of them, naming the ranks where
 //! it failed; and, for a frame split into blocks, the checks and the layout of a rank's block.
 
+use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives};
 
@@ -13,6 +14,17 @@ pub(crate) fn failed_ranks(comm: &SimpleCommunicator, ok: bool) -> Vec<usize> {
     let mut all = vec![0u8; comm.size().max(0) as usize];
     comm.all_gather_into(&u8::from(ok), &mut all[..]);
     all.iter().enumerate().filter(|(_, ok)| **ok == 0).map(|(r, _)| r).collect()
+}
+
+/// The streams (of `streams`) that any rank said ended short (`mine`, this rank's, from
+/// [`crate::protocol::Outcome::short`]), gathered on every rank (collective): a stream a run
+/// stopped early on one rank is incomplete in the shared output however many frames the
+/// others gave it, and every rank marks the same.
+pub(crate) fn short_streams(comm: &SimpleCommunicator, streams: usize, mine: &[usize]) -> Vec<usize> {
+    let flags: Vec<u8> = (0..streams).map(|i| u8::from(mine.contains(&i))).collect();
+    let mut any = vec![0u8; streams];
+    comm.all_reduce_into(&flags[..], &mut any[..], SystemOperation::max());
+    (0..streams).filter(|&i| any[i] > 0).collect()
 }
 
 /// Makes every rank agree on the outcome of a step they all took (collective): a rank that

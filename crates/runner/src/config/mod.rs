@@ -291,6 +291,19 @@ impl Config {
         Some(path.with_file_name(sibling))
     }
 
+    /// Where the frames go, as a run's summary names it: `output.path`, and the reductions'
+    /// output beside it when the run thins its fields ([`Self::analysis_output_path`]).
+    pub fn shown_outputs(&self) -> String {
+        let path = self.output_path();
+        match self.analysis_output_path() {
+            _ if self.sink_name() == "null" => "null sink (nothing stored)".to_owned(),
+            Some(reductions) => {
+                format!("{} (fields), {} (reductions of every frame)", path.display(), reductions.display())
+            }
+            None => path.display().to_string(),
+        }
+    }
+
     /// A pipeline error as a config error, at the key it is about.
     fn locate(&self, e: crate::Error) -> ConfigError {
         use crate::Error as E;

@@ -207,6 +207,12 @@ impl SplitDomain {
         MpiBlockSink::new(options, self.topology.comm.duplicate(), block.offset(), block.shape())
     }
 
+    /// The sink that stores nothing of this rank's block of every frame (`output.sink =
+    /// "null"`: the run measured without storage).
+    pub fn null_block_sink(&self) -> wgpipe_storage::NullBlockSink {
+        wgpipe_storage::NullBlockSink::new(self.topology.block.shape())
+    }
+
     /// The sink that writes this rank's block of every frame into one Zarr store shared by
     /// every rank (`options.path`), each rank its own chunks (one frame of one block each).
     /// Collective, like [`SplitDomain::block_sink`].

@@ -332,13 +332,24 @@ impl Sink for ThinnedSink {
         if open.failed {
             return Err(Error::Usage("write called after a failed write: call finish"));
         }
-        let mismatch = |reason: String| Error::FrameMismatch { stream: frame.stream, index: frame.index, reason };
-        let Some(next) = open.next_kept.get(frame.stream).copied() else {
-            return Err(mismatch("the layout has no such stream".to_owned()));
+        let next = open.next_kept.get(frame.stream).copied();
+        let reason = match next {
+            None => Some("the layout has no such stream".to_owned()),
+            Some(_) if frame.data.len() != open.frame_bytes => {
+                Some(format!("{} bytes, the layout's frames are {}", frame.data.len(), open.frame_bytes))
+            }
+            Some(_) => None,
         };
-        if frame.data.len() != open.frame_bytes {
-            return Err(mismatch(format!("{} bytes, the layout's frames are {}", frame.data.len(), open.frame_bytes)));
-        }
+        let (Some(next), None) = (next, reason.as_ref()) else {
+            // Refused before either output sees it, a frame still goes to the reductions'
+            // sink, of a stream no layout has, for it to refuse too: a sink shared by MPI
+            // ranks joins their agreement on the frame there, so that the ranks whose frames
+            // were accepted fail in their own write instead of waiting for this rank. This
+            // error is the one returned: it names the frame as this sink's caller laid it out.
+            let _ = self.reductions.write(&Frame::new(usize::MAX, frame.index, frame.step, Vec::new()));
+            let reason = reason.unwrap_or_default();
+            return Err(Error::FrameMismatch { stream: frame.stream, index: frame.index, reason });
+        };
         // A frame the sinks refuse is not a write (the protocol's rule); anything else fails
         // the run.
         let fails = |e: &Error| !matches!(e, Error::FrameMismatch { .. });
@@ -499,6 +510,53 @@ mod tests {
         let stored = reductions.lock().unwrap();
         assert_eq!(stored.len(), 3);
         assert_eq!(stored[1], bytes(&[0.0, 1.0, 1.0, 2.0]));
+    }
+
+    /// Takes every frame and counts the frames the protocol refused it.
+    struct CountsRefusals(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+    impl wgpipe_storage::Backend for CountsRefusals {
+        fn begin(&mut self, _layout: &StreamLayout) -> Result<()> {
+            Ok(())
+        }
+        fn write(&mut self, _frame: &Frame, _fields: wgpipe_storage::Fields<'_>) -> Result<Option<u64>> {
+            Ok(None)
+        }
+        fn refused(&mut self, _error: &Error) -> bool {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            true
+        }
+        fn finish(&mut self, _outcome: &wgpipe_storage::Outcome<'_>) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A frame this sink refuses itself still reaches the reductions' sink, refused there too:
+    /// where ranks share that sink, its refusal is what tells the other ranks (their frames
+    /// were accepted and they wait in the frame's agreement).
+    #[test]
+    fn a_frame_refused_here_is_refused_by_the_reductions_sink_too() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let (fields, reductions) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let sink = |count: &Arc<AtomicUsize>| -> Box<dyn Sink> {
+            Box::new(wgpipe_storage::Checked::from(CountsRefusals(Arc::clone(count))))
+        };
+        let mut s = ThinnedSink::new(sink(&fields), sink(&reductions), Analysis::of(["v"]), Thinning::every(1));
+        s.begin(&layout()).unwrap();
+        let mut long = frame(0);
+        long.data.extend([0; 4]);
+        let other_stream = Frame::new(1, 0, 1, frame(0).data);
+        for (what, bad) in [("a frame too long", long), ("a stream the layout lacks", other_stream)] {
+            let e = s.write(&bad).unwrap_err();
+            assert!(
+                matches!(&e, Error::FrameMismatch { stream, index: 0, .. } if *stream == bad.stream),
+                "{what}: {e}"
+            );
+        }
+        assert_eq!((reductions.load(Ordering::SeqCst), fields.load(Ordering::SeqCst)), (2, 0));
+        s.write(&frame(0)).unwrap();
+        s.finish().unwrap();
     }
 
     #[test]

@@ -37,7 +37,7 @@ use crate::frame::Frame;
 use crate::options::{Compression, SinkOptions};
 use crate::prepare::OutputKind;
 use crate::protocol::{Backend, Checked, Outcome};
-use crate::ranks::{agree, failed_ranks};
+use crate::ranks::{agree, failed_ranks, short_streams};
 use crate::read::OutputFormat;
 use crate::schema::StreamLayout;
 use crate::time::now_rfc3339;
@@ -327,10 +327,7 @@ impl Backend for MpiHdf5Backend {
         for (f, k) in frames.iter_mut().zip(&kept) {
             *f += k;
         }
-        let mine: Vec<u8> = (0..n).map(|i| u8::from(outcome.short().contains(&i))).collect();
-        let mut flags = vec![0u8; n];
-        self.comm.all_reduce_into(&mine[..], &mut flags[..], SystemOperation::max());
-        let short: Vec<usize> = (0..n).filter(|&i| flags[i] > 0).collect();
+        let short = short_streams(&self.comm, n, outcome.short());
         close(&self.comm, open, &frames, &short, outcome.failed(), &path)
     }
 }

@@ -34,7 +34,7 @@ use crate::frame::Fields;
 use crate::frame::Frame;
 use crate::options::SinkOptions;
 use crate::protocol::{Backend, Checked, Outcome};
-use crate::ranks::{agree, block_layout, check_block, failed_ranks, is_blocked};
+use crate::ranks::{agree, block_layout, check_block, failed_ranks, is_blocked, short_streams};
 use crate::schema::StreamLayout;
 
 /// The backend of [`MpiBlockSink`]: one stream whose frames are split into blocks, one per
@@ -195,7 +195,10 @@ impl Backend for MpiBlockBackend {
         let mine = outcome.frames().first().copied().unwrap_or(0);
         let mut frames = 0u64;
         self.shared.comm().all_reduce_into(&mine, &mut frames, SystemOperation::min());
-        close(self.shared.comm(), open, &[frames], &[], outcome.failed(), &path)
+        // A run stopped early on any rank (a thinned stream whose fields expect no count)
+        // leaves the stream incomplete, so that `--resume` continues it.
+        let short = short_streams(self.shared.comm(), 1, outcome.short());
+        close(self.shared.comm(), open, &[frames], &short, outcome.failed(), &path)
     }
 }
 

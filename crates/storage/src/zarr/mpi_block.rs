@@ -37,7 +37,7 @@ use crate::frame::{Fields, Frame};
 use crate::options::SinkOptions;
 use crate::prepare::{OutputKind, Staged};
 use crate::protocol::{Backend, Checked, Outcome};
-use crate::ranks::{agree, block_layout, check_block, failed_ranks, is_blocked};
+use crate::ranks::{agree, block_layout, check_block, failed_ranks, is_blocked, short_streams};
 use crate::schema::StreamLayout;
 use crate::time::now_rfc3339;
 
@@ -300,6 +300,9 @@ impl Backend for ZarrBlockBackend {
         let mut frames = 0u64;
         self.comm.all_reduce_into(&mine, &mut frames, SystemOperation::min());
         let failed = !failed_ranks(&self.comm, !outcome.failed()).is_empty();
+        // A run stopped early on any rank (a thinned stream whose fields expect no count)
+        // leaves the stream incomplete, so that `--resume` continues it.
+        let short = short_streams(&self.comm, 1, outcome.short());
         let finished = if self.comm.rank() == 0 {
             (|| -> Result<()> {
                 let store = open.store.clone();
@@ -309,7 +312,7 @@ impl Backend for ZarrBlockBackend {
                         set_frames(&store, a, frames)?;
                     }
                 }
-                let all = Outcome::new(outcome.layout(), std::slice::from_ref(&frames), failed);
+                let all = Outcome::new(outcome.layout(), std::slice::from_ref(&frames), failed).with_short(&short);
                 let complete = all.stream_complete(0, frames);
                 write_stream(&store, &s.info, StreamState { index: s.index, frames, complete })?;
                 open.root.complete = complete && open.kept_complete;

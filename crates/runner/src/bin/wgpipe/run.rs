@@ -104,7 +104,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let Some(Plan { config, gpus, jobs, kept_fields }) = plan(args, 1, true)? else {
         return Ok(ExitCode::SUCCESS);
     };
-    let path = config.output_path();
     let sink = config
         .open_sink_resuming(args.resume, kept_fields)
         .with_context(|| format!("{}: output.sink", config.origin("output.sink")))?;
@@ -137,13 +136,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(monitor) = monitor {
         monitor.stop();
     }
-    let shown = match config.analysis_output_path() {
-        _ if config.sink_name() == "null" => "null sink (nothing stored)".to_owned(),
-        Some(reductions) => {
-            format!("{} (fields), {} (reductions of every frame)", path.display(), reductions.display())
-        }
-        None => path.display().to_string(),
-    };
+    let shown = config.shown_outputs();
     match result {
         Ok(report) => {
             summary(&report, &shown);

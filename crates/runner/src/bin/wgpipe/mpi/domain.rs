@@ -8,12 +8,12 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use wgpipe::config::Config;
 use wgpipe::split::SplitDomain;
+use wgpipe::storage::Sink;
 use wgpipe::storage::mpi::collective::SystemOperation;
 use wgpipe::storage::mpi::traits::CommunicatorCollectives;
-use wgpipe::storage::{NullSink, Sink};
 use wgpipe::{Error, RunReport, StopHandle};
 
-use super::{World, agree_on_output, shown_output};
+use super::{World, agree_on_output};
 use crate::progress::{ProgressMode, Reporter, Scale};
 use crate::run::{INTERRUPTED, Plan, RunArgs};
 
@@ -70,7 +70,7 @@ pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode
             "hdf5" => Box::new(split.block_sink(options)),
             #[cfg(feature = "zarr")]
             "zarr" => Box::new(split.zarr_block_sink(options)),
-            _ => Box::new(NullSink::default()),
+            _ => Box::new(split.null_block_sink()),
         })
     });
     let sink = world.agree("opening the output", sink.map_err(anyhow::Error::from))?;
@@ -109,8 +109,20 @@ pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode
     world.comm.all_reduce_into(&report.written_frames(), &mut frames, SystemOperation::min());
     let mut slowest = [0f64; 6];
     world.comm.all_reduce_into(&times(report, &split)[..], &mut slowest[..], SystemOperation::max());
+    // Every rank skips the same frames; each skips its own block's bytes of them.
+    let mut skipped_bytes = 0u64;
+    world.comm.all_reduce_into(&report.sink.skipped_bytes, &mut skipped_bytes, SystemOperation::sum());
     if world.rank() == 0 {
         print_report(config, frames, slowest, split.ranks());
+        if report.sink.skipped_frames > 0 {
+            println!(
+                "fields not stored (output.every, output.when): {} of {} frames, {:.1} MB saved",
+                report.sink.skipped_frames,
+                report.sink.frames,
+                skipped_bytes as f64 / 1e6
+            );
+        }
+        println!("output: {}", config.shown_outputs());
     }
     let outcome = match result {
         Err(Error::Interrupted { .. }) => Ok(true),
@@ -168,5 +180,4 @@ fn print_report(config: &Config, frames: u64, t: [f64; 6], ranks: usize) {
         per(mpi),
         per(write),
     );
-    println!("output: {}", shown_output(config));
 }

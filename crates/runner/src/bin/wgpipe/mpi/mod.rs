@@ -194,7 +194,7 @@ pub fn run(args: &RunArgs, world: &World) -> anyhow::Result<ExitCode> {
     reporter.finish();
 
     let config = &plan.config;
-    let shown = shown_output(config);
+    let shown = config.shown_outputs();
     let (outcome, summary) = match &result {
         Ok(r) => (report::Outcome::Done, Some(r)),
         Err(Error::Interrupted { report }) => (report::Outcome::Interrupted, Some(report.as_ref())),
@@ -224,14 +224,6 @@ pub fn run(args: &RunArgs, world: &World) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(INTERRUPTED));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Where the frames went, for the summary's last line.
-fn shown_output(config: &Config) -> String {
-    match config.sink_name() {
-        "null" => "null sink (nothing stored)".to_owned(),
-        _ => config.output_path().display().to_string(),
-    }
 }
 
 /// The error text of a failed run.
