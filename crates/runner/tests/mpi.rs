@@ -377,18 +377,23 @@ fn a_split_domain_writes_one_zarr_store_bit_identical_to_one_process() {
 /// combine the results, so the split file holds the one-process run's reductions: min, max,
 /// bin edges and the PDF per z slice bit for bit (2 ranks: blocks of 12 and 11 planes; 4 ranks
 /// 2x2x1: two blocks side by side on every slice, their counts summed), sum and mean to f32
-/// rounding; in HDF5 and in Zarr. analysis.downsample is refused, naming the key (a coarse
-/// cell may straddle two blocks).
+/// rounding; the downsampled fields (`analysis.downsample = 2`) bit for bit, each rank writing
+/// its block's coarse cells; in HDF5 and in Zarr. A factor that would put a coarse cell in two
+/// blocks is refused, naming the key and the rank.
 #[test]
 fn a_split_domains_reductions_are_the_whole_grids() {
     let dir = domain_setup();
     let d = dir.path();
-    let analysis = ["analysis.fields=[\"u\", \"v\"]", "analysis.pdf_bins=16", "kernel.params.noise=0.01"];
+    let analysis =
+        ["analysis.fields=[\"u\", \"v\"]", "analysis.pdf_bins=16", "analysis.downsample=2", "kernel.params.noise=0.01"];
     let serial = Command::new(WGPIPE).args(&domain_args("serial.h5", &analysis)[1..]).current_dir(d).output().unwrap();
     assert!(serial.status.success(), "{}", text(&serial));
     let whole = open_output(d.join("serial.h5")).unwrap();
     let names: Vec<&str> = whole.fields().iter().map(|f| f.name.as_str()).collect();
     assert!(names.contains(&"v_pdf") && names.contains(&"u_sum"), "{names:?}");
+    // 23 × 20 × 16 in 2 × 2 × 2 cells: the last z plane of coarse cells is half empty.
+    let ds = whole.fields().iter().find(|f| f.name == "v_ds").unwrap();
+    assert_eq!(ds.shape, [12, 10, 8]);
     for (i, (ranks, sink)) in [("2", "hdf5"), ("4", "hdf5"), ("4", "zarr")].iter().enumerate() {
         let path = format!("split-{i}.{}", if *sink == "zarr" { "zarr" } else { "h5" });
         let sink_set = format!("output.sink={sink}");
@@ -404,10 +409,13 @@ fn a_split_domains_reductions_are_the_whole_grids() {
         assert!(counts[0].iter().filter(|&&c| c > 0.0).count() > 23, "case {i}: v's PDF is degenerate");
         assert_ne!(counts[0], counts[2], "case {i}: the PDF did not change between frames");
     }
-    let args = domain_args("refused.h5", &[analysis[0], "analysis.downsample=2"]);
+    // The 2 ranks' blocks start at z = 0 and 12: a factor of 5 would put a coarse cell in both.
+    let args = domain_args("refused.h5", &[analysis[0], "analysis.downsample=5"]);
     let out = mpirun_ranks(d, "2", &args);
     assert!(!out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("analysis.downsample = 2 with a domain split over MPI ranks"), "{}", text(&out));
+    let expected =
+        "analysis.downsample = 5 with a domain split over MPI ranks needs every block to start at a multiple";
+    assert!(text(&out).contains(expected) && text(&out).contains("rank 1"), "{}", text(&out));
     assert!(!d.join("refused.h5").exists());
 }
 
@@ -446,7 +454,8 @@ fn assert_as_one_process_to_f32_rounding(split: &Path, whole: &Path, context: &s
 fn a_split_domain_thinning_its_fields_writes_both_outputs_as_one_process_does() {
     let dir = domain_setup();
     let d = dir.path();
-    let analysis = ["analysis.fields=[\"v\"]", "analysis.pdf_bins=8", "kernel.params.noise=0.01"];
+    let analysis =
+        ["analysis.fields=[\"v\"]", "analysis.pdf_bins=8", "analysis.downsample=2", "kernel.params.noise=0.01"];
     for (name, rule, kept) in [("every", "output.every=2", 2), ("when", SPLIT_WHEN, 2), ("none", "output.fields=[]", 3)]
     {
         let sets: Vec<&str> = analysis.iter().copied().chain([rule]).collect();
@@ -498,7 +507,10 @@ fn a_split_domain_runs_into_the_null_sink_with_and_without_thinning() {
     let d = dir.path();
     for (name, sets) in [
         ("plain", vec!["output.sink=\"null\""]),
-        ("thinned", vec!["output.sink=\"null\"", "analysis.fields=[\"v\"]", "analysis.pdf_bins=8", "output.every=2"]),
+        (
+            "thinned, downsampled",
+            vec!["output.sink=\"null\"", "analysis.fields=[\"v\"]", "analysis.downsample=2", "output.every=2"],
+        ),
     ] {
         let out = mpirun_ranks(d, "2", &domain_args("unused.h5", &sets));
         let context = format!("{name}: {}", text(&out));

@@ -46,8 +46,8 @@ impl Backend for NullBackend {
 #[cfg(feature = "mpi")]
 #[derive(Debug)]
 pub struct NullBlockBackend {
-    /// The block's extent.
-    shape: Vec<usize>,
+    /// Where the block lies (its offset matters only in downsampled fields).
+    block: crate::ranks::Block,
 }
 
 /// A sink that counts and checksums a rank's blocks of the frames, but stores nothing.
@@ -56,16 +56,25 @@ pub type NullBlockSink = Checked<NullBlockBackend>;
 
 #[cfg(feature = "mpi")]
 impl NullBlockSink {
-    /// A null sink taking this rank's block of extent `shape` of every field of the grid.
-    pub fn new(shape: &[usize]) -> Self {
-        Checked::from(NullBlockBackend { shape: shape.to_vec() })
+    /// A null sink taking this rank's block at `offset` of extent `shape` of every field of
+    /// the grid.
+    pub fn new(offset: &[usize], shape: &[usize]) -> Self {
+        Checked::from(NullBlockBackend { block: crate::ranks::Block::new(offset, shape) })
+    }
+
+    /// This sink, taking the block's coarse cells of the grid `grid` downsampled by
+    /// `factor`, as [`crate::MpiBlockSink::downsampled`].
+    pub fn downsampled(mut self, grid: &[usize], factor: usize) -> Self {
+        let backend = self.backend_mut();
+        backend.block = backend.block.clone().downsampled(grid, factor);
+        self
     }
 }
 
 #[cfg(feature = "mpi")]
 impl Backend for NullBlockBackend {
     fn frame_layout(&self, layout: &StreamLayout) -> Option<StreamLayout> {
-        Some(crate::ranks::block_layout(layout, &self.shape))
+        Some(self.block.frame_layout(layout))
     }
 
     fn begin(&mut self, _layout: &StreamLayout) -> Result<()> {

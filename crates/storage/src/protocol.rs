@@ -190,6 +190,12 @@ impl<B: Backend> Checked<B> {
         &self.backend
     }
 
+    /// The backend, to set it up before `begin` (a crate's own builder methods).
+    #[cfg_attr(not(feature = "mpi"), expect(dead_code, reason = "used by the MPI block sinks"))]
+    pub(crate) fn backend_mut(&mut self) -> &mut B {
+        &mut self.backend
+    }
+
     /// Marks the run failed (a producer failed, say): later writes are refused, and
     /// `finish` marks no stream complete, keeping the frames stored so far readable.
     pub fn fail(&mut self) {

@@ -39,46 +39,136 @@ pub(crate) fn agree<T>(comm: &SimpleCommunicator, result: Result<T>, action: imp
     }
 }
 
-/// Whether `field` is split into the ranks' blocks of extent `block`: a field of the block's
-/// rank (the grid's fields). A field of another rank (a reduction of the whole grid: one
-/// value, bin edges, counts per slice) is whole on every rank, which passes it whole, the same
-/// on every rank; rank 0 writes it, and nothing checks that the other ranks' copies agree.
-/// (By rank alone: a 1-D grid's bin edges would pass for blocks, so the split analysis is
-/// 3-D only.)
-pub(crate) fn is_blocked(field: &FieldSpec, block: &[usize]) -> bool {
-    field.shape.len() == block.len()
+/// Where a rank's block lies in the fields of a frame split over ranks: the block at `offset`
+/// of extent `shape` of the grid, and, where the grid is also stored downsampled by a factor
+/// k (fields of the grid's shape divided by k, rounded up), the block's coarse cells in
+/// those (its offset a multiple of k on every axis, so that no coarse cell straddles two
+/// blocks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Block {
+    offset: Vec<usize>,
+    shape: Vec<usize>,
+    /// The downsampled fields' shape and the factor.
+    coarse: Option<(Vec<usize>, usize)>,
 }
 
-/// Errors unless `layout` is one stream whose every field of the block's rank holds the
-/// block at `offset` of extent `shape` (C order): what a rank writing its block of every
-/// frame can store ([`is_blocked`]). A layout without such a field (the reductions of a split
-/// run that stores some frames' fields only, beside them) is whole on every rank.
-pub(crate) fn check_block(layout: &StreamLayout, offset: &[usize], shape: &[usize]) -> Result<()> {
-    if layout.streams.len() != 1 {
-        return Err(Error::InvalidLayout(format!(
-            "a frame split into blocks is written as one stream, the layout has {}",
-            layout.streams.len()
-        )));
+/// A rank's part of one field: `offset` and `shape` per axis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Part {
+    pub offset: Vec<usize>,
+    pub shape: Vec<usize>,
+}
+
+impl Block {
+    /// The block at `offset` of extent `shape` of every field of its rank.
+    pub(crate) fn new(offset: &[usize], shape: &[usize]) -> Self {
+        Block { offset: offset.to_vec(), shape: shape.to_vec(), coarse: None }
     }
-    for f in layout.fields.iter().filter(|f| is_blocked(f, shape)) {
-        let fits = offset.len() == shape.len()
-            && f.shape.iter().zip(offset).zip(shape).all(|((&n, &o), &s)| s >= 1 && o + s <= n);
-        if !fits {
+
+    /// This block, where the fields of the grid `grid`'s shape divided by `factor` (rounded
+    /// up) are the grid downsampled: its part of them is its coarse cells. A factor of 0 or
+    /// 1 changes nothing.
+    pub(crate) fn downsampled(mut self, grid: &[usize], factor: usize) -> Self {
+        self.coarse = (factor > 1).then(|| (grid.iter().map(|n| n.div_ceil(factor)).collect(), factor));
+        self
+    }
+
+    /// The block's part of `field`, or `None` when the field is whole on every rank: a field
+    /// of another rank than the block's (a reduction of the whole grid: one value, bin edges,
+    /// counts per slice), which every rank passes whole, the same everywhere; rank 0 writes
+    /// it, and nothing checks that the other ranks' copies agree. (By rank alone: a 1-D grid's
+    /// bin edges would pass for blocks, so the split analysis is 3-D only.)
+    pub(crate) fn part(&self, field: &FieldSpec) -> Option<Part> {
+        if field.shape.len() != self.shape.len() {
+            return None;
+        }
+        Some(match &self.coarse {
+            Some((coarse, k)) if field.shape == *coarse => {
+                let offset: Vec<usize> = self.offset.iter().map(|o| o / k).collect();
+                let end = self.offset.iter().zip(&self.shape).map(|(o, s)| (o + s).div_ceil(*k));
+                Part { shape: end.zip(&offset).map(|(e, o)| e - o).collect(), offset }
+            }
+            _ => Part { offset: self.offset.clone(), shape: self.shape.clone() },
+        })
+    }
+
+    /// Errors unless `layout` is one stream whose every field of the block's rank holds the
+    /// block's part ([`Block::part`]): what a rank writing its block of every frame can
+    /// store. A layout without such a field (the reductions of a split run that stores some
+    /// frames' fields only, beside them) is whole on every rank.
+    pub(crate) fn check(&self, layout: &StreamLayout) -> Result<()> {
+        if layout.streams.len() != 1 {
             return Err(Error::InvalidLayout(format!(
-                "the block at offset {offset:?} of shape {shape:?} does not lie within field {} of shape {:?}",
-                f.name, f.shape
+                "a frame split into blocks is written as one stream, the layout has {}",
+                layout.streams.len()
             )));
         }
+        if let Some((_, k)) = &self.coarse
+            && self.offset.iter().any(|o| o % k != 0)
+        {
+            return Err(Error::InvalidLayout(format!(
+                "the block at offset {:?} does not start at a multiple of the downsampling factor {k}: a coarse \
+                 cell would straddle two blocks",
+                self.offset
+            )));
+        }
+        for f in &layout.fields {
+            let Some(part) = self.part(f) else { continue };
+            let fits = part.offset.iter().zip(&part.shape).zip(&f.shape).all(|((&o, &s), &n)| s >= 1 && o + s <= n);
+            if !fits {
+                return Err(Error::InvalidLayout(format!(
+                    "the block at offset {:?} of shape {:?} does not lie within field {} of shape {:?}",
+                    part.offset, part.shape, f.name, f.shape
+                )));
+            }
+        }
+        Ok(())
     }
-    Ok(())
+
+    /// The layout of the frames a rank writes: `layout` with every field of the block's rank
+    /// of its part's shape ([`Block::part`]), the others whole.
+    pub(crate) fn frame_layout(&self, layout: &StreamLayout) -> StreamLayout {
+        let mut block = layout.clone();
+        for f in &mut block.fields {
+            if let Some(part) = self.part(f) {
+                f.shape = part.shape;
+            }
+        }
+        block
+    }
 }
 
-/// The layout of the frames a rank writes: `layout` with every field of the block's rank
-/// of the block's `shape`, the others whole ([`is_blocked`]).
-pub(crate) fn block_layout(layout: &StreamLayout, shape: &[usize]) -> StreamLayout {
-    let mut block = layout.clone();
-    for f in block.fields.iter_mut().filter(|f| is_blocked(f, shape)) {
-        f.shape = shape.to_vec();
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "tests fail loudly")]
+
+    use super::*;
+    use crate::{DType, StreamInfo};
+
+    fn layout(fields: &[(&str, &[usize])]) -> StreamLayout {
+        let fields = fields.iter().map(|(n, s)| FieldSpec::new(*n, DType::F32, s.to_vec())).collect();
+        StreamLayout::new(fields).with_stream(StreamInfo::new("s"))
     }
-    block
+
+    /// 23 × 20 × 16 downsampled by 2 is 12 × 10 × 8: the last block along z (12 planes of 23
+    /// from plane 12: 11) holds coarse planes 6 to 11, the last one half a coarse cell.
+    #[test]
+    fn a_blocks_part_of_a_downsampled_field_is_its_coarse_cells() {
+        let block = Block::new(&[12, 0, 8], &[11, 20, 8]).downsampled(&[23, 20, 16], 2);
+        let l = layout(&[("v", &[23, 20, 16]), ("v_ds", &[12, 10, 8]), ("v_pdf", &[23, 4])]);
+        block.check(&l).unwrap();
+        let parts: Vec<Option<Part>> = l.fields.iter().map(|f| block.part(f)).collect();
+        assert_eq!(
+            parts,
+            [
+                Some(Part { offset: vec![12, 0, 8], shape: vec![11, 20, 8] }),
+                Some(Part { offset: vec![6, 0, 4], shape: vec![6, 10, 4] }),
+                None,
+            ]
+        );
+        let frames = block.frame_layout(&l);
+        assert_eq!(frames.fields[1].shape, [6, 10, 4]);
+        let misplaced = Block::new(&[11, 0, 0], &[12, 20, 16]).downsampled(&[23, 20, 16], 2);
+        assert!(misplaced.check(&l).unwrap_err().to_string().contains("multiple of the downsampling factor 2"));
+    }
 }

@@ -12,7 +12,9 @@
 //! Every block then holds the whole grid's reductions: min, max and the PDF are exactly the
 //! whole grid's (the same bin edges from the same min and max, computed by the same shader);
 //! the sum and the mean are sums of the blocks' sums, so they differ from a whole grid's in
-//! the last bits.
+//! the last bits. A downsampled field is not combined: each block computes its own coarse
+//! cells (its offset must be a multiple of the factor, so none straddles two blocks) and
+//! stores them as its block of the coarse field, bit for bit the whole grid's.
 //!
 //! How the blocks talk (MPI) is the caller's: this module knows only one block.
 
@@ -64,8 +66,10 @@ const STATISTICS_BYTES: u64 = 16;
 
 impl BlockAnalysis {
     /// Compiles the passes of `spec` for `sim`'s block. Errors as the whole grid's analysis
-    /// does, for a grid that is not 3-D, and for downsampling, which a split grid does not
-    /// support (a coarse cell may straddle two blocks).
+    /// does, for a grid that is not 3-D, and when downsampling, for a block that does not start
+    /// at a multiple of the factor (a coarse cell would straddle two blocks). The block's
+    /// downsampled fields are its own coarse cells: the whole grid's from the block's offset
+    /// divided by the factor, as many as its extent divided by the factor, rounded up.
     pub fn new(sim: &BlockSim, spec: &AnalysisSpec) -> Result<Self> {
         let kernel = &sim.spec().name;
         spec.check(kernel, sim.spec().fields.len())?;
@@ -81,13 +85,15 @@ impl BlockAnalysis {
                 ),
             });
         }
-        if spec.factor() > 1 {
+        let k = spec.factor();
+        if block.offset().iter().any(|&o| o % k != 0) {
             return Err(Error::InvalidKernel {
                 kernel: kernel.clone(),
                 message: format!(
-                    "analysis.downsample = {} on a grid split over processes is not supported (a coarse cell may \
-                     straddle two blocks): remove it, or run the grid whole",
-                    spec.downsample
+                    "analysis.downsample = {k} on a grid split over processes needs every block to start at a \
+                     multiple of {k} on every axis, so that each coarse cell lies in one block; the block at {:?} \
+                     does not: choose a decomposition whose blocks do, or another factor",
+                    block.offset()
                 ),
             });
         }
@@ -144,7 +150,11 @@ impl BlockAnalysis {
         for (&f, interior) in self.fields.iter().zip(&self.interiors) {
             sim.encode_block_copy(&mut encoder, &[f], interior);
         }
-        self.reducer.encode_passes(&mut encoder, 0, Phases { statistics: true, edges: false, counts: false });
+        self.reducer.encode_passes(
+            &mut encoder,
+            0,
+            Phases { statistics: true, edges: false, counts: false, downsample: false },
+        );
         for (i, field) in self.reducer.fields.iter().enumerate() {
             encoder.copy_buffer_to_buffer(
                 &field.result,
@@ -181,7 +191,11 @@ impl BlockAnalysis {
             return Ok(vec![Vec::new(); self.fields.len()]);
         }
         let mut encoder = self.gpu.device().create_command_encoder(&Default::default());
-        self.reducer.encode_passes(&mut encoder, 0, Phases { statistics: false, edges: true, counts: true });
+        self.reducer.encode_passes(
+            &mut encoder,
+            0,
+            Phases { statistics: false, edges: true, counts: true, downsample: false },
+        );
         let bytes = self.reducer.pdf_bytes;
         for (i, field) in self.reducer.fields.iter().enumerate() {
             encoder.copy_buffer_to_buffer(&field.result, self.reducer.pdf_at, &self.readback, i as u64 * bytes, bytes);
@@ -190,9 +204,10 @@ impl BlockAnalysis {
         Ok(counts.chunks_exact(len).map(<[u32]>::to_vec).collect())
     }
 
-    /// Puts the whole grid's counts of each field (summed over the blocks) into the results
-    /// and records their copy into `staging` from byte `at`, field after field, as a whole
-    /// grid's frame lays them out.
+    /// Puts the whole grid's counts of each field (summed over the blocks) into the results,
+    /// records the block's downsampling, then the copy of the results into `staging` from byte
+    /// `at`, field after field, as a whole grid's frame lays them out (a downsampled field
+    /// holding the block's coarse cells).
     pub fn encode_results(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -209,6 +224,10 @@ impl BlockAnalysis {
                 self.gpu.queue().write_buffer(&field.result, self.reducer.pdf_at, bytemuck::cast_slice(c));
             }
         }
+        // The block's part of each downsampled field (its coarse cells lie in the block, whose
+        // offset is a multiple of the factor), from the block copied by `statistics`.
+        let downsample = Phases { statistics: false, edges: false, counts: false, downsample: true };
+        self.reducer.encode_passes(encoder, 0, downsample);
         self.reducer.encode_copy(encoder, staging, at);
         Ok(())
     }

@@ -313,7 +313,7 @@ impl FieldReducer {
     /// Records every pass over side `side` of the fields, then copies the results into
     /// `staging` from byte `at`, field after field.
     pub(crate) fn encode(&self, encoder: &mut wgpu::CommandEncoder, side: usize, staging: &wgpu::Buffer, at: u64) {
-        self.encode_passes(encoder, side, Phases { statistics: true, edges: false, counts: true });
+        self.encode_passes(encoder, side, Phases { statistics: true, edges: false, counts: true, downsample: true });
         self.encode_copy(encoder, staging, at);
     }
 
@@ -358,6 +358,8 @@ impl FieldReducer {
                 &|f| f.histogram.as_ref().map(|g| &g[side]),
                 self.histogram_groups,
             );
+        }
+        if phases.downsample {
             each(
                 &mut pass,
                 self.downsample.as_ref(),
@@ -382,16 +384,19 @@ impl FieldReducer {
 }
 
 /// Which passes [`FieldReducer::encode_passes`] records: a whole grid's frame records the
-/// statistics and the counts together; a block of a split grid records the statistics, then
-/// (once the ranks have combined them) the edges and the counts.
+/// statistics, the counts and the downsampled fields together; a block of a split grid records
+/// the statistics, then (once the ranks have combined them) the edges and the counts, then
+/// (as the frame's results go to staging) its part of the downsampled fields.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Phases {
     /// Min, max, sum and mean, then the bin edges from them.
     pub statistics: bool,
     /// The bin edges from the min and max already in the results.
     pub edges: bool,
-    /// The PDF's counts and the downsampled field.
+    /// The PDF's counts.
     pub counts: bool,
+    /// The downsampled field.
+    pub downsample: bool,
 }
 
 /// The order [`FieldReducer`] lays a field's results out in, which must be

@@ -56,7 +56,7 @@ use std::time::Duration;
 use mpi::Threading;
 use mpi::topology::{CartesianCommunicator, SimpleCommunicator};
 use mpi::traits::Communicator;
-use wgpipe_compute::{Block, BlockAnalysis, BlockSim, GpuDevice, Grid, OutputDType};
+use wgpipe_compute::{AnalysisSpec, Block, BlockAnalysis, BlockSim, GpuDevice, Grid, OutputDType};
 use wgpipe_storage::{DType, FieldSpec, MpiBlockSink, SinkOptions, StreamLayout};
 
 use crate::analysis::Analysis;
@@ -210,7 +210,8 @@ impl SplitDomain {
     /// The sink that stores nothing of this rank's block of every frame (`output.sink =
     /// "null"`: the run measured without storage).
     pub fn null_block_sink(&self) -> wgpipe_storage::NullBlockSink {
-        wgpipe_storage::NullBlockSink::new(self.topology.block.shape())
+        let block = &self.topology.block;
+        wgpipe_storage::NullBlockSink::new(block.offset(), block.shape())
     }
 
     /// The sink that writes this rank's block of every frame into one Zarr store shared by
@@ -298,22 +299,37 @@ impl SplitDomain {
         let dims = FieldSpec::new("grid", DType::F32, block.global().shape()).dims;
         let reductions =
             if analysis.is_empty() { Vec::new() } else { analysis.stored_fields(&kernel, block.global(), &dims)? };
+        let analysis = if analysis.is_empty() { None } else { Some(analysis.spec(&kernel)?) };
+        if let Some(k) = analysis.as_ref().map(AnalysisSpec::factor).filter(|&k| k > 1)
+            && block.offset().iter().any(|o| o % k != 0)
+        {
+            return Err(Error::Invalid(format!(
+                "analysis.downsample = {k} with a domain split over MPI ranks needs every block to start at a \
+                 multiple of {k} on every axis (so that each coarse cell lies in one block); the block at {:?} of \
+                 the decomposition {} does not: choose a grid.decomposition whose blocks do, or another factor",
+                block.offset(),
+                self.decomposition_text()
+            )));
+        }
         layout.fields.truncate(grid_fields);
         let mut produced = layout.clone();
-        produced.fields.extend(reductions.iter().cloned());
+        // A downsampled field is the block's own coarse cells (`BlockAnalysis`): its block of
+        // the whole grid's coarse field, told apart by that field's shape, as the block sinks
+        // tell it (`MpiBlockSink::downsampled`).
+        let coarse = analysis.as_ref().filter(|s| s.factor() > 1).map(|s| (s.coarse_shape(block.global()), s));
+        produced.fields.extend(reductions.iter().cloned().map(|mut f| {
+            if let Some((whole, spec)) = &coarse
+                && f.shape == *whole
+            {
+                f.shape = spec.coarse_shape(block.grid());
+            }
+            f
+        }));
         let frame_bytes = produced.frame_bytes()?;
         for f in &mut layout.fields {
             f.shape = block.global().shape().to_vec();
         }
         layout.fields.extend(reductions);
-        if analysis.downsample > 1 {
-            return Err(Error::Invalid(format!(
-                "analysis.downsample = {} with a domain split over MPI ranks is not supported yet (a coarse cell may \
-                 straddle two ranks' blocks): remove it, or run the grid in one process",
-                analysis.downsample
-            )));
-        }
-        let analysis = if analysis.is_empty() { None } else { Some(analysis.spec(&kernel)?) };
         // What differs between ranks stays out of the file every rank writes.
         layout.attributes.remove("adapters");
         attributes.remove("device");

@@ -295,7 +295,7 @@ impl Backend for MpiHdf5Backend {
     /// Collective: every rank calls it with the same layout. The file's structure is flushed
     /// before any frame: from then on a frame is raw data written into space allocated for it
     /// (no metadata changes), so a job killed at any moment leaves a file that opens, holding
-    /// every frame written ([`NO_STEP`](super::schema::NO_STEP) marks the others).
+    /// every frame written (the step `NO_STEP` marks the others).
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         let open = self.create(layout, true)?;
         let path = self.path().to_path_buf();

@@ -34,15 +34,14 @@ use crate::frame::Fields;
 use crate::frame::Frame;
 use crate::options::SinkOptions;
 use crate::protocol::{Backend, Checked, Outcome};
-use crate::ranks::{agree, block_layout, check_block, failed_ranks, is_blocked, short_streams};
+use crate::ranks::{Block, agree, failed_ranks, short_streams};
 use crate::schema::StreamLayout;
 
 /// The backend of [`MpiBlockSink`]: one stream whose frames are split into blocks, one per
 /// MPI rank, written into one shared HDF5 file.
 pub struct MpiBlockBackend {
     shared: MpiHdf5Backend,
-    offset: Vec<usize>,
-    shape: Vec<usize>,
+    block: Block,
     open: Option<Shared>,
 }
 
@@ -64,33 +63,37 @@ impl MpiBlockSink {
     pub fn new(options: SinkOptions, comm: SimpleCommunicator, offset: &[usize], shape: &[usize]) -> Self {
         Checked::from(MpiBlockBackend {
             shared: MpiHdf5Backend::new(options, comm),
-            offset: offset.to_vec(),
-            shape: shape.to_vec(),
+            block: Block::new(offset, shape),
             open: None,
         })
+    }
+
+    /// This sink, where the layout also holds the grid `grid` downsampled by `factor`
+    /// (fields of its shape divided by `factor`, rounded up, like `analysis.downsample`'s):
+    /// this rank writes its block's coarse cells of those. The block's offset must be a
+    /// multiple of `factor` on every axis (`begin` refuses it otherwise).
+    pub fn downsampled(mut self, grid: &[usize], factor: usize) -> Self {
+        let backend = self.backend_mut();
+        backend.block = backend.block.clone().downsampled(grid, factor);
+        self
     }
 }
 
 impl std::fmt::Debug for MpiBlockBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MpiBlockBackend")
-            .field("shared", &self.shared)
-            .field("offset", &self.offset)
-            .field("shape", &self.shape)
-            .finish()
+        f.debug_struct("MpiBlockBackend").field("shared", &self.shared).field("block", &self.block).finish()
     }
 }
 
 impl MpiBlockBackend {
     /// Whether the layout is one stream of fields this block fits in.
     fn check_block(&self, layout: &StreamLayout) -> Result<()> {
-        check_block(layout, &self.offset, &self.shape)
+        self.block.check(layout)
     }
 
     /// Collective: writes this rank's block (`fields`) of frame `n`, taken at `step`.
     fn store(&mut self, n: u64, step: u64, fields: Fields<'_>) -> Result<()> {
         let path = self.shared.path().to_path_buf();
-        let (offset, shape) = (&self.offset, &self.shape);
         let root = self.shared.comm().rank() == 0;
         let open = self.open.as_mut().ok_or(Error::Usage("write called before begin"))?;
         let layout = &open.layout;
@@ -100,7 +103,7 @@ impl MpiBlockBackend {
         super::schema::resize(sets, layout, row + 1)
             .map_err(|e| h5err(format!("cannot grow stream {name} to {} frames in", row + 1), &path, e))?;
         for ((ds, spec), data) in sets.fields.iter().zip(&layout.fields).zip(fields.iter()) {
-            if !is_blocked(spec, shape) {
+            let Some(part) = self.block.part(spec) else {
                 // Whole on every rank (a reduction of the whole grid): rank 0 writes it,
                 // independently, as it writes the step.
                 if root {
@@ -108,7 +111,8 @@ impl MpiBlockBackend {
                         .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), &path, e))?;
                 }
                 continue;
-            }
+            };
+            let (offset, shape) = (&part.offset, &part.shape);
             with_elem_type!(spec.dtype, T => write_hyperslab::<T>(ds, row, offset, shape, data, &mut open.scratch))
                 .map_err(|e| {
                     h5err(format!("cannot write frame {n} of {name}/{} (collectively) to", spec.name), &path, e)
@@ -139,7 +143,7 @@ impl Backend for MpiBlockBackend {
 
     /// Frames are this rank's block of every field.
     fn frame_layout(&self, layout: &StreamLayout) -> Option<StreamLayout> {
-        Some(block_layout(layout, &self.shape))
+        Some(self.block.frame_layout(layout))
     }
 
     /// Collective: checks every rank's block, then creates the file (see the module docs),

@@ -37,17 +37,26 @@ use crate::frame::{Fields, Frame};
 use crate::options::SinkOptions;
 use crate::prepare::{OutputKind, Staged};
 use crate::protocol::{Backend, Checked, Outcome};
-use crate::ranks::{agree, block_layout, check_block, failed_ranks, is_blocked, short_streams};
-use crate::schema::StreamLayout;
+use crate::ranks::{Block, agree, failed_ranks, short_streams};
+use crate::schema::{FieldSpec, StreamLayout};
 use crate::time::now_rfc3339;
 
 /// The backend of [`ZarrBlockSink`].
 pub struct ZarrBlockBackend {
     options: SinkOptions,
     comm: SimpleCommunicator,
-    offset: Vec<usize>,
-    shape: Vec<usize>,
+    block: Block,
     open: Option<BlockOpen>,
+}
+
+/// A field split into blocks, as this rank writes it: its part's extent, the chunk extent
+/// (the largest rank's part), the chunk indices of its part, and a chunk-sized buffer for a
+/// part smaller than a chunk (at the grid's far edge).
+struct ChunkedPart {
+    shape: Vec<usize>,
+    chunk: Vec<usize>,
+    indices: Vec<u64>,
+    padded: Option<Vec<u8>>,
 }
 
 /// State between `begin` and `finish`.
@@ -55,11 +64,9 @@ struct BlockOpen {
     store: Arc<AtomicDirStore>,
     root: Root,
     stream: StreamArrays,
-    /// The chunk extent within a frame (the largest block), the chunk indices of this
-    /// rank's block, and a chunk-sized buffer for a block smaller than a chunk.
-    chunk: Vec<usize>,
-    indices: Vec<u64>,
-    padded: Option<Vec<Vec<u8>>>,
+    /// Per field of the layout, its chunks when split into blocks (`None`: whole, written
+    /// by rank 0).
+    parts: Vec<Option<ChunkedPart>>,
     /// Appending: whether the streams kept from the store are complete (rank 0 knows).
     kept_complete: bool,
 }
@@ -76,13 +83,22 @@ impl ZarrBlockSink {
     /// A sink writing the block at `offset` of extent `shape` of every frame into the store
     /// `options.path`, together with the other ranks of `comm` (a communicator of its own).
     pub fn new(options: SinkOptions, comm: SimpleCommunicator, offset: &[usize], shape: &[usize]) -> Self {
-        Checked::from(ZarrBlockBackend { options, comm, offset: offset.to_vec(), shape: shape.to_vec(), open: None })
+        Checked::from(ZarrBlockBackend { options, comm, block: Block::new(offset, shape), open: None })
+    }
+
+    /// This sink, where the layout also holds the grid `grid` downsampled by `factor`, as
+    /// [`crate::MpiBlockSink::downsampled`]: the downsampled fields' chunks are the blocks'
+    /// coarse cells.
+    pub fn downsampled(mut self, grid: &[usize], factor: usize) -> Self {
+        let backend = self.backend_mut();
+        backend.block = backend.block.clone().downsampled(grid, factor);
+        self
     }
 }
 
 impl std::fmt::Debug for ZarrBlockBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ZarrBlockBackend").field("offset", &self.offset).field("shape", &self.shape).finish()
+        f.debug_struct("ZarrBlockBackend").field("block", &self.block).finish()
     }
 }
 
@@ -95,41 +111,44 @@ impl ZarrBlockBackend {
                 "a Zarr store written by MPI ranks takes no shard_frames: its chunks are the ranks' blocks".into(),
             ));
         }
-        check_block(layout, &self.offset, &self.shape)
+        self.block.check(layout)
     }
 
-    /// Collective: the chunk extent (the largest block per axis), checked on every rank to
-    /// put this rank's block on the chunk grid (a smaller block only at the grid's far edge).
-    fn chunk_grid(&self, layout: &StreamLayout) -> Result<(Vec<usize>, Vec<u64>)> {
-        let mut chunk = vec![0u64; self.shape.len()];
-        let mine: Vec<u64> = self.shape.iter().map(|&s| s as u64).collect();
-        self.comm.all_reduce_into(&mine[..], &mut chunk[..], SystemOperation::max());
-        let chunk: Vec<usize> = chunk.iter().map(|&c| c as usize).collect();
-        // The grid's shape is a field's of the block's rank; a layout without one (the
-        // reductions beside a thinned split run's fields, whole on every rank) places no block.
-        let grid = layout.fields.iter().find(|f| is_blocked(f, &self.shape)).map(|f| f.shape.as_slice());
-        let aligned = grid.is_none_or(|grid| {
-            self.offset
+    /// Collective: per field split into blocks, the chunk extent (the largest part per
+    /// axis), checked on every rank to put this rank's part on the chunk grid (a smaller part
+    /// only at the grid's far edge). A layout without such a field (the reductions beside a
+    /// thinned split run's fields, whole on every rank) places no block.
+    fn chunk_grid(&self, layout: &StreamLayout) -> Result<Vec<Option<ChunkedPart>>> {
+        let mut misplaced = None;
+        let mut parts = Vec::with_capacity(layout.fields.len());
+        for f in &layout.fields {
+            let Some(part) = self.block.part(f) else {
+                parts.push(None);
+                continue;
+            };
+            let mut chunk = vec![0u64; part.shape.len()];
+            let mine: Vec<u64> = part.shape.iter().map(|&s| s as u64).collect();
+            self.comm.all_reduce_into(&mine[..], &mut chunk[..], SystemOperation::max());
+            let chunk: Vec<usize> = chunk.iter().map(|&c| c as usize).collect();
+            let aligned = part
+                .offset
                 .iter()
-                .zip(&self.shape)
+                .zip(&part.shape)
                 .zip(&chunk)
-                .zip(grid)
-                .all(|(((&o, &s), &c), &n)| c > 0 && o % c == 0 && (s == c || o + s == n))
-        });
-        let grid = grid.unwrap_or(&self.shape);
-        let placed = if aligned {
-            Ok(self.offset.iter().zip(&chunk).map(|(&o, &c)| (o / c) as u64).collect())
-        } else {
-            Err(Error::InvalidLayout(format!(
-                "the block at offset {:?} of shape {:?} is not on the Zarr chunk grid of blocks {chunk:?}: every \
-                 block but the last along an axis must have the largest extent; make each axis of the grid {grid:?} \
-                 divide evenly by its parts (or leave a remainder of parts - 1)",
-                self.offset, self.shape
-            )))
-        };
+                .zip(&f.shape)
+                .all(|(((&o, &s), &c), &n)| c > 0 && o % c == 0 && (s == c || o + s == n));
+            if !aligned {
+                misplaced.get_or_insert_with(|| misplaced_error(&part.offset, &part.shape, &chunk, f));
+            }
+            let indices = part.offset.iter().zip(&chunk).map(|(&o, &c)| (o / c.max(1)) as u64).collect();
+            let cells: usize = chunk.iter().product();
+            let padded = (chunk != part.shape).then(|| vec![0u8; cells * f.dtype.size()]);
+            parts.push(Some(ChunkedPart { shape: part.shape, chunk, indices, padded }));
+        }
+        let placed = misplaced.map_or(Ok(()), Err);
         let path = self.options.path.display().to_string();
-        let indices = agree(&self.comm, placed, || format!("placing the blocks of {path} on one chunk grid"))?;
-        Ok((chunk, indices))
+        agree(&self.comm, placed, || format!("placing the blocks of {path} on one chunk grid"))?;
+        Ok(parts)
     }
 
     /// Rank 0: creates the store (staged, published once whole).
@@ -142,6 +161,17 @@ impl ZarrBlockBackend {
         ZarrBackend::create_streams(&store, std::slice::from_ref(&stream))?;
         staged.publish(self.options.fsync)
     }
+}
+
+/// The error of a block whose part (`offset`, `shape`) of `field` is not on the chunk grid of
+/// extent `chunk`.
+fn misplaced_error(offset: &[usize], shape: &[usize], chunk: &[usize], field: &FieldSpec) -> Error {
+    Error::InvalidLayout(format!(
+        "the block at offset {offset:?} of shape {shape:?} of field {} is not on the Zarr chunk grid of blocks \
+         {chunk:?}: every block but the last along an axis must have the largest extent; make each axis of {:?} \
+         divide evenly by its parts (or leave a remainder of parts - 1)",
+        field.name, field.shape
+    ))
 }
 
 /// Copies a block of `shape` (elements of `size` bytes, C order) into the chunk-sized `buffer`
@@ -174,18 +204,20 @@ impl Backend for ZarrBlockBackend {
 
     /// Frames are this rank's block of every field.
     fn frame_layout(&self, layout: &StreamLayout) -> Option<StreamLayout> {
-        Some(block_layout(layout, &self.shape))
+        Some(self.block.frame_layout(layout))
     }
 
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         let path = self.options.path.display().to_string();
         agree(&self.comm, self.check_block(layout), || format!("checking the blocks of {path}"))?;
-        let (chunk, indices) = self.chunk_grid(layout)?;
-        let plan = ArrayPlan {
-            compression: self.options.compression,
-            shard_frames: 1,
-            frame_chunk: Some(chunk.iter().map(|&c| c as u64).collect()),
-        };
+        let parts = self.chunk_grid(layout)?;
+        let frame_chunks = layout
+            .fields
+            .iter()
+            .zip(&parts)
+            .filter_map(|(f, p)| Some((f.name.clone(), p.as_ref()?.chunk.iter().map(|&c| c as u64).collect())))
+            .collect();
+        let plan = ArrayPlan { compression: self.options.compression, shard_frames: 1, frame_chunks };
         let root = Root {
             created: now_rfc3339(),
             fields: field_entries(&layout.fields),
@@ -214,14 +246,7 @@ impl Backend for ZarrBlockBackend {
             _ => (root, ZarrBackend::stream_arrays(&store, layout, &layout.streams[0], 0, &plan), true),
         };
         let stream = agree(&self.comm, stream, || format!("describing the arrays of {path}"))?;
-        let padded = (chunk != self.shape).then(|| {
-            let cells: usize = chunk.iter().product();
-            // Whole fields (of another rank than the block's) are never padded.
-            let bytes =
-                |f: &crate::schema::FieldSpec| if is_blocked(f, &self.shape) { cells * f.dtype.size() } else { 0 };
-            layout.fields.iter().map(|f| vec![0u8; bytes(f)]).collect()
-        });
-        self.open = Some(BlockOpen { store, root, stream, chunk, indices, padded, kept_complete });
+        self.open = Some(BlockOpen { store, root, stream, parts, kept_complete });
         Ok(())
     }
 
@@ -230,12 +255,11 @@ impl Backend for ZarrBlockBackend {
         let n = frame.index;
         agree(&self.comm, Ok(()), || format!("checking frame {n} of {path}"))?;
         let root = self.comm.rank() == 0;
-        let shape = self.shape.clone();
         let open = self.open.as_mut().ok_or(Error::Usage("write called before begin"))?;
         let stored = (|| -> Result<()> {
             for (f, bytes) in fields.iter().enumerate() {
                 let array = &open.stream.fields[f];
-                if array.shape().len() != shape.len() + 1 {
+                let Some(part) = open.parts.get_mut(f).and_then(Option::as_mut) else {
                     // Whole on every rank (a reduction of the whole grid): rank 0 writes it,
                     // one chunk per frame.
                     if root {
@@ -247,13 +271,13 @@ impl Backend for ZarrBlockBackend {
                             .map_err(|e| store_err(&open.store, "cannot write frame to", node, e))?;
                     }
                     continue;
-                }
-                let indices: Vec<u64> = std::iter::once(n).chain(open.indices.iter().copied()).collect();
-                let data: &[u8] = match open.padded.as_mut() {
+                };
+                let indices: Vec<u64> = std::iter::once(n).chain(part.indices.iter().copied()).collect();
+                let data: &[u8] = match part.padded.as_mut() {
                     Some(padded) => {
-                        let size = bytes.len() / shape.iter().product::<usize>().max(1);
-                        pad_into(&mut padded[f], &open.chunk, &shape, size, bytes);
-                        &padded[f]
+                        let size = bytes.len() / part.shape.iter().product::<usize>().max(1);
+                        pad_into(padded, &part.chunk, &part.shape, size, bytes);
+                        padded
                     }
                     None => bytes,
                 };

@@ -161,10 +161,11 @@ pub(crate) struct ArrayPlan {
     pub compression: Compression,
     /// Frames per shard; 1: no sharding, one chunk file per frame.
     pub shard_frames: u64,
-    /// A chunk's extent within a frame: the whole field (`None`), or an MPI rank's block, so
-    /// that every rank writes whole chunks of its own (fields of another rank than the block's
-    /// are whole: reductions of the whole grid).
-    pub frame_chunk: Option<Vec<u64>>,
+    /// A chunk's extent within a frame, by field name: an MPI rank's block (the largest
+    /// block's part of the field), so that every rank writes whole chunks of its own; a field
+    /// not named is one chunk a frame (every field of a serial store, and reductions of the
+    /// whole grid in a block store).
+    pub frame_chunks: std::collections::BTreeMap<String, Vec<u64>>,
 }
 
 /// The array of `field` in stream `stream`, holding `frames` frames, its axes named
@@ -181,9 +182,8 @@ pub(crate) fn field_array(
     let path = array_path(stream, &field.name);
     let frame_shape: Vec<u64> = field.shape.iter().map(|&d| d as u64).collect();
     let shape: Vec<u64> = std::iter::once(frames).chain(frame_shape.iter().copied()).collect();
-    // A rank's block is the chunk of the fields of its rank; others are whole (`ranks.rs`).
-    let within =
-        plan.frame_chunk.clone().filter(|c| c.len() == frame_shape.len()).unwrap_or_else(|| frame_shape.clone());
+    // A rank's block is the chunk of the fields split into blocks; others are whole (`ranks.rs`).
+    let within = plan.frame_chunks.get(&field.name).cloned().unwrap_or_else(|| frame_shape.clone());
     let chunk: Vec<u64> = std::iter::once(plan.shard_frames).chain(within.iter().copied()).collect();
     let mut b = ArrayBuilder::new(shape, chunk, data_type(field.dtype), fill_value(field.dtype));
     match (plan.compression, field.dtype) {

@@ -365,7 +365,7 @@ impl Backend for ZarrBackend {
         let plan = ArrayPlan {
             compression: self.options.compression,
             shard_frames: self.options.shard_frames as u64,
-            frame_chunk: None,
+            frame_chunks: Default::default(),
         };
         self.open = Some(Self::open_store(&self.options, layout, plan)?);
         Ok(())

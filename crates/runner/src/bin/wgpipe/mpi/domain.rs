@@ -65,12 +65,15 @@ pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode
     // Every rank opens the same sinks in the same order (with output.every or output.when, the
     // fields' output then the reductions'): each takes a communicator of its own, collectively.
     let kept = plan.kept_fields.clone();
+    // With analysis.downsample, each rank writes its block's coarse cells of the downsampled
+    // fields too.
+    let (grid, k) = (split.block().global().shape().to_vec(), config.analysis().downsample.max(1) as usize);
     let sink = config.open_sink_with(args.resume, kept, (0, 1), |options| -> wgpipe::storage::Result<Box<dyn Sink>> {
         Ok(match config.sink_name() {
-            "hdf5" => Box::new(split.block_sink(options)),
+            "hdf5" => Box::new(split.block_sink(options).downsampled(&grid, k)),
             #[cfg(feature = "zarr")]
-            "zarr" => Box::new(split.zarr_block_sink(options)),
-            _ => Box::new(split.null_block_sink()),
+            "zarr" => Box::new(split.zarr_block_sink(options).downsampled(&grid, k)),
+            _ => Box::new(split.null_block_sink().downsampled(&grid, k)),
         })
     });
     let sink = world.agree("opening the output", sink.map_err(anyhow::Error::from))?;
