@@ -604,6 +604,82 @@ fn a_rank_killed_mid_run_ends_the_job_and_keeps_every_reported_frame() {
     assert_eq!(String::from_utf8_lossy(&h5py.stdout).trim(), s.frames.to_string());
 }
 
+/// Where [`disagreeing_copies_of_the_whole_fields_fail_every_rank_at_that_frame`] has its
+/// ranks write; its entry test runs only when this is set.
+const DISAGREE_OUTPUT: &str = "WGPIPE_MPI_DISAGREE_OUTPUT";
+
+/// The entry point under `mpirun -n 2` (every rank runs this test binary with `--ignored
+/// --exact` and this test's name): two ranks share a block sink, HDF5 then Zarr, whose frames
+/// hold a grid field split along z and one value whole on every rank (as the whole grid's
+/// reductions are); rank 1's value differs at frame 2. Every rank's write of frame 2 fails,
+/// naming rank 1, and the output keeps frames 0 and 1, incomplete.
+#[test]
+#[ignore = "run under mpirun by disagreeing_copies_of_the_whole_fields_fail_every_rank_at_that_frame"]
+fn disagreeing_copies_entry() {
+    use wgpipe::storage::mpi::traits::{Communicator, CommunicatorCollectives};
+    use wgpipe::storage::mpi::{self, Threading};
+    use wgpipe::storage::{
+        DType, Error, FieldSpec, Frame, MpiBlockSink, Sink, SinkOptions, StreamInfo, StreamLayout, ZarrBlockSink,
+    };
+    let dir = std::env::var(DISAGREE_OUTPUT)
+        .unwrap_or_else(|_| panic!("{DISAGREE_OUTPUT}: set by the test that starts this"));
+    let (universe, _) = mpi::initialize_with_threading(Threading::Multiple).unwrap();
+    let world = universe.world();
+    let rank = world.rank() as usize;
+    let fields = vec![FieldSpec::new("v", DType::F32, [4, 2, 2]), FieldSpec::new("v_max", DType::F32, Vec::new())];
+    let layout = StreamLayout::new(fields).with_stream(StreamInfo::new("s").with_expected_frames(4));
+    let (offset, shape) = ([2 * rank, 0, 0], [2, 2, 2]);
+    for ext in ["h5", "zarr"] {
+        let path = Path::new(&dir).join(format!("disagree.{ext}"));
+        let options = SinkOptions::new(&path);
+        let mut sink: Box<dyn Sink> = if ext == "h5" {
+            Box::new(MpiBlockSink::new(options, world.duplicate(), &offset, &shape))
+        } else {
+            Box::new(ZarrBlockSink::new(options, world.duplicate(), &offset, &shape))
+        };
+        sink.begin(&layout).unwrap();
+        for i in 0..3u64 {
+            let value = if rank == 1 && i == 2 { 1.0f32 } else { 0.5 };
+            let data: Vec<u8> = [0.25f32; 8].iter().chain([value].iter()).flat_map(|v| v.to_le_bytes()).collect();
+            let result = sink.write(&Frame::new(0, i, i + 1, data));
+            if i < 2 {
+                result.unwrap();
+            } else {
+                let e = result.unwrap_err();
+                let named = matches!(&e, Error::RanksDisagree { ranks, .. } if ranks == &[1]);
+                assert!(named && e.to_string().contains("frame 2"), "{ext}, rank {rank}: {e}");
+            }
+        }
+        sink.finish().unwrap();
+        world.barrier();
+        let out = open_output(&path).unwrap();
+        assert!(!out.complete() && out.streams()[0].frames == 2, "{ext}, rank {rank}: {:?}", out.streams());
+    }
+}
+
+/// Ranks sharing a block sink that pass different copies of the fields whole on every rank
+/// (the whole grid's reductions, which rank 0 alone writes) fail together at the first such
+/// frame, naming the ranks, instead of writing rank 0's copy silently (with `output.when`, the
+/// ranks would keep different frames and hang); see [`disagreeing_copies_entry`].
+#[test]
+fn disagreeing_copies_of_the_whole_fields_fail_every_rank_at_that_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let me = std::env::current_exe().unwrap();
+    let out = Command::new("timeout")
+        .arg(LIMIT_S)
+        .arg(launcher())
+        .args(["-n", "2"])
+        .arg(&me)
+        .args(["--ignored", "--exact", "disagreeing_copies_entry", "--nocapture"])
+        .env(DISAGREE_OUTPUT, dir.path())
+        .current_dir(dir.path())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run `timeout mpirun`: {e}; install MPICH: sudo apt-get install mpich"));
+    assert_ne!(out.status.code(), Some(124), "the ranks hung: {}", text(&out));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).matches("test disagreeing_copies_entry ... ok").count(), 2);
+}
+
 /// Where [`the_mpi_split_example_runs_under_mpirun_as_in_one_process`] has each rank write;
 /// its entry test runs the example only when this is set.
 const EXAMPLE_OUTPUT: &str = "WGPIPE_MPI_SPLIT_EXAMPLE_OUTPUT";

@@ -220,6 +220,20 @@ pub enum Error {
         /// The ranks that failed.
         ranks: Vec<usize>,
     },
+    /// MPI ranks sharing a sink were given different bytes of what must be the same on every
+    /// rank (feature `mpi`): the fields whole on every rank of a frame split into blocks (the
+    /// whole grid's reductions), which rank 0 alone writes.
+    #[error(
+        "{action}: MPI rank(s) {ranks:?} hold other values than rank 0 of the fields every rank passes whole (the \
+         whole grid's reductions); they must be the same bits on every rank (combined in the same order), or \
+         the ranks would keep different frames: report it as a bug"
+    )]
+    RanksDisagree {
+        /// The step, with the file.
+        action: String,
+        /// The ranks whose copy differs from rank 0's.
+        ranks: Vec<usize>,
+    },
     /// A stream, field or frame asked of a reader does not exist.
     #[error("{0} not found in the output: list what it holds with open_output")]
     NotFound(String),

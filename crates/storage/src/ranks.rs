@@ -39,6 +39,28 @@ pub(crate) fn agree<T>(comm: &SimpleCommunicator, result: Result<T>, action: imp
     }
 }
 
+/// Collective: errors on every rank ([`Error::RanksDisagree`]) unless every rank was given
+/// the same bytes in `whole`, a frame's fields that are whole on every rank ([`Block::part`]
+/// is `None`). Rank 0 alone writes those (the whole grid's reductions), and a rank whose copy
+/// differed would, with `output.when`, keep other frames than the others and wait in a write
+/// they never make: this turns that hang into an error at the frame where the copies part.
+/// Costs a hash of the whole fields (small) and a gather of 8 bytes per rank.
+pub(crate) fn agree_on_whole<'a>(
+    comm: &SimpleCommunicator,
+    whole: impl Iterator<Item = &'a [u8]>,
+    action: impl FnOnce() -> String,
+) -> Result<()> {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    for bytes in whole {
+        hasher.update(&(bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    }
+    let mut all = vec![0u64; comm.size().max(0) as usize];
+    comm.all_gather_into(&hasher.digest(), &mut all[..]);
+    let ranks: Vec<usize> = all.iter().enumerate().filter(|(_, h)| Some(*h) != all.first()).map(|(r, _)| r).collect();
+    if ranks.is_empty() { Ok(()) } else { Err(Error::RanksDisagree { action: action(), ranks }) }
+}
+
 /// Where a rank's block lies in the fields of a frame split over ranks: the block at `offset`
 /// of extent `shape` of the grid, and, where the grid is also stored downsampled by a factor
 /// k (fields of the grid's shape divided by k, rounded up), the block's coarse cells in
@@ -76,7 +98,7 @@ impl Block {
     /// The block's part of `field`, or `None` when the field is whole on every rank: a field
     /// of another rank than the block's (a reduction of the whole grid: one value, bin edges,
     /// counts per slice), which every rank passes whole, the same everywhere; rank 0 writes
-    /// it, and nothing checks that the other ranks' copies agree. (By rank alone: a 1-D grid's
+    /// it, once every rank's copy is found the same ([`agree_on_whole`]). (By rank alone: a 1-D grid's
     /// bin edges would pass for blocks, so the split analysis is 3-D only.)
     pub(crate) fn part(&self, field: &FieldSpec) -> Option<Part> {
         if field.shape.len() != self.shape.len() {

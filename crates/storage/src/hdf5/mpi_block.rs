@@ -34,7 +34,7 @@ use crate::frame::Fields;
 use crate::frame::Frame;
 use crate::options::SinkOptions;
 use crate::protocol::{Backend, Checked, Outcome};
-use crate::ranks::{Block, agree, failed_ranks, short_streams};
+use crate::ranks::{Block, agree, agree_on_whole, failed_ranks, short_streams};
 use crate::schema::StreamLayout;
 
 /// The backend of [`MpiBlockSink`]: one stream whose frames are split into blocks, one per
@@ -180,6 +180,9 @@ impl Backend for MpiBlockBackend {
             Err(Error::FrameMismatch { stream: 0, index: n, reason })
         };
         agree(self.shared.comm(), fits, || format!("checking frame {n} of {path}"))?;
+        let layout = &open.layout;
+        let whole = layout.fields.iter().zip(fields.iter()).filter(|(f, _)| self.block.part(f).is_none());
+        agree_on_whole(self.shared.comm(), whole.map(|(_, bytes)| bytes), || format!("checking frame {n} of {path}"))?;
         let stored = self.store(n, frame.step, fields);
         agree(self.shared.comm(), stored, || format!("writing frame {n} of {path}")).map(|()| None)
     }

@@ -37,7 +37,7 @@ use crate::frame::{Fields, Frame};
 use crate::options::SinkOptions;
 use crate::prepare::{OutputKind, Staged};
 use crate::protocol::{Backend, Checked, Outcome};
-use crate::ranks::{Block, agree, failed_ranks, short_streams};
+use crate::ranks::{Block, agree, agree_on_whole, failed_ranks, short_streams};
 use crate::schema::{FieldSpec, StreamLayout};
 use crate::time::now_rfc3339;
 
@@ -256,6 +256,8 @@ impl Backend for ZarrBlockBackend {
         agree(&self.comm, Ok(()), || format!("checking frame {n} of {path}"))?;
         let root = self.comm.rank() == 0;
         let open = self.open.as_mut().ok_or(Error::Usage("write called before begin"))?;
+        let whole = open.parts.iter().zip(fields.iter()).filter(|(part, _)| part.is_none());
+        agree_on_whole(&self.comm, whole.map(|(_, bytes)| bytes), || format!("checking frame {n} of {path}"))?;
         let stored = (|| -> Result<()> {
             for (f, bytes) in fields.iter().enumerate() {
                 let array = &open.stream.fields[f];
