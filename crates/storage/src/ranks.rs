@@ -125,7 +125,8 @@ impl Block {
                 layout.streams.len()
             )));
         }
-        if let Some((_, k)) = &self.coarse
+        if let Some((coarse, k)) = &self.coarse
+            && layout.fields.iter().any(|f| f.shape == *coarse)
             && self.offset.iter().any(|o| o % k != 0)
         {
             return Err(Error::InvalidLayout(format!(

@@ -128,7 +128,8 @@ impl BlockAnalysis {
     }
 
     /// Bytes the analysis adds behind the block's fields in a frame: the whole grid's
-    /// reductions ([`AnalysisSpec::outputs`] of the whole grid).
+    /// reductions ([`AnalysisSpec::outputs`] of the whole grid), but the downsampled fields,
+    /// which hold the block's coarse cells.
     pub fn frame_bytes(&self) -> u64 {
         self.reducer.frame_bytes()
     }
@@ -226,8 +227,10 @@ impl BlockAnalysis {
         }
         // The block's part of each downsampled field (its coarse cells lie in the block, whose
         // offset is a multiple of the factor), from the block copied by `statistics`.
-        let downsample = Phases { statistics: false, edges: false, counts: false, downsample: true };
-        self.reducer.encode_passes(encoder, 0, downsample);
+        if self.reducer.downsamples() {
+            let downsample = Phases { statistics: false, edges: false, counts: false, downsample: true };
+            self.reducer.encode_passes(encoder, 0, downsample);
+        }
         self.reducer.encode_copy(encoder, staging, at);
         Ok(())
     }

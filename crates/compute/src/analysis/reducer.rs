@@ -305,6 +305,11 @@ impl FieldReducer {
         })
     }
 
+    /// Whether the fields are downsampled (a factor above 1).
+    pub(crate) fn downsamples(&self) -> bool {
+        self.downsample.is_some()
+    }
+
     /// Bytes the analysis adds behind the fields in staging.
     pub(crate) fn frame_bytes(&self) -> u64 {
         self.result_bytes * self.fields.len() as u64

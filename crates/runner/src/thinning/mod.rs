@@ -302,6 +302,11 @@ impl Sink for ThinnedSink {
         }
         let Parts { fields, field_ranges, reductions, reduction_ranges, frames } = self.split(layout)?;
         let condition = self.bind(&frames)?;
+        // Both outputs' own checks before either exists. They are local: where MPI ranks share
+        // the sinks, a check whose result may differ between ranks (a block sink's placement)
+        // must be agreed on before `begin`, or a rank failing it alone would leave the others
+        // waiting in their sink's collective `begin` (the `wgpipe` binary checks the layout
+        // under its ranks' agreement first).
         self.fields.check_layout(&fields)?;
         self.reductions.check_layout(&reductions)?;
         let frame_bytes = frames.frame_bytes()?;
