@@ -8,7 +8,7 @@
 //! and padding means no hot-path store touches a cache line another thread writes. Readers
 //! sum the shards with dirty reads: a snapshot may be a frame behind, never torn.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering, Ordering::Relaxed};
 
 use crossbeam_utils::CachePadded;
 
@@ -96,11 +96,13 @@ impl Progress {
         self
     }
 
-    /// One frame of stream `s` was written. Call only from the thread writing `s`'s frames.
+    /// One frame of stream `s` was written. Call only from the thread writing `s`'s frames,
+    /// after [`Progress::frame_written`] for the same frame: a snapshot then never shows more
+    /// frames per stream than in all (released here, acquired first by the snapshot).
     #[inline]
     pub fn stream_written(&self, s: usize) {
         if let Some(counter) = self.streams.get(s) {
-            bump(counter, 1);
+            counter.store(counter.load(Relaxed) + 1, Ordering::Release);
         }
     }
 
@@ -138,6 +140,9 @@ impl Progress {
 
     /// Reads every shard (dirty reads, no locking).
     pub fn snapshot(&self) -> ProgressSnapshot {
+        // The streams first: every frame they count was counted in its device's total before
+        // (`stream_written`), so the totals read next are never below their sum.
+        let streams = self.streams.iter().map(|c| c.load(Ordering::Acquire)).collect();
         let devices: Vec<DeviceProgress> = self
             .shards
             .iter()
@@ -154,7 +159,7 @@ impl Progress {
             devices,
             finished_devices: self.finished.load(Relaxed),
             total_frames: self.total_frames,
-            streams: self.streams.iter().map(|c| c.load(Relaxed)).collect(),
+            streams,
         }
     }
 }
@@ -162,6 +167,32 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A snapshot taken while the writer counts never shows more frames per stream than in
+    /// all: the `written per stream` line printed before the total must not pass it (the kill
+    /// test caught one that did, when the snapshot read the totals first).
+    #[test]
+    fn a_snapshot_never_counts_more_frames_per_stream_than_in_all() {
+        let p = Progress::new(1, 0).with_streams(3);
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for i in 0..1_000_000 {
+                    p.frame_written(0, 1);
+                    p.stream_written(i % 3);
+                }
+                done.store(true, Ordering::Release);
+            });
+            let mut snapshots = 0u64;
+            while !done.load(Ordering::Acquire) || snapshots == 0 {
+                let snap = p.snapshot();
+                let per_stream: u64 = snap.streams.iter().sum();
+                assert!(per_stream <= snap.written, "{per_stream} frames per stream, {} in all", snap.written);
+                snapshots += 1;
+            }
+        });
+        assert_eq!(p.snapshot().streams, [333_334, 333_333, 333_333]);
+    }
 
     #[test]
     fn shards_sum_and_stay_apart() {
