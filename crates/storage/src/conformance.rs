@@ -76,6 +76,7 @@ pub const CHECKS: &[(&str, Check)] = &[
     ("mismatching frames are refused and nothing is written", mismatching_frames_are_refused),
     ("out-of-order indices are refused", out_of_order_indices_are_refused),
     ("finish after a refused write keeps earlier frames, incomplete", finish_after_refused_write),
+    ("frames past a stream's expected count are refused", frames_past_the_expected_count_are_refused),
     ("calls out of order are usage errors", calls_out_of_order_are_usage_errors),
     ("every call after finish is a usage error", calls_after_finish_are_usage_errors),
     ("a run stopped early marks its short streams and the output incomplete", stopped_run_is_incomplete),
@@ -407,6 +408,30 @@ fn finish_after_refused_write(subject: &Subject<'_>, dir: &Path) -> Result<(), S
         // Fewer frames than expected: not complete, so --resume knows to continue.
         ensure!(out.streams().iter().all(|s| !s.complete), "a stream short of its expected frames is marked complete");
         ensure!(!out.complete(), "the output is marked complete while its streams are short of their expected frames");
+    }
+    Ok(())
+}
+
+fn frames_past_the_expected_count_are_refused(subject: &Subject<'_>, dir: &Path) -> Result<(), String> {
+    let path = dir.join("out");
+    let layout = every_dtype_and_rank(Some(2));
+    let mut sink = ctx("making the sink", (subject.make)(&path))?;
+    ctx("begin", sink.begin(&layout))?;
+    let frames = interleaved(&layout, 2);
+    for f in &frames {
+        ctx("write", sink.write(f))?;
+    }
+    match sink.write(&frame(&layout, 0, 2)) {
+        Err(e @ Error::FrameMismatch { .. }) => {
+            ensure!(e.to_string().contains("at most 2 frames"), "the error does not say how many frames fit: {e}");
+        }
+        other => return Err(format!("frame 2 of a stream expecting 2 gave {other:?}, not Error::FrameMismatch")),
+    }
+    let summary = ctx("finish", sink.finish())?;
+    ensure!(summary.frames == 4, "finish reports {} frames, 4 were accepted", summary.frames);
+    if let Some(out) = read_back(subject, &path)? {
+        holds(&out, &layout, &frames, &[2, 2])?;
+        ensure!(out.complete(), "every stream holds its expected frames, but the output is not marked complete");
     }
     Ok(())
 }

@@ -173,7 +173,8 @@ impl Validator {
         Fields::new(&frame.data, &self.ranges)
     }
 
-    /// Errors unless `frame` is the next frame of its stream and holds the layout's bytes.
+    /// Errors unless `frame` is the next frame of its stream, within the frames the stream
+    /// promised ([`crate::StreamInfo::capacity`]), and holds the layout's bytes.
     pub(crate) fn check(&self, frame: &Frame) -> Result<()> {
         let l = &self.layout;
         let mismatch = |reason: String| Err(Error::FrameMismatch { stream: frame.stream, index: frame.index, reason });
@@ -188,6 +189,15 @@ impl Validator {
             return mismatch(format!(
                 "index {} is not the next one of stream {:?}: expected {next}",
                 frame.index, l.streams[frame.stream].name
+            ));
+        }
+        // A stream holds what its layout promised (a sink may have laid that out whole at
+        // `begin`, and growing past it would change the structure a kill relies on).
+        if let Some(most) = l.streams[frame.stream].capacity().filter(|&most| frame.index >= most) {
+            return mismatch(format!(
+                "stream {:?} holds at most {most} frames (its expected_frames, or max_frames), frame {} is past \
+                 them: give the stream the count it will hold",
+                l.streams[frame.stream].name, frame.index
             ));
         }
         if frame.step == u64::MAX {

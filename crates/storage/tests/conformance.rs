@@ -190,6 +190,7 @@ fn the_suite_catches_a_sink_that_skips_the_protocol() {
     for check in [
         "mismatching frames are refused and nothing is written",
         "out-of-order indices are refused",
+        "frames past a stream's expected count are refused",
         "calls out of order are usage errors",
         "every call after finish is a usage error",
         "unusable layouts are refused before anything is created",
