@@ -607,6 +607,23 @@ fn a_rank_killed_mid_run_ends_the_job_and_keeps_every_reported_frame() {
     assert_eq!(String::from_utf8_lossy(&h5py.stdout).trim(), s.frames.to_string());
 }
 
+/// Runs the ignored test `entry` of this test binary on 2 ranks (`timeout mpirun -n 2 ME
+/// --ignored --exact ENTRY`) in `dir`, with the environment variable `env` set (what tells
+/// the entry it was started by its test).
+fn entry_under_mpirun(entry: &str, env: (&str, &Path), dir: &Path) -> Output {
+    let me = std::env::current_exe().unwrap();
+    Command::new("timeout")
+        .arg(LIMIT_S)
+        .arg(launcher())
+        .args(["-n", "2"])
+        .arg(&me)
+        .args(["--ignored", "--exact", entry, "--nocapture"])
+        .env(env.0, env.1)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run `timeout mpirun`: {e}; install MPICH: sudo apt-get install mpich"))
+}
+
 /// Where [`disagreeing_copies_of_the_whole_fields_fail_every_rank_at_that_frame`] has its
 /// ranks write; its entry test runs only when this is set.
 const DISAGREE_OUTPUT: &str = "WGPIPE_MPI_DISAGREE_OUTPUT";
@@ -667,17 +684,7 @@ fn disagreeing_copies_entry() {
 #[test]
 fn disagreeing_copies_of_the_whole_fields_fail_every_rank_at_that_frame() {
     let dir = tempfile::tempdir().unwrap();
-    let me = std::env::current_exe().unwrap();
-    let out = Command::new("timeout")
-        .arg(LIMIT_S)
-        .arg(launcher())
-        .args(["-n", "2"])
-        .arg(&me)
-        .args(["--ignored", "--exact", "disagreeing_copies_entry", "--nocapture"])
-        .env(DISAGREE_OUTPUT, dir.path())
-        .current_dir(dir.path())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run `timeout mpirun`: {e}; install MPICH: sudo apt-get install mpich"));
+    let out = entry_under_mpirun("disagreeing_copies_entry", (DISAGREE_OUTPUT, dir.path()), dir.path());
     assert_ne!(out.status.code(), Some(124), "the ranks hung: {}", text(&out));
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout).matches("test disagreeing_copies_entry ... ok").count(), 2);
@@ -705,17 +712,7 @@ fn the_mpi_split_example_runs_under_mpirun_as_in_one_process() {
     let dir = tempfile::tempdir().unwrap();
     let (split, whole) = (dir.path().join("split.h5"), dir.path().join("whole.h5"));
     mpi_split::run(&whole, true).unwrap();
-    let me = std::env::current_exe().unwrap();
-    let out = Command::new("timeout")
-        .arg(LIMIT_S)
-        .arg(launcher())
-        .args(["-n", "2"])
-        .arg(&me)
-        .args(["--ignored", "--exact", "mpi_split_example_entry", "--nocapture"])
-        .env(EXAMPLE_OUTPUT, &split)
-        .current_dir(dir.path())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run `timeout mpirun`: {e}; install MPICH: sudo apt-get install mpich"));
+    let out = entry_under_mpirun("mpi_split_example_entry", (EXAMPLE_OUTPUT, &split), dir.path());
     assert_ne!(out.status.code(), Some(124), "the example hung under mpirun: {}", text(&out));
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);

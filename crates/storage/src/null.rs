@@ -65,8 +65,7 @@ impl NullBlockSink {
     /// This sink, taking the block's coarse cells of the grid `grid` downsampled by
     /// `factor`, as [`crate::MpiBlockSink::downsampled`].
     pub fn downsampled(mut self, grid: &[usize], factor: usize) -> Self {
-        let backend = self.backend_mut();
-        backend.block = backend.block.clone().downsampled(grid, factor);
+        self.backend_mut().block.downsample(grid, factor);
         self
     }
 }

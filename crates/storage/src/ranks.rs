@@ -87,12 +87,11 @@ impl Block {
         Block { offset: offset.to_vec(), shape: shape.to_vec(), coarse: None }
     }
 
-    /// This block, where the fields of the grid `grid`'s shape divided by `factor` (rounded
-    /// up) are the grid downsampled: its part of them is its coarse cells. A factor of 0 or
-    /// 1 changes nothing.
-    pub(crate) fn downsampled(mut self, grid: &[usize], factor: usize) -> Self {
+    /// Makes the fields of the grid `grid`'s shape divided by `factor` (rounded up) the grid
+    /// downsampled: this block's part of them is its coarse cells. A factor of 0 or 1 changes
+    /// nothing.
+    pub(crate) fn downsample(&mut self, grid: &[usize], factor: usize) {
         self.coarse = (factor > 1).then(|| (grid.iter().map(|n| n.div_ceil(factor)).collect(), factor));
-        self
     }
 
     /// The block's part of `field`, or `None` when the field is whole on every rank: a field
@@ -177,7 +176,8 @@ mod tests {
     /// from plane 12: 11) holds coarse planes 6 to 11, the last one half a coarse cell.
     #[test]
     fn a_blocks_part_of_a_downsampled_field_is_its_coarse_cells() {
-        let block = Block::new(&[12, 0, 8], &[11, 20, 8]).downsampled(&[23, 20, 16], 2);
+        let mut block = Block::new(&[12, 0, 8], &[11, 20, 8]);
+        block.downsample(&[23, 20, 16], 2);
         let l = layout(&[("v", &[23, 20, 16]), ("v_ds", &[12, 10, 8]), ("v_pdf", &[23, 4])]);
         block.check(&l).unwrap();
         let parts: Vec<Option<Part>> = l.fields.iter().map(|f| block.part(f)).collect();
@@ -191,7 +191,8 @@ mod tests {
         );
         let frames = block.frame_layout(&l);
         assert_eq!(frames.fields[1].shape, [6, 10, 4]);
-        let misplaced = Block::new(&[11, 0, 0], &[12, 20, 16]).downsampled(&[23, 20, 16], 2);
+        let mut misplaced = Block::new(&[11, 0, 0], &[12, 20, 16]);
+        misplaced.downsample(&[23, 20, 16], 2);
         assert!(misplaced.check(&l).unwrap_err().to_string().contains("multiple of the downsampling factor 2"));
     }
 }

@@ -86,7 +86,7 @@ impl BlockAnalysis {
             });
         }
         let k = spec.factor();
-        if block.offset().iter().any(|&o| o % k != 0) {
+        if !spec.starts_coarse_cells(block.offset()) {
             return Err(Error::InvalidKernel {
                 kernel: kernel.clone(),
                 message: format!(

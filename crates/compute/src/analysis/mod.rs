@@ -125,6 +125,13 @@ impl AnalysisSpec {
         self.downsample.max(1) as usize
     }
 
+    /// Whether a block of a split grid starting at `offset` holds whole coarse cells: its
+    /// offset is a multiple of the factor on every axis, so that no coarse cell straddles two
+    /// blocks and each block downsamples its own.
+    pub fn starts_coarse_cells(&self, offset: &[usize]) -> bool {
+        offset.iter().all(|o| o % self.factor() == 0)
+    }
+
     /// The shape of the downsampled field on `grid`: each axis divided by the factor, rounded
     /// up (the last block of an axis may be partial).
     pub fn coarse_shape(&self, grid: &Grid) -> Vec<usize> {

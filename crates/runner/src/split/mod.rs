@@ -56,7 +56,7 @@ use std::time::Duration;
 use mpi::Threading;
 use mpi::topology::{CartesianCommunicator, SimpleCommunicator};
 use mpi::traits::Communicator;
-use wgpipe_compute::{AnalysisSpec, Block, BlockAnalysis, BlockSim, GpuDevice, Grid, OutputDType};
+use wgpipe_compute::{Block, BlockAnalysis, BlockSim, GpuDevice, Grid, OutputDType};
 use wgpipe_storage::{DType, FieldSpec, MpiBlockSink, SinkOptions, StreamLayout};
 
 use crate::analysis::Analysis;
@@ -300,9 +300,8 @@ impl SplitDomain {
         let reductions =
             if analysis.is_empty() { Vec::new() } else { analysis.stored_fields(&kernel, block.global(), &dims)? };
         let analysis = if analysis.is_empty() { None } else { Some(analysis.spec(&kernel)?) };
-        if let Some(k) = analysis.as_ref().map(AnalysisSpec::factor).filter(|&k| k > 1)
-            && block.offset().iter().any(|o| o % k != 0)
-        {
+        if let Some(spec) = analysis.as_ref().filter(|s| !s.starts_coarse_cells(block.offset())) {
+            let k = spec.factor();
             return Err(Error::Invalid(format!(
                 "analysis.downsample = {k} with a domain split over MPI ranks needs every block to start at a \
                  multiple of {k} on every axis (so that each coarse cell lies in one block); the block at {:?} of \

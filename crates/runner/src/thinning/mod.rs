@@ -337,23 +337,25 @@ impl Sink for ThinnedSink {
         if open.failed {
             return Err(Error::Usage("write called after a failed write: call finish"));
         }
-        let next = open.next_kept.get(frame.stream).copied();
-        let reason = match next {
-            None => Some("the layout has no such stream".to_owned()),
+        let checked = match open.next_kept.get(frame.stream) {
+            None => Err("the layout has no such stream".to_owned()),
             Some(_) if frame.data.len() != open.frame_bytes => {
-                Some(format!("{} bytes, the layout's frames are {}", frame.data.len(), open.frame_bytes))
+                Err(format!("{} bytes, the layout's frames are {}", frame.data.len(), open.frame_bytes))
             }
-            Some(_) => None,
+            Some(&next) => Ok(next),
         };
-        let (Some(next), None) = (next, reason.as_ref()) else {
-            // Refused before either output sees it, a frame still goes to the reductions'
-            // sink, of a stream no layout has, for it to refuse too: a sink shared by MPI
-            // ranks joins their agreement on the frame there, so that the ranks whose frames
-            // were accepted fail in their own write instead of waiting for this rank. This
-            // error is the one returned: it names the frame as this sink's caller laid it out.
-            let _ = self.reductions.write(&Frame::new(usize::MAX, frame.index, frame.step, Vec::new()));
-            let reason = reason.unwrap_or_default();
-            return Err(Error::FrameMismatch { stream: frame.stream, index: frame.index, reason });
+        let next = match checked {
+            Ok(next) => next,
+            Err(reason) => {
+                // Refused before either output sees it, a frame still goes to the reductions'
+                // sink, of a stream no layout has, for it to refuse too: a sink shared by MPI
+                // ranks joins their agreement on the frame there, so that the ranks whose
+                // frames were accepted fail in their own write instead of waiting for this
+                // rank. This error is the one returned: it names the frame as this sink's
+                // caller laid it out.
+                let _ = self.reductions.write(&Frame::new(usize::MAX, frame.index, frame.step, Vec::new()));
+                return Err(Error::FrameMismatch { stream: frame.stream, index: frame.index, reason });
+            }
         };
         // A frame the sinks refuse is not a write (the protocol's rule); anything else fails
         // the run.

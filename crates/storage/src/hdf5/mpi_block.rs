@@ -73,8 +73,7 @@ impl MpiBlockSink {
     /// this rank writes its block's coarse cells of those. The block's offset must be a
     /// multiple of `factor` on every axis (`begin` refuses it otherwise).
     pub fn downsampled(mut self, grid: &[usize], factor: usize) -> Self {
-        let backend = self.backend_mut();
-        backend.block = backend.block.clone().downsampled(grid, factor);
+        self.backend_mut().block.downsample(grid, factor);
         self
     }
 }

@@ -90,8 +90,7 @@ impl ZarrBlockSink {
     /// [`crate::MpiBlockSink::downsampled`]: the downsampled fields' chunks are the blocks'
     /// coarse cells.
     pub fn downsampled(mut self, grid: &[usize], factor: usize) -> Self {
-        let backend = self.backend_mut();
-        backend.block = backend.block.clone().downsampled(grid, factor);
+        self.backend_mut().block.downsample(grid, factor);
         self
     }
 }
