@@ -58,7 +58,8 @@ pub struct FieldSim {
     bind_groups: [wgpu::BindGroup; 2],
     workgroup_size: [u32; 3],
     /// Cells one workgroup updates per axis (the workgroup size, times the kernel's
-    /// `CELLS_PER_INVOCATION_X` along x): the block the dispatch divides the grid into.
+    /// `CELLS_PER_INVOCATION_X`, `_Y` and `_Z` as resolved for the adapter): the block the
+    /// dispatch divides the grid into.
     cells_per_workgroup: [u32; 3],
     workgroups: [u32; 3],
     /// The step the initial state stands for (0 unless resumed).
@@ -122,8 +123,10 @@ impl FieldSim {
             .check_bindings(&gpu.device().limits(), gpu.label())?;
         let fields = spec.fields.len();
         let limits = gpu.device().limits();
+        // Rows and planes per invocation are chosen per adapter and only shrink the dispatch:
+        // the fit is checked at one of each, as the size checks before the devices opened were.
         let fits = |checked: &CheckedWgsl, width: u32| {
-            GridFootprint::new(grid, fields, fields, checked.cells_per_workgroup_with(width))
+            GridFootprint::new(grid, fields, fields, checked.cells_per_workgroup_with([width, 1, 1]))
                 .is_ok_and(|f| f.check(&limits, gpu.label()).is_ok())
         };
         let checked = match spec.workgroup_shapes {
@@ -145,6 +148,8 @@ impl FieldSim {
         let dispatch_fits = |width: u32| fits(&checked, width);
         let cells_per_invocation =
             invocation_width::resolve(spec.invocation_width, &checked, &spec.name, gpu.adapter(), &dispatch_fits)?;
+        let [rows, planes] = invocation_width::resolve_rows_and_planes(spec.invocation_width, &checked, gpu.adapter());
+        let cells_per_invocation = [cells_per_invocation, rows, planes];
         let cells_per_workgroup = checked.cells_per_workgroup_with(cells_per_invocation);
         let constants = invocation_width::pipeline_constants(&checked, cells_per_invocation);
         let constants: Vec<(&str, f64)> = constants.iter().map(|(k, v)| (k.as_str(), *v)).collect();
@@ -160,7 +165,7 @@ impl FieldSim {
             )));
         }
         // The updated cells are at most the buffers' cells, whose dispatch `check_grid` checked.
-        // Divided by the cells a workgroup covers (`CELLS_PER_INVOCATION_X` included).
+        // Divided by the cells a workgroup covers (`CELLS_PER_INVOCATION_X`, `_Y`, `_Z` included).
         let workgroups = GridFootprint::new(&layout.updated, fields, fields, cells_per_workgroup)?.dispatch();
         let dims = layout.uniform();
         let mut params: Vec<f32> = spec.params.clone();

@@ -1,11 +1,12 @@
-//! How many consecutive cells along x each invocation of a kernel updates, on a given adapter.
+//! How many consecutive cells along x each invocation of a kernel updates, on a given adapter
+//! (and how many rows and planes, for a kernel that declares them: [`resolve_rows_and_planes`]).
 //!
 //! Why it depends on the adapter: a CPU driver (lavapipe, llvmpipe) runs each storage-buffer
 //! load lane by lane, so a step costs about its number of loads, and an invocation that slides
 //! a stencil window along 8 cells loads each column once instead of three times: on lavapipe
-//! the shipped Gray-Scott kernels run 2.37× (2-D, 1024²) and 1.27× (3-D, 64³) as fast as the
-//! one-cell shaders they replaced (the 2-D one also lost a `%` per neighbour; `cargo xtask
-//! bench --kernel`). A GPU coalesces the loads of neighbouring invocations into wide memory
+//! the shipped Gray-Scott kernels ran 2.37× (2-D, 1024²) and 1.27× (3-D, 64³, a row of 8;
+//! 1.64× since it updates a brick of 8 × 2 × 2) as fast as the one-cell shaders they replaced
+//! (the 2-D one also lost a `%` per neighbour; `cargo xtask bench --kernel`). A GPU coalesces the loads of neighbouring invocations into wide memory
 //! transactions, which 8 cells per invocation break up (neighbouring invocations then read
 //! addresses 32 bytes apart): on an NVIDIA H200 the same kernels at 8 cells ran at 0.61×
 //! (2-D, 4096²) and 0.48× (3-D, 256³) their speed at one cell (docs, "Benchmarks", "On a real
@@ -24,16 +25,21 @@
 use crate::adapter_summary::AdapterSummary;
 use crate::error::{Error, Result};
 use crate::prelude::WorkgroupShapes;
-use crate::wgsl_check::{CELLS_PER_INVOCATION_X, CheckedWgsl, MAX_CELLS_PER_INVOCATION_X};
+use crate::wgsl_check::{
+    CELLS_PER_INVOCATION_X, CELLS_PER_INVOCATION_Y, CELLS_PER_INVOCATION_Z, CheckedWgsl, DeclaredCells,
+    MAX_CELLS_PER_INVOCATION_X,
+};
 
-/// Who chooses a kernel's cells per invocation along x.
+/// Who chooses a kernel's cells per invocation along x (and, for a kernel that declares
+/// them `override`, along y and z: [`resolve_rows_and_planes`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum InvocationWidth {
     /// The kernel's `const`, or, for an `override`, its default on CPU adapters and 1 on GPUs.
     #[default]
     PerAdapter,
-    /// This many cells per invocation; the kernel must declare `override CELLS_PER_INVOCATION_X`
-    /// (or its `const` must equal it).
+    /// This many cells per invocation along x, and one row and one plane (an overridable
+    /// `CELLS_PER_INVOCATION_Y` or `_Z` gets 1; a `const` one keeps its value); the kernel
+    /// must declare `override CELLS_PER_INVOCATION_X` (or its `const` must equal it).
     Cells(u32),
 }
 
@@ -76,6 +82,21 @@ pub fn resolve(
     }
 }
 
+/// The rows (along y) and planes (along z) each invocation of `kernel` updates on `adapter`:
+/// a `const` declaration's value; for an `override`, its declared value on CPU adapters under
+/// [`InvocationWidth::PerAdapter`], else 1. Why per adapter: a brick of rows and planes per
+/// invocation shares the loads of its y and z neighbours, which a CPU driver runs one by one
+/// (the 3-D Gray-Scott at 8 × 2 × 2 cells ran 1.35× as fast as at 8 × 1 × 1 on lavapipe:
+/// docs, "Benchmarks"); on a GPU, where it is not measured, the kernels keep one cell.
+pub fn resolve_rows_and_planes(width: InvocationWidth, kernel: &CheckedWgsl, adapter: &AdapterSummary) -> [u32; 2] {
+    let per_invocation = |declared: &DeclaredCells| {
+        let chosen =
+            declared.overridable && !(width == InvocationWidth::PerAdapter && prefers_wide_invocations(adapter));
+        if chosen { 1 } else { declared.cells }
+    };
+    [per_invocation(&kernel.cells_per_invocation_y), per_invocation(&kernel.cells_per_invocation_z)]
+}
+
 /// The width a size check before the devices open must allow for: the widest `kernel` may
 /// run with under `width` (an overridable kernel widens up to its declared width when a
 /// GPU's dispatch would not fit, [`resolve`]).
@@ -109,15 +130,27 @@ fn check_forced(n: u32, kernel: &CheckedWgsl, name: &str) -> Result<u32> {
     )))
 }
 
-/// The pipeline constants that give the compiled kernel `cells` per invocation (none when
-/// the width is fixed in its text), keyed as wgpu looks them up: by the override's `@id`
-/// when it has one, else by its name.
-pub fn pipeline_constants(kernel: &CheckedWgsl, cells: u32) -> Vec<(String, f64)> {
-    if !kernel.cells_per_invocation_overridable {
-        return Vec::new();
-    }
-    let key = kernel.cells_per_invocation_id.map_or_else(|| CELLS_PER_INVOCATION_X.to_owned(), |id| id.to_string());
-    vec![(key, f64::from(cells))]
+/// The pipeline constants that give the compiled kernel `cells` per invocation along x, y
+/// and z (none for what its text fixes), keyed as wgpu looks them up: by the override's
+/// `@id` when it has one, else by its name.
+pub fn pipeline_constants(kernel: &CheckedWgsl, cells: [u32; 3]) -> Vec<(String, f64)> {
+    let x = DeclaredCells {
+        cells: kernel.cells_per_invocation_x,
+        overridable: kernel.cells_per_invocation_overridable,
+        id: kernel.cells_per_invocation_id,
+        declared: kernel.declares_cells_per_invocation,
+    };
+    let declared = [
+        (CELLS_PER_INVOCATION_X, &x),
+        (CELLS_PER_INVOCATION_Y, &kernel.cells_per_invocation_y),
+        (CELLS_PER_INVOCATION_Z, &kernel.cells_per_invocation_z),
+    ];
+    declared
+        .into_iter()
+        .zip(cells)
+        .filter(|((_, d), _)| d.overridable)
+        .map(|((name, d), n)| (d.id.map_or_else(|| name.to_owned(), |id| id.to_string()), f64::from(n)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -159,14 +192,14 @@ mod tests {
         }
         assert_eq!(resolve(InvocationWidth::Cells(3), &k, "k", &adapter(wgpu::DeviceType::Cpu), &fits).unwrap(), 3);
         assert_eq!(widest(InvocationWidth::PerAdapter, &k, "k").unwrap(), 8);
-        assert_eq!(pipeline_constants(&k, 3), [(CELLS_PER_INVOCATION_X.to_owned(), 3.0)]);
+        assert_eq!(pipeline_constants(&k, [3, 1, 1]), [(CELLS_PER_INVOCATION_X.to_owned(), 3.0)]);
         // A grid too wide for one cell per invocation on a GPU widens to the first width that fits.
         let gpu = adapter(wgpu::DeviceType::DiscreteGpu);
         assert_eq!(resolve(InvocationWidth::PerAdapter, &k, "k", &gpu, &|w| w >= 3).unwrap(), 3);
         assert_eq!(resolve(InvocationWidth::PerAdapter, &k, "k", &gpu, &|_| false).unwrap(), 8, "the widest");
         // An override with an @id is set by its id.
         let with_id = kernel("@id(7) override CELLS_PER_INVOCATION_X: u32 = 8u;");
-        assert_eq!(pipeline_constants(&with_id, 2), [("7".to_owned(), 2.0)]);
+        assert_eq!(pipeline_constants(&with_id, [2, 1, 1]), [("7".to_owned(), 2.0)]);
     }
 
     #[test]
@@ -179,7 +212,7 @@ mod tests {
             assert_eq!(resolve(InvocationWidth::PerAdapter, &none, "k", &adapter(t), &fits).unwrap(), 1);
         }
         assert_eq!(widest(InvocationWidth::PerAdapter, &fixed, "k").unwrap(), 4);
-        assert!(pipeline_constants(&fixed, 4).is_empty());
+        assert!(pipeline_constants(&fixed, [4, 1, 1]).is_empty());
         let cpu = adapter(wgpu::DeviceType::Cpu);
         let err = resolve(InvocationWidth::Cells(1), &fixed, "k", &cpu, &fits).unwrap_err().to_string();
         assert!(err.contains("its `const CELLS_PER_INVOCATION_X` is 4"), "{err}");
@@ -190,6 +223,36 @@ mod tests {
         for bad in [0, 65] {
             let err = widest(InvocationWidth::Cells(bad), &overridable, "k").unwrap_err();
             assert!(err.to_string().contains("give 1 to 64"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn rows_and_planes_per_invocation_follow_the_adapter_unless_fixed() {
+        let k = kernel(
+            "override CELLS_PER_INVOCATION_X: u32 = 8u;\n@id(3) override CELLS_PER_INVOCATION_Y: u32 = 2u;\n\
+             override CELLS_PER_INVOCATION_Z: u32 = 4u;",
+        );
+        let (cpu, gpu) = (adapter(wgpu::DeviceType::Cpu), adapter(wgpu::DeviceType::DiscreteGpu));
+        assert_eq!(resolve_rows_and_planes(InvocationWidth::PerAdapter, &k, &cpu), [2, 4]);
+        assert_eq!(resolve_rows_and_planes(InvocationWidth::PerAdapter, &k, &gpu), [1, 1]);
+        // A forced width is a plain row of cells per invocation, on any adapter.
+        assert_eq!(resolve_rows_and_planes(InvocationWidth::Cells(8), &k, &cpu), [1, 1]);
+        assert_eq!(
+            pipeline_constants(&k, [8, 2, 4]),
+            [(CELLS_PER_INVOCATION_X.to_owned(), 8.0), ("3".to_owned(), 2.0), (CELLS_PER_INVOCATION_Z.to_owned(), 4.0)]
+        );
+        assert_eq!(k.cells_per_workgroup_with([8, 2, 4]), [64, 8, 4], "the 8 × 4 workgroup, times the brick");
+        // A const is fixed everywhere, and undeclared means 1.
+        let fixed = kernel("const CELLS_PER_INVOCATION_Z: u32 = 2u;");
+        for (width, adapter) in [(InvocationWidth::PerAdapter, &gpu), (InvocationWidth::Cells(1), &cpu)] {
+            assert_eq!(resolve_rows_and_planes(width, &fixed, adapter), [1, 2]);
+        }
+        assert!(pipeline_constants(&fixed, [1, 1, 2]).is_empty());
+        for bad in ["const CELLS_PER_INVOCATION_Y: u32 = 17u;", "override CELLS_PER_INVOCATION_Z: i32 = 2i;"] {
+            let prelude = prelude::generate(2, Boundary::Periodic, &["u".to_owned()]).unwrap();
+            let code = format!("{bad}\n@compute @workgroup_size(8, 4)\nfn main() {{}}\n");
+            let err = wgsl_check::check("k.wgsl", &prelude, &code).unwrap_err().to_string();
+            assert!(err.contains("must be a u32 literal from 1 to 16"), "{bad}: {err}");
         }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::error::{Error, Result};
 use crate::invocation_width::InvocationWidth;
 use crate::prelude::{self, Boundary, Indexing, WorkgroupShapes};
-use crate::wgsl_check::{self, CheckedWgsl};
+use crate::wgsl_check::{self, CELLS_PER_INVOCATION_Y, CELLS_PER_INVOCATION_Z, CheckedWgsl};
 
 /// The largest WGSL file [`WgslSource::from_file`] reads (1 MiB: shaders are kilobytes).
 pub const MAX_WGSL_BYTES: u64 = 1 << 20;
@@ -202,8 +202,9 @@ impl KernelSpec {
     }
 
     /// Validates the WGSL with naga after its prelude, and checks that the workgroup shape
-    /// does not extend along axes the kernel's grids lack and that `CELLS_PER_INVOCATION_X`,
-    /// if declared, is a u32 from 1 to 64.
+    /// does not extend along axes the kernel's grids lack, that `CELLS_PER_INVOCATION_X`, if
+    /// declared, is a u32 from 1 to 64, and that `CELLS_PER_INVOCATION_Y` and `_Z` are from 1
+    /// to 16, above 1 only along axes the grids have.
     ///
     /// Checked with every prelude a device may compile it with (each adapter's workgroup
     /// shapes, unless forced), so that no device fails on what this passed; returns the
@@ -233,6 +234,20 @@ impl KernelSpec {
                     "{}: `main` has workgroup size {size:?}, which spans axes a {}-D grid lacks (their \
                      invocations would all idle): use @workgroup_size(WORKGROUP_X, WORKGROUP_Y, WORKGROUP_Z)",
                     self.wgsl.name, self.rank
+                ),
+            });
+        }
+        let brick = [
+            (2, CELLS_PER_INVOCATION_Y, &checked.cells_per_invocation_y),
+            (3, CELLS_PER_INVOCATION_Z, &checked.cells_per_invocation_z),
+        ];
+        if let Some((axis_rank, name, declared)) = brick.iter().find(|(r, _, d)| self.rank < *r && d.cells > 1) {
+            return Err(Error::InvalidKernel {
+                kernel: self.name.clone(),
+                message: format!(
+                    "{}: it declares {name} = {}, but a {}-D grid has one cell along that axis (only grids of \
+                     rank {axis_rank} or more have more): remove the declaration or set it to 1",
+                    self.wgsl.name, declared.cells, self.rank
                 ),
             });
         }
@@ -271,5 +286,17 @@ mod tests {
             let e = bad.check().err().map(|e| e.to_string()).unwrap_or_default();
             assert!(e.contains("k.wgsl:4:18: no definition in scope for identifier: `nope`"), "{e}");
         }
+    }
+
+    #[test]
+    fn rows_or_planes_per_invocation_on_an_axis_the_grid_lacks_are_refused() -> Result<()> {
+        // COPY is 2-D: rows are an axis it has, planes one it lacks.
+        let rows = kernel(&format!("override CELLS_PER_INVOCATION_Y: u32 = 2u;\n{COPY}")).check()?;
+        assert_eq!(rows.cells_per_invocation_y.cells, 2);
+        let planes = kernel(&format!("const CELLS_PER_INVOCATION_Z: u32 = 2u;\n{COPY}")).check();
+        let e = planes.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("declares CELLS_PER_INVOCATION_Z = 2, but a 2-D grid has one cell along that axis"), "{e}");
+        kernel(&format!("const CELLS_PER_INVOCATION_Z: u32 = 1u;\n{COPY}")).check()?;
+        Ok(())
     }
 }

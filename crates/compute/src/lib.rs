@@ -80,7 +80,10 @@ pub use limits::GridFootprint;
 pub use output_dtype::OutputDType;
 pub use prelude::{Boundary, Indexing, UnknownBoundary, WorkgroupShapes, workgroup_size};
 pub use readback::{BlockObserver, COPY_BYTES_PER_THREAD, FrameInfo, FrameProducer, FrameSource, ReadbackConfig};
-pub use wgsl_check::{CELLS_PER_INVOCATION_X, CheckedWgsl, MAX_CELLS_PER_INVOCATION_X, PRELUDE_NAME, WgslError};
+pub use wgsl_check::{
+    CELLS_PER_INVOCATION_X, CELLS_PER_INVOCATION_Y, CELLS_PER_INVOCATION_Z, CheckedWgsl, DeclaredCells,
+    MAX_CELLS_PER_INVOCATION_X, MAX_CELLS_PER_INVOCATION_YZ, PRELUDE_NAME, WgslError,
+};
 
 /// Re-export of the wgpu version this crate is built on, for users who pass wgpu types.
 pub use wgpu;

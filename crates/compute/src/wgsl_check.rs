@@ -50,6 +50,10 @@ pub struct CheckedWgsl {
     pub cells_per_invocation_id: Option<u16>,
     /// Whether the kernel declares [`CELLS_PER_INVOCATION_X`] at all (else its width is 1).
     pub declares_cells_per_invocation: bool,
+    /// Rows along y each invocation updates: the kernel's [`CELLS_PER_INVOCATION_Y`].
+    pub cells_per_invocation_y: DeclaredCells,
+    /// Planes along z each invocation updates: the kernel's [`CELLS_PER_INVOCATION_Z`].
+    pub cells_per_invocation_z: DeclaredCells,
 }
 
 /// Name of the optional kernel constant (`const CELLS_PER_INVOCATION_X: u32 = 4u;`) saying
@@ -63,6 +67,21 @@ pub const CELLS_PER_INVOCATION_X: &str = "CELLS_PER_INVOCATION_X";
 
 /// The largest [`CELLS_PER_INVOCATION_X`] accepted.
 pub const MAX_CELLS_PER_INVOCATION_X: u32 = 64;
+
+/// Name of the optional kernel constant saying that each invocation updates that many rows
+/// along y, from y = id.y × N (with [`CELLS_PER_INVOCATION_X`] cells in each): the dispatch
+/// has N times fewer invocations along y. A brick of several rows and planes
+/// ([`CELLS_PER_INVOCATION_Z`]) shares the loads of its rows' y and z neighbours, which a CPU
+/// driver pays for one by one. `override` gives it the declared value on CPU drivers and 1
+/// on GPUs (as for the width), `const` fixes it.
+pub const CELLS_PER_INVOCATION_Y: &str = "CELLS_PER_INVOCATION_Y";
+
+/// Name of the optional kernel constant saying that each invocation updates that many planes
+/// along z, from z = id.z × N: as [`CELLS_PER_INVOCATION_Y`], along z.
+pub const CELLS_PER_INVOCATION_Z: &str = "CELLS_PER_INVOCATION_Z";
+
+/// The largest [`CELLS_PER_INVOCATION_Y`] or [`CELLS_PER_INVOCATION_Z`] accepted.
+pub const MAX_CELLS_PER_INVOCATION_YZ: u32 = 16;
 
 /// Lines taken by the prelude (and the newline joining it to the kernel).
 fn prelude_lines(prelude: &str) -> u32 {
@@ -125,12 +144,17 @@ pub fn check(file: &str, prelude: &str, kernel: &str) -> Result<CheckedWgsl, Wgs
             },
         )?;
     let workgroup_size = entry.workgroup_size;
-    let width = declared_width(&module, kernel).map_err(|message| WgslError {
-        file: file.to_owned(),
-        line: None,
-        column: None,
-        message,
-    })?;
+    let declared = |name: &str, max: u32| {
+        declared_cells(&module, kernel, name, max).map_err(|message| WgslError {
+            file: file.to_owned(),
+            line: None,
+            column: None,
+            message,
+        })
+    };
+    let width = declared(CELLS_PER_INVOCATION_X, MAX_CELLS_PER_INVOCATION_X)?;
+    let cells_per_invocation_y = declared(CELLS_PER_INVOCATION_Y, MAX_CELLS_PER_INVOCATION_YZ)?;
+    let cells_per_invocation_z = declared(CELLS_PER_INVOCATION_Z, MAX_CELLS_PER_INVOCATION_YZ)?;
     Ok(CheckedWgsl {
         source,
         module,
@@ -139,23 +163,29 @@ pub fn check(file: &str, prelude: &str, kernel: &str) -> Result<CheckedWgsl, Wgs
         cells_per_invocation_overridable: width.overridable,
         cells_per_invocation_id: width.id,
         declares_cells_per_invocation: width.declared,
+        cells_per_invocation_y,
+        cells_per_invocation_z,
     })
 }
 
-/// What a kernel declares of its [`CELLS_PER_INVOCATION_X`].
-struct DeclaredWidth {
+/// What a kernel declares of one of its cells per invocation ([`CELLS_PER_INVOCATION_X`],
+/// [`CELLS_PER_INVOCATION_Y`], [`CELLS_PER_INVOCATION_Z`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeclaredCells {
     /// The constant's value or the override's default; 1 when undeclared.
-    cells: u32,
-    overridable: bool,
-    /// The override's `@id`.
-    id: Option<u16>,
-    declared: bool,
+    pub cells: u32,
+    /// Declared `override`: wgpipe chooses it per adapter (`crate::invocation_width`).
+    pub overridable: bool,
+    /// The override's `@id`, if it has one (wgpu then sets it by id, not by name).
+    pub id: Option<u16>,
+    /// Whether the kernel declares it at all.
+    pub declared: bool,
 }
 
-/// The kernel's [`CELLS_PER_INVOCATION_X`]: an error unless it is undeclared or a u32 literal
-/// in 1..=[`MAX_CELLS_PER_INVOCATION_X`].
-fn declared_width(module: &naga::Module, kernel: &str) -> Result<DeclaredWidth, String> {
-    let named = |name: &Option<String>| name.as_deref() == Some(CELLS_PER_INVOCATION_X);
+/// The kernel's constant `name`: an error unless it is undeclared or a u32 literal in
+/// 1..=`max`.
+fn declared_cells(module: &naga::Module, kernel: &str, name: &str, max: u32) -> Result<DeclaredCells, String> {
+    let named = |n: &Option<String>| n.as_deref() == Some(name);
     let literal = |init: naga::Handle<naga::Expression>| match module.global_expressions[init] {
         naga::Expression::Literal(naga::Literal::U32(n)) => Some(n),
         _ => None,
@@ -169,15 +199,15 @@ fn declared_width(module: &naga::Module, kernel: &str) -> Result<DeclaredWidth, 
         // naga keeps no abstract-typed constant (`const N = 4;`) in the module: declared
         // without a type, it would be ignored silently (every cell still updated, by N times
         // too many invocations), so it is an error too.
-        _ if declares_const(kernel, CELLS_PER_INVOCATION_X) => (None, false, None),
-        _ => return Ok(DeclaredWidth { cells: 1, overridable: false, id: None, declared: false }),
+        _ if declares_const(kernel, name) => (None, false, None),
+        _ => return Ok(DeclaredCells { cells: 1, overridable: false, id: None, declared: false }),
     };
-    match value.filter(|n| (1..=MAX_CELLS_PER_INVOCATION_X).contains(n)) {
-        Some(cells) => Ok(DeclaredWidth { cells, overridable, id, declared: true }),
+    let axis = name.rsplit('_').next().unwrap_or("x").to_ascii_lowercase();
+    match value.filter(|n| (1..=max).contains(n)) {
+        Some(cells) => Ok(DeclaredCells { cells, overridable, id, declared: true }),
         None => Err(format!(
-            "{CELLS_PER_INVOCATION_X} must be a u32 literal from 1 to {MAX_CELLS_PER_INVOCATION_X}, e.g. \
-             `{} {CELLS_PER_INVOCATION_X}: u32 = 4u;` (the cells each invocation updates along x; \
-             `override` lets wgpipe choose it per adapter, `const` fixes it)",
+            "{name} must be a u32 literal from 1 to {max}, e.g. `{} {name}: u32 = 2u;` (the cells each \
+             invocation updates along {axis}; `override` lets wgpipe choose it per adapter, `const` fixes it)",
             if overridable { "override" } else { "const" }
         )),
     }
@@ -195,12 +225,12 @@ fn declares_const(code: &str, name: &str) -> bool {
 }
 
 impl CheckedWgsl {
-    /// Cells one workgroup covers per axis with `cells_per_invocation_x` cells per
-    /// invocation: the workgroup size, times that along x. The dispatch is the grid divided
-    /// by it.
-    pub fn cells_per_workgroup_with(&self, cells_per_invocation_x: u32) -> [u32; 3] {
+    /// Cells one workgroup covers per axis with `cells_per_invocation` cells per invocation
+    /// along x, y and z: the workgroup size times them. The dispatch is the grid divided by it.
+    pub fn cells_per_workgroup_with(&self, cells_per_invocation: [u32; 3]) -> [u32; 3] {
         let [x, y, z] = self.workgroup_size;
-        [x.saturating_mul(cells_per_invocation_x), y, z]
+        let [cx, cy, cz] = cells_per_invocation;
+        [x.saturating_mul(cx), y.saturating_mul(cy), z.saturating_mul(cz)]
     }
 
     /// Member names of the kernel's `struct Params`, in declaration order (the order of

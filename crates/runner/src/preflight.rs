@@ -28,7 +28,7 @@ pub(crate) fn kernel_workgroup_sizes<'a>(kernels: impl IntoIterator<Item = &'a K
         checked.push(kernel);
         let wgsl = kernel.check()?;
         let widest = invocation_width::widest(kernel.invocation_width, &wgsl, &kernel.name)?;
-        sizes.push(wgsl.cells_per_workgroup_with(widest));
+        sizes.push(wgsl.cells_per_workgroup_with([widest, 1, 1]));
     }
     sizes.sort_unstable();
     sizes.dedup();

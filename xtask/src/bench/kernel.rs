@@ -147,6 +147,11 @@ fn cases(
             ("other-width".to_owned(), shipped.clone().with_invocation_width(other_width)),
             ("other-shapes".to_owned(), shipped.clone().with_workgroup_shapes(other_shapes)),
         ];
+        // Where the adapter gets the 8 × 2 × 2 brick (a CPU driver), the plain row of 8 cells
+        // it replaced: a forced width is one row per invocation.
+        if other_width == InvocationWidth::Cells(1) {
+            specs.push(("row-of-8".to_owned(), shipped.clone().with_invocation_width(InvocationWidth::Cells(8))));
+        }
         for (label, c) in candidates_3d {
             specs.push((label.clone(), variant(c.clone())));
         }
