@@ -16,6 +16,7 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
        cargo xtask bench --analysis-cost [--rows EDGE --frames N --reps K]
        cargo xtask bench --sink raw --against posix [--out DIR] [--rows R --cols C --frames N]
        cargo xtask bench --sink hdf5 --against h5py [--out DIR] [--rows R --cols C --frames N]
+       cargo xtask bench --sink hdf5 --against gs-mpiio [--out DIR] [--rows EDGE --frames N --ranks R]
        cargo xtask bench --kernel [--rows R --cols C | --large] [--reps K --devices SEL --candidate[-3d] FILE]
        cargo xtask bench --roofline [--large] [--reps K --devices SEL]
 
@@ -47,6 +48,11 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
                        frames, alternating (no GPU; default 1024x1024, 128 frames, fsync)
   --against h5py       with --sink hdf5: the HDF5 sink vs an h5py writer of the same shape
                        in its own Python process, alternating (no GPU; defaults as above)
+  --against gs-mpiio   with --sink hdf5: wgpipe's 3-D run (edge --rows, default 64; --frames
+                       output steps of 10 steps, default 100) vs the ADIOS2 tutorial's C++
+                       MPI simulation writing with MPI-IO on --ranks ranks (default 2),
+                       alternating, whole runs (needs mpicxx.mpich and nlohmann-json3-dev)
+  --ranks R            with --against gs-mpiio: gs-mpiio's MPI ranks
   --out DIR            where raw/hdf5 write (default: a temp dir under the current directory)
   --json FILE          write every figure, the parameters and the machine as JSON
   --trace FILE         Chrome trace (Perfetto) of one async run
@@ -107,6 +113,10 @@ pub struct Args {
     pub compare_dtype: bool,
     pub against_posix: bool,
     pub against_h5py: bool,
+    /// `--against gs-mpiio`: the 3-D run vs the ADIOS2 tutorial's MPI-IO simulation.
+    pub against_gs_mpiio: bool,
+    /// `--ranks`: gs-mpiio's MPI ranks.
+    pub ranks: usize,
     pub out: Option<PathBuf>,
     pub json: Option<PathBuf>,
     pub trace: Option<PathBuf>,
@@ -144,6 +154,8 @@ impl Default for Args {
             compare_dtype: false,
             against_posix: false,
             against_h5py: false,
+            against_gs_mpiio: false,
+            ranks: 2,
             out: None,
             json: None,
             trace: None,
@@ -208,8 +220,12 @@ pub fn parse(argv: &[String]) -> Result<Args> {
             "--against" => match value()?.as_str() {
                 "posix" => a.against_posix = true,
                 "h5py" => a.against_h5py = true,
-                v => bail!("--against {v:?} is unknown: use --against posix (raw) or --against h5py (hdf5)"),
+                "gs-mpiio" => a.against_gs_mpiio = true,
+                v => bail!(
+                    "--against {v:?} is unknown: use --against posix (raw), --against h5py or --against gs-mpiio (hdf5)"
+                ),
             },
+            "--ranks" => a.ranks = number(flag, &value()?)?,
             "--out" => a.out = Some(PathBuf::from(value()?)),
             "--json" => a.json = Some(PathBuf::from(value()?)),
             "--trace" => a.trace = Some(PathBuf::from(value()?)),
@@ -277,6 +293,12 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     }
     if a.against_h5py && a.sink.as_deref() != Some("hdf5") {
         bail!("--against h5py compares the HDF5 sink: use it with --sink hdf5");
+    }
+    if a.against_gs_mpiio && a.sink.as_deref() != Some("hdf5") {
+        bail!("--against gs-mpiio compares a run writing HDF5: use it with --sink hdf5");
+    }
+    if a.ranks == 0 {
+        bail!("--ranks 0: give gs-mpiio at least one MPI rank");
     }
     if a.layout_cost && (a.sink.is_some() || a.micro || a.reserve_cost || a.kernel) {
         bail!("--layout-cost is a benchmark of its own: run it without --sink, --micro, --reserve-cost and --kernel");
@@ -361,6 +383,9 @@ mod tests {
         assert!(args("--sink hdf5 --against posix").is_err());
         assert!(args("--sink raw --against dd").is_err());
         assert!(args("--sink hdf5 --against h5py").is_ok_and(|a| a.against_h5py && !a.against_posix));
+        assert!(args("--sink hdf5 --against gs-mpiio --ranks 4").is_ok_and(|a| a.against_gs_mpiio && a.ranks == 4));
+        assert!(args("--sink raw --against gs-mpiio").is_err());
+        assert!(args("--sink hdf5 --against gs-mpiio --ranks 0").is_err());
         assert!(args("--sink raw --against h5py").is_err());
         assert!(args("--sink hdf5 --compression deflate --compare-threads 2").is_err());
         assert!(args("--sink hdf5 --compression deflate --compression-threads 0").is_err());

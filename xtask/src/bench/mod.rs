@@ -8,6 +8,8 @@
 //!   ([`threads`]).
 //! - `--sink raw|hdf5 --compare-dtype`: f32 vs f16 output, bytes and write time ([`dtype`]).
 //! - `--sink raw --against posix`: the raw sink vs a plain write loop ([`posix`]).
+//! - `--sink hdf5 --against gs-mpiio`: the 3-D run vs the ADIOS2 tutorial's MPI-IO
+//!   simulation ([`gs_mpiio`]).
 //! - `--reserve-cost`: the HDF5 sink with and without its disk-space reservation ([`reserve`]).
 //! - `--checkpoint-cost`: a 3-D run without checkpoints, with one every frame, and at Young's
 //!   interval ([`checkpoint`]).
@@ -26,6 +28,7 @@ pub(crate) mod args;
 mod checkpoint;
 mod compression;
 mod dtype;
+mod gs_mpiio;
 mod h5py;
 mod io;
 mod kernel;
@@ -66,6 +69,7 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
     if (args.sink.is_some() || args.checkpoint_cost || args.analysis_cost)
         && !args.against_posix
         && !args.against_h5py
+        && !args.against_gs_mpiio
         && let Some(code) = machine::reexec_with_one_lavapipe_thread(&argv)?
     {
         return Ok(code);
@@ -85,6 +89,8 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
         run_kernel(&args, &mut report)?;
     } else if args.against_posix {
         run_against(&args, &mut report, "raw_against_posix", posix::run)?;
+    } else if args.against_gs_mpiio {
+        run_against_gs_mpiio(&args, &mut report)?;
     } else if args.against_h5py {
         run_against(&args, &mut report, "hdf5_against_h5py", h5py::run)?;
     } else if let Some(kind) = args.sink.clone() {
@@ -150,6 +156,21 @@ fn run_checkpoint_cost(args: &Args, report: &mut Map<String, Value>) -> Result<(
     let r = checkpoint::run(gpu, scratch.path(), edge, args.frames.unwrap_or(60), args.reps)?;
     println!("{}", r.table);
     report.insert("checkpoint_cost".to_owned(), r.json);
+    report.insert("machine".to_owned(), machine::describe(&gpus, Some(scratch.path())));
+    Ok(())
+}
+
+/// `--against gs-mpiio`: the 3-D run beside the ADIOS2 tutorial's MPI-IO simulation, in
+/// `--out`, lavapipe on every core (gs-mpiio's ranks use them all too).
+fn run_against_gs_mpiio(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
+    let scratch = scratch_with_load(args)?;
+    let selector = DeviceSelector::parse(&args.devices).context("reading --devices")?;
+    println!("{}", machine::lp_threads_note());
+    let (edge, frames) = (args.rows.unwrap_or(64), args.frames.unwrap_or(100));
+    let r = gs_mpiio::run(&selector, scratch.path(), edge, frames, args.ranks, args.reps)?;
+    println!("{}", r.table);
+    report.insert("against_gs_mpiio".to_owned(), r.json);
+    let gpus = open_devices(&selector, 1).context("opening the device to describe it")?;
     report.insert("machine".to_owned(), machine::describe(&gpus, Some(scratch.path())));
     Ok(())
 }

@@ -1,0 +1,207 @@
+//! `--sink hdf5 --against gs-mpiio`: wgpipe's 3-D run beside its peer, the ADIOS2 tutorial's
+//! Gray-Scott simulation in C++ with MPI-IO (`gs_mpiio/`, see its README).
+//!
+//! Both run the tutorial's model, `L`³ cells, `frames` output steps of 10 steps each, with
+//! wgpipe's default parameters (the tutorial's), and write every output step into one file in
+//! the scratch directory: gs-mpiio U in float64 on `ranks` MPI ranks (`mpirun.mpich`), one
+//! `MPI_File_write_all` per step; wgpipe u and v in f32 (the same bytes per step) into its
+//! HDF5 sink, asynchronously, on the first device `--devices` selects, lavapipe keeping every
+//! core as gs-mpiio's ranks do; and wgpipe again with the 3-D kernel as it was before its
+//! 8 × 2 × 2 brick (a row of 8 cells per invocation, `InvocationWidth::Cells(8)`), so that the
+//! brick's gain shows in the same rotation. Neither syncs its file. Each wall time is a whole run as its
+//! user starts it: gs-mpiio's process under `mpirun` (MPI's start-up included), wgpipe's
+//! device opened, the sink created and the run to its end (the process's own start, a few
+//! milliseconds, not included). The three rotate their order between repetitions, each
+//! run's file is removed after it, and the ratios are gs-mpiio's time over wgpipe's, per
+//! repetition: above 1, wgpipe is faster.
+//!
+//! gs-mpiio is built into the scratch directory from the copied sources with MPICH's C++
+//! compiler (`mpicxx.mpich -O3`; Debian: `mpich` and `nlohmann-json3-dev`).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+use wgpipe::compute::gray_scott_3d::{self, GrayScott3dParams};
+use wgpipe::compute::{DeviceSelector, InvocationWidth, open_devices};
+use wgpipe::storage::{SinkOptions, open_sink};
+
+use super::measure::{TUTORIAL_STEPS_PER_FRAME, tutorial_3d};
+use super::stats::Summary;
+
+/// The copied C++ sources, compiled together (`.ci/run` builds the same list).
+const SOURCES: [&str; 4] = ["main.cpp", "gray-scott.cpp", "settings.cpp", "writer.cpp"];
+
+/// What the comparison found.
+pub struct GsResult {
+    pub json: Value,
+    pub table: String,
+}
+
+/// Builds gs-mpiio into `dir` and returns the executable's path.
+fn build(dir: &Path) -> Result<PathBuf> {
+    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/bench/gs_mpiio");
+    let exe = dir.join("gs-mpiio");
+    let output = Command::new("mpicxx.mpich")
+        .args(["-O3", "-std=c++11", "-DMPICH_SKIP_MPICXX", "-o"])
+        .arg(&exe)
+        .args(SOURCES.iter().map(|s| sources.join(s)))
+        .output()
+        .context(
+            "gs-mpiio is built with MPICH's C++ compiler, mpicxx.mpich, which did not start: install MPICH \
+             (Debian: apt-get install mpich nlohmann-json3-dev)",
+        )?;
+    if !output.status.success() {
+        bail!(
+            "building gs-mpiio from {} failed ({}); it needs MPICH and nlohmann/json.hpp (Debian: apt-get install \
+             mpich nlohmann-json3-dev):\n{}",
+            sources.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(exe)
+}
+
+/// gs-mpiio's settings file for the model wgpipe runs: the same parameters, grid and steps.
+fn settings(edge: usize, frames: u64, output: &Path) -> Value {
+    let p = GrayScott3dParams::default();
+    json!({
+        "L": edge,
+        "Du": p.rates.du,
+        "Dv": p.rates.dv,
+        "F": p.rates.feed,
+        "k": p.rates.kill,
+        "dt": p.rates.dt,
+        "noise": p.noise,
+        "plotgap": TUTORIAL_STEPS_PER_FRAME,
+        "steps": frames * u64::from(TUTORIAL_STEPS_PER_FRAME),
+        "output": output.display().to_string(),
+        "adios_config": "unused",
+    })
+}
+
+/// One gs-mpiio run on `ranks` ranks: its wall seconds and the bytes of its file.
+fn gs_run(exe: &Path, dir: &Path, edge: usize, frames: u64, ranks: usize) -> Result<(f64, u64)> {
+    let output = dir.join("gs");
+    let settings_path = dir.join("gs-settings.json");
+    std::fs::write(&settings_path, settings(edge, frames, &output).to_string())
+        .with_context(|| format!("writing {}", settings_path.display()))?;
+    let start = Instant::now();
+    let run = Command::new("mpirun.mpich")
+        .args(["-n", &ranks.to_string()])
+        .arg(exe)
+        .arg(&settings_path)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .output()
+        .context("mpirun.mpich did not start: install MPICH (Debian: apt-get install mpich)")?;
+    let wall = start.elapsed().as_secs_f64();
+    if !run.status.success() {
+        bail!("gs-mpiio on {ranks} ranks failed ({}):\n{}", run.status, String::from_utf8_lossy(&run.stderr));
+    }
+    // It writes U to `output`.u: a header of three u64 and every step's L³ doubles.
+    let file = dir.join("gs.u");
+    let bytes = std::fs::metadata(&file).with_context(|| format!("gs-mpiio wrote no {}", file.display()))?.len();
+    let expected = 24 + frames * (edge as u64).pow(3) * 8;
+    if bytes != expected {
+        bail!("gs-mpiio wrote {bytes} bytes to {}, expected {expected}", file.display());
+    }
+    std::fs::remove_file(&file).with_context(|| format!("cannot remove {}", file.display()))?;
+    Ok((wall, bytes))
+}
+
+/// One wgpipe run (with the 3-D kernel as a plain row of 8 cells per invocation when `row`):
+/// its wall seconds and the bytes of its file.
+fn wgpipe_run(devices: &DeviceSelector, dir: &Path, edge: usize, frames: u64, row: bool) -> Result<(f64, u64)> {
+    let path = dir.join("wgpipe.h5");
+    let start = Instant::now();
+    let gpus = open_devices(devices, 1).context("opening the device to benchmark")?;
+    let gpu = gpus.first().context("--devices selected no device")?;
+    let sink = open_sink("hdf5", &SinkOptions::new(&path).with_overwrite(true)).context("opening the HDF5 sink")?;
+    let mut builder = tutorial_3d(gpu, edge, frames, sink);
+    if row {
+        let kernel = GrayScott3dParams::default().kernel(1).with_invocation_width(InvocationWidth::Cells(8));
+        builder = builder.kernel(kernel, |_, grid| gray_scott_3d::initial_state(grid));
+    }
+    let report = builder.run().context("running the 3-D model")?;
+    let wall = start.elapsed().as_secs_f64();
+    if report.written_frames() != frames {
+        bail!("wgpipe wrote {} frames of {frames}", report.written_frames());
+    }
+    let bytes = std::fs::metadata(&path).with_context(|| format!("wgpipe wrote no {}", path.display()))?.len();
+    std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+    Ok((wall, bytes))
+}
+
+/// Runs the comparison in `dir`: `reps` rotations of the three runs.
+pub fn run(
+    devices: &DeviceSelector,
+    dir: &Path,
+    edge: usize,
+    frames: u64,
+    ranks: usize,
+    reps: usize,
+) -> Result<GsResult> {
+    let exe = build(dir)?;
+    let (mut gs, mut ours, mut rows) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut gs_bytes, mut our_bytes) = (0, 0);
+    for rep in 0..reps {
+        for k in 0..3 {
+            match (k + rep) % 3 {
+                0 => {
+                    let (wall, bytes) = gs_run(&exe, dir, edge, frames, ranks)?;
+                    gs.push(wall);
+                    gs_bytes = bytes;
+                }
+                1 => {
+                    let (wall, bytes) = wgpipe_run(devices, dir, edge, frames, false)?;
+                    ours.push(wall);
+                    our_bytes = bytes;
+                }
+                _ => rows.push(wgpipe_run(devices, dir, edge, frames, true)?.0),
+            }
+        }
+    }
+    let over = |walls: &[f64]| gs.iter().zip(walls).map(|(g, w)| g / w).collect::<Vec<f64>>();
+    let (ratio, ratio_row) = (over(&ours), over(&rows));
+    let steps = frames * u64::from(TUTORIAL_STEPS_PER_FRAME);
+    let mut table = String::new();
+    let _ = writeln!(
+        table,
+        "the 3-D Gray-Scott, {edge}³, {steps} steps, {frames} output steps: median [min–max] of {reps} rotations"
+    );
+    let _ = writeln!(
+        table,
+        "  gs-mpiio on {ranks} ranks (float64 U, MPI-IO): {} s, {} MB",
+        Summary::of(&gs).text(2),
+        gs_bytes / 1_000_000
+    );
+    let _ = writeln!(
+        table,
+        "  wgpipe (f32 u and v, HDF5):             {} s, {} MB",
+        Summary::of(&ours).text(2),
+        our_bytes / 1_000_000
+    );
+    let _ = writeln!(table, "  wgpipe, the row of 8 before the brick:   {} s", Summary::of(&rows).text(2));
+    let _ = writeln!(table, "  gs-mpiio / wgpipe: {}x (above 1: wgpipe is faster)", Summary::of(&ratio).text(3));
+    let _ = writeln!(table, "  gs-mpiio / wgpipe with the row of 8: {}x", Summary::of(&ratio_row).text(3));
+    let json = json!({
+        "edge": edge,
+        "frames": frames,
+        "steps": steps,
+        "ranks": ranks,
+        "reps": reps,
+        "gs_mpiio_seconds": Summary::json(&gs),
+        "wgpipe_seconds": Summary::json(&ours),
+        "wgpipe_row_of_8_seconds": Summary::json(&rows),
+        "gs_mpiio_over_wgpipe": Summary::json(&ratio),
+        "gs_mpiio_over_wgpipe_row_of_8": Summary::json(&ratio_row),
+        "gs_mpiio_bytes": gs_bytes,
+        "wgpipe_bytes": our_bytes,
+    });
+    Ok(GsResult { json, table })
+}
