@@ -142,25 +142,32 @@ fn chunk_index_nodes(bytes: &[u8]) -> Vec<usize> {
 /// A chunk of several compressed frames is rewritten as new space while its index entry
 /// changes in place, and a growing stream adds entries to nodes that describe frames already
 /// stored; Linux cuts a killed `pwrite` at a page boundary: every chunk index node of such an
-/// output must start a page (each fits in one), so that a kill leaves a node all old or all
-/// new, never an entry with the new chunk's size and the old chunk's address.
+/// output must start a page and fit in it, so that a kill leaves a node all old or all new,
+/// never an entry with the new chunk's size and the old chunk's address. Fields of three axes
+/// (the most a field has: datasets of four) have the largest nodes, 3656 bytes.
 #[cfg(feature = "hdf5")]
 #[test]
 fn rewritten_hdf5_index_nodes_each_lie_in_one_page() {
-    use wgpipe_storage::Compression;
+    use wgpipe_storage::{Compression, DType, FieldSpec};
     let dir = tempdir();
     let deflate = Compression::Deflate(4);
+    let three_axes = |expected| {
+        let mut l = layout(expected);
+        l.fields = ["u", "v"].map(|name| FieldSpec::new(name, DType::F32, [3, 4, 5])).into();
+        l
+    };
     // Several frames per chunk, of known and unknown length; one frame per chunk growing,
-    // compressed and not.
+    // compressed and not; fields of three axes, several frames per chunk.
     let cases = [
-        ("several", deflate, 4, Some(40)),
-        ("several-growing", deflate, 4, None),
-        ("one-growing", deflate, 1, None),
-        ("uncompressed-growing", Compression::None, 1, None),
+        ("several", deflate, 4, layout(Some(40))),
+        ("several-growing", deflate, 4, layout(None)),
+        ("one-growing", deflate, 1, layout(None)),
+        ("uncompressed-growing", Compression::None, 1, layout(None)),
+        ("three-axes-several", deflate, 4, three_axes(Some(40))),
+        ("three-axes-several-growing", deflate, 4, three_axes(None)),
     ];
-    for (label, compression, chunk_frames, expected) in cases {
+    for (label, compression, chunk_frames, l) in cases {
         let path = dir.path().join(format!("{label}.h5"));
-        let l = layout(expected);
         let options = SinkOptions::new(&path).with_compression(compression).with_chunk_frames(chunk_frames);
         let mut sink = open_sink("hdf5", &options).unwrap();
         sink.begin(&l).unwrap();
@@ -174,5 +181,11 @@ fn rewritten_hdf5_index_nodes_each_lie_in_one_page() {
         let off_page: Vec<_> = nodes.iter().filter(|&&at| at % 4096 != 0).collect();
         assert!(off_page.is_empty(), "{label}: index nodes not at a page: {off_page:?} of {nodes:?}");
         sink.finish().unwrap();
+        // Each node fits in its page: 24 bytes of header, 2k + 1 keys (chunk size, filter
+        // mask, an offset per dataset axis and one more, 8 bytes each), 2k child addresses.
+        let k = u64::from(hdf5::File::open(&path).unwrap().create_plist().unwrap().istore_k());
+        let rank = l.fields.iter().map(|f| f.shape.len() + 1).max().unwrap() as u64;
+        let node = 24 + (2 * k + 1) * (8 + (rank + 1) * 8) + 2 * k * 8;
+        assert!(node <= 4096, "{label}: a chunk index node of {node} bytes spans two pages");
     }
 }

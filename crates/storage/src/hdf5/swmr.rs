@@ -122,9 +122,11 @@ fn earliest_formats(file: &File) -> hdf5::Result<()> {
 ///   `deflate,chunk_frames=4`, 40 frames): 9 of the 155 nodes rewritten in place changed
 ///   bytes on two pages, and an entry torn between its chunk's size and its address loses
 ///   the chunk's frames, reported ones included (1 in 10000 kills; the guide's Reliability
-///   page has the counts). A node of a dataset of five axes or more (4176 bytes and up)
-///   cannot fit in a page. The cost: up to 4 KiB of padding before each index node and each
-///   chunk of 2 KiB or more (64×64 `f32` frames, deflate, 4 per chunk: 12 % larger).
+///   page has the counts). Datasets have at most four axes (fields of at most
+///   [`crate::schema::MAX_RANK`] = 3, and the frame axis), whose nodes fit; one of five
+///   would not (4176 bytes), which the unit test below guards. The cost: up to 4 KiB of
+///   padding before each index node and each chunk of 2 KiB or more (64×64 `f32` frames,
+///   deflate, 4 per chunk: 12 % larger).
 /// - Outputs laid out whole at `begin` (uncompressed) rewrite no index node, and compressed
 ///   chunks of one frame made at `begin` change one entry, the in-flight frame's, when their
 ///   node is rewritten: a torn node loses nothing reported. They stay unpadded.
@@ -174,4 +176,31 @@ pub(crate) fn overwrite(group: &Group, frames: u64, complete: bool) -> hdf5::Res
 /// Writes `complete` into the attribute made before SWMR started.
 pub(crate) fn overwrite_complete(loc: &Location, complete: bool) -> hdf5::Result<()> {
     loc.attr(COMPLETE)?.write_scalar(&complete)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::MAX_RANK;
+
+    /// Bytes of a chunk index node (a version 1 B-tree node of HDF5's default 64 entries) of
+    /// a dataset of `rank` axes: a 24-byte header (signature, type, level, entries, two
+    /// sibling addresses), 65 keys (chunk size, filter mask, `rank + 1` offsets of 8 bytes)
+    /// and 64 child addresses.
+    fn chunk_index_node_bytes(rank: u64) -> u64 {
+        24 + 65 * (8 + (rank + 1) * 8) + 64 * 8
+    }
+
+    #[test]
+    fn every_chunk_index_node_fits_a_page() {
+        // What the alignment's doc states for one, three and four axes, and five.
+        let sizes: Vec<u64> = [1, 3, 4, 5].map(chunk_index_node_bytes).into();
+        assert_eq!(sizes, [2096, 3136, 3656, 4176]);
+        // The most axes a dataset has: a field's and the frame axis. A node that fitted no
+        // page could be torn by a kill while it describes frames already reported: raising
+        // MAX_RANK needs smaller nodes (`H5Pset_istore_k` when the file is created).
+        let largest = chunk_index_node_bytes(MAX_RANK as u64 + 1);
+        assert!(largest <= Alignment::PAGE, "datasets of {} axes: index nodes of {largest} bytes", MAX_RANK + 1);
+        assert!(largest >= Alignment::for_output(true).threshold, "and at least 2 KiB, so the alignment moves them");
+    }
 }
