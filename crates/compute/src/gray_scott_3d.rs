@@ -160,6 +160,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_shipped_shaders_brick_is_at_most_two_rows_by_two_planes() {
+        // `update_brick` in shaders-wgsl/gray_scott_3d.wgsl updates rows y, y + 1 and planes
+        // z, z + 1: a larger declared brick would leave cells unwritten.
+        let checked = GrayScott3dParams::default().kernel(0).check().unwrap();
+        let (y, z) = (checked.cells_per_invocation_y, checked.cells_per_invocation_z);
+        assert!(y.overridable && z.overridable, "chosen per adapter");
+        assert!((1..=2).contains(&y.cells) && (1..=2).contains(&z.cells), "{y:?} {z:?}");
+    }
+
+    #[test]
     fn the_initial_cube_is_the_tutorials() {
         let grid = Grid::new(&[L, L, L]).unwrap();
         let s = initial_state(&grid);

@@ -90,9 +90,10 @@ pub fn resolve(
 /// docs, "Benchmarks"); on a GPU, where it is not measured, the kernels keep one cell.
 pub fn resolve_rows_and_planes(width: InvocationWidth, kernel: &CheckedWgsl, adapter: &AdapterSummary) -> [u32; 2] {
     let per_invocation = |declared: &DeclaredCells| {
-        let chosen =
+        // An override keeps its declared value only where wgpipe chooses per adapter, on a CPU.
+        let just_one =
             declared.overridable && !(width == InvocationWidth::PerAdapter && prefers_wide_invocations(adapter));
-        if chosen { 1 } else { declared.cells }
+        if just_one { 1 } else { declared.cells }
     };
     [per_invocation(&kernel.cells_per_invocation_y), per_invocation(&kernel.cells_per_invocation_z)]
 }

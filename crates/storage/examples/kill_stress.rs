@@ -8,7 +8,8 @@
 //! a copy of a file holding 40 frames of two incomplete streams, as `wgpipe run --resume`
 //! does after a kill: the file is what a writer killed after 40 frames left),
 //! `append-stopped` (the same from a file whose writer stopped after 40 frames and finished
-//! it: `--resume` after Ctrl-C), `deflate`, `swmr`, `chunk_frames=N`, `compression=SPEC` (as
+//! it: `--resume` after Ctrl-C), `deflate`, `swmr`, `chunk_frames=N`, `axes=3` (fields of
+//! 4×16×16 instead of 32×32), `compression=SPEC` (as
 //! `output.compression`: `compression=blosc-lz4:5` needs `--features blosc`; the frames are
 //! compared bit for bit, so not ZFP). Defaults: 300 kills, no options.
 //!
@@ -31,7 +32,9 @@ use std::sync::mpsc::channel;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use wgpipe_storage::{Compression, DType, Frame, SinkOptions, StreamInfo, StreamLayout, open_output, open_sink};
+use wgpipe_storage::{
+    Compression, DType, FieldSpec, Frame, SinkOptions, StreamInfo, StreamLayout, open_output, open_sink,
+};
 
 /// Frames per stream expected: more than a child writes before its kill (the parent says
 /// how many the busiest child reported).
@@ -40,10 +43,17 @@ const EXPECTED_FRAMES: u64 = 4096;
 /// Frames per stream the `append` base file holds.
 const BASE_FRAMES: u64 = 40;
 
-/// Two streams of two 32×32 fields, more frames expected than a child writes before its kill
-/// (known frame counts: an uncompressed HDF5 output is laid out whole at `begin`).
-fn layout() -> StreamLayout {
-    StreamLayout::grid2d(["u", "v"], 32, 32, DType::F32)
+/// Two streams of two 32×32 fields (4×16×16 with the option `axes=3`: the most axes a field
+/// has, whose datasets have the largest chunk index nodes), more frames expected than a child
+/// writes before its kill (known frame counts: an uncompressed HDF5 output is laid out whole
+/// at `begin`).
+fn layout(opts: &str) -> StreamLayout {
+    let three_axes = opts.split(',').any(|o| o == "axes=3");
+    let fields = ["u", "v"].map(|name| {
+        let shape = if three_axes { vec![4, 16, 16] } else { vec![32, 32] };
+        FieldSpec::new(name, DType::F32, shape)
+    });
+    StreamLayout::new(fields.into())
         .with_stream(StreamInfo::new("a").with_expected_frames(EXPECTED_FRAMES))
         .with_stream(StreamInfo::new("b").with_expected_frames(EXPECTED_FRAMES))
 }
@@ -66,6 +76,7 @@ fn options(path: &Path, opts: &str) -> Result<SinkOptions> {
             None if opt == "append" || opt == "append-stopped" => o.with_append(true),
             None if opt == "deflate" => o.with_compression(Compression::Deflate(4)),
             None if opt == "swmr" => o.with_swmr(true),
+            Some(("axes", "2" | "3")) => o,
             Some(("chunk_frames", n)) => o.with_chunk_frames(n.parse().context("chunk_frames=N")?),
             Some(("compression", spec)) => {
                 let c: Compression = spec.parse().map_err(|e| anyhow::anyhow!("compression={spec}: {e}"))?;
@@ -73,7 +84,7 @@ fn options(path: &Path, opts: &str) -> Result<SinkOptions> {
                 o.with_compression(c)
             }
             _ => bail!(
-                "unknown option {opt:?}: use append, append-stopped, deflate, swmr, chunk_frames=N, compression=SPEC"
+                "unknown option {opt:?}: use append, append-stopped, deflate, swmr, chunk_frames=N, compression=SPEC, axes=3"
             ),
         };
     }
@@ -83,7 +94,7 @@ fn options(path: &Path, opts: &str) -> Result<SinkOptions> {
 /// The child: writes frames until it is killed (or, making a base file, `frames` frames,
 /// then waits for its kill).
 fn child(sink_kind: &str, path: &Path, opts: &str, frames: Option<u64>) -> Result<()> {
-    let l = layout();
+    let l = layout(opts);
     let mut sink = open_sink(sink_kind, &options(path, opts)?)?;
     sink.begin(&l)?;
     let mut out = std::io::stdout();
@@ -192,7 +203,7 @@ fn main() -> Result<()> {
         killed_base(&exe, kind, &base, &without_append)?;
     }
     if opts.split(',').any(|o| o == "append-stopped") {
-        let l = layout();
+        let l = layout(opts);
         let mut sink = open_sink(kind, &options(&base, &without_append)?)?;
         sink.begin(&l)?;
         for i in 0..BASE_FRAMES {

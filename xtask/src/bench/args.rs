@@ -50,9 +50,9 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
                        in its own Python process, alternating (no GPU; defaults as above)
   --against gs-mpiio   with --sink hdf5: wgpipe's 3-D run (edge --rows, default 64; --frames
                        output steps of 10 steps, default 100) vs the ADIOS2 tutorial's C++
-                       MPI simulation writing with MPI-IO on --ranks ranks (default 2),
+                       MPI simulation writing with MPI-IO on --ranks ranks (one per core),
                        alternating, whole runs (needs mpicxx.mpich and nlohmann-json3-dev)
-  --ranks R            with --against gs-mpiio: gs-mpiio's MPI ranks
+  --ranks R            with --against gs-mpiio: gs-mpiio's MPI ranks (default: the cores)
   --out DIR            where raw/hdf5 write (default: a temp dir under the current directory)
   --json FILE          write every figure, the parameters and the machine as JSON
   --trace FILE         Chrome trace (Perfetto) of one async run
@@ -115,8 +115,8 @@ pub struct Args {
     pub against_h5py: bool,
     /// `--against gs-mpiio`: the 3-D run vs the ADIOS2 tutorial's MPI-IO simulation.
     pub against_gs_mpiio: bool,
-    /// `--ranks`: gs-mpiio's MPI ranks.
-    pub ranks: usize,
+    /// `--ranks`: gs-mpiio's MPI ranks (`None`: one per core).
+    pub ranks: Option<usize>,
     pub out: Option<PathBuf>,
     pub json: Option<PathBuf>,
     pub trace: Option<PathBuf>,
@@ -155,7 +155,7 @@ impl Default for Args {
             against_posix: false,
             against_h5py: false,
             against_gs_mpiio: false,
-            ranks: 2,
+            ranks: None,
             out: None,
             json: None,
             trace: None,
@@ -225,7 +225,7 @@ pub fn parse(argv: &[String]) -> Result<Args> {
                     "--against {v:?} is unknown: use --against posix (raw), --against h5py or --against gs-mpiio (hdf5)"
                 ),
             },
-            "--ranks" => a.ranks = number(flag, &value()?)?,
+            "--ranks" => a.ranks = Some(number(flag, &value()?)?),
             "--out" => a.out = Some(PathBuf::from(value()?)),
             "--json" => a.json = Some(PathBuf::from(value()?)),
             "--trace" => a.trace = Some(PathBuf::from(value()?)),
@@ -297,7 +297,10 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     if a.against_gs_mpiio && a.sink.as_deref() != Some("hdf5") {
         bail!("--against gs-mpiio compares a run writing HDF5: use it with --sink hdf5");
     }
-    if a.ranks == 0 {
+    if a.ranks.is_some() && !a.against_gs_mpiio {
+        bail!("--ranks sets gs-mpiio's MPI ranks: use it with --against gs-mpiio");
+    }
+    if a.ranks == Some(0) {
         bail!("--ranks 0: give gs-mpiio at least one MPI rank");
     }
     if a.layout_cost && (a.sink.is_some() || a.micro || a.reserve_cost || a.kernel) {
@@ -383,7 +386,10 @@ mod tests {
         assert!(args("--sink hdf5 --against posix").is_err());
         assert!(args("--sink raw --against dd").is_err());
         assert!(args("--sink hdf5 --against h5py").is_ok_and(|a| a.against_h5py && !a.against_posix));
-        assert!(args("--sink hdf5 --against gs-mpiio --ranks 4").is_ok_and(|a| a.against_gs_mpiio && a.ranks == 4));
+        assert!(
+            args("--sink hdf5 --against gs-mpiio --ranks 4").is_ok_and(|a| a.against_gs_mpiio && a.ranks == Some(4))
+        );
+        assert!(args("--sink hdf5 --ranks 4").is_err());
         assert!(args("--sink raw --against gs-mpiio").is_err());
         assert!(args("--sink hdf5 --against gs-mpiio --ranks 0").is_err());
         assert!(args("--sink raw --against h5py").is_err());
