@@ -16,7 +16,7 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
        cargo xtask bench --analysis-cost [--rows EDGE --frames N --reps K]
        cargo xtask bench --sink raw --against posix [--out DIR] [--rows R --cols C --frames N]
        cargo xtask bench --sink hdf5 --against h5py [--out DIR] [--rows R --cols C --frames N]
-       cargo xtask bench --sink hdf5 --against gs-mpiio [--out DIR] [--rows EDGE --frames N --ranks R]
+       cargo xtask bench --sink hdf5 --against gs-mpiio [--out DIR] [--rows EDGE --frames N --ranks R --bin WGPIPE]
        cargo xtask bench --kernel [--rows R --cols C | --large] [--reps K --devices SEL --candidate[-3d] FILE]
        cargo xtask bench --roofline [--large] [--reps K --devices SEL]
 
@@ -53,6 +53,8 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
                        MPI simulation writing with MPI-IO on --ranks ranks (one per core),
                        alternating, whole runs (needs mpicxx.mpich and nlohmann-json3-dev)
   --ranks R            with --against gs-mpiio: gs-mpiio's MPI ranks (default: the cores)
+  --bin WGPIPE         with --against gs-mpiio: the wgpipe binary run as a process of its own
+                       (default target/release/wgpipe: cargo build --release -p wgpipe)
   --out DIR            where raw/hdf5 write (default: a temp dir under the current directory)
   --json FILE          write every figure, the parameters and the machine as JSON
   --trace FILE         Chrome trace (Perfetto) of one async run
@@ -117,6 +119,8 @@ pub struct Args {
     pub against_gs_mpiio: bool,
     /// `--ranks`: gs-mpiio's MPI ranks (`None`: one per core).
     pub ranks: Option<usize>,
+    /// `--bin`: the wgpipe binary `--against gs-mpiio` runs (`None`: target/release/wgpipe).
+    pub bin: Option<PathBuf>,
     pub out: Option<PathBuf>,
     pub json: Option<PathBuf>,
     pub trace: Option<PathBuf>,
@@ -156,6 +160,7 @@ impl Default for Args {
             against_h5py: false,
             against_gs_mpiio: false,
             ranks: None,
+            bin: None,
             out: None,
             json: None,
             trace: None,
@@ -226,6 +231,7 @@ pub fn parse(argv: &[String]) -> Result<Args> {
                 ),
             },
             "--ranks" => a.ranks = Some(number(flag, &value()?)?),
+            "--bin" => a.bin = Some(PathBuf::from(value()?)),
             "--out" => a.out = Some(PathBuf::from(value()?)),
             "--json" => a.json = Some(PathBuf::from(value()?)),
             "--trace" => a.trace = Some(PathBuf::from(value()?)),
@@ -297,8 +303,8 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     if a.against_gs_mpiio && a.sink.as_deref() != Some("hdf5") {
         bail!("--against gs-mpiio compares a run writing HDF5: use it with --sink hdf5");
     }
-    if a.ranks.is_some() && !a.against_gs_mpiio {
-        bail!("--ranks sets gs-mpiio's MPI ranks: use it with --against gs-mpiio");
+    if (a.ranks.is_some() || a.bin.is_some()) && !a.against_gs_mpiio {
+        bail!("--ranks and --bin are --against gs-mpiio's: use them with it");
     }
     if a.ranks == Some(0) {
         bail!("--ranks 0: give gs-mpiio at least one MPI rank");

@@ -1,21 +1,26 @@
 //! `--sink hdf5 --against gs-mpiio`: wgpipe's 3-D run beside its peer, the ADIOS2 tutorial's
 //! Gray-Scott simulation in C++ with MPI-IO (`gs_mpiio/`, see its README).
 //!
-//! Both run the tutorial's model, `L`³ cells, `frames` output steps of 10 steps each, with
+//! All run the tutorial's model, `L`³ cells, `frames` output steps of 10 steps each, with
 //! wgpipe's default parameters (the tutorial's), and write every output step into one file in
-//! the scratch directory: gs-mpiio U in float64 on `ranks` MPI ranks (`mpirun.mpich`; by
-//! default one per core), one `MPI_File_write_all` per step; wgpipe u and v in f32 (the same
-//! bytes per step) into its HDF5 sink, asynchronously, on the first device `--devices`
-//! selects, lavapipe on every core (`LP_NUM_THREADS` as set: give as many ranks as cores for
-//! a fair comparison); and wgpipe again with the 3-D kernel as it was before its
-//! 8 × 2 × 2 brick (a row of 8 cells per invocation, `InvocationWidth::Cells(8)`), so that the
-//! brick's gain shows in the same rotation. Neither syncs its file. Each wall time is a whole run as its
-//! user starts it: gs-mpiio's process under `mpirun` (MPI's start-up included, which the
-//! table shows on its own: `mpirun` starting `true` on as many ranks), wgpipe's device
-//! opened, the sink created and the run to its end (inside this process: its own start, and
-//! from the second run on the loading of the Vulkan driver, are not included). The three rotate their order between repetitions, each
-//! run's file is removed after it, and the ratios are gs-mpiio's time over wgpipe's, per
-//! repetition: above 1, wgpipe is faster.
+//! the scratch directory; none syncs its file. Four runs rotate their order between
+//! repetitions:
+//!
+//! - gs-mpiio: U in float64 on `ranks` MPI ranks (`mpirun.mpich`; by default one per core),
+//!   one `MPI_File_write_all` per step; its time is its process under `mpirun`, MPI's start-up
+//!   included (timed on its own too: `mpirun` starting `true` on as many ranks);
+//! - wgpipe inside this process: u and v in f32 (the same bytes per step) into its HDF5 sink,
+//!   asynchronously, on the first device `--devices` selects, lavapipe on every core
+//!   (`LP_NUM_THREADS` as set: give as many ranks as cores for a fair comparison); its time
+//!   runs from opening the device to the run's end (this process's start, and from the second
+//!   run on the loading of the Vulkan driver, are not in it);
+//! - the same with the 3-D kernel as it was before its 8 × 2 × 2 brick (a row of 8 cells per
+//!   invocation, `InvocationWidth::Cells(8)`): the brick's gain, in the same rotation;
+//! - the `wgpipe` binary (`--bin`) running `configs/gray-scott-3d.toml` as a user does, a
+//!   process of its own like gs-mpiio's, everything in its time.
+//!
+//! Each run's file is removed after it; the ratios are gs-mpiio's time over each wgpipe run's,
+//! per repetition: above 1, wgpipe is faster.
 //!
 //! gs-mpiio is built into the scratch directory from the copied sources with MPICH's C++
 //! compiler (`mpicxx.mpich -O3`; Debian: `mpich` and `nlohmann-json3-dev`).
@@ -169,9 +174,41 @@ fn wgpipe_run(devices: &DeviceSelector, dir: &Path, edge: usize, frames: u64, ro
     Ok((wall, bytes))
 }
 
-/// Runs the comparison in `dir`: `reps` rotations of the three runs.
+/// One run of the `wgpipe` binary `bin` on the 3-D config, as a user starts it: its wall
+/// seconds and the bytes of its file.
+fn binary_run(bin: &Path, dir: &Path, edge: usize, frames: u64) -> Result<(f64, u64)> {
+    let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/gray-scott-3d.toml");
+    let path = dir.join("wgpipe-run.h5");
+    let sets = [
+        format!("grid.shape=[{edge}, {edge}, {edge}]"),
+        format!("run.frames={frames}"),
+        format!("run.steps_per_frame={TUTORIAL_STEPS_PER_FRAME}"),
+        format!("output.path={}", path.display()),
+        "output.overwrite=true".to_owned(),
+    ];
+    let mut cmd = Command::new(bin);
+    cmd.arg("run").arg(&config).args(["--progress", "none"]).stdout(Stdio::null());
+    for s in &sets {
+        cmd.args(["--set", s]);
+    }
+    let start = Instant::now();
+    let out = cmd.output().with_context(|| {
+        format!("{} did not start: build it first (cargo build --release -p wgpipe) or give --bin", bin.display())
+    })?;
+    let wall = start.elapsed().as_secs_f64();
+    if !out.status.success() {
+        bail!("{} run failed ({}):\n{}", bin.display(), out.status, String::from_utf8_lossy(&out.stderr));
+    }
+    let bytes =
+        std::fs::metadata(&path).with_context(|| format!("{} wrote no {}", bin.display(), path.display()))?.len();
+    std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+    Ok((wall, bytes))
+}
+
+/// Runs the comparison in `dir`: `reps` rotations of the four runs, the binary's from `bin`.
 pub fn run(
     devices: &DeviceSelector,
+    bin: &Path,
     dir: &Path,
     edge: usize,
     frames: u64,
@@ -180,10 +217,11 @@ pub fn run(
 ) -> Result<GsResult> {
     let exe = build(dir)?;
     let (mut gs, mut ours, mut rows, mut start) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut gs_bytes, mut our_bytes) = (0, 0);
+    let mut binary = Vec::new();
+    let (mut gs_bytes, mut our_bytes, mut binary_bytes) = (0, 0, 0);
     for rep in 0..reps {
-        for k in 0..3 {
-            match (k + rep) % 3 {
+        for k in 0..4 {
+            match (k + rep) % 4 {
                 0 => {
                     let (wall, bytes) = gs_run(&exe, dir, edge, frames, ranks)?;
                     gs.push(wall);
@@ -194,14 +232,19 @@ pub fn run(
                     ours.push(wall);
                     our_bytes = bytes;
                 }
-                _ => rows.push(wgpipe_run(devices, dir, edge, frames, true)?.0),
+                2 => rows.push(wgpipe_run(devices, dir, edge, frames, true)?.0),
+                _ => {
+                    let (wall, bytes) = binary_run(bin, dir, edge, frames)?;
+                    binary.push(wall);
+                    binary_bytes = bytes;
+                }
             }
         }
         // MPI's start-up alone, part of every gs-mpiio time.
         start.push(mpirun(ranks, Path::new("true"), &[], dir)?);
     }
     let over = |walls: &[f64]| gs.iter().zip(walls).map(|(g, w)| g / w).collect::<Vec<f64>>();
-    let (ratio, ratio_row) = (over(&ours), over(&rows));
+    let (ratio, ratio_row, ratio_binary) = (over(&ours), over(&rows), over(&binary));
     let steps = frames * u64::from(TUTORIAL_STEPS_PER_FRAME);
     let mut table = String::new();
     let _ = writeln!(
@@ -221,9 +264,16 @@ pub fn run(
         our_bytes / 1_000_000
     );
     let _ = writeln!(table, "  wgpipe, the row of 8 before the brick:   {} s", Summary::of(&rows).text(2));
+    let _ = writeln!(
+        table,
+        "  the wgpipe binary, whole process:         {} s, {} MB",
+        Summary::of(&binary).text(2),
+        binary_bytes / 1_000_000
+    );
     let _ = writeln!(table, "  mpirun starting `true` on {ranks} ranks:    {} s", Summary::of(&start).text(2));
     let _ = writeln!(table, "  gs-mpiio / wgpipe: {}x (above 1: wgpipe is faster)", Summary::of(&ratio).text(3));
     let _ = writeln!(table, "  gs-mpiio / wgpipe with the row of 8: {}x", Summary::of(&ratio_row).text(3));
+    let _ = writeln!(table, "  gs-mpiio / the wgpipe binary: {}x", Summary::of(&ratio_binary).text(3));
     let json = json!({
         "edge": edge,
         "frames": frames,
@@ -234,6 +284,10 @@ pub fn run(
         "wgpipe_seconds": Summary::json(&ours),
         "wgpipe_row_of_8_seconds": Summary::json(&rows),
         "mpirun_start_seconds": Summary::json(&start),
+        "wgpipe_binary": bin.display().to_string(),
+        "wgpipe_binary_seconds": Summary::json(&binary),
+        "wgpipe_binary_bytes": binary_bytes,
+        "gs_mpiio_over_wgpipe_binary": Summary::json(&ratio_binary),
         "gs_mpiio_over_wgpipe": Summary::json(&ratio),
         "gs_mpiio_over_wgpipe_row_of_8": Summary::json(&ratio_row),
         "gs_mpiio_bytes": gs_bytes,

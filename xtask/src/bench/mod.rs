@@ -168,7 +168,9 @@ fn run_against_gs_mpiio(args: &Args, report: &mut Map<String, Value>) -> Result<
     println!("{}", machine::lp_threads_note());
     let (edge, frames) = (args.rows.unwrap_or(64), args.frames.unwrap_or(100));
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    let r = gs_mpiio::run(&selector, scratch.path(), edge, frames, args.ranks.unwrap_or(cores), args.reps)?;
+    let bin =
+        args.bin.clone().unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/wgpipe"));
+    let r = gs_mpiio::run(&selector, &bin, scratch.path(), edge, frames, args.ranks.unwrap_or(cores), args.reps)?;
     println!("{}", r.table);
     report.insert("against_gs_mpiio".to_owned(), r.json);
     let gpus = open_devices(&selector, 1).context("opening the device to describe it")?;
