@@ -13,8 +13,8 @@
 //! `output.compression`: `compression=blosc-lz4:5` needs `--features blosc`; the frames are
 //! compared bit for bit, so not ZFP). Defaults: 300 kills, no options.
 //!
-//! Each child opens the sink, prints `begun`, then writes frames of two 32×32 streams, two
-//! fields each, as fast as the sink takes them, printing the count of frames per stream
+//! Each child opens the sink, prints `begun`, then writes frames of two streams, two fields
+//! of 1024 values each (32×32, or 4×16×16 with `axes=3`), as fast as the sink takes them, printing the count of frames per stream
 //! after each pair. The parent kills it with SIGKILL at a moment drawn from a fixed-seed
 //! sequence: every other kill while the sink begins (uniformly over twice the average time
 //! to `begun`), the others within 60 ms after `begun`, while frames are written. It then
@@ -40,6 +40,9 @@ use wgpipe_storage::{
 /// how many the busiest child reported).
 const EXPECTED_FRAMES: u64 = 4096;
 
+/// Values of each field in every layout: 32×32, or 4×16×16 (`axes=3`).
+const FIELD_VALUES: usize = 1024;
+
 /// Frames per stream the `append` base file holds.
 const BASE_FRAMES: u64 = 40;
 
@@ -51,6 +54,7 @@ fn layout(opts: &str) -> StreamLayout {
     let three_axes = opts.split(',').any(|o| o == "axes=3");
     let fields = ["u", "v"].map(|name| {
         let shape = if three_axes { vec![4, 16, 16] } else { vec![32, 32] };
+        debug_assert_eq!(shape.iter().product::<usize>(), FIELD_VALUES);
         FieldSpec::new(name, DType::F32, shape)
     });
     StreamLayout::new(fields.into())
@@ -64,7 +68,7 @@ fn value(stream: usize, f: usize, index: u64, i: usize) -> f32 {
 }
 
 fn frame(stream: usize, index: u64) -> Frame {
-    let data = (0..2).flat_map(|f| (0..32 * 32).map(move |i| value(stream, f, index, i)));
+    let data = (0..2).flat_map(|f| (0..FIELD_VALUES).map(move |i| value(stream, f, index, i)));
     Frame::new(stream, index, index + 1, data.flat_map(f32::to_le_bytes).collect())
 }
 
@@ -76,7 +80,7 @@ fn options(path: &Path, opts: &str) -> Result<SinkOptions> {
             None if opt == "append" || opt == "append-stopped" => o.with_append(true),
             None if opt == "deflate" => o.with_compression(Compression::Deflate(4)),
             None if opt == "swmr" => o.with_swmr(true),
-            Some(("axes", "2" | "3")) => o,
+            Some(("axes", "3")) => o,
             Some(("chunk_frames", n)) => o.with_chunk_frames(n.parse().context("chunk_frames=N")?),
             Some(("compression", spec)) => {
                 let c: Compression = spec.parse().map_err(|e| anyhow::anyhow!("compression={spec}: {e}"))?;

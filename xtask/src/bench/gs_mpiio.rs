@@ -16,8 +16,9 @@
 //!   run on the loading of the Vulkan driver, are not in it);
 //! - the same with the 3-D kernel as it was before its 8 × 2 × 2 brick (a row of 8 cells per
 //!   invocation, `InvocationWidth::Cells(8)`): the brick's gain, in the same rotation;
-//! - the `wgpipe` binary (`--bin`) running `configs/gray-scott-3d.toml` as a user does, a
-//!   process of its own like gs-mpiio's, everything in its time.
+//! - the `wgpipe` binary (`--bin`) running `configs/gray-scott-3d.toml` as a user does (with
+//!   the in-process runs' `io.mode = "async"` and `--devices`), a process of its own like
+//!   gs-mpiio's, everything in its time; its output must hold every frame.
 //!
 //! Each run's file is removed after it; the ratios are gs-mpiio's time over each wgpipe run's,
 //! per repetition: above 1, wgpipe is faster.
@@ -34,7 +35,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use wgpipe::compute::gray_scott_3d::{self, GrayScott3dParams};
 use wgpipe::compute::{DeviceSelector, InvocationWidth, open_devices};
-use wgpipe::storage::{SinkOptions, open_sink};
+use wgpipe::storage::{SinkOptions, open_output, open_sink};
 
 use super::measure::{TUTORIAL_STEPS_PER_FRAME, tutorial_3d};
 use super::stats::Summary;
@@ -94,39 +95,35 @@ fn settings(edge: usize, frames: u64, output: &Path) -> Value {
     })
 }
 
-/// Runs `program args` under `mpirun.mpich -n ranks` in `dir`, stdout discarded: its wall
-/// seconds. Killed after [`GS_TIMEOUT`].
-fn mpirun(ranks: usize, program: &Path, args: &[&Path], dir: &Path) -> Result<f64> {
+/// Runs `command` under coreutils' `timeout` ([`GS_TIMEOUT`]: a signal to `mpirun`, which
+/// passes it to the ranks), stdout discarded, in `dir`: its wall seconds. `what` names it in
+/// errors.
+fn timed(command: &[&std::ffi::OsStr], dir: &Path, what: &str) -> Result<f64> {
     let start = Instant::now();
-    let mut child = Command::new("mpirun.mpich")
-        .args(["-n", &ranks.to_string()])
-        .arg(program)
-        .args(args)
+    let out = Command::new("timeout")
+        .arg(GS_TIMEOUT.as_secs().to_string())
+        .args(command)
         .current_dir(dir)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("mpirun.mpich did not start: install MPICH (Debian: apt-get install mpich)")?;
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
-        }
-        if start.elapsed() > GS_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!("{} on {ranks} ranks ran over {} s: killed", program.display(), GS_TIMEOUT.as_secs());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
+        .output()
+        .with_context(|| format!("{what} did not start (coreutils' timeout runs it)"))?;
     let wall = start.elapsed().as_secs_f64();
-    if !status.success() {
-        let mut stderr = String::new();
-        if let Some(mut e) = child.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
-        }
-        bail!("{} on {ranks} ranks failed ({status}):\n{stderr}", program.display());
+    if out.status.code() == Some(124) {
+        bail!("{what} ran over {} s: stopped", GS_TIMEOUT.as_secs());
+    }
+    if !out.status.success() {
+        bail!("{what} failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr));
     }
     Ok(wall)
+}
+
+/// Runs `program args` under `mpirun.mpich -n ranks` in `dir`: its wall seconds.
+fn mpirun(ranks: usize, program: &Path, args: &[&Path], dir: &Path) -> Result<f64> {
+    let ranks_text = ranks.to_string();
+    let mut command: Vec<&std::ffi::OsStr> = vec!["mpirun.mpich".as_ref(), "-n".as_ref(), ranks_text.as_ref()];
+    command.push(program.as_os_str());
+    command.extend(args.iter().map(|a| a.as_os_str()));
+    timed(&command, dir, &format!("mpirun.mpich -n {ranks} {} (MPICH: apt-get install mpich)", program.display()))
 }
 
 /// One gs-mpiio run on `ranks` ranks: its wall seconds and the bytes of its file.
@@ -141,7 +138,7 @@ fn gs_run(exe: &Path, dir: &Path, edge: usize, frames: u64, ranks: usize) -> Res
     let bytes = std::fs::metadata(&file).with_context(|| format!("gs-mpiio wrote no {}", file.display()))?.len();
     let expected = (edge as u64)
         .checked_pow(3)
-        .and_then(|cells| cells.checked_mul(frames * 8))
+        .and_then(|cells| cells.checked_mul(frames.checked_mul(8)?))
         .and_then(|b| b.checked_add(24))
         .context("the grid's bytes overflow u64: give a smaller --rows")?;
     if bytes != expected {
@@ -174,9 +171,10 @@ fn wgpipe_run(devices: &DeviceSelector, dir: &Path, edge: usize, frames: u64, ro
     Ok((wall, bytes))
 }
 
-/// One run of the `wgpipe` binary `bin` on the 3-D config, as a user starts it: its wall
-/// seconds and the bytes of its file.
-fn binary_run(bin: &Path, dir: &Path, edge: usize, frames: u64) -> Result<(f64, u64)> {
+/// One run of the `wgpipe` binary `bin` on the 3-D config, as a user starts it, with the
+/// in-process runs' I/O mode (async) and `devices` (`--devices`): its wall seconds and the
+/// bytes of its file, which must hold `frames` frames.
+fn binary_run(bin: &Path, devices: &str, dir: &Path, edge: usize, frames: u64) -> Result<(f64, u64)> {
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/gray-scott-3d.toml");
     let path = dir.join("wgpipe-run.h5");
     let sets = [
@@ -185,29 +183,35 @@ fn binary_run(bin: &Path, dir: &Path, edge: usize, frames: u64) -> Result<(f64, 
         format!("run.steps_per_frame={TUTORIAL_STEPS_PER_FRAME}"),
         format!("output.path={}", path.display()),
         "output.overwrite=true".to_owned(),
+        "io.mode=\"async\"".to_owned(),
+        format!("devices.select=\"{devices}\""),
     ];
-    let mut cmd = Command::new(bin);
-    cmd.arg("run").arg(&config).args(["--progress", "none"]).stdout(Stdio::null());
+    let mut command: Vec<&std::ffi::OsStr> =
+        vec![bin.as_os_str(), "run".as_ref(), config.as_os_str(), "--progress".as_ref(), "none".as_ref()];
     for s in &sets {
-        cmd.args(["--set", s]);
+        command.push("--set".as_ref());
+        command.push(s.as_ref());
     }
-    let start = Instant::now();
-    let out = cmd.output().with_context(|| {
-        format!("{} did not start: build it first (cargo build --release -p wgpipe) or give --bin", bin.display())
-    })?;
-    let wall = start.elapsed().as_secs_f64();
-    if !out.status.success() {
-        bail!("{} run failed ({}):\n{}", bin.display(), out.status, String::from_utf8_lossy(&out.stderr));
+    let what = format!("{} run (build it first: cargo build --release -p wgpipe; or give --bin)", bin.display());
+    let wall = timed(&command, dir, &what)?;
+    let held = open_output(&path)
+        .with_context(|| format!("reading {} after {what}", path.display()))?
+        .streams()
+        .iter()
+        .map(|s| s.frames)
+        .collect::<Vec<u64>>();
+    if held != [frames] {
+        bail!("{what} wrote {held:?} frames to {}, expected [{frames}]", path.display());
     }
-    let bytes =
-        std::fs::metadata(&path).with_context(|| format!("{} wrote no {}", bin.display(), path.display()))?.len();
+    let bytes = std::fs::metadata(&path).with_context(|| format!("{what} wrote no {}", path.display()))?.len();
     std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
     Ok((wall, bytes))
 }
 
-/// Runs the comparison in `dir`: `reps` rotations of the four runs, the binary's from `bin`.
+/// Runs the comparison in `dir` on the devices `devices_text` selects (`--devices`): `reps`
+/// rotations of the four runs, the binary's from `bin`.
 pub fn run(
-    devices: &DeviceSelector,
+    devices_text: &str,
     bin: &Path,
     dir: &Path,
     edge: usize,
@@ -215,6 +219,11 @@ pub fn run(
     ranks: usize,
     reps: usize,
 ) -> Result<GsResult> {
+    let devices = &DeviceSelector::parse(devices_text).context("reading --devices")?;
+    // Each run starts in `dir`: paths given relative to this process's directory must not
+    // change meaning there.
+    let dir = &std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?;
+    let bin = &std::path::absolute(bin).with_context(|| format!("resolving {}", bin.display()))?;
     let exe = build(dir)?;
     let (mut gs, mut ours, mut rows, mut start) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut binary = Vec::new();
@@ -234,7 +243,7 @@ pub fn run(
                 }
                 2 => rows.push(wgpipe_run(devices, dir, edge, frames, true)?.0),
                 _ => {
-                    let (wall, bytes) = binary_run(bin, dir, edge, frames)?;
+                    let (wall, bytes) = binary_run(bin, devices_text, dir, edge, frames)?;
                     binary.push(wall);
                     binary_bytes = bytes;
                 }

@@ -168,9 +168,11 @@ fn run_against_gs_mpiio(args: &Args, report: &mut Map<String, Value>) -> Result<
     println!("{}", machine::lp_threads_note());
     let (edge, frames) = (args.rows.unwrap_or(64), args.frames.unwrap_or(100));
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    let bin =
-        args.bin.clone().unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/release/wgpipe"));
-    let r = gs_mpiio::run(&selector, &bin, scratch.path(), edge, frames, args.ranks.unwrap_or(cores), args.reps)?;
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"), PathBuf::from);
+    let bin = args.bin.clone().unwrap_or_else(|| target.join("release/wgpipe"));
+    let ranks = args.ranks.unwrap_or(cores);
+    let r = gs_mpiio::run(&args.devices, &bin, scratch.path(), edge, frames, ranks, args.reps)?;
     println!("{}", r.table);
     report.insert("against_gs_mpiio".to_owned(), r.json);
     let gpus = open_devices(&selector, 1).context("opening the device to describe it")?;
