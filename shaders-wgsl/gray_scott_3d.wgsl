@@ -72,25 +72,11 @@ fn update_row(id: vec3<u32>) {
         let u_right = u_in[row + c.xp];
         let v_right = v_in[row + c.xp];
         if (x < nx) {
-            var su = u_left;
-            su = su + u_right;
-            su = su + u_in[c.z0 + c.ym + c.x];
-            su = su + u_in[c.z0 + c.yp + c.x];
-            su = su + u_in[c.zm + c.y0 + c.x];
-            su = su + u_in[c.zp + c.y0 + c.x];
-            var sv = v_left;
-            sv = sv + v_right;
-            sv = sv + v_in[c.z0 + c.ym + c.x];
-            sv = sv + v_in[c.z0 + c.yp + c.x];
-            sv = sv + v_in[c.zm + c.y0 + c.x];
-            sv = sv + v_in[c.zp + c.y0 + c.x];
-            let lu = (su - 6.0 * u) * (1.0 / 6.0);
-            let lv = (sv - 6.0 * v) * (1.0 / 6.0);
-            let uvv = u * v * v;
-            let du = params.du * lu - uvv + params.feed * (1.0 - u) + params.noise * uniform_noise(global_index(c));
-            let dv = params.dv * lv + uvv - (params.feed + params.kill) * v;
-            u_out[c.i] = u + params.dt * du;
-            v_out[c.i] = v + params.dt * dv;
+            let uy = vec2(u_in[c.z0 + c.ym + c.x], u_in[c.z0 + c.yp + c.x]);
+            let vy = vec2(v_in[c.z0 + c.ym + c.x], v_in[c.z0 + c.yp + c.x]);
+            let uz = vec2(u_in[c.zm + c.y0 + c.x], u_in[c.zp + c.y0 + c.x]);
+            let vz = vec2(v_in[c.zm + c.y0 + c.x], v_in[c.zp + c.y0 + c.x]);
+            update_cell(c, u, v, vec2(u_left, u_right), vec2(v_left, v_right), uy, vy, uz, vz);
         }
         u_left = u;
         v_left = v;
@@ -100,7 +86,8 @@ fn update_row(id: vec3<u32>) {
 }
 
 // One cell's update from its values and its six neighbours', summed x - 1, x + 1, y - 1,
-// y + 1, z - 1, z + 1 as in `update_row` (each pair: before, after).
+// y + 1, z - 1, z + 1 as the prelude's `laplacian7_*` and the CPU twin do (each pair: before,
+// after). Both `update_row` and `update_brick` end here.
 fn update_cell(c: Cell, u: f32, v: f32, ux: vec2<f32>, vx: vec2<f32>, uy: vec2<f32>, vy: vec2<f32>, uz: vec2<f32>, vz: vec2<f32>) {
     var su = ux.x;
     su = su + ux.y;
