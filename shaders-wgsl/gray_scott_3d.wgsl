@@ -16,6 +16,13 @@
 // (128^3) as fast as the plain row on lavapipe, 1.64x as fast as one cell per invocation.
 // GPUs keep one cell per invocation (their neighbouring invocations' loads coalesce), which
 // is the plain row of width 1.
+//
+// Where a brick's rows are whole aligned quads (in a whole grid whose nx is a multiple of 4,
+// every brick but a row's last when nx is no multiple of 8), it moves each row's 8 cells as
+// two vec4s (`load4_u`, `store4_u`: one vector access per lane where the prelude binds
+// vector views) and updates four cells at a time (`update_quad`): lavapipe loads and stores
+// a lane's vec4 for little more than one f32, and this ran 1.57x (64^3) and 1.49x (128^3) as
+// fast as the scalar brick (`cargo xtask bench --kernel`).
 
 struct Params {
     feed: f32,
@@ -126,6 +133,13 @@ fn update_brick(id: vec3<u32>) {
     let nx = e.x;
     let has_b = CELLS_PER_INVOCATION_Y == 2u && y + 1u < e.y;
     let has_c = CELLS_PER_INVOCATION_Z == 2u && z + 1u < e.z;
+    // Quads: 8 cells from a multiple of 4 (never in a block, whose cells sit past a ghost),
+    // all inside the row, in rows that start at multiples of 4.
+    let quads = CELLS_PER_INVOCATION_X == 8u && x0 + 8u <= nx && cell(vec3(x0, y, z)).x % 4u == 0u && grid.nx % 4u == 0u;
+    if (quads) {
+        update_brick_of_quads(x0, y, z, has_b, has_c);
+        return;
+    }
     // Row offsets (y - 1, y, y + 1, y + 2) and plane offsets (z - 1, z, z + 1, z + 2); the
     // last of each only matters where row b or plane c is updated, and stays in the grid.
     let y1 = min(y + 1u, e.y - 1u);
@@ -221,4 +235,107 @@ fn update_brick(id: vec3<u32>) {
         ud = ud_r;
         vd = vd_r;
     }
+}
+
+// The brick of `update_brick` where its rows are whole aligned quads: rows a, b, c, d (the
+// same rows, the same neighbours) each loaded as two vec4s and a value either side, the rows
+// outside the brick as two vec4s, each row updated by `update_row_of_quads`.
+fn update_brick_of_quads(x0: u32, y: u32, z: u32, has_b: bool, has_c: bool) {
+    let e = extent();
+    let y1 = min(y + 1u, e.y - 1u);
+    let z1 = min(z + 1u, e.z - 1u);
+    let first = cell(vec3(x0, y, z));
+    // The x neighbours of the rows' first and last cells (the boundary rule's).
+    let xl = first.xm;
+    let xr = cell(vec3(x0 + 7u, y, z)).xp;
+    let r_m = first.ym;
+    let r_0 = first.y0;
+    let r_1 = first.yp;
+    let r_2 = cell(vec3(x0, y1, z)).yp;
+    let p_m = first.zm;
+    let p_0 = first.z0;
+    let p_1 = first.zp;
+    let p_2 = cell(vec3(x0, y, z1)).zp;
+    // Quad indices: the brick's first along x, then each row's first (rows start at multiples
+    // of 4, so a row's offset / 4 is its first quad).
+    let q = x0 / 4u;
+    let qa = (p_0 + r_0) / 4u + q;
+    let qb = (p_0 + r_1) / 4u + q;
+    let qc = (p_1 + r_0) / 4u + q;
+    let qd = (p_1 + r_1) / 4u + q;
+    let a = Row(load4_u(qa), load4_u(qa + 1u), load4_v(qa), load4_v(qa + 1u));
+    let b = Row(load4_u(qb), load4_u(qb + 1u), load4_v(qb), load4_v(qb + 1u));
+    let c = Row(load4_u(qc), load4_u(qc + 1u), load4_v(qc), load4_v(qc + 1u));
+    let d = Row(load4_u(qd), load4_u(qd + 1u), load4_v(qd), load4_v(qd + 1u));
+    update_row_of_quads(first, a, xl, xr, row_at((p_0 + r_m) / 4u + q), b, row_at((p_m + r_0) / 4u + q), c);
+    if (has_b) {
+        let cb = cell(vec3(x0, y + 1u, z));
+        update_row_of_quads(cb, b, xl, xr, a, row_at((p_0 + r_2) / 4u + q), row_at((p_m + r_1) / 4u + q), d);
+    }
+    if (has_c) {
+        let cc = cell(vec3(x0, y, z + 1u));
+        update_row_of_quads(cc, c, xl, xr, row_at((p_1 + r_m) / 4u + q), d, a, row_at((p_2 + r_0) / 4u + q));
+    }
+    if (has_b && has_c) {
+        let cd = cell(vec3(x0, y + 1u, z + 1u));
+        update_row_of_quads(cd, d, xl, xr, c, row_at((p_1 + r_2) / 4u + q), b, row_at((p_2 + r_1) / 4u + q));
+    }
+}
+
+// Eight cells of a row, u and v, as two quads each: cells 0-3 and 4-7.
+struct Row {
+    u0: vec4<f32>,
+    u1: vec4<f32>,
+    v0: vec4<f32>,
+    v1: vec4<f32>,
+}
+
+// The row whose first quad is quad `q` of the fields.
+fn row_at(q: u32) -> Row {
+    return Row(load4_u(q), load4_u(q + 1u), load4_v(q), load4_v(q + 1u));
+}
+
+// The 8 cells of row `r` from cell `c`; `xl` and `xr` are the x offsets of the cells left of
+// the first and right of the last; ym, yp, zm and zp are the neighbouring rows.
+fn update_row_of_quads(c: Cell, r: Row, xl: u32, xr: u32, ym: Row, yp: Row, zm: Row, zp: Row) {
+    let row = c.z0 + c.y0;
+    let ul = u_in[row + xl];
+    let vl = v_in[row + xl];
+    let ur = u_in[row + xr];
+    let vr = v_in[row + xr];
+    // Each quad's left and right neighbours: the row's values shifted by one cell.
+    let n = global_index(c);
+    update_quad(c.i / 4u, n, r.u0, r.v0,
+        vec4(ul, r.u0.xyz), vec4(r.u0.yzw, r.u1.x), ym.u0, yp.u0, zm.u0, zp.u0,
+        vec4(vl, r.v0.xyz), vec4(r.v0.yzw, r.v1.x), ym.v0, yp.v0, zm.v0, zp.v0);
+    update_quad(c.i / 4u + 1u, n + 4u, r.u1, r.v1,
+        vec4(r.u0.w, r.u1.xyz), vec4(r.u1.yzw, ur), ym.u1, yp.u1, zm.u1, zp.u1,
+        vec4(r.v0.w, r.v1.xyz), vec4(r.v1.yzw, vr), ym.v1, yp.v1, zm.v1, zp.v1);
+}
+
+// `update_cell` for the four cells of quad `q`, whose first cell has global index `n`, each
+// component summed in the same order, so each gives the bits update_cell would.
+fn update_quad(q: u32, n: u32, u: vec4<f32>, v: vec4<f32>,
+               uxm: vec4<f32>, uxp: vec4<f32>, uym: vec4<f32>, uyp: vec4<f32>, uzm: vec4<f32>, uzp: vec4<f32>,
+               vxm: vec4<f32>, vxp: vec4<f32>, vym: vec4<f32>, vyp: vec4<f32>, vzm: vec4<f32>, vzp: vec4<f32>) {
+    var su = uxm;
+    su = su + uxp;
+    su = su + uym;
+    su = su + uyp;
+    su = su + uzm;
+    su = su + uzp;
+    var sv = vxm;
+    sv = sv + vxp;
+    sv = sv + vym;
+    sv = sv + vyp;
+    sv = sv + vzm;
+    sv = sv + vzp;
+    let lu = (su - 6.0 * u) * (1.0 / 6.0);
+    let lv = (sv - 6.0 * v) * (1.0 / 6.0);
+    let uvv = u * v * v;
+    let noise = vec4(uniform_noise(n), uniform_noise(n + 1u), uniform_noise(n + 2u), uniform_noise(n + 3u));
+    let du = params.du * lu - uvv + params.feed * (1.0 - u) + params.noise * noise;
+    let dv = params.dv * lv + uvv - (params.feed + params.kill) * v;
+    store4_u(q, u + params.dt * du);
+    store4_v(q, v + params.dt * dv);
 }

@@ -46,19 +46,20 @@ fn main() {
             continue;
         };
         // Every boundary rule for whole grids; blocks (split domains) take the periodic one;
-        // each with both adapters' workgroup shapes.
+        // each with both adapters' workgroup shapes, with and without vector views.
         let preludes = prelude::Boundary::ALL
             .map(|b| (b, prelude::Indexing::Whole))
             .into_iter()
             .chain([(prelude::Boundary::Periodic, prelude::Indexing::Block)])
-            .flat_map(|(b, i)| prelude::WorkgroupShapes::ALL.map(|s| (b, i, s)));
-        for (boundary, indexing, shapes) in preludes {
-            let checked = prelude::generate_for(shader.rank, boundary, shader.fields, indexing, shapes)
+            .flat_map(|(b, i)| prelude::WorkgroupShapes::ALL.map(|s| (b, i, s)))
+            .flat_map(|(b, i, s)| prelude::VectorViews::ALL.map(|v| (b, i, s, v)));
+        for (boundary, indexing, shapes, views) in preludes {
+            let checked = prelude::generate_for(shader.rank, boundary, shader.fields, indexing, shapes, views)
                 .map_err(|e| format!("{name}: {e}"))
                 .and_then(|p| wgsl_check::check(&name, &p, shader.source).map_err(|e| e.to_string()));
             if let Err(e) = checked {
                 failures.push(format!(
-                    "{e} (with the {boundary} prelude, {indexing:?} indexing, {} shapes)",
+                    "{e} (with the {boundary} prelude, {indexing:?} indexing, {} shapes, vector views {views:?})",
                     shapes.name()
                 ));
             }

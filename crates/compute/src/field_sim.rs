@@ -8,7 +8,9 @@ use crate::invocation_width;
 use crate::kernel::KernelSpec;
 use crate::limits::{F32_BYTES as F32, GridFootprint};
 use crate::noise::noise_key;
-use crate::prelude::{CLOCK_BYTES, FIRST_FIELD_BINDING, GRID_BINDING, Indexing, PARAMS_BINDING, WorkgroupShapes};
+use crate::prelude::{
+    self, CLOCK_BYTES, FIRST_FIELD_BINDING, GRID_BINDING, Indexing, PARAMS_BINDING, VectorViews, WorkgroupShapes,
+};
 use crate::wgsl_check::CheckedWgsl;
 
 /// How a [`FieldSim`]'s buffers map onto the grid: the whole grid, or one block of it with
@@ -62,6 +64,8 @@ pub struct FieldSim {
     /// dispatch divides the grid into.
     cells_per_workgroup: [u32; 3],
     workgroups: [u32; 3],
+    /// Whether the prelude's `load4_NAME`/`store4_NAME` go through vector views here.
+    views: VectorViews,
     /// The step the initial state stands for (0 unless resumed).
     first_step: u64,
     /// Steps encoded since the initial state; its parity says which buffer is current.
@@ -105,6 +109,18 @@ impl FieldSim {
     /// [`FieldSim::new`] with buffers laid out as `layout` says; `initial` fills the buffers
     /// (`fields × layout.buffers` values).
     pub(crate) fn with_layout(gpu: &GpuDevice, spec: &KernelSpec, layout: &Layout, initial: &[f32]) -> Result<Self> {
+        Self::with_views(gpu, spec, layout, initial, None)
+    }
+
+    /// [`FieldSim::with_layout`] with the vector views `views`, or (`None`) as the device's
+    /// limits allow: tests take the emulated ones on a device that binds the views.
+    fn with_views(
+        gpu: &GpuDevice,
+        spec: &KernelSpec,
+        layout: &Layout,
+        initial: &[f32],
+        views: Option<VectorViews>,
+    ) -> Result<Self> {
         let grid = &layout.buffers;
         let invalid = |message: String| Error::InvalidKernel { kernel: spec.name.clone(), message };
         if grid.rank() != spec.rank {
@@ -119,10 +135,11 @@ impl FieldSim {
         }
         // Bindings first: more fields than the device binds are refused before the prelude for
         // them is generated and validated (minutes for a GPU allowing a million bindings).
-        GridFootprint::new(grid, spec.fields.len(), spec.fields.len(), [1, 1, 1])?
-            .check_bindings(&gpu.device().limits(), gpu.label())?;
-        let fields = spec.fields.len();
+        let bindings = GridFootprint::new(grid, spec.fields.len(), spec.fields.len(), [1, 1, 1])?;
         let limits = gpu.device().limits();
+        bindings.check_bindings(&limits, gpu.label())?;
+        let views = views.unwrap_or_else(|| bindings.vector_views(&limits));
+        let fields = spec.fields.len();
         // Rows and planes per invocation are chosen per adapter and only shrink the dispatch:
         // the fit is checked at one of each, as the size checks before the devices opened were.
         let fits = |checked: &CheckedWgsl, width: u32| {
@@ -130,10 +147,10 @@ impl FieldSim {
                 .is_ok_and(|f| f.check(&limits, gpu.label()).is_ok())
         };
         let checked = match spec.workgroup_shapes {
-            Some(forced) => spec.check_for(layout.indexing, forced)?,
+            Some(forced) => spec.check_for(layout.indexing, forced, views)?,
             None => {
                 let shapes = invocation_width::workgroup_shapes(gpu.adapter());
-                let preferred = spec.check_for(layout.indexing, shapes)?;
+                let preferred = spec.check_for(layout.indexing, shapes, views)?;
                 // A grid the adapter's shapes cannot dispatch even at the kernel's widest
                 // (more workgroups along an axis than the device allows: a grid 4 rows per
                 // workgroup cannot be 300000 rows tall) runs with the CPU drivers' shapes,
@@ -141,7 +158,7 @@ impl FieldSim {
                 if shapes == WorkgroupShapes::CpuDriver || fits(&preferred, preferred.cells_per_invocation_x) {
                     preferred
                 } else {
-                    spec.check_for(layout.indexing, WorkgroupShapes::CpuDriver)?
+                    spec.check_for(layout.indexing, WorkgroupShapes::CpuDriver, views)?
                 }
             }
         };
@@ -190,6 +207,13 @@ impl FieldSim {
                 let binding = FIRST_FIELD_BINDING + 2 * k;
                 entries.push(entry(binding, wgpu::BufferBindingType::Storage { read_only: true }));
                 entries.push(entry(binding + 1, wgpu::BufferBindingType::Storage { read_only: false }));
+            }
+            if views == VectorViews::Bound {
+                for k in 0..fields {
+                    let binding = prelude::vector_view_binding(fields, k);
+                    entries.push(entry(binding, wgpu::BufferBindingType::Storage { read_only: true }));
+                    entries.push(entry(binding + 1, wgpu::BufferBindingType::Storage { read_only: false }));
+                }
             }
             let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
                 label: Some("field-stencil"),
@@ -240,8 +264,15 @@ impl FieldSim {
                     wgpu::BindGroupEntry { binding: GRID_BINDING, resource: grid_buf.as_entire_binding() },
                     wgpu::BindGroupEntry { binding: PARAMS_BINDING, resource: params_buf.as_entire_binding() },
                 ];
-                for (k, pair) in buffers.iter().enumerate() {
-                    let binding = FIRST_FIELD_BINDING + 2 * k as u32;
+                // Each field's pair, then (with views) the same pair again as `vec4` views.
+                let mut pairs: Vec<(u32, &[wgpu::Buffer; 2])> =
+                    buffers.iter().enumerate().map(|(k, pair)| (FIRST_FIELD_BINDING + 2 * k as u32, pair)).collect();
+                if views == VectorViews::Bound {
+                    pairs.extend(
+                        buffers.iter().enumerate().map(|(k, pair)| (prelude::vector_view_binding(fields, k), pair)),
+                    );
+                }
+                for (binding, pair) in pairs {
                     entries.push(wgpu::BindGroupEntry { binding, resource: pair[read].as_entire_binding() });
                     entries.push(wgpu::BindGroupEntry {
                         binding: binding + 1,
@@ -267,6 +298,7 @@ impl FieldSim {
             workgroup_size: checked.workgroup_size,
             cells_per_workgroup,
             workgroups,
+            views,
             first_step: 0,
             done: 0,
         })
@@ -320,6 +352,12 @@ impl FieldSim {
     /// divides the grid into these blocks.
     pub fn cells_per_workgroup(&self) -> [u32; 3] {
         self.cells_per_workgroup
+    }
+
+    /// Whether the prelude's `load4_NAME`/`store4_NAME` reach the fields through vector views
+    /// on this device ([`VectorViews`]).
+    pub fn vector_views(&self) -> VectorViews {
+        self.views
     }
 
     /// Bytes of one field.
@@ -444,5 +482,46 @@ impl FieldSim {
             encoder.copy_buffer_to_buffer(current, 0, &staging, k as u64 * field_bytes, field_bytes);
         }
         self.gpu.submit_and_read(encoder, &staging, bytemuck::pod_collect_to_vec::<u8, f32>)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![expect(clippy::unwrap_used, reason = "tests fail loudly")]
+
+    use super::*;
+    use crate::{Boundary, DeviceSelector, gray_scott_3d, open_devices};
+
+    /// The prelude's `load4_NAME`/`store4_NAME` give the same bits through vector views and
+    /// through four scalar accesses (what a device without the bindings for the views runs):
+    /// the 3-D Gray-Scott moves whole aligned rows with them on CPU drivers. Rows of 16 and 20
+    /// cells (20: the last 4 of a row take the scalar brick), odd rows and planes so bricks
+    /// lack their second row or plane, both boundaries.
+    #[test]
+    fn vector_views_and_their_emulation_give_the_same_bits() {
+        let gpu = open_devices(&DeviceSelector::Indices(vec![0]), 1).unwrap().remove(0);
+        let params = gray_scott_3d::GrayScott3dParams { noise: 0.02, ..Default::default() };
+        for shape in [[5, 3, 16], [3, 7, 20]] {
+            let grid = Grid::new(&shape).unwrap();
+            let init = gray_scott_3d::initial_state(&grid);
+            for boundary in Boundary::ALL {
+                let spec = params.kernel(4).with_boundary(boundary);
+                let states: Vec<Vec<f32>> = [None, Some(VectorViews::Emulated)]
+                    .into_iter()
+                    .map(|views| {
+                        let mut sim = FieldSim::with_views(&gpu, &spec, &Layout::whole(&grid), &init, views).unwrap();
+                        if let Some(v) = views {
+                            assert_eq!(sim.vector_views(), v);
+                        } else {
+                            assert_eq!(sim.vector_views(), VectorViews::Bound, "lavapipe binds them");
+                        }
+                        sim.run_steps(20).unwrap();
+                        sim.read_state().unwrap()
+                    })
+                    .collect();
+                assert!(states[0] != init, "{shape:?}, {boundary}: nothing changed");
+                assert!(states[0] == states[1], "{shape:?}, {boundary}: the views and their emulation differ");
+            }
+        }
     }
 }

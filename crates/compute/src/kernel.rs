@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::error::{Error, Result};
 use crate::invocation_width::InvocationWidth;
-use crate::prelude::{self, Boundary, Indexing, WorkgroupShapes};
+use crate::prelude::{self, Boundary, Indexing, VectorViews, WorkgroupShapes};
 use crate::wgsl_check::{self, CELLS_PER_INVOCATION_Y, CELLS_PER_INVOCATION_Z, CheckedWgsl};
 
 /// The largest WGSL file [`WgslSource::from_file`] reads (1 MiB: shaders are kilobytes).
@@ -188,16 +188,17 @@ impl KernelSpec {
     }
 
     /// The prelude this kernel is compiled with on a whole grid, with the CPU drivers'
-    /// workgroup shapes (or the forced ones); errors when rank or field names are invalid.
+    /// workgroup shapes (or the forced ones) and vector views; errors when rank or field names
+    /// are invalid.
     pub fn prelude(&self) -> Result<String> {
-        self.prelude_for(Indexing::Whole, self.workgroup_shapes.unwrap_or_default())
+        self.prelude_for(Indexing::Whole, self.workgroup_shapes.unwrap_or_default(), VectorViews::Bound)
     }
 
     /// The prelude this kernel is compiled with on a grid held as `indexing` says (a whole
     /// grid, or a block with ghost layers: [`crate::BlockSim`]), with `shapes` as
-    /// `WORKGROUP_X/Y/Z`.
-    pub fn prelude_for(&self, indexing: Indexing, shapes: WorkgroupShapes) -> Result<String> {
-        prelude::generate_for(self.rank, self.boundary, &self.fields, indexing, shapes)
+    /// `WORKGROUP_X/Y/Z` and `views` behind `load4_NAME`/`store4_NAME`.
+    pub fn prelude_for(&self, indexing: Indexing, shapes: WorkgroupShapes, views: VectorViews) -> Result<String> {
+        prelude::generate_for(self.rank, self.boundary, &self.fields, indexing, shapes, views)
             .map_err(|message| Error::InvalidKernel { kernel: self.name.clone(), message })
     }
 
@@ -207,24 +208,36 @@ impl KernelSpec {
     /// to 16, above 1 only along axes the grids have.
     ///
     /// Checked with every prelude a device may compile it with (each adapter's workgroup
-    /// shapes, unless forced), so that no device fails on what this passed; returns the
-    /// CPU drivers' (or the forced) result, whose shape every device can fall back to
-    /// (`FieldSim::new`), so that the size checks before the devices open use it.
+    /// shapes, unless forced; with and without vector views), so that no device fails on what
+    /// this passed; returns the CPU drivers' (or the forced) result, whose shape every device
+    /// can fall back to (`FieldSim::new`), so that the size checks before the devices open use
+    /// it.
     ///
     /// naga validates each distinct shader (prelude and kernel text) once per process: later
     /// checks of the same text, by this kernel, its clones or an equal kernel with other
     /// parameters or seed, return the first result (see `validated` below).
     pub fn check(&self) -> Result<Arc<CheckedWgsl>> {
-        let Some(forced) = self.workgroup_shapes else {
-            self.check_for(Indexing::Whole, WorkgroupShapes::Gpu)?;
-            return self.check_for(Indexing::Whole, WorkgroupShapes::CpuDriver);
+        let shapes = match self.workgroup_shapes {
+            Some(forced) => forced,
+            None => {
+                for views in VectorViews::ALL {
+                    self.check_for(Indexing::Whole, WorkgroupShapes::Gpu, views)?;
+                }
+                WorkgroupShapes::CpuDriver
+            }
         };
-        self.check_for(Indexing::Whole, forced)
+        self.check_for(Indexing::Whole, shapes, VectorViews::Emulated)?;
+        self.check_for(Indexing::Whole, shapes, VectorViews::Bound)
     }
 
-    /// [`KernelSpec::check`] with the prelude of `indexing` and `shapes` alone.
-    pub fn check_for(&self, indexing: Indexing, shapes: WorkgroupShapes) -> Result<Arc<CheckedWgsl>> {
-        let prelude = self.prelude_for(indexing, shapes)?;
+    /// [`KernelSpec::check`] with the prelude of `indexing`, `shapes` and `views` alone.
+    pub fn check_for(
+        &self,
+        indexing: Indexing,
+        shapes: WorkgroupShapes,
+        views: VectorViews,
+    ) -> Result<Arc<CheckedWgsl>> {
+        let prelude = self.prelude_for(indexing, shapes, views)?;
         let checked = validated(&self.wgsl.name, &prelude, &self.wgsl.code)?;
         let size = checked.workgroup_size;
         if size[self.rank..].iter().any(|n| *n != 1) {

@@ -78,7 +78,7 @@ pub use invocation_width::{InvocationWidth, prefers_wide_invocations};
 pub use kernel::{KernelSpec, MAX_WGSL_BYTES, WgslSource};
 pub use limits::GridFootprint;
 pub use output_dtype::OutputDType;
-pub use prelude::{Boundary, Indexing, UnknownBoundary, WorkgroupShapes, workgroup_size};
+pub use prelude::{Boundary, Indexing, UnknownBoundary, VectorViews, WorkgroupShapes, workgroup_size};
 pub use readback::{BlockObserver, COPY_BYTES_PER_THREAD, FrameInfo, FrameProducer, FrameSource, ReadbackConfig};
 pub use wgsl_check::{
     CELLS_PER_INVOCATION_X, CELLS_PER_INVOCATION_Y, CELLS_PER_INVOCATION_Z, CheckedWgsl, DeclaredCells,

@@ -9,6 +9,7 @@
 
 use crate::error::{Error, Result};
 use crate::grid::Grid;
+use crate::prelude::VectorViews;
 
 /// Bytes per element: fields are f32.
 pub(crate) const F32_BYTES: u64 = 4;
@@ -84,6 +85,18 @@ impl GridFootprint {
             ));
         }
         Ok(())
+    }
+
+    /// Whether a kernel on this grid gets the prelude's vector views of its fields
+    /// ([`VectorViews`]): where the device binds two more storage buffers per field, and a
+    /// field's cells are a multiple of 4, so that a view's last `vec4` is whole.
+    pub fn vector_views(&self, limits: &wgpu::Limits) -> VectorViews {
+        let with_views = 4 * self.fields as u64;
+        if self.cells.is_multiple_of(4) && with_views <= u64::from(limits.max_storage_buffers_per_shader_stage) {
+            VectorViews::Bound
+        } else {
+            VectorViews::Emulated
+        }
     }
 
     fn too_large(&self, device: &str, message: String) -> Error {
@@ -204,6 +217,19 @@ mod tests {
         let e = err(many.check(&limits(), "d"));
         assert!(e.contains("10 in all, above the device's max_storage_buffers_per_shader_stage of 8"), "{e}");
         assert!(e.contains("use at most 4 fields"), "{e}");
+    }
+
+    #[test]
+    fn vector_views_take_four_storage_buffers_per_field_and_whole_vec4s() {
+        let mut small = limits();
+        small.max_storage_buffers_per_shader_stage = 8;
+        let two = footprint(&[4, 4, 8], 2, 2, [8, 8, 4]);
+        assert_eq!(two.vector_views(&small), VectorViews::Bound);
+        let three = footprint(&[4, 4, 8], 3, 3, [8, 8, 4]);
+        assert_eq!(three.vector_views(&small), VectorViews::Emulated, "12 buffers above 8");
+        assert!(three.check(&small, "d").is_ok(), "without views the 6 still fit");
+        let odd = footprint(&[3, 3, 3], 2, 2, [8, 8, 4]);
+        assert_eq!(odd.vector_views(&small), VectorViews::Emulated, "27 cells end in a partial vec4");
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! Every field lives in its own pair of storage buffers, so a field is limited by the device's
 //! buffer limits rather than the whole state. WGSL cannot index across bindings, so each field
 //! gets named bindings (`NAME_in`, read-only, and `NAME_out`, read-write) and its own
-//! Laplacian helper, written here from the field names.
+//! Laplacian helper, written here from the field names. `load4_NAME`/`store4_NAME` move four
+//! consecutive values in one vector access where the device has the bindings for vector views
+//! of the same buffers ([`VectorViews`]).
 //!
 //! Neighbour indices are computed once per cell into a `Cell` shared by every field, wrapped
 //! with `select` (periodic) or clamped (zero-flux): no integer `%` per neighbour, which costs
@@ -24,6 +26,12 @@ pub const GRID_BINDING: u32 = 0;
 pub const PARAMS_BINDING: u32 = 1;
 /// Binding of the first field's `NAME_in`; field k has `2 + 2k` (in) and `3 + 2k` (out).
 pub const FIRST_FIELD_BINDING: u32 = 2;
+
+/// Binding of field `k`'s vector view `NAME_in4` among `fields` fields (`NAME_out4` is the
+/// next): after every field's pair, so that the pairs keep their numbers with or without views.
+pub fn vector_view_binding(fields: usize, k: usize) -> u32 {
+    FIRST_FIELD_BINDING + 2 * (fields + k) as u32
+}
 /// Bytes of the `Clock` immediate data: step (low, high) and the noise key, three u32.
 pub const CLOCK_BYTES: u32 = 12;
 
@@ -133,6 +141,30 @@ impl WorkgroupShapes {
     }
 }
 
+/// Whether the prelude binds vector views of the fields, which is how `load4_NAME(q)` and
+/// `store4_NAME(q, value)` (values `4q .. 4q + 3` of `NAME_in` and into `NAME_out`) reach memory.
+///
+/// Both give the same values; the views are faster where loads are costly per access: CPU
+/// drivers (lavapipe's SSBO loads go one lane at a time, and a `vec4` lane costs far less than
+/// four scalar ones; the 3-D Gray-Scott ran about 2× as fast with them, `cargo xtask bench
+/// --kernel`). They take two more storage buffers per field, so a device binds them only where
+/// its limit allows ([`crate::GridFootprint::vector_views`]); a kernel calls the functions,
+/// never the views themselves, and runs either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum VectorViews {
+    /// `NAME_in4: array<vec4<f32>>` and `NAME_out4` bound to each field's buffers, after
+    /// every field's pair (`vector_view_binding`); the functions make one vector access.
+    #[default]
+    Bound,
+    /// No views: the functions make four scalar accesses of `NAME_in` and `NAME_out`.
+    Emulated,
+}
+
+impl VectorViews {
+    /// Both, in the order the build validates shaders with them.
+    pub const ALL: [VectorViews; 2] = [VectorViews::Bound, VectorViews::Emulated];
+}
+
 /// The workgroup shape the prelude offers as `WORKGROUP_X/Y/Z` for a grid of `rank`, with
 /// `shapes` ([`WorkgroupShapes`]).
 ///
@@ -170,12 +202,12 @@ pub fn check_field_name(name: &str) -> Result<(), String> {
 /// order), with the CPU drivers' workgroup shapes: the tests' shorthand for [`generate_for`].
 #[cfg(test)]
 pub fn generate<S: AsRef<str>>(rank: usize, boundary: Boundary, fields: &[S]) -> Result<String, String> {
-    generate_for(rank, boundary, fields, Indexing::Whole, WorkgroupShapes::CpuDriver)
+    generate_for(rank, boundary, fields, Indexing::Whole, WorkgroupShapes::CpuDriver, VectorViews::Bound)
 }
 
 /// The prelude for a kernel on a grid of `rank` held as `indexing` says (a whole grid, or a
-/// block with ghosts), with `boundary`, `fields` (in binding order) and `shapes` as
-/// `WORKGROUP_X/Y/Z`.
+/// block with ghosts), with `boundary`, `fields` (in binding order), `shapes` as
+/// `WORKGROUP_X/Y/Z` and `views` behind `load4_NAME`/`store4_NAME`.
 ///
 /// Errors name the problem: a rank outside 1–3, no field, a repeated field, a field name
 /// that is not a WGSL identifier.
@@ -185,6 +217,7 @@ pub fn generate_for<S: AsRef<str>>(
     fields: &[S],
     indexing: Indexing,
     shapes: WorkgroupShapes,
+    views: VectorViews,
 ) -> Result<String, String> {
     if !RANKS.contains(&rank) {
         return Err(format!("grids have rank 1, 2 or 3 ([nx], [ny, nx] or [nz, ny, nx]), got rank {rank}"));
@@ -203,7 +236,7 @@ pub fn generate_for<S: AsRef<str>>(
     out.push_str(SHARED);
     let names: Vec<&str> = fields.iter().map(AsRef::as_ref).collect();
     // Writing into a String cannot fail.
-    let _ = write_generated(&mut out, rank, boundary, &names, indexing, shapes);
+    let _ = write_generated(&mut out, rank, boundary, &names, indexing, shapes, views);
     Ok(out)
 }
 
@@ -214,6 +247,7 @@ fn write_generated(
     fields: &[&str],
     indexing: Indexing,
     shapes: WorkgroupShapes,
+    views: VectorViews,
 ) -> fmt::Result {
     let [wx, wy, wz] = workgroup_size(rank, shapes);
     writeln!(out)?;
@@ -240,6 +274,42 @@ fn write_generated(
         writeln!(out, "@group(0) @binding({binding}) var<storage, read> {name}_in: array<f32>;")?;
         writeln!(out, "@group(0) @binding({}) var<storage, read_write> {name}_out: array<f32>;", binding + 1)?;
         write_laplacian(out, rank, name)?;
+    }
+    for (k, name) in fields.iter().enumerate() {
+        write_vector_access(out, name, vector_view_binding(fields.len(), k), views)?;
+    }
+    Ok(())
+}
+
+/// `load4_NAME(q)` and `store4_NAME(q, value)`: values `4q .. 4q + 3` of `NAME_in`, and into
+/// `NAME_out`, through the vector views at `binding` and `binding + 1` or four scalar accesses.
+fn write_vector_access(out: &mut String, name: &str, binding: u32, views: VectorViews) -> fmt::Result {
+    writeln!(out)?;
+    writeln!(out, "// Field {name}, four values at a time: {name}_in[4q .. 4q + 3], and into {name}_out.")?;
+    match views {
+        VectorViews::Bound => {
+            writeln!(out, "@group(0) @binding({binding}) var<storage, read> {name}_in4: array<vec4<f32>>;")?;
+            writeln!(
+                out,
+                "@group(0) @binding({}) var<storage, read_write> {name}_out4: array<vec4<f32>>;",
+                binding + 1
+            )?;
+            writeln!(out, "fn load4_{name}(q: u32) -> vec4<f32> {{ return {name}_in4[q]; }}")?;
+            writeln!(out, "fn store4_{name}(q: u32, value: vec4<f32>) {{ {name}_out4[q] = value; }}")?;
+        }
+        VectorViews::Emulated => {
+            writeln!(out, "fn load4_{name}(q: u32) -> vec4<f32> {{")?;
+            writeln!(out, "    let i = 4u * q;")?;
+            writeln!(out, "    return vec4({name}_in[i], {name}_in[i + 1u], {name}_in[i + 2u], {name}_in[i + 3u]);")?;
+            writeln!(out, "}}")?;
+            writeln!(out, "fn store4_{name}(q: u32, value: vec4<f32>) {{")?;
+            writeln!(out, "    let i = 4u * q;")?;
+            writeln!(out, "    {name}_out[i] = value.x;")?;
+            writeln!(out, "    {name}_out[i + 1u] = value.y;")?;
+            writeln!(out, "    {name}_out[i + 2u] = value.z;")?;
+            writeln!(out, "    {name}_out[i + 3u] = value.w;")?;
+            writeln!(out, "}}")?;
+        }
     }
     Ok(())
 }
@@ -482,6 +552,26 @@ mod tests {
     }
 
     #[test]
+    fn vector_views_follow_every_fields_pair_or_are_emulated() {
+        let bound = generate(3, Boundary::Periodic, &["u", "v"]).unwrap();
+        assert!(bound.contains("@group(0) @binding(6) var<storage, read> u_in4: array<vec4<f32>>;"));
+        assert!(bound.contains("@group(0) @binding(9) var<storage, read_write> v_out4: array<vec4<f32>>;"));
+        assert!(bound.contains("fn load4_v(q: u32) -> vec4<f32> { return v_in4[q]; }"));
+        assert_eq!(vector_view_binding(2, 1), 8);
+        let emulated = generate_for(
+            3,
+            Boundary::Periodic,
+            &["u", "v"],
+            Indexing::Whole,
+            WorkgroupShapes::CpuDriver,
+            VectorViews::Emulated,
+        )
+        .unwrap();
+        assert!(!emulated.contains("_in4") && !emulated.contains("_out4"), "no views declared");
+        assert!(emulated.contains("fn load4_u(q: u32) -> vec4<f32> {") && emulated.contains("fn store4_v(q: u32"));
+    }
+
+    #[test]
     fn generation_refuses_bad_rank_and_fields() {
         assert!(generate::<&str>(2, Boundary::Periodic, &[]).unwrap_err().contains("no fields"));
         assert!(generate(4, Boundary::Periodic, &["u"]).unwrap_err().contains("rank 1, 2 or 3"));
@@ -508,12 +598,22 @@ mod tests {
     fn block_indexing_skips_the_ghosts_and_keys_noise_by_the_global_index() {
         let whole = generate(3, Boundary::Periodic, &["u"]).unwrap();
         assert!(whole.contains("fn global_index(c: Cell) -> u32 {\n    return c.i;\n}"), "{whole}");
-        let block = generate_for(3, Boundary::Periodic, &["u"], Indexing::Block, WorkgroupShapes::CpuDriver).unwrap();
+        let block = generate_for(
+            3,
+            Boundary::Periodic,
+            &["u"],
+            Indexing::Block,
+            WorkgroupShapes::CpuDriver,
+            VectorViews::Bound,
+        )
+        .unwrap();
         assert!(block.contains("return vec3(grid.nx - 2u, grid.ny - 2u, grid.nz - 2u);"), "{block}");
         assert!(whole.contains("return vec3(grid.nx, grid.ny, grid.nz);"), "{whole}");
         assert!(block.contains("c.xm = id.x;") && block.contains("c.zp = (id.z + 2u) * plane;"), "{block}");
         assert!(block.contains("let z = grid.offset_z + c.z - 1u;"), "{block}");
-        let line = generate_for(1, Boundary::Periodic, &["u"], Indexing::Block, WorkgroupShapes::Gpu).unwrap();
+        let line =
+            generate_for(1, Boundary::Periodic, &["u"], Indexing::Block, WorkgroupShapes::Gpu, VectorViews::Bound)
+                .unwrap();
         assert!(line.contains("return vec3(grid.nx - 2u, grid.ny, grid.nz);"), "{line}");
         assert!(line.contains("return grid.offset_x + c.x - 1u;"), "{line}");
     }
@@ -528,7 +628,9 @@ mod tests {
             }
         }
         assert!(RANKS.clone().all(|rank| workgroup_size(rank, WorkgroupShapes::Gpu)[0].is_multiple_of(32)));
-        let gpu = generate_for(3, Boundary::Periodic, &["u"], Indexing::Whole, WorkgroupShapes::Gpu).unwrap();
+        let gpu =
+            generate_for(3, Boundary::Periodic, &["u"], Indexing::Whole, WorkgroupShapes::Gpu, VectorViews::Bound)
+                .unwrap();
         assert!(
             gpu.contains("const WORKGROUP_X: u32 = 32u;\nconst WORKGROUP_Y: u32 = 2u;\nconst WORKGROUP_Z: u32 = 4u;")
         );

@@ -3,7 +3,7 @@
 //!
 //! All run the tutorial's model, `L`³ cells, `frames` output steps of 10 steps each, with
 //! wgpipe's default parameters (the tutorial's), and write every output step into one file in
-//! the scratch directory; none syncs its file. Four runs rotate their order between
+//! the scratch directory; none syncs its file. Five runs rotate their order between
 //! repetitions:
 //!
 //! - gs-mpiio: U in float64 on `ranks` MPI ranks (`mpirun.mpich`; by default one per core),
@@ -16,6 +16,8 @@
 //!   run on the loading of the Vulkan driver, are not in it);
 //! - the same with the 3-D kernel as it was before its 8 × 2 × 2 brick (a row of 8 cells per
 //!   invocation, `InvocationWidth::Cells(8)`): the brick's gain, in the same rotation;
+//! - the same with the brick as it was before it moved whole aligned rows as vec4s (the
+//!   kernel bench's `scalar-brick`): the vec4 rows' gain;
 //! - the `wgpipe` binary (`--bin`) running `configs/gray-scott-3d.toml` as a user does (with
 //!   the in-process runs' `io.mode = "async"` and `--devices`), a process of its own like
 //!   gs-mpiio's, everything in its time; its output must hold every frame.
@@ -37,6 +39,7 @@ use wgpipe::compute::gray_scott_3d::{self, GrayScott3dParams};
 use wgpipe::compute::{DeviceSelector, InvocationWidth, open_devices};
 use wgpipe::storage::{SinkOptions, open_output, open_sink};
 
+use super::kernel::scalar_brick_3d;
 use super::measure::{TUTORIAL_STEPS_PER_FRAME, tutorial_3d};
 use super::stats::Summary;
 
@@ -148,17 +151,31 @@ fn gs_run(exe: &Path, dir: &Path, edge: usize, frames: u64, ranks: usize) -> Res
     Ok((wall, bytes))
 }
 
-/// One wgpipe run (with the 3-D kernel as a plain row of 8 cells per invocation when `row`):
-/// its wall seconds and the bytes of its file.
-fn wgpipe_run(devices: &DeviceSelector, dir: &Path, edge: usize, frames: u64, row: bool) -> Result<(f64, u64)> {
+/// The 3-D kernel a wgpipe run computes with: the shipped one, or one of its predecessors.
+#[derive(Clone, Copy)]
+enum Kernel3d {
+    Shipped,
+    /// A plain row of 8 cells per invocation, before the brick.
+    RowOf8,
+    /// The brick of scalar loads and stores, before its rows of vec4s.
+    ScalarBrick,
+}
+
+/// One wgpipe run with `kernel`: its wall seconds and the bytes of its file.
+fn wgpipe_run(devices: &DeviceSelector, dir: &Path, edge: usize, frames: u64, kernel: Kernel3d) -> Result<(f64, u64)> {
     let path = dir.join("wgpipe.h5");
     let start = Instant::now();
     let gpus = open_devices(devices, 1).context("opening the device to benchmark")?;
     let gpu = gpus.first().context("--devices selected no device")?;
     let sink = open_sink("hdf5", &SinkOptions::new(&path).with_overwrite(true)).context("opening the HDF5 sink")?;
     let mut builder = tutorial_3d(gpu, edge, frames, sink);
-    if row {
-        let kernel = GrayScott3dParams::default().kernel(1).with_invocation_width(InvocationWidth::Cells(8));
+    let shipped = GrayScott3dParams::default().kernel(1);
+    let predecessor = match kernel {
+        Kernel3d::Shipped => None,
+        Kernel3d::RowOf8 => Some(shipped.with_invocation_width(InvocationWidth::Cells(8))),
+        Kernel3d::ScalarBrick => Some(scalar_brick_3d(&shipped)),
+    };
+    if let Some(kernel) = predecessor {
         builder = builder.kernel(kernel, |_, grid| gray_scott_3d::initial_state(grid));
     }
     let report = builder.run().context("running the 3-D model")?;
@@ -226,22 +243,23 @@ pub fn run(
     let bin = &std::path::absolute(bin).with_context(|| format!("resolving {}", bin.display()))?;
     let exe = build(dir)?;
     let (mut gs, mut ours, mut rows, mut start) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut binary = Vec::new();
+    let (mut binary, mut bricks) = (Vec::new(), Vec::new());
     let (mut gs_bytes, mut our_bytes, mut binary_bytes) = (0, 0, 0);
     for rep in 0..reps {
-        for k in 0..4 {
-            match (k + rep) % 4 {
+        for k in 0..5 {
+            match (k + rep) % 5 {
                 0 => {
                     let (wall, bytes) = gs_run(&exe, dir, edge, frames, ranks)?;
                     gs.push(wall);
                     gs_bytes = bytes;
                 }
                 1 => {
-                    let (wall, bytes) = wgpipe_run(devices, dir, edge, frames, false)?;
+                    let (wall, bytes) = wgpipe_run(devices, dir, edge, frames, Kernel3d::Shipped)?;
                     ours.push(wall);
                     our_bytes = bytes;
                 }
-                2 => rows.push(wgpipe_run(devices, dir, edge, frames, true)?.0),
+                2 => rows.push(wgpipe_run(devices, dir, edge, frames, Kernel3d::RowOf8)?.0),
+                3 => bricks.push(wgpipe_run(devices, dir, edge, frames, Kernel3d::ScalarBrick)?.0),
                 _ => {
                     let (wall, bytes) = binary_run(bin, devices_text, dir, edge, frames)?;
                     binary.push(wall);
@@ -254,6 +272,7 @@ pub fn run(
     }
     let over = |walls: &[f64]| gs.iter().zip(walls).map(|(g, w)| g / w).collect::<Vec<f64>>();
     let (ratio, ratio_row, ratio_binary) = (over(&ours), over(&rows), over(&binary));
+    let ratio_brick = over(&bricks);
     let steps = frames * u64::from(TUTORIAL_STEPS_PER_FRAME);
     let mut table = String::new();
     let _ = writeln!(
@@ -273,6 +292,7 @@ pub fn run(
         our_bytes / 1_000_000
     );
     let _ = writeln!(table, "  wgpipe, the row of 8 before the brick:   {} s", Summary::of(&rows).text(2));
+    let _ = writeln!(table, "  wgpipe, the brick before its vec4 rows:  {} s", Summary::of(&bricks).text(2));
     let _ = writeln!(
         table,
         "  the wgpipe binary, whole process:         {} s, {} MB",
@@ -282,6 +302,7 @@ pub fn run(
     let _ = writeln!(table, "  mpirun starting `true` on {ranks} ranks:    {} s", Summary::of(&start).text(2));
     let _ = writeln!(table, "  gs-mpiio / wgpipe: {}x (above 1: wgpipe is faster)", Summary::of(&ratio).text(3));
     let _ = writeln!(table, "  gs-mpiio / wgpipe with the row of 8: {}x", Summary::of(&ratio_row).text(3));
+    let _ = writeln!(table, "  gs-mpiio / wgpipe with the scalar brick: {}x", Summary::of(&ratio_brick).text(3));
     let _ = writeln!(table, "  gs-mpiio / the wgpipe binary: {}x", Summary::of(&ratio_binary).text(3));
     let json = json!({
         "edge": edge,
@@ -292,6 +313,7 @@ pub fn run(
         "gs_mpiio_seconds": Summary::json(&gs),
         "wgpipe_seconds": Summary::json(&ours),
         "wgpipe_row_of_8_seconds": Summary::json(&rows),
+        "wgpipe_scalar_brick_seconds": Summary::json(&bricks),
         "mpirun_start_seconds": Summary::json(&start),
         "wgpipe_binary": bin.display().to_string(),
         "wgpipe_binary_seconds": Summary::json(&binary),
@@ -299,6 +321,7 @@ pub fn run(
         "gs_mpiio_over_wgpipe_binary": Summary::json(&ratio_binary),
         "gs_mpiio_over_wgpipe": Summary::json(&ratio),
         "gs_mpiio_over_wgpipe_row_of_8": Summary::json(&ratio_row),
+        "gs_mpiio_over_wgpipe_scalar_brick": Summary::json(&ratio_brick),
         "gs_mpiio_bytes": gs_bytes,
         "wgpipe_bytes": our_bytes,
     });
