@@ -138,7 +138,12 @@ impl FieldSim {
         let bindings = GridFootprint::new(grid, spec.fields.len(), spec.fields.len(), [1, 1, 1])?;
         let limits = gpu.device().limits();
         bindings.check_bindings(&limits, gpu.label())?;
-        let views = views.unwrap_or_else(|| bindings.vector_views(&limits));
+        // WebGPU forbids `NAME_out` and `NAME_out4`, two writable bindings of one buffer, in one
+        // bind group; native wgpu accepts them.
+        let views = views.unwrap_or_else(|| match gpu.adapter().backend {
+            wgpu::Backend::BrowserWebGpu => VectorViews::Emulated,
+            _ => bindings.vector_views(&limits),
+        });
         let fields = spec.fields.len();
         // Rows and planes per invocation are chosen per adapter and only shrink the dispatch:
         // the fit is checked at one of each, as the size checks before the devices opened were.

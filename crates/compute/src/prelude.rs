@@ -146,10 +146,12 @@ impl WorkgroupShapes {
 ///
 /// Both give the same values; the views are faster where loads are costly per access: CPU
 /// drivers (lavapipe's SSBO loads go one lane at a time, and a `vec4` lane costs far less than
-/// four scalar ones; the 3-D Gray-Scott ran about 2× as fast with them, `cargo xtask bench
-/// --kernel`). They take two more storage buffers per field, so a device binds them only where
-/// its limit allows ([`crate::GridFootprint::vector_views`]); a kernel calls the functions,
-/// never the views themselves, and runs either way.
+/// four scalar ones; the 3-D Gray-Scott's brick of `vec4` rows ran about 1.5× as fast as its
+/// scalar brick, `cargo xtask bench --kernel`). They take two more storage buffers per field,
+/// so a device binds them only where its limit allows
+/// ([`crate::GridFootprint::vector_views`]), and never in a browser: `NAME_out` and
+/// `NAME_out4` are two writable bindings of one buffer, which native wgpu accepts and WebGPU
+/// forbids. A kernel calls the functions, never the views themselves, and runs either way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum VectorViews {
     /// `NAME_in4: array<vec4<f32>>` and `NAME_out4` bound to each field's buffers, after

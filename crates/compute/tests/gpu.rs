@@ -361,7 +361,7 @@ fn every_invocation_width_and_workgroup_shape_of_the_shipped_kernels_gives_the_s
     // aligned quads (the brick moves them as vec4s); of 20, all but the last 4 cells.
     let params = gray_scott_3d::GrayScott3dParams { noise: 0.02, ..Default::default() };
     let brick = if prefers_wide_invocations(gpu.adapter()) { [8, 2, 2] } else { [1, 1, 1] };
-    let shapes3 = [[7, 11, 21], [5, 3, 24], [3, 5, 20]];
+    let shapes3 = [[7, 11, 21], [5, 3, 24], [3, 5, 20], [2, 1, 16]];
     for (shape, boundary) in shapes3.iter().flat_map(|s| Boundary::ALL.map(|b| (s, b))) {
         let grid3 = Grid::new(shape).unwrap();
         let init = gray_scott_3d::initial_state(&grid3);
@@ -386,6 +386,37 @@ fn every_invocation_width_and_workgroup_shape_of_the_shipped_kernels_gives_the_s
             assert!(s == &states[0], "3-D {shape:?}, {boundary:?}: {l:?} differs from the adapter's launch");
         }
         assert!(states[0] != init, "3-D {shape:?}, {boundary:?}: nothing changed");
+    }
+}
+
+/// On a CPU driver the 3-D Gray-Scott's brick takes its path of `vec4` rows where the rows
+/// are aligned quads: with that path's u store replaced by zeros, u is all zeros, so the
+/// bit-for-bit comparisons above compare that path, not the scalar brick twice. A GPU runs
+/// one cell per invocation and never takes it: there the change leaves the state as it was.
+#[test]
+fn the_3d_brick_moves_aligned_rows_as_vec4s_on_a_cpu_driver() {
+    let gpu = gpu();
+    let store = "store4_u(q, u + params.dt * du);";
+    assert!(shipped::GRAY_SCOTT_3D.source.contains(store), "the quad path's store moved: update this test");
+    let spec = gray_scott_3d::GrayScott3dParams::default().kernel(2);
+    let broken = KernelSpec {
+        wgsl: WgslSource::new("broken.wgsl", shipped::GRAY_SCOTT_3D.source.replace(store, "store4_u(q, vec4(0.0));")),
+        ..spec.clone()
+    };
+    let grid3 = Grid::new(&[3, 3, 16]).unwrap();
+    let init = gray_scott_3d::initial_state(&grid3);
+    let run = |spec: &KernelSpec| {
+        let mut sim = FieldSim::new(&gpu, spec, &grid3, &init).unwrap();
+        sim.run_steps(1).unwrap();
+        sim.read_state().unwrap()
+    };
+    let (shipped_state, broken_state) = (run(&spec), run(&broken));
+    let u = ..grid3.cells();
+    assert!(shipped_state[u].iter().all(|x| *x != 0.0), "the shipped kernel left u at zero");
+    if prefers_wide_invocations(gpu.adapter()) {
+        assert!(broken_state[u].iter().all(|x| *x == 0.0), "some u was not written by the vec4 path");
+    } else {
+        assert!(broken_state == shipped_state, "a GPU took the CPU drivers' vec4 path");
     }
 }
 
