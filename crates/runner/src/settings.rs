@@ -9,7 +9,7 @@ use crate::checkpoint::{Checkpoints, Interval};
 use crate::error::{Error, Result};
 use crate::report::IoMode;
 use crate::run_state::StopHandle;
-use crate::tuning::AUTO_IO_BUFFER;
+use crate::tuning::{AUTO_IO_BUFFER, DEFAULT_IO_BUFFER};
 
 /// Each field is set by the `PipelineBuilder` method of the same name, whose doc
 /// says what it means.
@@ -74,11 +74,11 @@ impl Default for Settings {
 impl Settings {
     /// The channel's capacity when `io_buffer` was not given: `auto` may queue up to
     /// [`AUTO_IO_BUFFER`] frames (fewer where host memory is short: the plan lowers it), the
-    /// fixed modes 2.
+    /// fixed modes [`DEFAULT_IO_BUFFER`].
     pub(crate) fn io_buffer_default(&self) -> usize {
         match self.mode {
             IoMode::Auto => AUTO_IO_BUFFER,
-            IoMode::Async | IoMode::Sync => 2,
+            IoMode::Async | IoMode::Sync => DEFAULT_IO_BUFFER,
         }
     }
 

@@ -52,8 +52,10 @@ pub const INLINE_SHARE: f64 = 0.02;
 /// GPU works ahead while a device writes, but a staging ring of two frames hides no more
 /// than about one frame's compute, and a single write of this length says the sink can stall.
 pub const BACK_TO_ASYNC_SHARE: f64 = 0.5;
+/// The channel of the fixed modes (`sync`, `async`) when `io.io_buffer` is not given.
+pub const DEFAULT_IO_BUFFER: usize = 2;
 /// Frames that may wait in the channel before the choice (as `io.io_buffer`'s default).
-const START_DEPTH: usize = 2;
+const START_DEPTH: usize = DEFAULT_IO_BUFFER;
 
 /// What the measurements chose.
 #[derive(Debug, Clone, PartialEq)]

@@ -11,10 +11,10 @@
 
 use std::fmt::Write as _;
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use serde_json::{Value, json};
 use wgpipe::IoMode;
-use wgpipe::tuning::AUTO_IO_BUFFER;
+use wgpipe::tuning::{AUTO_IO_BUFFER, DEFAULT_IO_BUFFER};
 
 use super::io::{Calibration, IoBench};
 use super::stats::Summary;
@@ -105,7 +105,7 @@ pub fn run(b: &IoBench<'_>, cal: &Calibration, reps: usize) -> Result<SweepResul
     for io in IO_BUFFERS {
         let _ = write!(header, " {:>16}", format!("buf {io}"));
     }
-    let _ = writeln!(t, "{header} {:>16} {:>9}  verdict", "auto", "auto/best");
+    let _ = writeln!(t, "{header} {:>16} {:>9} {:>16}  verdict", "auto", "auto/best", "auto/(s|a)");
     let mut done: Vec<u32> = Vec::new();
     for ratio in RATIOS {
         let spf = cal.steps_for(ratio);
@@ -158,10 +158,19 @@ pub fn run(b: &IoBench<'_>, cal: &Calibration, reps: usize) -> Result<SweepResul
         let best_fixed =
             r.asyncs.iter().chain([&r.sync]).map(|runs| Summary::of(runs).median).fold(f64::INFINITY, f64::min);
         let auto_vs_best = Summary::of(&r.auto).median / best_fixed;
+        // The yardstick, per rotation: auto over the better of sync and async at the
+        // fixed modes' default io_buffer, what a user chose between before auto.
+        let Some(default_async) = IO_BUFFERS.iter().position(|io| *io == DEFAULT_IO_BUFFER).map(|k| &r.asyncs[k])
+        else {
+            bail!("the sweep's io_buffers {IO_BUFFERS:?} lack the default {DEFAULT_IO_BUFFER}");
+        };
+        let auto_vs_sync_or_async: Vec<f64> =
+            r.auto.iter().zip(&r.sync).zip(default_async).map(|((a, s), d)| a / s.min(*d)).collect();
         let _ = writeln!(
             t,
-            "{line} {:>16} {auto_vs_best:>9.3}  {verdict}; auto chose {}",
+            "{line} {:>16} {auto_vs_best:>9.3} {:>16}  {verdict}; auto chose {}",
             Summary::of(&auto_eff).text(2),
+            Summary::of(&auto_vs_sync_or_async).text(3),
             tally(&r.chosen)
         );
         rows.push(json!({
@@ -178,6 +187,8 @@ pub fn run(b: &IoBench<'_>, cal: &Calibration, reps: usize) -> Result<SweepResul
             "auto_seconds": Summary::json(&r.auto),
             "auto_efficiency_ratio": Summary::json(&auto_eff),
             "auto_over_best_fixed_median": auto_vs_best,
+            "auto_over_better_of_sync_and_async": Summary::json(&auto_vs_sync_or_async),
+            "default_io_buffer": DEFAULT_IO_BUFFER,
             "auto_chose": r.chosen,
             "verdict": verdict,
         }));
