@@ -133,26 +133,23 @@ fn update_brick(id: vec3<u32>) {
     let nx = e.x;
     let has_b = CELLS_PER_INVOCATION_Y == 2u && y + 1u < e.y;
     let has_c = CELLS_PER_INVOCATION_Z == 2u && z + 1u < e.z;
+    let first = cell(vec3(x0, y, z));
+    let o = brick_offsets(first, x0, y, z);
     // Quads: 8 cells from a multiple of 4 (never in a block, whose cells sit past a ghost),
     // all inside the row, in rows that start at multiples of 4.
-    let quads = CELLS_PER_INVOCATION_X == 8u && x0 + 8u <= nx && cell(vec3(x0, y, z)).x % 4u == 0u && grid.nx % 4u == 0u;
+    let quads = CELLS_PER_INVOCATION_X == 8u && x0 + 8u <= nx && first.x % 4u == 0u && grid.nx % 4u == 0u;
     if (quads) {
-        update_brick_of_quads(x0, y, z, has_b, has_c);
+        update_brick_of_quads(vec3(x0, y, z), first, o, has_b, has_c);
         return;
     }
-    // Row offsets (y - 1, y, y + 1, y + 2) and plane offsets (z - 1, z, z + 1, z + 2); the
-    // last of each only matters where row b or plane c is updated, and stays in the grid.
-    let y1 = min(y + 1u, e.y - 1u);
-    let z1 = min(z + 1u, e.z - 1u);
-    let first = cell(vec3(x0, y, z));
-    let r_m = first.ym;
-    let r_0 = first.y0;
-    let r_1 = first.yp;
-    let r_2 = cell(vec3(x0, y1, z)).yp;
-    let p_m = first.zm;
-    let p_0 = first.z0;
-    let p_1 = first.zp;
-    let p_2 = cell(vec3(x0, y, z1)).zp;
+    let r_m = o.r_m;
+    let r_0 = o.r_0;
+    let r_1 = o.r_1;
+    let r_2 = o.r_2;
+    let p_m = o.p_m;
+    let p_0 = o.p_0;
+    let p_1 = o.p_1;
+    let p_2 = o.p_2;
     let ra = p_0 + r_0;
     let rb = p_0 + r_1;
     let rc = p_1 + r_0;
@@ -237,48 +234,60 @@ fn update_brick(id: vec3<u32>) {
     }
 }
 
-// The brick of `update_brick` where its rows are whole aligned quads: rows a, b, c, d (the
-// same rows, the same neighbours) each loaded as two vec4s and a value either side, the rows
-// outside the brick as two vec4s, each row updated by `update_row_of_quads`.
-fn update_brick_of_quads(x0: u32, y: u32, z: u32, has_b: bool, has_c: bool) {
+// Row offsets (y - 1, y, y + 1, y + 2) and plane offsets (z - 1, z, z + 1, z + 2) of the
+// brick whose first cell is `first` at (x0, y, z); the last of each only matters where row b
+// or plane c is updated, and stays in the grid.
+struct BrickOffsets {
+    r_m: u32,
+    r_0: u32,
+    r_1: u32,
+    r_2: u32,
+    p_m: u32,
+    p_0: u32,
+    p_1: u32,
+    p_2: u32,
+}
+
+fn brick_offsets(first: Cell, x0: u32, y: u32, z: u32) -> BrickOffsets {
     let e = extent();
     let y1 = min(y + 1u, e.y - 1u);
     let z1 = min(z + 1u, e.z - 1u);
-    let first = cell(vec3(x0, y, z));
+    return BrickOffsets(
+        first.ym, first.y0, first.yp, cell(vec3(x0, y1, z)).yp,
+        first.zm, first.z0, first.zp, cell(vec3(x0, y, z1)).zp,
+    );
+}
+
+// The brick of `update_brick` where its rows are whole aligned quads: rows a, b, c, d (the
+// same rows, the same neighbours) each loaded as two vec4s and a value either side, the rows
+// outside the brick as two vec4s, each row updated by `update_row_of_quads`. The brick's
+// first cell is `first`, at `at`; its offsets `o`.
+fn update_brick_of_quads(at: vec3<u32>, first: Cell, o: BrickOffsets, has_b: bool, has_c: bool) {
+    let x0 = at.x;
+    let y = at.y;
+    let z = at.z;
     // The x neighbours of the rows' first and last cells (the boundary rule's).
     let xl = first.xm;
     let xr = cell(vec3(x0 + 7u, y, z)).xp;
-    let r_m = first.ym;
-    let r_0 = first.y0;
-    let r_1 = first.yp;
-    let r_2 = cell(vec3(x0, y1, z)).yp;
-    let p_m = first.zm;
-    let p_0 = first.z0;
-    let p_1 = first.zp;
-    let p_2 = cell(vec3(x0, y, z1)).zp;
     // Quad indices: the brick's first along x, then each row's first (rows start at multiples
     // of 4, so a row's offset / 4 is its first quad).
     let q = x0 / 4u;
-    let qa = (p_0 + r_0) / 4u + q;
-    let qb = (p_0 + r_1) / 4u + q;
-    let qc = (p_1 + r_0) / 4u + q;
-    let qd = (p_1 + r_1) / 4u + q;
-    let a = Row(load4_u(qa), load4_u(qa + 1u), load4_v(qa), load4_v(qa + 1u));
-    let b = Row(load4_u(qb), load4_u(qb + 1u), load4_v(qb), load4_v(qb + 1u));
-    let c = Row(load4_u(qc), load4_u(qc + 1u), load4_v(qc), load4_v(qc + 1u));
-    let d = Row(load4_u(qd), load4_u(qd + 1u), load4_v(qd), load4_v(qd + 1u));
-    update_row_of_quads(first, a, xl, xr, row_at((p_0 + r_m) / 4u + q), b, row_at((p_m + r_0) / 4u + q), c);
+    let a = row_at((o.p_0 + o.r_0) / 4u + q);
+    let b = row_at((o.p_0 + o.r_1) / 4u + q);
+    let c = row_at((o.p_1 + o.r_0) / 4u + q);
+    let d = row_at((o.p_1 + o.r_1) / 4u + q);
+    update_row_of_quads(first, a, xl, xr, row_at((o.p_0 + o.r_m) / 4u + q), b, row_at((o.p_m + o.r_0) / 4u + q), c);
     if (has_b) {
         let cb = cell(vec3(x0, y + 1u, z));
-        update_row_of_quads(cb, b, xl, xr, a, row_at((p_0 + r_2) / 4u + q), row_at((p_m + r_1) / 4u + q), d);
+        update_row_of_quads(cb, b, xl, xr, a, row_at((o.p_0 + o.r_2) / 4u + q), row_at((o.p_m + o.r_1) / 4u + q), d);
     }
     if (has_c) {
         let cc = cell(vec3(x0, y, z + 1u));
-        update_row_of_quads(cc, c, xl, xr, row_at((p_1 + r_m) / 4u + q), d, a, row_at((p_2 + r_0) / 4u + q));
+        update_row_of_quads(cc, c, xl, xr, row_at((o.p_1 + o.r_m) / 4u + q), d, a, row_at((o.p_2 + o.r_0) / 4u + q));
     }
     if (has_b && has_c) {
         let cd = cell(vec3(x0, y + 1u, z + 1u));
-        update_row_of_quads(cd, d, xl, xr, c, row_at((p_1 + r_2) / 4u + q), b, row_at((p_2 + r_1) / 4u + q));
+        update_row_of_quads(cd, d, xl, xr, c, row_at((o.p_1 + o.r_2) / 4u + q), b, row_at((o.p_2 + o.r_1) / 4u + q));
     }
 }
 

@@ -173,7 +173,7 @@ fn wgpipe_run(devices: &DeviceSelector, dir: &Path, edge: usize, frames: u64, ke
     let predecessor = match kernel {
         Kernel3d::Shipped => None,
         Kernel3d::RowOf8 => Some(shipped.with_invocation_width(InvocationWidth::Cells(8))),
-        Kernel3d::ScalarBrick => Some(scalar_brick_3d(&shipped)),
+        Kernel3d::ScalarBrick => Some(scalar_brick_3d(&shipped)?),
     };
     if let Some(kernel) = predecessor {
         builder = builder.kernel(kernel, |_, grid| gray_scott_3d::initial_state(grid));

@@ -12,7 +12,7 @@
 //! The 2-D Gray-Scott cases also run [`BASELINE`], the shader before the prelude wrapped
 //! neighbours with `select` (integer `%` per neighbour, fixed 16×16 workgroup, one cell per
 //! invocation), the 3-D ones [`ONE_CELL_3D`] (the 3-D shader before it updated several cells
-//! per invocation) and, on CPU drivers, [`SCALAR_BRICK_3D`] (its brick before the rows of
+//! per invocation) and, on CPU drivers, [`scalar_brick_3d`] (its brick before the rows of
 //! vec4s) and the plain row of 8 cells, and optionally a `--candidate` (2-D) or `--candidate-3d` shader; the
 //! variants alternate within each repetition (the order rotates) so that the ratios see the
 //! same machine. After the bench every variant has done the same steps from the same start:
@@ -40,14 +40,22 @@ pub const BASELINE: &str = include_str!("baseline_gray_scott.wgsl");
 /// invocation through the prelude's `cell` and `laplacian7_*`.
 pub const ONE_CELL_3D: &str = include_str!("one_cell_gray_scott_3d.wgsl");
 
-/// The 3-D Gray-Scott shader before its brick moved whole aligned rows as vec4s: the 8 × 2 × 2
-/// brick of scalar loads and stores.
-pub const SCALAR_BRICK_3D: &str = include_str!("scalar_brick_gray_scott_3d.wgsl");
+/// The branch of the shipped 3-D shader that moves the brick's rows as vec4s.
+const QUADS_BRANCH: &str = "    if (quads) {";
 
-/// The 3-D Gray-Scott kernel with [`SCALAR_BRICK_3D`] for its shader.
-pub fn scalar_brick_3d(shipped: &KernelSpec) -> KernelSpec {
-    let wgsl = WgslSource::new("xtask/src/bench/scalar_brick_gray_scott_3d.wgsl", SCALAR_BRICK_3D);
-    KernelSpec { wgsl, ..shipped.clone() }
+/// The 3-D Gray-Scott kernel as it was before its brick moved whole aligned rows as vec4s:
+/// the shipped shader with that branch never taken, so every brick takes the scalar loads
+/// and stores it took before (the same code, not a copy of it).
+pub fn scalar_brick_3d(shipped: &KernelSpec) -> Result<KernelSpec> {
+    let code = &shipped.wgsl.code;
+    if !code.contains(QUADS_BRANCH) {
+        bail!("{}: no `{}` to disable for the scalar brick: update the bench", shipped.wgsl.name, QUADS_BRANCH.trim());
+    }
+    let wgsl = WgslSource::new(
+        "scalar brick (the shipped 3-D shader without quads)",
+        code.replace(QUADS_BRANCH, "    if (false && quads) {"),
+    );
+    Ok(KernelSpec { wgsl, ..shipped.clone() })
 }
 
 /// Cell-steps per timing (16 steps at 1024²): 1–2 s for a shipped shader on lavapipe with two
@@ -163,7 +171,7 @@ fn cases(
         // loads and stores that its rows of vec4s replaced.
         if other_width == InvocationWidth::Cells(1) {
             specs.push(("row-of-8".to_owned(), shipped.clone().with_invocation_width(InvocationWidth::Cells(8))));
-            specs.push(("scalar-brick".to_owned(), scalar_brick_3d(&shipped)));
+            specs.push(("scalar-brick".to_owned(), scalar_brick_3d(&shipped)?));
         }
         for (label, c) in candidates_3d {
             specs.push((label.clone(), variant(c.clone())));
