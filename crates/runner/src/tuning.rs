@@ -18,7 +18,11 @@
 //!   the GPU while it writes). A later write slower than [`BACK_TO_ASYNC_SHARE`] of the
 //!   interval sends the run back to the writer thread for good.
 //! - **async, depth N**: N = the slowest write over the interval, rounded up (a write that
-//!   takes N intervals lets N frames arrive meanwhile), at least 1, at most the channel.
+//!   takes N intervals lets N frames arrive meanwhile), at least [`DEFAULT_IO_BUFFER`] (the
+//!   fixed modes' depth: frames do not arrive at a steady interval, least of all from a CPU
+//!   adapter sharing its cores with the writer, and one frame of slack was measured no better
+//!   than two, while it held the run back in some rotations of `bench --sweep`), at most the
+//!   channel.
 //!   I/O-bound runs (writes slower than the interval on average) get the whole channel: the
 //!   writer sets the pace either way, but devices that finish early leave the cores to the
 //!   writer, which matters where they are the same cores (a CPU adapter; `bench --sweep`'s
@@ -103,18 +107,23 @@ pub fn choose(interval: f64, write_mean: f64, write_max: f64, capacity: usize) -
             ),
         };
     }
-    // At least one frame of slack, at most the channel (0: a rendezvous, still one at a time).
-    let depth = ((write_max / interval).ceil() as usize).clamp(1, capacity.max(1)).min(capacity);
+    // Frames arriving during the slowest write; at least the fixed modes' slack, at most the
+    // channel (0: a rendezvous, still one at a time).
+    let arriving = (write_max / interval).ceil() as usize;
+    let depth = arriving.clamp(START_DEPTH.min(capacity), capacity);
+    let bound = if arriving > capacity {
+        format!(" (the most the channel holds; {arriving} would absorb the slowest)")
+    } else if arriving < depth {
+        format!(" (at least {START_DEPTH}: frames do not arrive at a steady interval)")
+    } else {
+        String::new()
+    };
     Choice {
         inline: false,
         depth,
         reason: format!(
-            "async, io_buffer {depth}{}: {measured}: {depth} frame(s) arrive during the slowest write",
-            if depth == capacity && (write_max / interval).ceil() as usize > capacity {
-                format!(" (the most the channel holds; {} would absorb the slowest)", (write_max / interval).ceil())
-            } else {
-                String::new()
-            }
+            "async, io_buffer {depth}{bound}: {measured}: {} frame(s) arrive during the slowest write",
+            arriving.max(1)
         ),
     }
 }
@@ -354,8 +363,12 @@ mod tests {
 
     #[test]
     fn the_depth_absorbs_the_slowest_write() {
-        assert_eq!(choose(0.010, 0.004, 0.006, 8).depth, 1);
+        let least = choose(0.010, 0.004, 0.006, 8);
+        assert_eq!(least.depth, DEFAULT_IO_BUFFER, "one frame arrives; the fixed modes' slack is the least");
+        assert!(least.reason.contains("(at least 2: frames do not arrive at a steady interval)"), "{}", least.reason);
+        assert!(least.reason.ends_with(": 1 frame(s) arrive during the slowest write"), "{}", least.reason);
         assert_eq!(choose(0.010, 0.004, 0.031, 8).depth, 4);
+        assert_eq!(choose(0.010, 0.004, 0.006, 1).depth, 1, "a channel of 1 holds no more");
         let capped = choose(0.010, 0.004, 0.2, 8);
         assert_eq!(capped.depth, 8);
         assert!(capped.reason.contains("20 would absorb"), "{}", capped.reason);
@@ -379,7 +392,7 @@ mod tests {
         }
         let r = t.report();
         assert_eq!(r.decided_after_frames, Some(PROBE_FRAMES + 1));
-        assert_eq!((r.inline, r.io_buffer), (false, 1));
+        assert_eq!((r.inline, r.io_buffer), (false, 2));
         t.wrote(Duration::from_millis(35), false);
         let r = t.report();
         assert_eq!(r.io_buffer, 4, "{r:?}");

@@ -131,6 +131,29 @@ fn devices_lists_at_least_one_adapter() {
     assert!(stdout.contains("1 on the others"), "the per-adapter kernel width is explained: {stdout}");
 }
 
+/// `wgpipe devices` with no display, no `XDG_RUNTIME_DIR`, and `extra` set.
+fn devices_without_a_display(extra: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_wgpipe"));
+    for name in
+        ["XDG_RUNTIME_DIR", "WAYLAND_DISPLAY", "DISPLAY", "NODEVICE_SELECT", "MESA_VK_DEVICE_SELECT", "DRI_PRIME"]
+    {
+        command.env_remove(name);
+    }
+    spawn(command.envs(extra.iter().copied()).arg("devices")).wait_with_output().unwrap()
+}
+
+#[test]
+fn a_machine_without_a_display_hears_nothing_from_the_vulkan_layers_display_probe() {
+    // Mesa's device-select layer, asked to order GPUs by a display (here a missing X server),
+    // makes libwayland print its error while wgpu enumerates adapters: the control, which
+    // shows that this machine has the layer and so that the check below can fail.
+    let control = devices_without_a_display(&[("DISPLAY", ":99")]);
+    assert!(stderr(&control).contains("XDG_RUNTIME_DIR is invalid"), "no message to silence: {}", stderr(&control));
+    let out = devices_without_a_display(&[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("XDG_RUNTIME_DIR"), "{}", stderr(&out));
+}
+
 #[test]
 fn render_writes_pngs_of_the_grid_size() {
     let dir = tempfile::tempdir().unwrap();

@@ -4,6 +4,7 @@
 
 mod colormap;
 mod devices;
+mod headless;
 mod info;
 mod monitor;
 #[cfg(feature = "mpi")]
@@ -39,6 +40,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    headless::quiet_vulkan_display_probe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(&args),
