@@ -21,8 +21,8 @@
 //!   takes N intervals lets N frames arrive meanwhile), at least [`DEFAULT_IO_BUFFER`] (the
 //!   fixed modes' depth: frames do not arrive at a steady interval, least of all from a CPU
 //!   adapter sharing its cores with the writer, and one frame of slack was measured no better
-//!   than two, while it held the run back in some rotations of `bench --sweep`), at most the
-//!   channel.
+//!   than two, while every cell of `bench --sweep` where auto fell behind had it), at most
+//!   the channel.
 //!   I/O-bound runs (writes slower than the interval on average) get the whole channel: the
 //!   writer sets the pace either way, but devices that finish early leave the cores to the
 //!   writer, which matters where they are the same cores (a CPU adapter; `bench --sweep`'s
@@ -58,7 +58,8 @@ pub const INLINE_SHARE: f64 = 0.02;
 pub const BACK_TO_ASYNC_SHARE: f64 = 0.5;
 /// The channel of the fixed modes (`sync`, `async`) when `io.io_buffer` is not given.
 pub const DEFAULT_IO_BUFFER: usize = 2;
-/// Frames that may wait in the channel before the choice (as `io.io_buffer`'s default).
+/// Frames that may wait in the channel before the choice (as `io.io_buffer`'s default), and
+/// the least `auto` keeps after it where the channel holds that many.
 const START_DEPTH: usize = DEFAULT_IO_BUFFER;
 
 /// What the measurements chose.
@@ -114,7 +115,7 @@ pub fn choose(interval: f64, write_mean: f64, write_max: f64, capacity: usize) -
     let bound = if arriving > capacity {
         format!(" (the most the channel holds; {arriving} would absorb the slowest)")
     } else if arriving < depth {
-        format!(" (at least {START_DEPTH}: frames do not arrive at a steady interval)")
+        format!(" (at least {START_DEPTH}, as frames do not arrive at a steady interval)")
     } else {
         String::new()
     };
@@ -123,7 +124,7 @@ pub fn choose(interval: f64, write_mean: f64, write_max: f64, capacity: usize) -
         depth,
         reason: format!(
             "async, io_buffer {depth}{bound}: {measured}: {} frame(s) arrive during the slowest write",
-            arriving.max(1)
+            arriving
         ),
     }
 }
@@ -365,7 +366,11 @@ mod tests {
     fn the_depth_absorbs_the_slowest_write() {
         let least = choose(0.010, 0.004, 0.006, 8);
         assert_eq!(least.depth, DEFAULT_IO_BUFFER, "one frame arrives; the fixed modes' slack is the least");
-        assert!(least.reason.contains("(at least 2: frames do not arrive at a steady interval)"), "{}", least.reason);
+        assert!(
+            least.reason.contains("(at least 2, as frames do not arrive at a steady interval)"),
+            "{}",
+            least.reason
+        );
         assert!(least.reason.ends_with(": 1 frame(s) arrive during the slowest write"), "{}", least.reason);
         assert_eq!(choose(0.010, 0.004, 0.031, 8).depth, 4);
         assert_eq!(choose(0.010, 0.004, 0.006, 1).depth, 1, "a channel of 1 holds no more");

@@ -124,11 +124,11 @@ fn a_sink_slower_than_compute_gets_the_whole_channel() {
 fn a_write_stall_after_the_choice_deepens_the_channel() {
     // Writes of 3 ms against 20 ms per frame and device (10 ms between frames): one frame
     // arrives during a write, the fixed modes' two frames of slack are kept; then frame 30
-    // takes 45 ms, during which 5 frames arrive. (A loaded machine may
-    // stretch a 3 ms write past 10 ms and deepen the queue once before: the last change counts.)
+    // takes 45 ms, during which 5 frames arrive. (A loaded machine may stretch a 3 ms write
+    // past 20 ms and deepen the queue once before: the last change counts.)
     let report = run(Duration::from_millis(20), |n| Duration::from_millis(if n == 30 { 45 } else { 3 }));
     let t = report.tuning.clone().unwrap();
-    assert!(t.reason.starts_with("async, io_buffer 2 (at least 2:"), "{t:?}");
+    assert!(t.reason.starts_with("async, io_buffer 2"), "{t:?}");
     let last = t.changes.last().map_or("", String::as_str);
     assert!(last.starts_with("io_buffer ") && last.contains(" → 5 at frame 31:"), "{t:?}");
     assert_eq!(t.io_buffer, 5);

@@ -134,18 +134,29 @@ fn devices_lists_at_least_one_adapter() {
 /// `wgpipe devices` with no display, no `XDG_RUNTIME_DIR`, and `extra` set.
 fn devices_without_a_display(extra: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_wgpipe"));
-    for name in
-        ["XDG_RUNTIME_DIR", "WAYLAND_DISPLAY", "DISPLAY", "NODEVICE_SELECT", "MESA_VK_DEVICE_SELECT", "DRI_PRIME"]
-    {
+    for name in [
+        "XDG_RUNTIME_DIR",
+        "NODEVICE_SELECT",
+        "MESA_VK_DEVICE_SELECT",
+        "MESA_VK_DEVICE_SELECT_FORCE_DEFAULT_DEVICE",
+        "DRI_PRIME",
+        "WAYLAND_DISPLAY",
+        "WAYLAND_SOCKET",
+        "DISPLAY",
+    ] {
         command.env_remove(name);
     }
     spawn(command.envs(extra.iter().copied()).arg("devices")).wait_with_output().unwrap()
 }
 
-/// Whether Mesa's device-select Vulkan layer is installed (lavapipe's package installs it).
+/// Whether Mesa's device-select Vulkan layer is installed (lavapipe's package installs it),
+/// in a folder where the Vulkan loader looks for implicit layers.
 fn mesa_device_select_layer_installed() -> bool {
-    ["/usr/share/vulkan/implicit_layer.d", "/etc/vulkan/implicit_layer.d", "/usr/local/share/vulkan/implicit_layer.d"]
-        .iter()
+    let data_dirs = std::env::var("XDG_DATA_DIRS").unwrap_or_else(|_| "/usr/local/share:/usr/share".to_owned());
+    let config_dirs = std::env::var("XDG_CONFIG_DIRS").unwrap_or_else(|_| "/etc/xdg".to_owned());
+    let roots = data_dirs.split(':').chain(config_dirs.split(':')).chain(["/etc", "/usr/share", "/usr/local/share"]);
+    roots
+        .map(|root| Path::new(root).join("vulkan/implicit_layer.d"))
         .filter_map(|dir| std::fs::read_dir(dir).ok())
         .flatten()
         .filter_map(|entry| std::fs::read_to_string(entry.ok()?.path()).ok())
@@ -154,12 +165,13 @@ fn mesa_device_select_layer_installed() -> bool {
 
 #[test]
 fn a_machine_without_a_display_hears_nothing_from_the_vulkan_layers_display_probe() {
-    // Mesa's device-select layer, asked to order GPUs by a display (here a missing X server),
-    // makes libwayland print its error while wgpu enumerates adapters: the control, which
-    // shows that the check below can fail where the layer is installed (CI: lavapipe's
-    // package installs it). Without the layer nothing prints the message either way.
+    // Mesa's device-select layer, asked to order GPUs by a Wayland display (here a missing
+    // one, named relative to the missing XDG_RUNTIME_DIR), makes libwayland print its error
+    // while wgpu enumerates adapters: the control, which shows that the check below can fail
+    // where the layer is installed (CI: lavapipe's package installs it). Without the layer
+    // nothing prints the message either way.
     if mesa_device_select_layer_installed() {
-        let control = devices_without_a_display(&[("DISPLAY", ":99")]);
+        let control = devices_without_a_display(&[("WAYLAND_DISPLAY", "wayland-99")]);
         let control = stderr(&control);
         assert!(control.contains("XDG_RUNTIME_DIR is invalid"), "the layer printed nothing to silence: {control}");
     }

@@ -36,7 +36,7 @@ struct RowRuns {
     sync: Vec<f64>,
     asyncs: Vec<Vec<f64>>,
     auto: Vec<f64>,
-    /// What auto chose in each repetition.
+    /// What auto ran with at the end of each repetition ([`ran_with`]).
     chosen: Vec<String>,
     compute: Vec<f64>,
     write: Vec<f64>,
@@ -58,14 +58,24 @@ fn measure_row(b: &IoBench<'_>, spf: u32, reps: usize) -> Result<RowRuns> {
                 3 => {
                     let report = b.pipeline(b.w, spf, IoMode::Auto, AUTO_IO_BUFFER, false)?;
                     r.auto.push(report.wall_seconds);
-                    let tuning = report.tuning.unwrap_or_default();
-                    r.chosen.push(tuning.reason.split(':').next().unwrap_or_default().to_owned());
+                    r.chosen.push(ran_with(&report.tuning.unwrap_or_default()));
                 }
                 i => r.asyncs[i - 4].push(b.pipeline(b.w, spf, IoMode::Async, IO_BUFFERS[i - 4], false)?.wall_seconds),
             }
         }
     }
     Ok(r)
+}
+
+/// What an auto run ran with at its end, from the report's fields rather than the words of
+/// its reason: `inline`, `async, io_buffer N`, or `async, io_buffer N (undecided)` (it ended
+/// before it had measured enough to choose).
+fn ran_with(tuning: &wgpipe::TuningReport) -> String {
+    match (tuning.decided_after_frames, tuning.inline) {
+        (None, _) => format!("async, io_buffer {} (undecided)", tuning.io_buffer),
+        (Some(_), true) => "inline".to_owned(),
+        (Some(_), false) => format!("async, io_buffer {}", tuning.io_buffer),
+    }
 }
 
 /// `a ×2; b ×1`: each distinct choice with how many repetitions made it, first seen first.

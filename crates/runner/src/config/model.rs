@@ -398,7 +398,7 @@ pub struct IoSection {
     /// write without stalling the GPUs, at the cost of host memory.
     ///
     /// Default: 8 in the auto mode, lowered until host memory holds them (the run uses as many
-    /// as its slowest write asks for); 2 in the async and sync modes.
+    /// as its slowest write asks for, at least 2); 2 in the async and sync modes.
     ///
     /// Accepted values: 0 or more (0 hands each frame over directly).
     pub io_buffer: Option<usize>,

@@ -1,36 +1,50 @@
 //! Keeping a headless machine's Vulkan start-up quiet.
 //!
 //! Mesa installs an implicit Vulkan layer, `VK_LAYER_MESA_device_select`, that orders the
-//! GPUs by the display the process draws on. wgpu enables the Wayland surface extension
-//! wherever the driver offers it, so while wgpu enumerates adapters the layer calls
-//! `wl_display_connect`; without `XDG_RUNTIME_DIR` (a batch job, a container, CI, an ssh
-//! session without a login manager) libwayland prints `error: XDG_RUNTIME_DIR is invalid or
-//! not set in the environment.`, twice, in the words wgpipe uses for its own errors. Where
-//! there is no display and nobody asked the layer to choose a GPU it has nothing to do, so
-//! the binary turns it off, as the layer's manifest allows (`NODEVICE_SELECT=1`). The
-//! library leaves the environment alone: it belongs to the embedding program.
+//! GPUs by the display the process draws on. Releases such as Debian 12's Mesa 22.3 ask
+//! Wayland for that display whenever the instance enables the Wayland surface extension,
+//! which wgpu does wherever the driver offers it; so while wgpu enumerates adapters the layer
+//! calls `wl_display_connect`, and without `XDG_RUNTIME_DIR` (a batch job, a container, CI,
+//! an ssh session without a login manager) libwayland prints `error: XDG_RUNTIME_DIR is
+//! invalid or not set in the environment.`, twice, in the words wgpipe uses for its own
+//! errors. (Later Mesa asks Wayland only when `WAYLAND_DISPLAY` or `WAYLAND_SOCKET` is set.)
+//! Where there is no display and nobody asked the layer to choose a GPU it has nothing to
+//! do, so the binary turns it off, as the layer's manifest allows (`NODEVICE_SELECT`: the
+//! Vulkan loader disables the layer when the variable is set at all). The library leaves the
+//! environment alone: it belongs to the embedding program.
+
+use std::ffi::OsString;
 
 /// Variables that ask the layer for a GPU or say there is a display to draw on: with any
 /// of them set, the layer stays.
-const LAYER_WANTED: [&str; 5] =
-    ["MESA_VK_DEVICE_SELECT", "MESA_VK_DEVICE_SELECT_FORCE_DEFAULT_DEVICE", "DRI_PRIME", "WAYLAND_DISPLAY", "DISPLAY"];
+const LAYER_WANTED: [&str; 6] = [
+    "MESA_VK_DEVICE_SELECT",
+    "MESA_VK_DEVICE_SELECT_FORCE_DEFAULT_DEVICE",
+    "DRI_PRIME",
+    "WAYLAND_DISPLAY",
+    "WAYLAND_SOCKET",
+    "DISPLAY",
+];
 
 /// Whether the layer should be turned off, given how the environment reads `name`: nobody
 /// set `NODEVICE_SELECT` or asked for a GPU or a display, and `XDG_RUNTIME_DIR` is what
 /// libwayland calls invalid (unset, or not an absolute path).
-fn turn_off(var: impl Fn(&str) -> Option<String>) -> bool {
+fn turn_off(var: impl Fn(&str) -> Option<OsString>) -> bool {
     var("NODEVICE_SELECT").is_none()
         && LAYER_WANTED.iter().all(|name| var(name).is_none_or(|v| v.is_empty()))
-        && !var("XDG_RUNTIME_DIR").is_some_and(|dir| dir.starts_with('/'))
+        && !var("XDG_RUNTIME_DIR").is_some_and(|dir| dir.as_encoded_bytes().starts_with(b"/"))
 }
 
 /// Turns the layer off for this process on a machine with no display where nothing asked
-/// the layer for a GPU. Must run before any thread starts (the first line of `main`).
-#[allow(unsafe_code, reason = "std::env::set_var, sound only before other threads exist: see the SAFETY note")]
-pub fn quiet_vulkan_display_probe() {
-    if turn_off(|name| std::env::var(name).ok()) {
-        // SAFETY: called first in `main`, before any other thread exists, so nothing reads
-        // the environment concurrently.
+/// the layer for a GPU.
+///
+/// # Safety
+///
+/// No other thread may exist yet (it changes the environment): call it first in `main`.
+#[expect(unsafe_code, reason = "std::env::set_var is sound only while no other thread reads the environment")]
+pub unsafe fn quiet_vulkan_display_probe() {
+    if turn_off(|name| std::env::var_os(name)) {
+        // SAFETY: the caller guarantees that no other thread exists.
         unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
     }
 }
@@ -39,8 +53,8 @@ pub fn quiet_vulkan_display_probe() {
 mod tests {
     use super::*;
 
-    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |name| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned())
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
+        move |name| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| OsString::from(v))
     }
 
     #[test]
@@ -56,6 +70,9 @@ mod tests {
             assert!(!turn_off(env(&[(name, "1")])), "{name}");
         }
         assert!(!turn_off(env(&[("XDG_RUNTIME_DIR", "/run/user/0")])));
-        assert!(!turn_off(env(&[("NODEVICE_SELECT", "0")])), "the user's own setting stays");
+        assert!(
+            !turn_off(env(&[("NODEVICE_SELECT", "0")])),
+            "set at all, it is the user's: it already turns the layer off"
+        );
     }
 }

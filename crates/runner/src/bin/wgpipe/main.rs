@@ -39,8 +39,10 @@ enum Command {
     Info(info::InfoArgs),
 }
 
+#[expect(unsafe_code, reason = "headless::quiet_vulkan_display_probe changes the environment: before any thread")]
 fn main() -> ExitCode {
-    headless::quiet_vulkan_display_probe();
+    // SAFETY: the first statement of `main`: no other thread exists yet.
+    unsafe { headless::quiet_vulkan_display_probe() };
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(&args),
