@@ -160,7 +160,7 @@ impl FieldSim {
                 // (more workgroups along an axis than the device allows: a grid 4 rows per
                 // workgroup cannot be 300000 rows tall) runs with the CPU drivers' shapes,
                 // which the size checks before the devices opened allowed for.
-                if shapes == WorkgroupShapes::CpuDriver || fits(&preferred, preferred.cells_per_invocation_x) {
+                if shapes == WorkgroupShapes::CpuDriver || fits(&preferred, preferred.cells_per_invocation_x.cells) {
                     preferred
                 } else {
                     spec.check_for(layout.indexing, WorkgroupShapes::CpuDriver, views)?

@@ -69,9 +69,9 @@ pub fn resolve(
     adapter: &AdapterSummary,
     dispatch_fits: &dyn Fn(u32) -> bool,
 ) -> Result<u32> {
-    let declared = kernel.cells_per_invocation_x;
+    let declared = kernel.cells_per_invocation_x.cells;
     match width {
-        InvocationWidth::PerAdapter if kernel.cells_per_invocation_overridable => {
+        InvocationWidth::PerAdapter if kernel.cells_per_invocation_x.overridable => {
             if prefers_wide_invocations(adapter) {
                 return Ok(declared);
             }
@@ -103,7 +103,7 @@ pub fn resolve_rows_and_planes(width: InvocationWidth, kernel: &CheckedWgsl, ada
 /// GPU's dispatch would not fit, [`resolve`]).
 pub fn widest(width: InvocationWidth, kernel: &CheckedWgsl, name: &str) -> Result<u32> {
     match width {
-        InvocationWidth::PerAdapter => Ok(kernel.cells_per_invocation_x),
+        InvocationWidth::PerAdapter => Ok(kernel.cells_per_invocation_x.cells),
         InvocationWidth::Cells(n) => check_forced(n, kernel, name),
     }
 }
@@ -115,11 +115,12 @@ fn check_forced(n: u32, kernel: &CheckedWgsl, name: &str) -> Result<u32> {
     if !(1..=MAX_CELLS_PER_INVOCATION_X).contains(&n) {
         return Err(invalid(format!("{n} cells per invocation asked for: give 1 to {MAX_CELLS_PER_INVOCATION_X}")));
     }
-    if kernel.cells_per_invocation_overridable || n == kernel.cells_per_invocation_x {
+    let x = kernel.cells_per_invocation_x;
+    if x.overridable || n == x.cells {
         return Ok(n);
     }
-    let fixed = if kernel.declares_cells_per_invocation {
-        format!("its `const {CELLS_PER_INVOCATION_X}` is {}", kernel.cells_per_invocation_x)
+    let fixed = if x.declared {
+        format!("its `const {CELLS_PER_INVOCATION_X}` is {}", x.cells)
     } else {
         format!("it declares no {CELLS_PER_INVOCATION_X}, which means 1")
     };
@@ -127,7 +128,7 @@ fn check_forced(n: u32, kernel: &CheckedWgsl, name: &str) -> Result<u32> {
         "{n} cells per invocation asked for, but the kernel's width is fixed ({fixed}): declare \
          `override {CELLS_PER_INVOCATION_X}: u32 = {}u;` to let the width be chosen, and write the kernel for any \
          width (a loop over `j < {CELLS_PER_INVOCATION_X}` from x = id.x * {CELLS_PER_INVOCATION_X})",
-        kernel.cells_per_invocation_x
+        x.cells
     )))
 }
 
@@ -135,14 +136,8 @@ fn check_forced(n: u32, kernel: &CheckedWgsl, name: &str) -> Result<u32> {
 /// and z (none for what its text fixes), keyed as wgpu looks them up: by the override's
 /// `@id` when it has one, else by its name.
 pub fn pipeline_constants(kernel: &CheckedWgsl, cells: [u32; 3]) -> Vec<(String, f64)> {
-    let x = DeclaredCells {
-        cells: kernel.cells_per_invocation_x,
-        overridable: kernel.cells_per_invocation_overridable,
-        id: kernel.cells_per_invocation_id,
-        declared: kernel.declares_cells_per_invocation,
-    };
     let declared = [
-        (CELLS_PER_INVOCATION_X, &x),
+        (CELLS_PER_INVOCATION_X, &kernel.cells_per_invocation_x),
         (CELLS_PER_INVOCATION_Y, &kernel.cells_per_invocation_y),
         (CELLS_PER_INVOCATION_Z, &kernel.cells_per_invocation_z),
     ];
@@ -184,7 +179,7 @@ mod tests {
     #[test]
     fn an_override_is_wide_on_cpu_drivers_and_one_cell_on_gpus() {
         let k = kernel("override CELLS_PER_INVOCATION_X: u32 = 8u;");
-        assert!(k.cells_per_invocation_overridable);
+        assert!(k.cells_per_invocation_x.overridable);
         let fits = |_: u32| true;
         let on = |t| resolve(InvocationWidth::PerAdapter, &k, "k", &adapter(t), &fits).unwrap();
         assert_eq!(on(wgpu::DeviceType::Cpu), 8);

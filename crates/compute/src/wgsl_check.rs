@@ -31,8 +31,10 @@ impl fmt::Display for WgslError {
     }
 }
 
-/// A kernel validated by naga: the composed source and its module.
+/// A kernel validated by naga: the composed source and its module. Made only by checking a
+/// kernel (`KernelSpec::check_for`); fields may be added.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct CheckedWgsl {
     /// Prelude followed by the kernel's text: what gets compiled.
     pub source: String,
@@ -40,16 +42,10 @@ pub struct CheckedWgsl {
     pub module: naga::Module,
     /// `@workgroup_size` of the entry point `main`.
     pub workgroup_size: [u32; 3],
-    /// Cells each invocation updates along x: the kernel's [`CELLS_PER_INVOCATION_X`]
-    /// constant (or the override's default), 1 when it declares none.
-    pub cells_per_invocation_x: u32,
-    /// Whether [`CELLS_PER_INVOCATION_X`] is declared `override`: wgpipe then chooses it per
-    /// adapter when it builds the pipeline (`crate::invocation_width`).
-    pub cells_per_invocation_overridable: bool,
-    /// The override's `@id`, if it has one (wgpu then sets it by id, not by name).
-    pub cells_per_invocation_id: Option<u16>,
-    /// Whether the kernel declares [`CELLS_PER_INVOCATION_X`] at all (else its width is 1).
-    pub declares_cells_per_invocation: bool,
+    /// Cells each invocation updates along x: the kernel's [`CELLS_PER_INVOCATION_X`] (an
+    /// `override` lets wgpipe choose it per adapter when it builds the pipeline,
+    /// `crate::invocation_width`).
+    pub cells_per_invocation_x: DeclaredCells,
     /// Rows along y each invocation updates: the kernel's [`CELLS_PER_INVOCATION_Y`].
     pub cells_per_invocation_y: DeclaredCells,
     /// Planes along z each invocation updates: the kernel's [`CELLS_PER_INVOCATION_Z`].
@@ -152,17 +148,14 @@ pub fn check(file: &str, prelude: &str, kernel: &str) -> Result<CheckedWgsl, Wgs
             message,
         })
     };
-    let width = declared(CELLS_PER_INVOCATION_X, MAX_CELLS_PER_INVOCATION_X)?;
+    let cells_per_invocation_x = declared(CELLS_PER_INVOCATION_X, MAX_CELLS_PER_INVOCATION_X)?;
     let cells_per_invocation_y = declared(CELLS_PER_INVOCATION_Y, MAX_CELLS_PER_INVOCATION_YZ)?;
     let cells_per_invocation_z = declared(CELLS_PER_INVOCATION_Z, MAX_CELLS_PER_INVOCATION_YZ)?;
     Ok(CheckedWgsl {
         source,
         module,
         workgroup_size,
-        cells_per_invocation_x: width.cells,
-        cells_per_invocation_overridable: width.overridable,
-        cells_per_invocation_id: width.id,
-        declares_cells_per_invocation: width.declared,
+        cells_per_invocation_x,
         cells_per_invocation_y,
         cells_per_invocation_z,
     })
