@@ -54,6 +54,7 @@ pub mod gray_scott;
 pub mod gray_scott_3d;
 mod grid;
 mod halo;
+pub mod headless;
 pub mod invocation_width;
 mod kernel;
 mod limits;

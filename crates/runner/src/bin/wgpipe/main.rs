@@ -4,7 +4,6 @@
 
 mod colormap;
 mod devices;
-mod headless;
 mod info;
 mod monitor;
 #[cfg(feature = "mpi")]
@@ -39,10 +38,10 @@ enum Command {
     Info(info::InfoArgs),
 }
 
-#[expect(unsafe_code, reason = "headless::quiet_vulkan_display_probe changes the environment: before any thread")]
+#[expect(unsafe_code, reason = "quiet_vulkan_display_probe changes the environment: before any thread")]
 fn main() -> ExitCode {
     // SAFETY: the first statement of `main`: no other thread exists yet.
-    unsafe { headless::quiet_vulkan_display_probe() };
+    unsafe { wgpipe::compute::headless::quiet_vulkan_display_probe() };
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(&args),

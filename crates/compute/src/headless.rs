@@ -9,9 +9,10 @@
 //! invalid or not set in the environment.`, twice, in the words wgpipe uses for its own
 //! errors. (Later Mesa asks Wayland only when `WAYLAND_DISPLAY` or `WAYLAND_SOCKET` is set.)
 //! Where there is no display and nobody asked the layer to choose a GPU it has nothing to
-//! do, so the binary turns it off, as the layer's manifest allows (`NODEVICE_SELECT`: the
-//! Vulkan loader disables the layer when the variable is set at all). The library leaves the
-//! environment alone: it belongs to the embedding program.
+//! do, so [`quiet_vulkan_display_probe`] turns it off, as the layer's manifest allows
+//! (`NODEVICE_SELECT`: the Vulkan loader disables the layer when the variable is set at
+//! all). The library never calls it: the environment belongs to the program, which calls it
+//! first in `main` (the `wgpipe` binary and `cargo xtask` do).
 
 use std::ffi::OsString;
 
@@ -35,8 +36,10 @@ fn turn_off(var: impl Fn(&str) -> Option<OsString>) -> bool {
         && !var("XDG_RUNTIME_DIR").is_some_and(|dir| dir.as_encoded_bytes().starts_with(b"/"))
 }
 
-/// Turns the layer off for this process on a machine with no display where nothing asked
-/// the layer for a GPU.
+/// Turns Mesa's device-select layer off for this process (sets `NODEVICE_SELECT=1`) on a
+/// machine with no display where nothing asked the layer for a GPU; elsewhere does nothing.
+/// On such a machine with several Vulkan GPUs, wgpu then lists them in the Vulkan loader's
+/// order rather than the layer's.
 ///
 /// # Safety
 ///
