@@ -12,6 +12,8 @@ use wgpipe::compute::{FieldSim, FrameProducer, GpuDevice, Grid, OutputDType, Rea
 use wgpipe::storage::{Compression, Frame, Sink, SinkOptions, StreamInfo, StreamLayout, open_sink};
 use wgpipe::{IoMode, Pipeline, PipelineBuilder, RunReport};
 
+use super::cpu_time::{Timed, process_cpu_seconds};
+
 /// Seed and noise of the Gray-Scott start state (any fixed values do).
 const SEED: u64 = 7;
 const NOISE: f32 = 0.02;
@@ -72,9 +74,14 @@ impl Workload {
 /// pipeline (a [`FrameProducer`]) draining every frame into one reused buffer: no channel,
 /// no pool, no sink. Timed like the pipeline's wall: start state and device buffers included.
 pub fn compute_only(w: &Workload, spf: u32) -> Result<f64> {
+    compute_only_timed(w, spf).map(|t| t.wall)
+}
+
+/// [`compute_only`], with the CPU time the process used over the same region.
+pub fn compute_only_timed(w: &Workload, spf: u32) -> Result<Timed> {
     let kernel = GrayScottParams::default().kernel();
     let indices = kernel.field_indices(&w.fields).context("choosing the fields to read back")?;
-    let start = Instant::now();
+    let (start, cpu) = (Instant::now(), process_cpu_seconds()?);
     std::thread::scope(|scope| -> Result<()> {
         let handles: Vec<_> = w
             .gpus
@@ -111,7 +118,8 @@ pub fn compute_only(w: &Workload, spf: u32) -> Result<f64> {
         }
         Ok(())
     })?;
-    Ok(start.elapsed().as_secs_f64())
+    let wall = start.elapsed().as_secs_f64();
+    Ok(Timed { wall, cpu: process_cpu_seconds()? - cpu })
 }
 
 /// One full pipeline run into `sink`.
@@ -215,14 +223,22 @@ pub fn capture_frames_as(w: &Workload, spf: u32, dtype: OutputDType) -> Result<V
 
 /// The sink alone: `w.frames` frames per device stream of `data` (cycled; fields of type
 /// `dtype`), `begin` to `finish` (fsync included), on this thread; only the sink's calls are
-/// timed. This is t_io of Ravi et al.
-pub fn write_only_as(w: &Workload, data: &[Vec<u8>], mut sink: Box<dyn Sink>, dtype: OutputDType) -> Result<f64> {
+/// timed. This is t_io of Ravi et al. With it, the CPU time the process used from `begin` to
+/// the end of `finish` (the sink's compression threads included; the frames' copies between
+/// calls, a memcpy each, too).
+pub fn write_only_timed_as(
+    w: &Workload,
+    data: &[Vec<u8>],
+    mut sink: Box<dyn Sink>,
+    dtype: OutputDType,
+) -> Result<Timed> {
     let mut layout = StreamLayout::grid2d(w.fields.iter().cloned(), w.rows, w.cols, wgpipe::stored_dtype(dtype));
     for d in 0..w.gpus.len() {
         layout = layout.with_stream(StreamInfo::new(format!("stream{d}")).with_expected_frames(w.frames));
     }
     let mut buf = vec![0u8; w.frame_bytes_as(dtype)];
     let mut took = Duration::ZERO;
+    let cpu = process_cpu_seconds()?;
     let start = Instant::now();
     sink.begin(&layout).context("write-only run: begin")?;
     took += start.elapsed();
@@ -241,5 +257,5 @@ pub fn write_only_as(w: &Workload, data: &[Vec<u8>], mut sink: Box<dyn Sink>, dt
     let start = Instant::now();
     sink.finish().context("write-only run: finish")?;
     took += start.elapsed();
-    Ok(took.as_secs_f64())
+    Ok(Timed { wall: took.as_secs_f64(), cpu: process_cpu_seconds()? - cpu })
 }

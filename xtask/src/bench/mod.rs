@@ -27,6 +27,7 @@ mod analysis;
 pub(crate) mod args;
 mod checkpoint;
 mod compression;
+mod cpu_time;
 mod dtype;
 mod gs_mpiio;
 mod h5py;
