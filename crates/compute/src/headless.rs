@@ -38,8 +38,8 @@ fn turn_off(var: impl Fn(&str) -> Option<OsString>) -> bool {
 
 /// Turns Mesa's device-select layer off for this process (sets `NODEVICE_SELECT=1`) on a
 /// machine with no display where nothing asked the layer for a GPU; elsewhere does nothing.
-/// On such a machine with several Vulkan GPUs, wgpu then lists them in the Vulkan loader's
-/// order rather than the layer's.
+/// The layer only orders the GPUs, which wgpu then lists in the Vulkan loader's order;
+/// wgpipe's adapter indices do not change (it orders adapters by backend, name and PCI bus).
 ///
 /// # Safety
 ///

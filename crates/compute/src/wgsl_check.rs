@@ -32,7 +32,7 @@ impl fmt::Display for WgslError {
 }
 
 /// A kernel validated by naga: the composed source and its module. Made only by checking a
-/// kernel (`KernelSpec::check_for`); fields may be added.
+/// kernel (`KernelSpec::check`, `KernelSpec::check_for`); fields may be added.
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct CheckedWgsl {

@@ -3,7 +3,7 @@
 //! the runner measures its wall time, so their ratios compare like with like.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use wgpipe::compute::gray_scott::{self, GrayScottParams};
@@ -223,9 +223,8 @@ pub fn capture_frames_as(w: &Workload, spf: u32, dtype: OutputDType) -> Result<V
 
 /// The sink alone: `w.frames` frames per device stream of `data` (cycled; fields of type
 /// `dtype`), `begin` to `finish` (fsync included), on this thread; only the sink's calls are
-/// timed. This is t_io of Ravi et al. With it, the CPU time the process used from `begin` to
-/// the end of `finish` (the sink's compression threads included; the frames' copies between
-/// calls, a memcpy each, too).
+/// timed. This is t_io of Ravi et al. With it, the CPU time the process used during those
+/// calls (the sink's compression threads, which `write` joins, included).
 pub fn write_only_timed_as(
     w: &Workload,
     data: &[Vec<u8>],
@@ -237,25 +236,18 @@ pub fn write_only_timed_as(
         layout = layout.with_stream(StreamInfo::new(format!("stream{d}")).with_expected_frames(w.frames));
     }
     let mut buf = vec![0u8; w.frame_bytes_as(dtype)];
-    let mut took = Duration::ZERO;
-    let cpu = process_cpu_seconds()?;
-    let start = Instant::now();
-    sink.begin(&layout).context("write-only run: begin")?;
-    took += start.elapsed();
+    let mut timed = Timed::default();
+    timed.time(|| sink.begin(&layout))?.context("write-only run: begin")?;
     for index in 0..w.frames {
         for stream in 0..w.gpus.len() {
             if let Some(src) = data.get(index as usize % data.len().max(1)).filter(|d| d.len() == buf.len()) {
                 buf.copy_from_slice(src);
             }
             let frame = Frame::new(stream, index, index + 1, std::mem::take(&mut buf));
-            let start = Instant::now();
-            sink.write(&frame).context("write-only run: write")?;
-            took += start.elapsed();
+            timed.time(|| sink.write(&frame))?.context("write-only run: write")?;
             buf = frame.data;
         }
     }
-    let start = Instant::now();
-    sink.finish().context("write-only run: finish")?;
-    took += start.elapsed();
-    Ok(Timed { wall: took.as_secs_f64(), cpu: process_cpu_seconds()? - cpu })
+    timed.time(|| sink.finish())?.context("write-only run: finish")?;
+    Ok(timed)
 }
