@@ -17,8 +17,9 @@
 use std::ffi::OsString;
 
 /// Variables that ask the layer for a GPU or say there is a display to draw on: with any
-/// of them set, the layer stays.
-const LAYER_WANTED: [&str; 6] = [
+/// of them set, the layer stays. (Besides these the probe reads `NODEVICE_SELECT` and
+/// `XDG_RUNTIME_DIR`.)
+pub const LAYER_WANTED: [&str; 6] = [
     "MESA_VK_DEVICE_SELECT",
     "MESA_VK_DEVICE_SELECT_FORCE_DEFAULT_DEVICE",
     "DRI_PRIME",

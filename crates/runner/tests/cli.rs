@@ -134,16 +134,7 @@ fn devices_lists_at_least_one_adapter() {
 /// `wgpipe devices` with no display, no `XDG_RUNTIME_DIR`, and `extra` set.
 fn devices_without_a_display(extra: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_wgpipe"));
-    for name in [
-        "XDG_RUNTIME_DIR",
-        "NODEVICE_SELECT",
-        "MESA_VK_DEVICE_SELECT",
-        "MESA_VK_DEVICE_SELECT_FORCE_DEFAULT_DEVICE",
-        "DRI_PRIME",
-        "WAYLAND_DISPLAY",
-        "WAYLAND_SOCKET",
-        "DISPLAY",
-    ] {
+    for name in ["XDG_RUNTIME_DIR", "NODEVICE_SELECT"].iter().chain(&wgpipe::compute::headless::LAYER_WANTED) {
         command.env_remove(name);
     }
     spawn(command.envs(extra.iter().copied()).arg("devices")).wait_with_output().unwrap()

@@ -7,11 +7,16 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use nix::sys::resource::{UsageWho, getrusage};
+use nix::sys::time::TimeVal;
+
+/// `t` in seconds.
+fn seconds(t: TimeVal) -> f64 {
+    t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6
+}
 
 /// Seconds of CPU time this process has used so far, all its threads together.
 pub fn process_cpu_seconds() -> Result<f64> {
     let usage = getrusage(UsageWho::RUSAGE_SELF).context("reading this process's CPU time (getrusage)")?;
-    let seconds = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
     Ok(seconds(usage.user_time()) + seconds(usage.system_time()))
 }
 
@@ -39,10 +44,7 @@ mod tests {
 
     /// CPU seconds of the calling thread alone.
     fn thread_cpu_seconds() -> f64 {
-        getrusage(UsageWho::RUSAGE_THREAD).map_or(f64::NAN, |u| {
-            let t = u.user_time();
-            t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6
-        })
+        getrusage(UsageWho::RUSAGE_THREAD).map_or(f64::NAN, |u| seconds(u.user_time()))
     }
 
     /// Spins until this thread has used `seconds` of CPU time.

@@ -3,16 +3,15 @@
 //! the runner measures its wall time, so their ratios compare like with like.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use anyhow::{Context, Result};
 use wgpipe::compute::gray_scott::{self, GrayScottParams};
 use wgpipe::compute::gray_scott_3d::GrayScott3dParams;
-use wgpipe::compute::{FieldSim, FrameProducer, GpuDevice, Grid, OutputDType, ReadbackConfig};
+use wgpipe::compute::{FieldSim, FrameProducer, GpuDevice, Grid, KernelSpec, OutputDType, ReadbackConfig};
 use wgpipe::storage::{Compression, Frame, Sink, SinkOptions, StreamInfo, StreamLayout, open_sink};
 use wgpipe::{IoMode, Pipeline, PipelineBuilder, RunReport};
 
-use super::cpu_time::{Timed, process_cpu_seconds};
+use super::cpu_time::Timed;
 
 /// Seed and noise of the Gray-Scott start state (any fixed values do).
 const SEED: u64 = 7;
@@ -81,14 +80,20 @@ pub fn compute_only(w: &Workload, spf: u32) -> Result<f64> {
 pub fn compute_only_timed(w: &Workload, spf: u32) -> Result<Timed> {
     let kernel = GrayScottParams::default().kernel();
     let indices = kernel.field_indices(&w.fields).context("choosing the fields to read back")?;
-    let (start, cpu) = (Instant::now(), process_cpu_seconds()?);
+    let mut timed = Timed::default();
+    timed.time(|| drain_every_device(w, spf, &kernel, &indices))??;
+    Ok(timed)
+}
+
+/// Every device of `w` computes its frames of `kernel` at `spf` steps per frame and reads
+/// back the fields at `indices` into one reused buffer, on a thread of its own.
+fn drain_every_device(w: &Workload, spf: u32, kernel: &KernelSpec, indices: &[usize]) -> Result<()> {
     std::thread::scope(|scope| -> Result<()> {
         let handles: Vec<_> = w
             .gpus
             .iter()
             .enumerate()
             .map(|(d, gpu)| {
-                let (kernel, indices) = (&kernel, &indices);
                 scope.spawn(move || -> Result<u64> {
                     let init = gray_scott::initial_state(w.rows, w.cols, SEED + d as u64, NOISE);
                     let sim = FieldSim::new(gpu, kernel, &w.grid()?, &init)
@@ -98,7 +103,7 @@ pub fn compute_only_timed(w: &Workload, spf: u32) -> Result<Timed> {
                         steps_per_frame: spf,
                         frames: w.frames,
                         staging_buffers: w.staging,
-                        fields: indices.clone(),
+                        fields: indices.to_vec(),
                         work_ahead: true,
                     };
                     let mut producer = FrameProducer::new(sim, config).context("setting up the readback ring")?;
@@ -117,9 +122,7 @@ pub fn compute_only_timed(w: &Workload, spf: u32) -> Result<Timed> {
             std::hint::black_box(checksum);
         }
         Ok(())
-    })?;
-    let wall = start.elapsed().as_secs_f64();
-    Ok(Timed { wall, cpu: process_cpu_seconds()? - cpu })
+    })
 }
 
 /// One full pipeline run into `sink`.
