@@ -12,6 +12,23 @@ use wgpipe_storage::{SinkOptions, open_output, open_sink};
 /// Frames each stream holds when the child aborts.
 const K: [u64; 2] = [5, 3];
 
+/// `open` (an HDF5 open of a file this test wrote), retried for up to 5 s while the file is
+/// locked: the other tests here start children, and a child between its fork and its exec
+/// holds HDF5's lock on a file this process has just closed (the crate's `hdf5::cloexec`
+/// explains; its own opens retry the same way).
+fn when_unlocked<T>(mut open: impl FnMut() -> hdf5::Result<T>) -> T {
+    let start = std::time::Instant::now();
+    loop {
+        match open() {
+            Ok(file) => return file,
+            Err(e) if e.to_string().contains("unable to lock file") && start.elapsed().as_secs() < 5 => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
 /// Child side: writes `K` frames then aborts the process, as a SIGKILL or a crash would
 /// (no destructors, no `finish`). Does nothing unless started by the parent.
 #[test]
@@ -86,12 +103,12 @@ fn a_killed_file_laid_out_whole_is_resumed_in_place_or_on_a_copy() {
         let path = dir.path().join(format!("resumed-{restart_with_other_attributes}-{older}.h5"));
         killed_hdf5(&path);
         if older {
-            let f = hdf5::File::open_rw(&path).unwrap();
+            let f = when_unlocked(|| hdf5::File::open_rw(&path));
             for stream in &layout(Some(10)).streams {
                 f.group(&stream.name).unwrap().delete_attr("frames").unwrap();
             }
         }
-        let frames = |ds: &str| hdf5::File::open(&path).unwrap().dataset(ds).unwrap().shape()[0];
+        let frames = |ds: &str| when_unlocked(|| hdf5::File::open(&path)).dataset(ds).unwrap().shape()[0];
         assert_eq!(frames("dev0/u"), 10, "a killed file keeps its datasets laid out whole");
         let inode = std::fs::metadata(&path).unwrap().ino();
         let mut l = layout(Some(10));
@@ -122,7 +139,7 @@ fn a_killed_file_laid_out_whole_is_resumed_in_place_or_on_a_copy() {
         let out = open_output(&path).unwrap();
         assert_holds(&out, &l, &[10, 10], "resumed");
         assert!(out.complete());
-        let f = hdf5::File::open(&path).unwrap();
+        let f = when_unlocked(|| hdf5::File::open(&path));
         let counts: Vec<i64> = l
             .streams
             .iter()
@@ -183,7 +200,7 @@ fn rewritten_hdf5_index_nodes_each_lie_in_one_page() {
         sink.finish().unwrap();
         // Each node fits in its page: 24 bytes of header, 2k + 1 keys (chunk size, filter
         // mask, an offset per dataset axis and one more, 8 bytes each), 2k child addresses.
-        let k = u64::from(hdf5::File::open(&path).unwrap().create_plist().unwrap().istore_k());
+        let k = u64::from(when_unlocked(|| hdf5::File::open(&path)).create_plist().unwrap().istore_k());
         let rank = l.fields.iter().map(|f| f.shape.len() + 1).max().unwrap() as u64;
         let node = 24 + (2 * k + 1) * (8 + (rank + 1) * 8) + 2 * k * 8;
         assert!(node <= 4096, "{label}: a chunk index node of {node} bytes spans two pages");
