@@ -12,7 +12,9 @@
 //! do, so [`quiet_vulkan_display_probe`] turns it off, as the layer's manifest allows
 //! (`NODEVICE_SELECT`: the Vulkan loader disables the layer when the variable is set at
 //! all). The library never calls it: the environment belongs to the program, which calls it
-//! first in `main` (the `wgpipe` binary and `cargo xtask` do).
+//! first in `main` (the `wgpipe` binary and `cargo xtask` do). A program that sets its
+//! environment its own way (the Python package, through `os.environ` when it is imported)
+//! asks [`display_probe_unwanted`] first.
 
 use std::ffi::OsString;
 
@@ -37,6 +39,13 @@ fn turn_off(var: impl Fn(&str) -> Option<OsString>) -> bool {
         && !var("XDG_RUNTIME_DIR").is_some_and(|dir| dir.as_encoded_bytes().starts_with(b"/"))
 }
 
+/// Whether this process's environment is one where [`quiet_vulkan_display_probe`] turns
+/// Mesa's device-select layer off (by setting `NODEVICE_SELECT=1`): no display, nothing asked
+/// the layer for a GPU, `XDG_RUNTIME_DIR` what libwayland calls invalid.
+pub fn display_probe_unwanted() -> bool {
+    turn_off(|name| std::env::var_os(name))
+}
+
 /// Turns Mesa's device-select layer off for this process (sets `NODEVICE_SELECT=1`) on a
 /// machine with no display where nothing asked the layer for a GPU; elsewhere does nothing.
 /// The layer only orders the GPUs, which wgpu then lists in the Vulkan loader's order;
@@ -47,7 +56,7 @@ fn turn_off(var: impl Fn(&str) -> Option<OsString>) -> bool {
 /// No other thread may exist yet (it changes the environment): call it first in `main`.
 #[expect(unsafe_code, reason = "std::env::set_var is sound only while no other thread reads the environment")]
 pub unsafe fn quiet_vulkan_display_probe() {
-    if turn_off(|name| std::env::var_os(name)) {
+    if display_probe_unwanted() {
         // SAFETY: the caller guarantees that no other thread exists.
         unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
     }

@@ -12,6 +12,35 @@ pub struct Failure {
     pub thread: String,
     /// What happened.
     pub message: String,
+    /// What kind of failure it was, for a program that reacts to some (a full disk).
+    pub kind: FailureKind,
+}
+
+/// What kind of thing failed, so that a caller can tell a full disk from a bug without
+/// reading the message.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FailureKind {
+    /// The disk (or the user's quota) had no room for the output at `path`: every frame
+    /// written before is kept ([`wgpipe_storage::Error::disk_full_path`]).
+    DiskFull {
+        /// The output file that did not fit.
+        path: std::path::PathBuf,
+    },
+    /// The sink failed otherwise (a write, closing the output, a user's sink).
+    Storage,
+    /// A device, its kernel, a thread or an MPI rank failed.
+    Other,
+}
+
+impl FailureKind {
+    /// The kind of a sink's error.
+    pub fn of_storage(error: &wgpipe_storage::Error) -> Self {
+        match error.disk_full_path() {
+            Some(path) => FailureKind::DiskFull { path: path.to_owned() },
+            None => FailureKind::Storage,
+        }
+    }
 }
 
 impl std::fmt::Display for Failure {
@@ -38,6 +67,19 @@ pub enum Error {
         /// `grid` or `run.frames`); the builder call of the same name changes it.
         key: &'static str,
         /// The grid, the bytes needed, the memory available and what to change.
+        message: String,
+    },
+    /// A run configuration is wrong (a key, its line, what to do) or its devices cannot be
+    /// opened ([`crate::config::Config::launch`]).
+    #[error(transparent)]
+    Config(#[from] crate::config_error::ConfigError),
+    /// An existing output cannot be resumed: it holds other fields than the config writes,
+    /// or what is complete in it cannot be told. Nothing was changed.
+    #[error("cannot resume {}: {message}", path.display())]
+    Resume {
+        /// The output.
+        path: std::path::PathBuf,
+        /// Why, and what to do.
         message: String,
     },
     /// The pipeline was built with something missing or inconsistent.

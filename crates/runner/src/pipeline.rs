@@ -150,7 +150,7 @@ impl Pipeline {
         });
         let writer = Arc::new(Mutex::new(FrameWriter {
             sink,
-            pool: pool.clone(),
+            pool: Arc::new(pool.clone()),
             progress: Arc::clone(&progress),
             checkpoints: checkpoint_writer,
         }));
@@ -234,7 +234,7 @@ impl Pipeline {
         let mut w = lock(&writer);
         match w.sink.finish() {
             Ok(summary) => report.sink = summary,
-            Err(e) => state.fail("writer", format!("finishing the output: {e}")),
+            Err(e) => state.fail_storing("writer", Some("finishing the output"), &e),
         }
         if let Some(c) = w.checkpoints.take() {
             report.checkpoints = c.report;

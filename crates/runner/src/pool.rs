@@ -2,6 +2,7 @@
 //! steady run allocates nothing per frame.
 
 use crossbeam_channel::{Receiver, Sender, TrySendError, bounded};
+use wgpipe_storage::Recycle;
 
 /// A pool of equally sized byte buffers, shared by the device threads (which take) and the
 /// thread that writes frames (which gives back).
@@ -57,6 +58,14 @@ impl BufferPool {
     /// Bytes of every buffer: one frame.
     pub fn frame_bytes(&self) -> usize {
         self.size
+    }
+}
+
+/// A sink that keeps a frame past its write ([`wgpipe_storage::Sink::write_pooled`]) gives
+/// the buffer back here when it drops the frame.
+impl Recycle for BufferPool {
+    fn recycle(&self, data: Vec<u8>) {
+        self.give(data);
     }
 }
 

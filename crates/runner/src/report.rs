@@ -205,6 +205,14 @@ impl RunReport {
         if c + w > 0.0 { c.max(w) / (c + w) } else { 1.0 }
     }
 
+    /// How close the run came to what overlap can do at best: `max(compute, write) / wall`,
+    /// which is [`RunReport::best_overlap_ratio`] over [`RunReport::overlap_ratio`]. 1.0: the
+    /// run took no longer than its slower half (compute and writes fully overlapped); lower:
+    /// time went to neither, or to one waiting for the other. 0 when nothing ran.
+    pub fn efficiency(&self) -> f64 {
+        if self.wall_seconds > 0.0 { self.compute_seconds().max(self.write_seconds()) / self.wall_seconds } else { 0.0 }
+    }
+
     /// Where the slowest device thread's time went beyond the GPU's work and the writes:
     /// `(readback, elsewhere)`. `readback`: time in the producer beyond its GPU time (waiting
     /// for frames to come back, copying them out of the staging buffers, hashing them), with
@@ -382,6 +390,15 @@ mod tests {
             writer: WriterReport { write_seconds: write, ..Default::default() },
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn efficiency_is_the_slower_half_over_the_wall_time() {
+        let r = report(IoMode::Async, 2.0, 1.0, 2.5);
+        assert_eq!(r.efficiency(), 2.0 / 2.5);
+        assert!((r.efficiency() - r.best_overlap_ratio() / r.overlap_ratio()).abs() < 1e-12);
+        assert_eq!(report(IoMode::Sync, 1.0, 1.0, 2.0).efficiency(), 0.5, "no overlap at balance");
+        assert_eq!(RunReport::default().efficiency(), 0.0, "nothing ran");
     }
 
     #[test]

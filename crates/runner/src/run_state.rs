@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::error::Failure;
+use crate::error::{Failure, FailureKind};
 
 /// Stops a running pipeline from another thread (a Ctrl-C handler, a UI): devices finish the
 /// frame in hand, the frames already produced are written, the output is closed, and the run
@@ -48,16 +48,31 @@ impl RunState {
 
     /// Records a failure that ends the whole run (the sink is broken, a thread panicked).
     pub fn fail(&self, thread: &str, message: String) {
-        self.record(thread, message);
+        self.fail_as(thread, message, FailureKind::Other);
+    }
+
+    /// [`RunState::fail`] for the sink's `error` (`context`: what was being done, if not a
+    /// write), keeping what kind of error it was.
+    pub fn fail_storing(&self, thread: &str, context: Option<&str>, error: &wgpipe_storage::Error) {
+        let message = match context {
+            Some(doing) => format!("{doing}: {error}"),
+            None => error.to_string(),
+        };
+        self.fail_as(thread, message, FailureKind::of_storage(error));
+    }
+
+    fn fail_as(&self, thread: &str, message: String, kind: FailureKind) {
+        self.push(Failure { thread: thread.to_owned(), message, kind });
         self.failed.store(true, Ordering::Relaxed);
     }
 
     /// Records a failure that ends only the thread that saw it (one device lost).
     pub fn record(&self, thread: &str, message: String) {
-        self.failures
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(Failure { thread: thread.to_owned(), message });
+        self.push(Failure { thread: thread.to_owned(), message, kind: FailureKind::Other });
+    }
+
+    fn push(&self, failure: Failure) {
+        self.failures.lock().unwrap_or_else(PoisonError::into_inner).push(failure);
     }
 
     pub fn take_failures(&self) -> Vec<Failure> {

@@ -286,7 +286,7 @@ impl DeviceWorker<'_> {
                 recorder.at(SpanKind::Write, start, took);
                 match written {
                     Err(e) => {
-                        ctx.state.fail(&format!("device {} (writing)", gpu.label()), e.to_string());
+                        ctx.state.fail_storing(&format!("device {} (writing)", gpu.label()), None, &e);
                         if lockstep.is_none() { Err(Stop::Run) } else { Ok(took) }
                     }
                     // The sink's own time (not the wait for another device's write): what the

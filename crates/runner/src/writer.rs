@@ -4,10 +4,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
-use wgpipe_storage::{Frame, Sink};
+use wgpipe_storage::{Frame, PooledFrame, Recycle, Sink};
 
 use crate::checkpoint::{AutoInterval, Checkpoints, SavedState, Saver};
-use crate::pool::BufferPool;
 use crate::progress::Progress;
 use crate::report::{CheckpointReport, WriterReport};
 use crate::run_state::RunState;
@@ -34,10 +33,13 @@ pub(crate) struct CheckpointWriter {
 }
 
 /// The sink, plus what every write does besides writing: count progress, time the write,
-/// give the frame's buffer back to the pool, write the checkpoint that came with the frame.
+/// lend the frame to the sink so that its buffer comes back to the pool (when the sink is
+/// done with it: at once, or later for a sink that keeps it), write the checkpoint that came
+/// with the frame.
 pub(crate) struct FrameWriter {
     pub sink: Box<dyn Sink>,
-    pub pool: BufferPool,
+    /// The run's buffer pool, where every frame's buffer goes back.
+    pub pool: Arc<dyn Recycle>,
     pub progress: Arc<Progress>,
     pub checkpoints: Option<CheckpointWriter>,
 }
@@ -46,14 +48,13 @@ impl FrameWriter {
     /// Writes one frame, then its checkpoint (so that a checkpoint never gets ahead of the
     /// frames stored); returns how long the sink took.
     pub fn write(&mut self, env: Envelope) -> Result<Duration, wgpipe_storage::Error> {
-        let bytes = env.frame.data.len() as u64;
+        let (bytes, stream) = (env.frame.data.len() as u64, env.frame.stream);
         let start = Instant::now();
-        let result = self.sink.write(&env.frame);
+        let result = self.sink.write_pooled(PooledFrame::new(env.frame, Arc::clone(&self.pool)));
         let took = start.elapsed();
-        self.pool.give(env.frame.data);
         result?;
         self.progress.frame_written(env.device, bytes);
-        self.progress.stream_written(env.frame.stream);
+        self.progress.stream_written(stream);
         if let (Some(saved), Some(c)) = (env.checkpoint, self.checkpoints.as_mut()) {
             let start = Instant::now();
             let bytes = saved.state.len() as u64;
@@ -124,7 +125,7 @@ pub(crate) fn writer_thread(
                 report.bytes += bytes;
             }
             Err(e) => {
-                state.fail("writer", e.to_string());
+                state.fail_storing("writer", None, &e);
                 break;
             }
         }

@@ -237,13 +237,37 @@ pub enum Error {
     /// A stream, field or frame asked of a reader does not exist.
     #[error("{0} not found in the output: list what it holds with open_output")]
     NotFound(String),
+    /// A sink of the caller's own (a backend outside this crate, a Python object) failed.
+    #[error("sink {sink}: {message}")]
+    Sink {
+        /// The sink, as its caller names it (a Python class's name).
+        sink: String,
+        /// What failed (a Python exception's traceback).
+        message: String,
+    },
 }
 
 impl Error {
+    /// The output that did not fit, when the error is a full disk (or quota): a
+    /// [`Error::DiskFull`], [`Error::NoRoomToAppend`], or an I/O error the operating system
+    /// reported as ENOSPC or EDQUOT. What a caller that reacts to a full disk asks.
+    pub fn disk_full_path(&self) -> Option<&std::path::Path> {
+        match self {
+            Error::DiskFull { path, .. } | Error::NoRoomToAppend { path, .. } => Some(path),
+            Error::Io { path, source, .. } if is_disk_full(source) => Some(path),
+            _ => None,
+        }
+    }
+
     /// An [`Error::Io`] for `path`.
     pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { action, path: path.into(), source }
     }
+}
+
+/// Whether the operating system said the disk (ENOSPC) or the user's quota (EDQUOT) is full.
+pub(crate) fn is_disk_full(e: &std::io::Error) -> bool {
+    matches!(e.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
 }
 
 /// Parses any of the three spellings: `f32`, `float32` or `<f4` (likewise for every type).

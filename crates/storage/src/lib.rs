@@ -63,6 +63,7 @@ mod json_meta;
 mod null;
 mod open;
 mod options;
+mod pooled;
 mod prepare;
 mod protocol;
 #[cfg(feature = "mpi")]
@@ -93,6 +94,7 @@ pub use null::{NullBackend, NullSink};
 pub use null::{NullBlockBackend, NullBlockSink};
 pub use open::{SINK_NAMES, check_output, open_output, open_sink};
 pub use options::{Adios2Engine, Compression, QueueFullPolicy, SinkOptions, Tolerance, default_compression_threads};
+pub use pooled::{PooledFrame, Recycle};
 pub use protocol::{Backend, Checked, Outcome};
 pub use raw::{RawBackend, RawSink};
 pub use read::{FieldData, Output, OutputFormat, StreamSummary};

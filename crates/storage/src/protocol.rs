@@ -7,10 +7,13 @@
 //! drift apart between backends, and a sink of yours obeys them by implementing [`Backend`]
 //! (only the storing) and wrapping it in [`Checked`], as the built-in sinks are.
 
+use std::ops::Range;
 use std::time::Instant;
 
+use crate::checksum::frame_checksum;
 use crate::error::{Error, Result};
 use crate::frame::{Fields, Frame};
+use crate::pooled::PooledFrame;
 use crate::schema::StreamLayout;
 use crate::sink::{Sink, SinkSummary};
 use crate::validate::Validator;
@@ -56,6 +59,16 @@ pub trait Backend: Send {
     /// it while writing, `None` to let [`Checked`] compute it. After an error no more
     /// frames come: `finish` follows, and must leave every frame stored before readable.
     fn write(&mut self, frame: &Frame, fields: Fields<'_>) -> Result<Option<u64>>;
+
+    /// Stores `frame` as [`Backend::write`] does, given the frame itself, whose fields lie at
+    /// `fields` (byte ranges of its data, in layout order): a backend that keeps the frame's
+    /// bytes after returning keeps the [`PooledFrame`] (see [`Sink::write_pooled`]). Returns
+    /// the frame's checksum ([`crate::frame_checksum`]), which it must compute before letting
+    /// the frame go. The default calls `write` and drops the frame.
+    fn write_pooled(&mut self, frame: PooledFrame, fields: &[Range<usize>]) -> Result<u64> {
+        let checksum = self.write(&frame, Fields::new(&frame.data, fields))?;
+        Ok(checksum.unwrap_or_else(|| frame_checksum(&frame)))
+    }
 
     /// Told that the protocol refused a frame (`error`, returned to the caller) instead of
     /// calling `write`. A backend whose writes are collective over MPI ranks joins its ranks'
@@ -213,6 +226,44 @@ impl<B: Backend> Checked<B> {
     }
 }
 
+impl<B: Backend> Checked<B> {
+    /// The backend and the begun state, once `frame` passed the protocol's checks: the sink
+    /// is begun and not failed, and the frame is the next of its stream, of the layout's size.
+    /// A refused frame is not written (the backend is told, see [`Backend::refused`]).
+    fn admit(&mut self, frame: &Frame) -> Result<(&mut B, &mut Begun)> {
+        let begun = match &mut self.stage {
+            Stage::Open(begun) => begun,
+            Stage::Finished => return Err(Error::Usage("write called after finish")),
+            Stage::New => return Err(Error::Usage("write called before begin")),
+        };
+        if begun.failed {
+            return Err(Error::Usage("write called after a failed write: call finish"));
+        }
+        if let Err(e) = begun.validator.check(frame) {
+            begun.failed = !self.backend.refused(&e);
+            return Err(e);
+        }
+        Ok((&mut self.backend, begun))
+    }
+}
+
+impl Begun {
+    /// Counts the next frame of `stream` as stored when the backend stored it; a failed
+    /// write fails the sink.
+    fn stored<T>(&mut self, stream: usize, stored: Result<T>) -> Result<T> {
+        match stored {
+            Ok(checksum) => {
+                self.validator.commit(stream);
+                Ok(checksum)
+            }
+            Err(e) => {
+                self.failed = true;
+                Err(e)
+            }
+        }
+    }
+}
+
 impl<B: Backend> Sink for Checked<B> {
     fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
         crate::validate::check_layout(layout)?;
@@ -254,33 +305,21 @@ impl<B: Backend> Sink for Checked<B> {
 
     fn write(&mut self, frame: &Frame) -> Result<()> {
         let start = Instant::now();
-        let Stage::Open(begun) = &mut self.stage else {
-            return Err(Error::Usage(match self.stage {
-                Stage::Finished => "write called after finish",
-                _ => "write called before begin",
-            }));
-        };
-        if begun.failed {
-            return Err(Error::Usage("write called after a failed write: call finish"));
-        }
-        if let Err(e) = begun.validator.check(frame) {
-            begun.failed = !self.backend.refused(&e);
-            return Err(e);
-        }
-        match self.backend.write(frame, begun.validator.fields(frame)) {
-            Ok(checksum) => {
-                begun.validator.commit(frame);
-                match checksum {
-                    Some(sum) => self.summary.record_checksummed(frame, sum, start),
-                    None => self.summary.record(frame, start),
-                }
-                Ok(())
-            }
-            Err(e) => {
-                begun.failed = true;
-                Err(e)
-            }
-        }
+        let (backend, begun) = self.admit(frame)?;
+        let stored = backend.write(frame, begun.validator.fields(frame));
+        let checksum = begun.stored(frame.stream, stored)?.unwrap_or_else(|| frame_checksum(frame));
+        self.summary.record_checksummed(frame.data.len(), checksum, start);
+        Ok(())
+    }
+
+    fn write_pooled(&mut self, frame: PooledFrame) -> Result<()> {
+        let start = Instant::now();
+        let (backend, begun) = self.admit(&frame)?;
+        let (bytes, stream) = (frame.data.len(), frame.stream);
+        let stored = backend.write_pooled(frame, begun.validator.ranges());
+        let checksum = begun.stored(stream, stored)?;
+        self.summary.record_checksummed(bytes, checksum, start);
+        Ok(())
     }
 
     fn finish(&mut self) -> Result<SinkSummary> {

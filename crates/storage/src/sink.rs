@@ -5,6 +5,7 @@ use std::time::Instant;
 use crate::checksum::combine;
 use crate::error::Result;
 use crate::frame::Frame;
+use crate::pooled::PooledFrame;
 use crate::schema::StreamLayout;
 
 /// What a sink did, returned by [`Sink::finish`].
@@ -39,9 +40,9 @@ impl SinkSummary {
 
     /// [`SinkSummary::record`] for a sink that computed the frame's checksum itself while
     /// writing it (`crate::checksum::Running`).
-    pub(crate) fn record_checksummed(&mut self, frame: &Frame, checksum: u64, start: Instant) {
+    pub(crate) fn record_checksummed(&mut self, bytes: usize, checksum: u64, start: Instant) {
         self.frames += 1;
-        self.bytes += frame.data.len() as u64;
+        self.bytes += bytes as u64;
         self.checksum = crate::checksum::add(self.checksum, checksum);
         self.write_seconds += start.elapsed().as_secs_f64();
     }
@@ -78,6 +79,14 @@ pub trait Sink: Send {
     fn begin(&mut self, layout: &StreamLayout) -> Result<()>;
     /// Stores one frame. A frame that does not match the layout is an error, not a write.
     fn write(&mut self, frame: &Frame) -> Result<()>;
+    /// Stores one frame as [`Sink::write`] does, given the frame itself: what a runner calls.
+    /// A sink that keeps a frame's bytes after returning (hands them to another thread, or to
+    /// Python as arrays without a copy) keeps the [`PooledFrame`]; its buffer goes back to the
+    /// runner's pool when the sink drops it. The default writes the frame borrowed and drops
+    /// it at once; a decorator forwards it to the sink it wraps.
+    fn write_pooled(&mut self, frame: PooledFrame) -> Result<()> {
+        self.write(&frame)
+    }
     /// Flushes and closes; reports what was written.
     fn finish(&mut self) -> Result<SinkSummary>;
     /// Marks the run failed before `finish`: `finish` then marks no stream complete, keeping
@@ -107,6 +116,9 @@ impl<S: Sink + ?Sized> Sink for Box<S> {
     }
     fn write(&mut self, frame: &Frame) -> Result<()> {
         (**self).write(frame)
+    }
+    fn write_pooled(&mut self, frame: PooledFrame) -> Result<()> {
+        (**self).write_pooled(frame)
     }
     fn finish(&mut self) -> Result<SinkSummary> {
         (**self).finish()

@@ -220,9 +220,14 @@ impl Validator {
         Ok(())
     }
 
-    /// Records that `frame` (already checked) was stored.
-    pub(crate) fn commit(&mut self, frame: &Frame) {
-        if let Some(n) = self.next.get_mut(frame.stream) {
+    /// Byte ranges of the fields in a frame, in layout order.
+    pub(crate) fn ranges(&self) -> &[Range<usize>] {
+        &self.ranges
+    }
+
+    /// Records that the next frame of `stream` (already checked) was stored.
+    pub(crate) fn commit(&mut self, stream: usize) {
+        if let Some(n) = self.next.get_mut(stream) {
             *n += 1;
         }
     }

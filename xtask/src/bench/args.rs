@@ -19,6 +19,7 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
        cargo xtask bench --sink hdf5 --against gs-mpiio [--out DIR] [--rows EDGE --frames N --ranks R --bin WGPIPE]
        cargo xtask bench --kernel [--rows R --cols C | --large] [--reps K --devices SEL --candidate[-3d] FILE]
        cargo xtask bench --roofline [--large] [--reps K --devices SEL]
+       cargo xtask bench --python --python-bin PY [--out DIR] [--rows R --cols C --frames N --steps-per-frame S --reps K --bin WGPIPE]
 
   --sink KIND          null: pipeline vs compute-only overhead (plus the microbenchmarks);
                        raw/hdf5/zarr: non-blocking efficiency ratio (async wall / sync wall)
@@ -53,8 +54,14 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
                        MPI simulation writing with MPI-IO on --ranks ranks (one per core),
                        alternating, whole runs (needs mpicxx.mpich and nlohmann-json3-dev)
   --ranks R            with --against gs-mpiio: gs-mpiio's MPI ranks (default: the cores)
-  --bin WGPIPE         with --against gs-mpiio: the wgpipe binary run as a process of its own
-                       (default target/release/wgpipe: cargo build --release -p wgpipe)
+  --bin WGPIPE         with --against gs-mpiio or --python: the wgpipe binary run as a process
+                       of its own (default target/release/wgpipe: cargo build --release -p wgpipe)
+  --python             the Python package against the Rust paths, alternating: frames/s through
+                       Pipeline.frames() over the binary's (null sink), a numpy sink over the raw
+                       sink (in --out), and the copies from staging to the numpy array (default
+                       1024x1024 f32, 100 frames of 1 step)
+  --python-bin PY      with --python: a Python with the package installed (pip install
+                       ./crates/python in a virtual environment: a release build)
   --out DIR            where raw/hdf5 write (default: a temp dir under the current directory)
   --json FILE          write every figure, the parameters and the machine as JSON
   --trace FILE         Chrome trace (Perfetto) of one async run
@@ -119,8 +126,13 @@ pub struct Args {
     pub against_gs_mpiio: bool,
     /// `--ranks`: gs-mpiio's MPI ranks (`None`: one per core).
     pub ranks: Option<usize>,
-    /// `--bin`: the wgpipe binary `--against gs-mpiio` runs (`None`: target/release/wgpipe).
+    /// `--bin`: the wgpipe binary `--against gs-mpiio` and `--python` run (`None`:
+    /// target/release/wgpipe).
     pub bin: Option<PathBuf>,
+    /// `--python`: the Python package against the Rust paths.
+    pub python: bool,
+    /// `--python-bin`: the Python with the package installed.
+    pub python_bin: Option<String>,
     pub out: Option<PathBuf>,
     pub json: Option<PathBuf>,
     pub trace: Option<PathBuf>,
@@ -161,6 +173,8 @@ impl Default for Args {
             against_gs_mpiio: false,
             ranks: None,
             bin: None,
+            python: false,
+            python_bin: None,
             out: None,
             json: None,
             trace: None,
@@ -232,6 +246,8 @@ pub fn parse(argv: &[String]) -> Result<Args> {
             },
             "--ranks" => a.ranks = Some(number(flag, &value()?)?),
             "--bin" => a.bin = Some(PathBuf::from(value()?)),
+            "--python" => a.python = true,
+            "--python-bin" => a.python_bin = Some(value()?),
             "--out" => a.out = Some(PathBuf::from(value()?)),
             "--json" => a.json = Some(PathBuf::from(value()?)),
             "--trace" => a.trace = Some(PathBuf::from(value()?)),
@@ -303,8 +319,17 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     if a.against_gs_mpiio && a.sink.as_deref() != Some("hdf5") {
         bail!("--against gs-mpiio compares a run writing HDF5: use it with --sink hdf5");
     }
-    if (a.ranks.is_some() || a.bin.is_some()) && !a.against_gs_mpiio {
-        bail!("--ranks and --bin are --against gs-mpiio's: use them with it");
+    if a.ranks.is_some() && !a.against_gs_mpiio {
+        bail!("--ranks is --against gs-mpiio's: use it with it");
+    }
+    if a.bin.is_some() && !a.against_gs_mpiio && !a.python {
+        bail!("--bin is for --against gs-mpiio and --python: use it with one of them");
+    }
+    if a.python && (a.sink.is_some() || a.micro || a.reserve_cost || a.kernel || a.checkpoint_cost || a.analysis_cost) {
+        bail!("--python is a benchmark of its own: run it without the other benchmarks");
+    }
+    if a.python != a.python_bin.is_some() {
+        bail!("--python and --python-bin PY go together: PY is a Python with the wgpipe package installed");
     }
     if a.ranks == Some(0) {
         bail!("--ranks 0: give gs-mpiio at least one MPI rank");
@@ -345,11 +370,12 @@ pub fn parse(argv: &[String]) -> Result<Args> {
         && !a.checkpoint_cost
         && !a.analysis_cost
         && !a.kernel
+        && !a.python
         && !a.help
     {
         bail!(
-            "choose what to measure: --sink null|raw|hdf5|zarr, --kernel, --micro, --reserve-cost, --layout-cost, --checkpoint-cost \
-             or --analysis-cost\n\n{USAGE}"
+            "choose what to measure: --sink null|raw|hdf5|zarr, --kernel, --micro, --reserve-cost, --layout-cost, --checkpoint-cost, \
+             --analysis-cost or --python\n\n{USAGE}"
         );
     }
     Ok(a)
@@ -408,6 +434,11 @@ mod tests {
         assert!(args("--kernel --candidate-3d gs3.wgsl").is_ok_and(|a| a.candidate_3d.len() == 1));
         assert!(args("--kernel --candidate-3d a.wgsl --candidate-3d b.wgsl").is_ok_and(|a| a.candidate_3d.len() == 2));
         assert!(args("--kernel --candidate-3d gs3.wgsl --rows 64").is_err());
+        let a = args("--python --python-bin .venv/bin/python --bin target/release/wgpipe --reps 3")?;
+        assert!(a.python && a.python_bin.as_deref() == Some(".venv/bin/python") && a.bin.is_some());
+        assert!(args("--python").is_err(), "needs the Python that has the package");
+        assert!(args("--python-bin py --sink raw").is_err());
+        assert!(args("--python --python-bin py --sink raw").is_err());
         Ok(())
     }
 }

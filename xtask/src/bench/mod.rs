@@ -40,6 +40,7 @@ mod mpi;
 mod null;
 pub(crate) mod output;
 mod posix;
+mod python;
 mod reserve;
 mod roofline;
 mod stats;
@@ -67,7 +68,7 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
         println!("{}", args::USAGE);
         return Ok(ExitCode::SUCCESS);
     }
-    if (args.sink.is_some() || args.checkpoint_cost || args.analysis_cost)
+    if (args.sink.is_some() || args.checkpoint_cost || args.analysis_cost || args.python)
         && !args.against_posix
         && !args.against_h5py
         && !args.against_gs_mpiio
@@ -88,6 +89,8 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
         run_analysis_cost(&args, &mut report)?;
     } else if args.kernel {
         run_kernel(&args, &mut report)?;
+    } else if args.python {
+        run_python(&args, &mut report)?;
     } else if args.against_posix {
         run_against(&args, &mut report, "raw_against_posix", posix::run)?;
     } else if args.against_gs_mpiio {
@@ -142,6 +145,26 @@ fn run_hdf5_comparison(
     let r = compare(scratch.path(), rows, cols, frames, args.reps)?;
     println!("{}", r.table);
     report.insert(key.to_owned(), r.json);
+    report.insert("machine".to_owned(), machine::describe(&[], Some(scratch.path())));
+    Ok(())
+}
+
+/// `--python`: the Python package against the Rust paths, in `--out`.
+fn run_python(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
+    let scratch = scratch_with_load(args)?;
+    let binary = args.bin.clone().unwrap_or_else(|| std::path::PathBuf::from("target/release/wgpipe"));
+    let bench = python::PythonBench {
+        python: args.python_bin.as_deref().unwrap_or("python3"),
+        binary: &binary,
+        dir: scratch.path(),
+        shape: (args.rows.unwrap_or(1024), args.cols.unwrap_or(1024)),
+        frames: args.frames.unwrap_or(100),
+        steps: u64::from(args.steps_per_frame.unwrap_or(1)),
+        reps: args.reps,
+    };
+    let r = python::run(&bench)?;
+    println!("{}", r.table);
+    report.insert("python".to_owned(), r.json);
     report.insert("machine".to_owned(), machine::describe(&[], Some(scratch.path())));
     Ok(())
 }

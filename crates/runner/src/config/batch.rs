@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 
 use wgpipe_storage::check_stream_name;
 
-use super::error::Result;
 use super::kernel::ResolvedKernel;
 use super::model::ConfigFile;
 use super::source::Source;
+use crate::config_error::Result;
 
 /// One run of a batch: one stream of the output.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,10 +5,10 @@
 //! known only at run time ([`super::Config::check_ranks`]).
 
 use super::batch::RunSpec;
-use super::error::Result;
 use super::kernel::ResolvedKernel;
 use super::model::ConfigFile;
 use super::source::Source;
+use crate::config_error::Result;
 use wgpipe_compute::Boundary;
 
 /// The config key.

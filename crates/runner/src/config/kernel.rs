@@ -8,9 +8,9 @@ use wgpipe_compute::gray_scott_3d::{self, GrayScott3dParams};
 use wgpipe_compute::{Boundary, Grid, KernelSpec, WgslSource};
 use wgpipe_storage::{AttrValue, Attributes};
 
-use super::error::{ConfigError, Result};
 use super::model::KernelSection;
 use super::source::Source;
+use crate::config_error::{ConfigError, Result};
 
 /// Name of the built-in 2-D kernel.
 pub const GRAY_SCOTT: &str = gray_scott::NAME;

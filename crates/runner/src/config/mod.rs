@@ -14,9 +14,10 @@
 
 mod batch;
 mod decomposition;
-mod error;
 mod kernel;
+mod launch;
 mod model;
+mod resume;
 mod source;
 mod validate;
 
@@ -27,9 +28,10 @@ use std::path::{Path, PathBuf};
 use wgpipe_compute::{DeviceSelector, Grid, OutputDType};
 use wgpipe_storage::{FieldSpec, Sink, SinkOptions, check_output, open_sink};
 
+pub use crate::config_error::{ConfigError, Origin, Result};
 pub use batch::{MAX_RUNS, RunSpec};
-pub use error::{ConfigError, Origin, Result};
 pub use kernel::{GRAY_SCOTT, GRAY_SCOTT_3D, ResolvedKernel};
+pub use launch::Launch;
 pub use model::{
     CheckpointMode, ConfigFile, DevicesSection, GridSection, IoSection, KernelSection, Mode, OutputSection, RunEntry,
     RunKernel, RunOverrides, RunSection, Select,

@@ -3,8 +3,8 @@
 
 use toml::de::{DeTable, DeValue};
 
-use super::error::{ConfigError, Origin, Result};
 use super::model::ConfigFile;
+use crate::config_error::{ConfigError, Origin, Result};
 
 /// The text a config was read from and the `--set` overrides applied on top.
 #[derive(Debug, Clone)]

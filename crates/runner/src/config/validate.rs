@@ -5,11 +5,11 @@ use std::str::FromStr;
 use wgpipe_compute::{DeviceSelector, OutputDType};
 use wgpipe_storage::{Compression, SINK_NAMES};
 
-use super::error::Result;
 use super::model::{CheckpointMode, ConfigFile, DEFAULT_GRID_EDGE, SELECT_ACCEPTS, Select};
 use super::source::Source;
 use crate::MAX_DEVICE_COPIES;
 use crate::analysis::Analysis;
+use crate::config_error::Result;
 use crate::thinning::{Thinning, Trigger};
 
 /// `[analysis]`: its sizes, and no sizes without fields to apply them to.

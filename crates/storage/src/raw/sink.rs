@@ -9,7 +9,7 @@ use super::meta::{
     FORMAT, FORMAT_VERSION, FieldMeta, RUN_FILE, RunMeta, RunStream, data_file, meta_file, read_run, steps_file,
     write_json,
 };
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, is_disk_full};
 use crate::frame::Fields;
 use crate::frame::Frame;
 use crate::json_meta::{FieldEntry, attrs_to_json};
@@ -56,7 +56,10 @@ impl Out {
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        self.file.write_all(bytes).map_err(|e| Error::io("cannot write frame to", &self.path, e))
+        self.file.write_all(bytes).map_err(|e| match is_disk_full(&e) {
+            true => Error::DiskFull { path: self.path.clone(), needed: bytes.len() as u64, source: e },
+            false => Error::io("cannot write frame to", &self.path, e),
+        })
     }
 
     /// Cuts the file to `len` bytes (drops a partial frame left by a failed write).

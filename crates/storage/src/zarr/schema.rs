@@ -24,7 +24,7 @@ use zarrs::group::GroupBuilder;
 
 use super::store::AtomicDirStore;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, is_disk_full};
 use crate::frame::DType;
 use crate::json_meta::{FieldEntry, attr_types, attrs_to_json};
 use crate::options::Compression;
@@ -258,9 +258,4 @@ pub(crate) fn store_err(store: &AtomicDirStore, action: &str, node: &str, e: imp
         Some((path, source)) => Error::Io { action: "cannot write", path, source },
         None => zerr(store, action, node, e),
     }
-}
-
-/// Whether `e` says the disk (or the user's quota) is full.
-fn is_disk_full(e: &std::io::Error) -> bool {
-    matches!(e.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded)
 }

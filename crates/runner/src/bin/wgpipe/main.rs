@@ -10,7 +10,6 @@ mod monitor;
 mod mpi;
 mod progress;
 mod render;
-mod resume;
 mod run;
 
 use std::process::ExitCode;

@@ -15,7 +15,8 @@ use wgpipe::{Error, RunReport, StopHandle};
 
 use super::{World, agree_on_output};
 use crate::progress::{ProgressMode, Reporter, Scale};
-use crate::run::{INTERRUPTED, Plan, RunArgs};
+use crate::run::{INTERRUPTED, RunArgs};
+use wgpipe::config::Launch;
 
 /// The rule under `mpirun`: a config without `[[runs]]` or `[sweep]` (one run) is one domain
 /// split over the ranks; a batch is shared out run by run ([`super::run`]).
@@ -53,7 +54,7 @@ fn check(config: &Config, args: &RunArgs) -> anyhow::Result<()> {
 }
 
 /// The split run on every rank; `plan` is checked and agreed on by every rank.
-pub fn run(args: &RunArgs, world: &World, plan: Plan) -> anyhow::Result<ExitCode> {
+pub fn run(args: &RunArgs, world: &World, plan: Launch) -> anyhow::Result<ExitCode> {
     let config = &plan.config;
     world.agree("planning the split domain", check(config, args))?;
     let decomposition = config.decomposition().and_then(|d| <[usize; 3]>::try_from(d).ok());

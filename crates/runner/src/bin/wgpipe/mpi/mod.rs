@@ -26,7 +26,8 @@ use wgpipe::storage::mpi::{self as mpi_crate, Threading};
 use wgpipe::storage::{MpiHdf5Sink, Sink, open_sink};
 use wgpipe::{Error, StopHandle};
 
-use crate::run::{INTERRUPTED, Plan, RunArgs, plan};
+use crate::run::{INTERRUPTED, RunArgs, plan};
+use wgpipe::config::Launch;
 
 /// An error already reported on stderr by the rank that met it (or by rank 0): `main` exits
 /// with a failure without printing it again.
@@ -131,7 +132,7 @@ fn agree_on_output(world: &World, config: &Config, layout: &wgpipe::storage::Str
 
 /// The sink every rank writes through: the shared HDF5 file (with `output.every`, the fields'
 /// file and the reductions' beside it, each shared), or nothing.
-fn shared_sink(plan: &Plan, world: &World, append: bool) -> anyhow::Result<Box<dyn Sink>> {
+fn shared_sink(plan: &Launch, world: &World, append: bool) -> anyhow::Result<Box<dyn Sink>> {
     let config = &plan.config;
     let kept = plan.kept_fields.clone();
     let shard = (world.rank(), world.size());

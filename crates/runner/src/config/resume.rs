@@ -4,15 +4,20 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use anyhow::{Context, bail};
-use wgpipe::Job;
-use wgpipe::checkpoint;
-use wgpipe::config::Config;
-use wgpipe::storage::{FieldSpec, Output, open_output};
+use wgpipe_storage::{FieldSpec, Output, open_output};
+
+use super::Config;
+use crate::error::{Error, Result};
+use crate::{Job, checkpoint};
+
+/// An [`Error::Resume`] about the output at `path`.
+fn refuse(path: &Path, message: String) -> Error {
+    Error::Resume { path: path.to_owned(), message }
+}
 
 /// What an existing output holds, as far as resuming it matters.
-#[derive(Default)]
-pub struct Held {
+#[derive(Debug, Default)]
+pub(crate) struct Held {
     /// The output, opened once for every check of the resume.
     pub output: Option<Output>,
     /// The reductions' own output, when the run stores the fields of some frames only
@@ -27,31 +32,37 @@ pub struct Held {
 
 /// The output at `path` opened, after checking that it holds `writes` (`key` names them in
 /// the message); `None` when there is none yet.
-fn open_checked(path: &Path, writes: &[FieldSpec]) -> anyhow::Result<Option<Output>> {
+fn open_checked(path: &Path, writes: &[FieldSpec]) -> Result<Option<Output>> {
     if !path.exists() {
         return Ok(None);
     }
-    let out = open_output(path).with_context(|| format!("cannot resume {}", path.display()))?;
+    let out = open_output(path).map_err(|e| refuse(path, e.to_string()))?;
     if out.fields().len() != writes.len() || out.fields().iter().zip(writes).any(|(a, b)| !a.same_data(b)) {
         let list = |fields: &[FieldSpec]| {
             fields.iter().map(|f| format!("{} {}", f.name, f.describe())).collect::<Vec<_>>().join(", ")
         };
-        bail!(
-            "cannot resume {}: it holds fields {}, the config writes {}; \
-             resume with the config that wrote it, or choose another output.path",
-            path.display(),
-            list(out.fields()),
-            list(writes)
-        );
+        return Err(refuse(
+            path,
+            format!(
+                "it holds fields {}, the config writes {}; resume with the config that wrote it, or choose another \
+                 output.path",
+                list(out.fields()),
+                list(writes)
+            ),
+        ));
     }
     Ok(Some(out))
 }
 
 /// What the config's existing output holds (nothing when there is no output yet), after
 /// checking that it holds the fields and grid this config writes.
-pub fn held_streams(config: &Config) -> anyhow::Result<Held> {
+pub(crate) fn held_streams(config: &Config) -> Result<Held> {
     if config.sink_name() == "null" {
-        bail!("--resume needs an output to resume: the null sink stores nothing; set output.sink to hdf5 or raw");
+        return Err(refuse(
+            &config.output_path(),
+            "resuming needs an output to resume: the null sink stores nothing; set output.sink to hdf5 or raw"
+                .to_owned(),
+        ));
     }
     let Some(output) = open_checked(&config.output_path(), &config.stored_fields()?)? else {
         return Ok(Held::default());
@@ -73,14 +84,16 @@ pub fn held_streams(config: &Config) -> anyhow::Result<Held> {
             let fields_complete = output.streams().iter().any(|f| f.name == s.name && f.complete);
             if fields_complete != s.complete {
                 let (done, not) = if s.complete { (reductions, &output) } else { (&output, reductions) };
-                bail!(
-                    "cannot resume: stream {} is complete in {} but not in {}, whose end was not written (the run \
-                     was killed or failed while it finished); its frames are there, but --resume cannot tell: run \
-                     the config again into another output.path",
-                    s.name,
-                    done.path().display(),
-                    not.path().display()
-                );
+                return Err(refuse(
+                    not.path(),
+                    format!(
+                        "stream {} is complete in {} but not here, whose end was not written (the run was killed or \
+                         failed while it finished); its frames are there, but resuming cannot tell: run the config \
+                         again into another output.path",
+                        s.name,
+                        done.path().display(),
+                    ),
+                ));
             }
         }
         if s.complete {
@@ -129,30 +142,17 @@ fn continuable(held: &Held, name: &str, frames: u64) -> Option<u64> {
     }
 }
 
-/// `eprintln!` when the first argument is true.
-macro_rules! say {
-    ($speaks:expr, $($arg:tt)*) => {
-        if $speaks {
-            // One write per line: the ranks of an MPI job share stderr, and `eprintln!`
-            // writes a line in pieces, which another rank's output can split.
-            let mut line = format!($($arg)*);
-            line.push('\n');
-            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
-        }
-    };
-}
-
 /// `jobs` (the incomplete and missing streams), each continuing from its checkpoint when the
 /// run checkpoints and the checkpoint's frames are all in the output, the last of them
-/// readable; the others restart from frame 0. Says which on stderr when it `speaks`. Also
-/// returns, per continuing stream, the frames the fields output keeps (with
-/// `output.every`/`output.when`, fewer than the checkpoint's).
-pub fn from_checkpoints(
+/// readable; the others restart from frame 0. Says which in `notes`. Also returns, per
+/// continuing stream, the frames the fields output keeps (with `output.every`/`output.when`,
+/// fewer than the checkpoint's).
+pub(crate) fn from_checkpoints(
     config: &Config,
     held: &Held,
     jobs: Vec<Job>,
-    speaks: bool,
-) -> anyhow::Result<(Vec<Job>, BTreeMap<String, u64>)> {
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Job>, BTreeMap<String, u64>)> {
     let mut kept = BTreeMap::new();
     let Some(checkpoints) = config.checkpoints() else { return Ok((jobs, kept)) };
     let mut resumed = Vec::with_capacity(jobs.len());
@@ -164,30 +164,30 @@ pub fn from_checkpoints(
         match checkpoint::read(&checkpoints.dir, &job.name)? {
             Some(saved) if saved.frames <= frames => match continuable(held, &job.name, saved.frames) {
                 Some(fields) => {
-                    say!(speaks, "stream {}: continuing after {} frames from its checkpoint", job.name, saved.frames);
+                    notes.push(format!(
+                        "stream {}: continuing after {} frames from its checkpoint",
+                        job.name, saved.frames
+                    ));
                     kept.insert(job.name.clone(), fields);
                     resumed.push(job.resuming(saved));
                 }
                 None => {
-                    say!(
-                        speaks,
+                    notes.push(format!(
                         "stream {}: the last of the {} frames its checkpoint keeps does not read back from the \
                          output{} (damaged by the kill?); restarting the stream from frame 0",
                         job.name,
                         saved.frames,
                         if held.reductions.is_some() { "s (fields and reductions)" } else { "" }
-                    );
+                    ));
                     resumed.push(job);
                 }
             },
             Some(saved) => {
-                say!(
-                    speaks,
+                notes.push(format!(
                     "stream {}: its checkpoint after {} frames is ahead of the {frames} frames in the output; \
                      restarting it from frame 0",
-                    job.name,
-                    saved.frames
-                );
+                    job.name, saved.frames
+                ));
                 resumed.push(job);
             }
             None => resumed.push(job),

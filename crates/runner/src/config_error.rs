@@ -1,4 +1,5 @@
-//! Errors of loading a run configuration: each names where the bad value came from.
+//! Errors of loading a run configuration: each names where the bad value came from. (Beside
+//! `config`, not in it: the crate's [`crate::Error`] holds one, and `config` uses that error.)
 
 use std::fmt;
 use std::path::PathBuf;
@@ -67,6 +68,15 @@ pub enum ConfigError {
         key: String,
         /// What is wrong and what is allowed.
         message: String,
+    },
+    /// The adapters `devices.select` names cannot be opened (none found, none matches, a
+    /// device refused to open).
+    #[error("{origin}: devices.select: {source}")]
+    Devices {
+        /// Where the selection was configured.
+        origin: Origin,
+        /// The compute crate's error.
+        source: Box<wgpipe_compute::Error>,
     },
     /// The kernel's WGSL cannot be read or does not validate.
     #[error("{origin}: {key}: {source}")]
