@@ -9,7 +9,7 @@ use numpy::PyArray1;
 use pyo3::exceptions::{PyIndexError, PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PySlice, PyTuple};
-use wgpipe::storage::{Output as RustOutput, OutputFormat, StreamSummary, open_output};
+use wgpipe::storage::{Output as RustOutput, StreamSummary, open_output};
 
 use crate::errors::storage_error;
 use crate::layout::{Field, attributes};
@@ -126,15 +126,7 @@ impl NativeOutput {
     /// Which sink wrote it: `"hdf5"`, `"zarr"`, `"raw"` or `"adios2"`.
     #[getter]
     fn format(&self) -> PyResult<&'static str> {
-        self.with(|out| {
-            Ok(match out.format() {
-                OutputFormat::Raw => "raw",
-                OutputFormat::Hdf5 => "hdf5",
-                OutputFormat::Zarr => "zarr",
-                #[allow(unreachable_patterns, reason = "OutputFormat is non_exhaustive")]
-                _ => "adios2",
-            })
-        })
+        self.with(|out| Ok(out.format().sink_name()))
     }
 
     /// The fields of every frame.

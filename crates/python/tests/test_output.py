@@ -1,4 +1,5 @@
-"""wgpipe.open: any backend's output read back as numpy arrays and xarray Datasets."""
+"""wgpipe.open: any backend's output read back as numpy arrays and xarray Datasets. ADIOS2
+needs its C library: WGPIPE_ADIOS2_LIB (the adios2 wheel's libadios2_c.so), as `.ci/run` sets."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import wgpipe
 from conftest import small
 
 
-@pytest.mark.parametrize("sink,name", [("hdf5", "o.h5"), ("zarr", "o.zarr"), ("raw", "o")])
+@pytest.mark.parametrize("sink,name", [("hdf5", "o.h5"), ("zarr", "o.zarr"), ("raw", "o"), ("adios2", "o.bp")])
 def test_every_backend_reads_back_what_was_written(tmp_path: Path, sink: str, name: str) -> None:
     out = tmp_path / name
     written = []

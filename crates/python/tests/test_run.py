@@ -57,10 +57,13 @@ def test_the_binarys_checks_run_first(tmp_path: Path) -> None:
     assert existing.read_bytes() == b"", "nothing was touched"
 
 
-def test_progress_lines_without_tqdm_and_none_when_off(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    wgpipe.run(overrides=small(tmp_path / "a.h5"), progress="lines")
+def test_progress_is_a_tqdm_bar_or_lines_or_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wgpipe.run(overrides=small(tmp_path / "a.h5"), progress=True)
+    bar = capsys.readouterr().err
+    assert "wgpipe: 100%" in bar and "6/6" in bar and "frame" in bar, bar
+    wgpipe.run(overrides=small(tmp_path / "b.h5"), progress="lines")
     assert "6/6 frames written" in capsys.readouterr().err
-    wgpipe.run(overrides=small(tmp_path / "b.h5"), progress=False)
+    wgpipe.run(overrides=small(tmp_path / "c.h5"), progress=False)
     assert capsys.readouterr().err == ""
 
 

@@ -23,7 +23,7 @@ fn info_describes_hdf5_and_raw_outputs() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("h.toml"), small_config("h.h5", "")).unwrap();
     std::fs::write(dir.path().join("r.toml"), small_config("r", "sink = \"raw\"")).unwrap();
-    for (cfg, out, format) in [("h.toml", "h.h5", "(HDF5)"), ("r.toml", "r", "(raw directory)")] {
+    for (cfg, out, format) in [("h.toml", "h.h5", "(HDF5 file)"), ("r.toml", "r", "(raw directory)")] {
         let run = wgpipe(dir.path(), &["run", cfg]);
         assert!(run.status.success(), "{}", text(&run));
         let info = wgpipe(dir.path(), &["info", out]);
@@ -40,7 +40,7 @@ fn info_describes_hdf5_and_raw_outputs() {
             assert!(t.contains(expect), "wgpipe info {out} lacks {expect:?}:\n{t}");
         }
         // The HDF5 file keeps the kernel's f32; raw JSON has no f32 and holds its decimal.
-        let du = if format == "(HDF5)" { "du = 0.1 (float32)" } else { "du = 0.1\n" };
+        let du = if format == "(HDF5 file)" { "du = 0.1 (float32)" } else { "du = 0.1\n" };
         assert!(t.contains(du), "{t}");
     }
     let missing = wgpipe(dir.path(), &["info", "nothing.h5"]);

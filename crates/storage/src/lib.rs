@@ -39,18 +39,20 @@
 //! built-in sinks are backends wrapped this way, and yours gets the same with
 //! `Checked::from(your_backend)`.
 //!
-//! Four sinks ship with the crate, chosen by name with [`open_sink`]: `null` (counts and
+//! Five sinks ship with the crate, chosen by name with [`open_sink`]: `null` (counts and
 //! checksums), `raw` (little-endian files readable by `numpy.fromfile`), `hdf5` (one
-//! self-describing file; cargo feature `hdf5`, on by default) and `zarr` (a Zarr v3
-//! directory store; cargo feature `zarr`, on by default); with feature `mpi`, the HDF5
-//! file can also be shared by MPI ranks (`MpiHdf5Sink`: each rank its own streams;
-//! `MpiBlockSink`: each rank its block of every frame). [`open_output`] reads what `raw` and
-//! `hdf5` and `zarr` stored back, and [`conformance`] is the suite every sink passes. A new backend is a
-//! folder under `src/` and one line in `open.rs`.
+//! self-describing file; cargo feature `hdf5`, on by default), `zarr` (a Zarr v3 directory
+//! store; cargo feature `zarr`, on by default) and `adios2` (BP5 files and SST streams through
+//! ADIOS2's C library, loaded at run time; cargo feature `adios2`); with feature `mpi`, the
+//! HDF5 file can also be shared by MPI ranks (`MpiHdf5Sink`: each rank its own streams;
+//! `MpiBlockSink`: each rank its block of every frame). [`open_output`] reads back what `raw`,
+//! `hdf5`, `zarr` and `adios2` (BP5) stored, and [`conformance`] is the suite every sink
+//! passes. A new backend is a folder under `src/` and one line in `open.rs`.
 
 #[cfg(feature = "adios2")]
 mod adios2;
 mod append;
+mod bp5;
 mod checksum;
 pub mod conformance;
 #[cfg(any(feature = "hdf5", feature = "zarr"))]

@@ -49,8 +49,14 @@ const BACKENDS: [Registered; 5] = [
         output: Some(OutputKind::ZarrStore),
         read: Some((zarr_holds, zarr_output)),
     },
-    // Read with ADIOS2's own tools (bpls, the adios2 Python API); an SST stream leaves nothing.
-    Registered { name: "adios2", open: adios2_sink, output: Some(OutputKind::BpDir), read: None },
+    // A BP5 directory (an SST stream leaves nothing to read): BP5's metadata index and
+    // meta-metadata file (BP4, which wgpipe does not write, has no mmd.0).
+    Registered {
+        name: "adios2",
+        open: adios2_sink,
+        output: Some(OutputKind::BpDir),
+        read: Some((crate::bp5::holds_bp5, adios2_output)),
+    },
 ];
 
 /// Names accepted by [`open_sink`], in the order they are listed to users.
@@ -94,7 +100,8 @@ pub fn check_output(kind: &str, options: &SinkOptions) -> Result<()> {
     crate::prepare::check(&options.path, options.overwrite, kind).map(|_| ())
 }
 
-/// Opens what a sink wrote at `path`: a raw directory, an HDF5 file or a Zarr store.
+/// Opens what a sink wrote at `path`: a raw directory, an HDF5 file, a Zarr store or an
+/// ADIOS2 BP5 directory.
 ///
 /// Counts the frames every stream holds completely, so an output left by a killed run opens
 /// too and reports what survived.
@@ -106,7 +113,11 @@ pub fn open_output(path: impl AsRef<Path>) -> Result<Output> {
         Some((_, read)) => read(path),
         None => Err(Error::BadOutput {
             path: path.to_path_buf(),
-            reason: "a directory with neither run.json (raw) nor zarr.json (zarr)".into(),
+            reason: format!(
+                "a directory with neither run.json (raw) nor zarr.json (zarr) nor {} and {} (adios2 BP5)",
+                crate::bp5::INDEX,
+                crate::bp5::META_META
+            ),
         }),
     }
 }
@@ -178,4 +189,39 @@ fn adios2_sink(options: &SinkOptions) -> Result<Box<dyn Sink>> {
 #[cfg(not(feature = "adios2"))]
 fn adios2_sink(_options: &SinkOptions) -> Result<Box<dyn Sink>> {
     Err(Error::FeatureDisabled { what: "the adios2 sink", feature: "adios2" })
+}
+
+#[cfg(feature = "adios2")]
+fn adios2_output(path: &Path) -> Result<Output> {
+    crate::adios2::read::open(path)
+}
+
+#[cfg(not(feature = "adios2"))]
+fn adios2_output(_path: &Path) -> Result<Output> {
+    Err(Error::FeatureDisabled { what: "reading an ADIOS2 BP5 directory", feature: "adios2" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::open_output;
+    use crate::error::Error;
+
+    /// A directory holding BP5's files is taken for an ADIOS2 output in every build: read with
+    /// feature `adios2` (this one, whose index holds no step, refused before ADIOS2 is asked:
+    /// it crashes on an empty index), refused naming that feature without it.
+    #[test]
+    fn a_bp5_directory_is_recognised_with_or_without_the_adios2_feature() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        for file in ["md.idx", "mmd.0", "md.0", "data.0"] {
+            std::fs::write(dir.path().join(file), b"")?;
+        }
+        let err = open_output(dir.path()).err().ok_or("an empty BP5 directory opened")?;
+        if cfg!(feature = "adios2") {
+            assert!(matches!(err, Error::BadOutput { .. }), "{err}");
+            assert!(err.to_string().contains("md.idx holds no step"), "{err}");
+        } else {
+            assert!(matches!(err, Error::FeatureDisabled { feature: "adios2", .. }), "{err}");
+        }
+        Ok(())
+    }
 }

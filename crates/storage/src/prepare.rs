@@ -90,7 +90,7 @@ pub(crate) fn check(path: &Path, overwrite: bool, kind: OutputKind) -> Result<bo
             path: path.to_path_buf(),
             reason: "it is not a Zarr store (a directory with a root zarr.json)",
         }),
-        OutputKind::BpDir if existing.is_dir() && path.join("md.idx").is_file() => Ok(true),
+        OutputKind::BpDir if existing.is_dir() && path.join(crate::bp5::INDEX).is_file() => Ok(true),
         OutputKind::BpDir => Err(Error::CannotReplace {
             path: path.to_path_buf(),
             reason: "it is not an ADIOS2 BP output (a directory with md.idx)",

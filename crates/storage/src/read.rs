@@ -16,6 +16,32 @@ pub enum OutputFormat {
     Hdf5,
     /// A Zarr v3 store written by the Zarr sink.
     Zarr,
+    /// An ADIOS2 BP5 directory written by the ADIOS2 sink.
+    Adios2,
+}
+
+impl OutputFormat {
+    /// The name of the sink that writes it (`raw`, `hdf5`, `zarr`, `adios2`), as configs and
+    /// [`crate::open_sink`] name it.
+    pub fn sink_name(self) -> &'static str {
+        match self {
+            OutputFormat::Raw => "raw",
+            OutputFormat::Hdf5 => "hdf5",
+            OutputFormat::Zarr => "zarr",
+            OutputFormat::Adios2 => "adios2",
+        }
+    }
+
+    /// What it is, for people: `HDF5 file`, `raw directory`, `Zarr v3 store`, `ADIOS2 BP5
+    /// directory`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            OutputFormat::Raw => "raw directory",
+            OutputFormat::Hdf5 => "HDF5 file",
+            OutputFormat::Zarr => "Zarr v3 store",
+            OutputFormat::Adios2 => "ADIOS2 BP5 directory",
+        }
+    }
 }
 
 /// One stream of an output, as far as it was written.

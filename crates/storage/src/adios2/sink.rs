@@ -1,12 +1,18 @@
 //! The ADIOS2 sink: one ADIOS2 step per frame, written by the BP5 engine into a directory or
 //! streamed by the SST engine to readers running at the same time.
 //!
-//! Variables are named `STREAM/FIELD` (a global array shaped like the field, C order) and
-//! `STREAM/step` (the frame's simulation step, a uint64 value); a step holds the variables of
+//! Variables are named `STREAM/FIELD` (a global array shaped like the field, C order; a
+//! float16 field as uint16, its bit patterns, ADIOS2 having no such type) and `STREAM/step`
+//! (the frame's simulation step, a uint64 value); a step holds the variables of
 //! the one stream whose frame it is, so a variable's own steps are its stream's frames in
 //! order (the `adios2` Python API reads frame `i` of `s0/u` with `step_selection=[i, 1]`).
 //! Run attributes keep their names and types, a stream's are `STREAM/NAME`, a field's
-//! `units` and `long_name` are `STREAM/FIELD/units` and `STREAM/FIELD/long_name`.
+//! `units` and `long_name` are `STREAM/FIELD/units` and `STREAM/FIELD/long_name`. The sink's
+//! own: `format`, `axis_order`, `streams` (the names, in layout order, comma-separated) and
+//! `fields`, the fields in layout order as JSON (name, dtype, shape, dims, units, long_name:
+//! raw's and Zarr's spelling), which ADIOS2 keeps nowhere else (its variables are sorted by
+//! name, a float16 field is a uint16 variable, axes have no names, and a field of streams
+//! without frames has no variable).
 //!
 //! When the run ends without a failure, a closing step without variables carries what only
 //! the end knows: `STREAM/frames` (uint64) and `STREAM/complete` and `complete` (uint8, 1 or
@@ -16,6 +22,7 @@
 
 use crate::error::{Error, Result};
 use crate::frame::{DType, Fields, Frame};
+use crate::json_meta::FieldEntry;
 use crate::options::{Adios2Engine, QueueFullPolicy, SinkOptions};
 use crate::prepare::OutputKind;
 use crate::protocol::{Backend, Checked, Outcome};
@@ -23,8 +30,14 @@ use crate::schema::{AttrValue, StreamLayout};
 
 use super::ffi::{self, Type, Var, Writer};
 
+/// Run attributes this sink writes itself, beyond those every sink writes
+/// ([`crate::validate::RESERVED_RUN_ATTRS`]): a layout using one is refused.
+pub(crate) const SINK_RUN_ATTRS: &[&str] = &["streams"];
+
 /// Value of the `format` attribute, which marks a BP5 output as wgpipe's.
 pub(crate) const FORMAT: &str = "wgpipe-adios2";
+/// Name of the attribute listing the fields (JSON), read back by `super::read`.
+pub(crate) const FIELDS_ATTR: &str = "fields";
 
 /// State between `begin` and `finish`.
 #[derive(Debug)]
@@ -52,16 +65,16 @@ impl Adios2Sink {
     }
 }
 
-/// ADIOS2's type of an element type; `None` for float16, which ADIOS2 has not.
-fn adios2_type(dtype: DType) -> Option<Type> {
+/// ADIOS2's type of an element type: float16, which ADIOS2 has not, as uint16 (its bits;
+/// the `fields` attribute says float16).
+pub(super) fn adios2_type(dtype: DType) -> Type {
     match dtype {
-        DType::U8 => Some(ffi::TYPE_UINT8),
-        DType::U16 => Some(ffi::TYPE_UINT16),
-        DType::U32 => Some(ffi::TYPE_UINT32),
-        DType::I32 => Some(ffi::TYPE_INT32),
-        DType::F32 => Some(ffi::TYPE_FLOAT),
-        DType::F64 => Some(ffi::TYPE_DOUBLE),
-        DType::F16 => None,
+        DType::U8 => ffi::TYPE_UINT8,
+        DType::U16 | DType::F16 => ffi::TYPE_UINT16,
+        DType::U32 => ffi::TYPE_UINT32,
+        DType::I32 => ffi::TYPE_INT32,
+        DType::F32 => ffi::TYPE_FLOAT,
+        DType::F64 => ffi::TYPE_DOUBLE,
     }
 }
 
@@ -111,7 +124,7 @@ impl Adios2Backend {
         for s in &layout.streams {
             let mut fields = Vec::with_capacity(layout.fields.len());
             for f in &layout.fields {
-                let ty = adios2_type(f.dtype).ok_or_else(|| self.err(format!("field {:?} is float16", f.name)))?;
+                let ty = adios2_type(f.dtype);
                 fields
                     .push(w.define_variable(&format!("{}/{}", s.name, f.name), ty, &f.shape).map_err(|m| self.err(m))?);
                 if let Some(u) = &f.units {
@@ -138,6 +151,9 @@ impl Adios2Backend {
         self.attribute(&mut w, "axis_order", &AttrValue::from(crate::schema::AXIS_ORDER))?;
         let names: Vec<&str> = layout.streams.iter().map(|s| s.name.as_str()).collect();
         self.attribute(&mut w, "streams", &AttrValue::from(names.join(",")))?;
+        let fields: Vec<FieldEntry> = layout.fields.iter().map(FieldEntry::from_spec).collect();
+        let fields = serde_json::to_string(&fields).map_err(|e| self.err(format!("the fields attribute: {e}")))?;
+        self.attribute(&mut w, FIELDS_ATTR, &AttrValue::from(fields))?;
         let path = self.options.path.to_string_lossy().into_owned();
         let w = match self.options.adios2_engine {
             Adios2Engine::Bp5 => {
@@ -197,18 +213,17 @@ impl Adios2Backend {
 }
 
 impl Backend for Adios2Backend {
-    /// float16 fields (ADIOS2 has no such type), and what ADIOS2 cannot do here: resume.
+    /// What ADIOS2 cannot do here: resume.
     fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
-        if let Some(f) = layout.fields.iter().find(|f| adios2_type(f.dtype).is_none()) {
-            return Err(Error::InvalidLayout(format!(
-                "field {:?} is float16, which ADIOS2 has no type for: store it as float32 (output.dtype = \"f32\")",
-                f.name
-            )));
-        }
         if self.options.append {
             return Err(Error::InvalidOptions(
                 "the adios2 sink cannot add streams to an existing output (resume): write a new one".into(),
             ));
+        }
+        if let Some(key) = layout.attributes.keys().find(|k| SINK_RUN_ATTRS.contains(&k.as_str())) {
+            return Err(Error::InvalidLayout(format!(
+                "run attribute {key:?} is written by the adios2 sink itself: rename it"
+            )));
         }
         Ok(())
     }

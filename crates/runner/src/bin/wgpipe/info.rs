@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use wgpipe::checkpoint;
-use wgpipe::storage::{AttrValue, Attributes, Output, OutputFormat, open_output};
+use wgpipe::storage::{AttrValue, Attributes, Output, open_output};
 
 /// Arguments of `wgpipe info`.
 #[derive(Debug, Args)]
@@ -45,13 +45,7 @@ fn attributes(text: &mut String, attrs: &Attributes, indent: &str) {
 /// The whole description.
 fn describe(out: &Output) -> anyhow::Result<String> {
     let mut t = String::new();
-    let format = match out.format() {
-        OutputFormat::Hdf5 => "HDF5",
-        OutputFormat::Raw => "raw directory",
-        OutputFormat::Zarr => "Zarr v3 store",
-        _ => "unknown format",
-    };
-    let _ = writeln!(t, "{} ({format})", out.path().display());
+    let _ = writeln!(t, "{} ({})", out.path().display(), out.format().describe());
     let version = match out.attributes().get("wgpipe_version") {
         Some(AttrValue::Text(v)) => v.clone(),
         _ => "not recorded".to_owned(),
