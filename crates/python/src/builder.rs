@@ -15,7 +15,7 @@ use wgpipe::{Analysis, IoMode, Pipeline, PipelineBuilder};
 
 use crate::errors::{compute_error, storage_error};
 use crate::kernel::KernelParts;
-use crate::layout::attributes_from;
+use crate::layout::attr_value;
 use crate::prepared::{Prepared, prepare};
 use crate::sink::{PySink, Raised};
 
@@ -190,9 +190,8 @@ impl Builder {
         key: String,
         value: Bound<'py, PyAny>,
     ) -> PyResult<PyRefMut<'py, Self>> {
-        let d = PyDict::new(slf.py());
-        d.set_item(&key, value)?;
-        slf.attributes.extend(attributes_from(&d)?);
+        let value = attr_value(&key, &value)?;
+        slf.attributes.push((key, value));
         Ok(slf)
     }
 

@@ -107,63 +107,47 @@ fn opt<'py, T: IntoPyObject<'py>>(py: Python<'py>, v: Option<T>) -> Bound<'py, P
 }
 
 /// The file and line of a config value's origin (`None`s for an override or a default).
-fn place(origin: &Origin) -> (Option<String>, Option<usize>) {
+fn place(origin: Option<&Origin>) -> (Option<String>, Option<usize>) {
     match origin {
-        Origin::Line { file, line } => (Some(file.clone()), Some(*line)),
-        Origin::File(file) => (Some(file.clone()), None),
-        Origin::Set(_) => (None, None),
+        Some(Origin::Line { file, line }) => (Some(file.clone()), Some(*line)),
+        Some(Origin::File(file)) => (Some(file.clone()), None),
+        Some(Origin::Set(_)) | None => (None, None),
     }
 }
 
-/// A [`ConfigError`] (or the class its cause calls for) for a config error.
+/// A [`ConfigError`] (or the class its cause calls for) for a config error, with the key and
+/// the place where it is known.
 pub fn config_error(py: Python<'_>, e: &RustConfigError) -> PyErr {
     let message = e.to_string();
-    match e {
-        RustConfigError::Kernel { source, .. } => compute_error(py, source, message),
-        RustConfigError::Devices { .. } => DeviceError::new_err(message),
-        RustConfigError::Invalid { origin, key, .. } => {
-            let (file, line) = place(origin);
-            let attributes = [("key", opt(py, Some(key.as_str()))), ("file", opt(py, file)), ("line", opt(py, line))];
-            with(py, ConfigError::new_err(message), &attributes)
-        }
-        RustConfigError::Syntax { origin, .. } => {
-            let (file, line) = place(origin);
-            with(
-                py,
-                ConfigError::new_err(message),
-                &[("key", opt::<&str>(py, None)), ("file", opt(py, file)), ("line", opt(py, line))],
-            )
-        }
-        _ => with(
-            py,
-            ConfigError::new_err(message),
-            &[("key", opt::<&str>(py, None)), ("file", opt::<&str>(py, None)), ("line", opt::<usize>(py, None))],
-        ),
-    }
+    let (key, origin) = match e {
+        RustConfigError::Kernel { source, .. } => return compute_error(py, source, message),
+        RustConfigError::Devices { .. } => return DeviceError::new_err(message),
+        RustConfigError::Invalid { origin, key, .. } => (Some(key.as_str()), Some(origin)),
+        RustConfigError::Syntax { origin, .. } => (None, Some(origin)),
+        _ => (None, None),
+    };
+    let (file, line) = place(origin);
+    with(py, ConfigError::new_err(message), &[("key", opt(py, key)), ("file", opt(py, file)), ("line", opt(py, line))])
 }
 
-/// The class of a GPU-side error, with `message` (which may say more than `e` alone).
+/// The class of a GPU-side error, with `message` (which may say more than `e` alone): a
+/// kernel's problem located in its file where it can be.
 pub fn compute_error(py: Python<'_>, e: &ComputeError, message: String) -> PyErr {
-    match e {
-        ComputeError::Wgsl(w) => with(
-            py,
-            KernelError::new_err(message),
-            &[("file", opt(py, Some(w.file.as_str()))), ("line", opt(py, w.line)), ("column", opt(py, w.column))],
-        ),
-        ComputeError::ReadShader { .. } | ComputeError::InvalidKernel { .. } => with(
-            py,
-            KernelError::new_err(message),
-            &[("file", opt::<&str>(py, None)), ("line", opt::<u32>(py, None)), ("column", opt::<u32>(py, None))],
-        ),
+    let (file, line, column) = match e {
+        ComputeError::Wgsl(w) => (Some(w.file.clone()), w.line, w.column),
+        ComputeError::ReadShader { path, .. } => (Some(path.display().to_string()), None, None),
+        ComputeError::InvalidKernel { .. } => (None, None, None),
         ComputeError::NoAdapter
         | ComputeError::NoMatchingAdapter { .. }
         | ComputeError::InvalidSelector(_)
         | ComputeError::RequestDevice { .. }
         | ComputeError::Gpu { .. }
         | ComputeError::DeviceLost { .. }
-        | ComputeError::Timeout { .. } => DeviceError::new_err(message),
-        _ => Error::new_err(message),
-    }
+        | ComputeError::Timeout { .. } => return DeviceError::new_err(message),
+        _ => return Error::new_err(message),
+    };
+    let attributes = [("file", opt(py, file)), ("line", opt(py, line)), ("column", opt(py, column))];
+    with(py, KernelError::new_err(message), &attributes)
 }
 
 /// The class of a storage error met before or outside a run.

@@ -2,7 +2,6 @@
 //! names), the streams, the attributes. Frames, sinks and outputs all describe their fields
 //! with [`Field`].
 
-use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -201,26 +200,20 @@ impl Field {
     }
 }
 
-/// Attributes from a Python dict of ints, floats and strings (bools as ints).
-pub fn attributes_from(d: &Bound<'_, PyDict>) -> PyResult<Attributes> {
-    let mut out = BTreeMap::new();
-    for (k, v) in d.iter() {
-        let key: String = k.extract()?;
-        let value = if let Ok(i) = v.extract::<i64>() {
-            AttrValue::Int(i)
-        } else if let Ok(u) = v.extract::<u64>() {
-            AttrValue::UInt(u)
-        } else if let Ok(f) = v.extract::<f64>() {
-            AttrValue::Float(f)
-        } else if let Ok(s) = v.extract::<String>() {
-            AttrValue::Text(s)
-        } else {
-            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
-                "attribute {key:?}: {} is not an int, float or str",
-                v.get_type().name()?
-            )));
-        };
-        out.insert(key, value);
+/// An attribute's value from a Python int, float or str (a bool as an int).
+pub fn attr_value(key: &str, v: &Bound<'_, PyAny>) -> PyResult<AttrValue> {
+    if let Ok(i) = v.extract::<i64>() {
+        Ok(AttrValue::Int(i))
+    } else if let Ok(u) = v.extract::<u64>() {
+        Ok(AttrValue::UInt(u))
+    } else if let Ok(f) = v.extract::<f64>() {
+        Ok(AttrValue::Float(f))
+    } else if let Ok(s) = v.extract::<String>() {
+        Ok(AttrValue::Text(s))
+    } else {
+        Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            "attribute {key:?}: {} is not an int, float or str",
+            v.get_type().name()?
+        )))
     }
-    Ok(out)
 }

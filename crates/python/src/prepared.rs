@@ -18,12 +18,20 @@ use crate::tap::{TapSink, TapSlot};
 /// each is a frame of memory and the channel before the writer already buffers.
 const TAP_DEPTH: usize = 2;
 
+/// Where a prepared pipeline is.
+enum Stage {
+    Ready(Box<Pipeline>),
+    Started,
+    /// A resume found every stream complete: starting gives an empty report.
+    NothingToDo,
+}
+
 /// A pipeline ready to start: checked, devices open, nothing computed or created yet.
 #[pyclass(module = "wgpipe")]
 pub struct Prepared {
-    /// `None` once started, or when a resume found nothing to do. (In a mutex: a pipeline
-    /// moves between threads but is not shared by them, and Python objects may be.)
-    pipeline: Mutex<Option<Pipeline>>,
+    /// In a mutex: a pipeline moves between threads but is not shared by them, and Python
+    /// objects may be.
+    stage: Mutex<Stage>,
     /// Where the sink finds the channel to `frames()`, if one is opened before the start.
     slot: Arc<TapSlot>,
     /// The exception a Python sink raised.
@@ -49,14 +57,16 @@ pub fn prepare(
     let pipeline = py.detach(|| build(Box::new(sink))).map_err(|e| to_py(py, e, take_raised(&raised)))?;
     let layout = Some(Py::new(py, Layout::from(pipeline.layout()))?);
     let labels = pipeline.gpus().iter().map(|g| g.label().to_owned()).collect();
-    Ok(Prepared { pipeline: Mutex::new(Some(pipeline)), slot, raised, outputs, notes: Vec::new(), layout, labels })
+    let stage = Mutex::new(Stage::Ready(Box::new(pipeline)));
+    Ok(Prepared { stage, slot, raised, outputs, notes: Vec::new(), layout, labels })
 }
 
 impl Prepared {
     /// Nothing to run (a resume found every stream complete): starting gives an empty report.
     pub fn nothing(outputs: String, notes: Vec<String>) -> Self {
         let (slot, raised) = (Arc::default(), Raised::default());
-        Prepared { pipeline: Mutex::new(None), slot, raised, outputs, notes, layout: None, labels: Vec::new() }
+        let stage = Mutex::new(Stage::NothingToDo);
+        Prepared { stage, slot, raised, outputs, notes, layout: None, labels: Vec::new() }
     }
 
     /// The same, with `notes` to show.
@@ -72,14 +82,17 @@ impl Prepared {
     /// handed to the returned run (`Run.next_frame`).
     #[pyo3(signature = (frames = false))]
     fn start(&self, py: Python<'_>, frames: bool) -> PyResult<Run> {
-        let Some(pipeline) = self.pipeline.lock().unwrap_or_else(PoisonError::into_inner).take() else {
-            if self.layout.is_none() {
-                return Ok(Run::finished(self.outputs.clone()));
+        let stage = std::mem::replace(&mut *self.stage.lock().unwrap_or_else(PoisonError::into_inner), Stage::Started);
+        let pipeline = match stage {
+            Stage::Ready(pipeline) => *pipeline,
+            Stage::NothingToDo => return Ok(Run::finished(self.outputs.clone())),
+            Stage::Started => {
+                return Err(PyRuntimeError::new_err("this pipeline was started already: build another one"));
             }
-            return Err(PyRuntimeError::new_err("this pipeline was started already: build another one"));
         };
         let tap = frames.then(|| self.slot.open(TAP_DEPTH));
-        Run::start(py, pipeline, tap, Arc::clone(&self.raised), self.outputs.clone())
+        let layout = self.layout.as_ref().map(|l| l.clone_ref(py));
+        Run::start(pipeline, layout, tap, Arc::clone(&self.raised), self.outputs.clone())
     }
 
     /// Where the frames go (the output's path, or the null sink).

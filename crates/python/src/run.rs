@@ -53,22 +53,19 @@ pub struct Run {
 }
 
 impl Run {
-    /// Starts `pipeline` on a thread of its own; its stored frames go to `tap`, if given.
+    /// Starts `pipeline` (whose layout Python sees as `python_layout`) on a thread of its
+    /// own; its stored frames go to `tap`, if given.
     pub fn start(
-        py: Python<'_>,
         pipeline: Pipeline,
+        python_layout: Option<Py<Layout>>,
         tap: Option<Arc<Tap>>,
         raised: Raised,
         outputs: String,
     ) -> PyResult<Self> {
-        let python_layout = Some(Py::new(py, Layout::from(pipeline.layout()))?);
-        let mut run = Run::finished(outputs);
-        run.layout = FrameLayout::of(pipeline.layout());
-        run.python_layout = python_layout;
-        run.labels = pipeline.gpus().iter().map(|g| g.label().to_owned()).collect();
-        run.streams = pipeline.layout().streams.iter().map(|s| s.name.clone()).collect();
-        (run.progress, run.stop, run.io_buffer) = (pipeline.progress(), pipeline.stop_handle(), pipeline.io_buffer());
-        (run.tap, run.raised) = (tap, raised);
+        let labels = pipeline.gpus().iter().map(|g| g.label().to_owned()).collect();
+        let streams = pipeline.layout().streams.iter().map(|s| s.name.clone()).collect();
+        let (layout, progress) = (FrameLayout::of(pipeline.layout()), pipeline.progress());
+        let (stop, io_buffer) = (pipeline.stop_handle(), pipeline.io_buffer());
         let (done_tx, done_rx) = bounded(1);
         let thread = std::thread::Builder::new()
             .name("wgpipe-run".to_owned())
@@ -77,10 +74,21 @@ impl Run {
                 let _ = done_tx.send(pipeline.run());
             })
             .map_err(|e| PyRuntimeError::new_err(format!("cannot start the run's thread: {e}")))?;
-        run.result = Some(done_rx);
-        run.ended = Mutex::new(None);
-        run.thread = Mutex::new(Some(thread));
-        Ok(run)
+        Ok(Run {
+            result: Some(done_rx),
+            ended: Mutex::new(None),
+            thread: Mutex::new(Some(thread)),
+            progress,
+            stop,
+            tap,
+            layout,
+            python_layout,
+            labels,
+            streams,
+            io_buffer,
+            raised,
+            outputs,
+        })
     }
 
     /// A run that had nothing to do: ended at once with an empty report.

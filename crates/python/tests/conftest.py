@@ -3,8 +3,10 @@ finds (lavapipe in CI), outputs in pytest's temporary directories."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -36,23 +38,16 @@ def wgpipe_binary() -> Path:
     return path
 
 
-#: Heat diffusion, one explicit Euler step of u' = u + alpha * (5-point Laplacian of u) on a
-#: periodic grid: the prelude gives `cell` (the invocation's cell and its neighbours' rows
-#: and columns) and the bindings `u_in`, `u_out`.
-HEAT_WGSL = """
-struct Params {
-    alpha: f32,
-}
+def example(name: str) -> ModuleType:
+    """The example `examples/python/NAME.py`, imported (its `main` not run)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "examples" / "python" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-@group(0) @binding(1) var<uniform> params: Params;
 
-@compute @workgroup_size(WORKGROUP_X, WORKGROUP_Y, WORKGROUP_Z)
-fn main(@builtin(global_invocation_id) id: vec3<u32>) {
-    if (!in_grid(id)) {
-        return;
-    }
-    let c = cell(id);
-    let around = u_in[c.ym + c.x] + u_in[c.yp + c.x] + u_in[c.y0 + c.xm] + u_in[c.y0 + c.xp];
-    u_out[c.i] = u_in[c.i] + params.alpha * (around - 4.0 * u_in[c.i]);
-}
-"""
+#: The heat kernel of `examples/python/heat_kernel.py`, written in a Python string: one
+#: explicit Euler step of u' = u + alpha * (5-point Laplacian of u) on a periodic grid.
+HEAT = example("heat_kernel")
+HEAT_WGSL: str = HEAT.HEAT

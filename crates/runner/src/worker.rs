@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
-use wgpipe_compute::{BlockObserver, FieldSim, FrameProducer, GpuDevice, Grid, OutputDType, ReadbackConfig};
+use wgpipe_compute::{BlockObserver, FieldSim, FrameInfo, FrameProducer, GpuDevice, Grid, OutputDType, ReadbackConfig};
 use wgpipe_storage::{BlockHasher, Frame, HASH_BLOCK};
 
 use crate::analysis::Analysis;
@@ -146,82 +146,105 @@ pub(crate) fn device_thread(
     report
 }
 
+/// The error of a device failing stream `name`.
+fn failing(name: &str) -> impl Fn(wgpipe_compute::Error) -> Stop + '_ {
+    move |e| Stop::Device(format!("stream {name}: {e}"))
+}
+
+/// The producer of a job's frames on `gpu`: its kernel's simulation (from its initial state)
+/// or its frame source, continued at the checkpoint `resume` when given.
+fn open_producer(
+    gpu: &GpuDevice,
+    ctx: &WorkerContext,
+    name: &str,
+    producer: Producer,
+    resume: Option<&SavedState>,
+) -> Result<FrameProducer, Stop> {
+    let fail = failing(name);
+    // A device lost while it ran an earlier job takes no more: the error names this stream.
+    gpu.check().map_err(&fail)?;
+    let mut producer = match producer {
+        Producer::Kernel { kernel, init } => {
+            let grid = ctx.grid.ok_or_else(|| Stop::Device(format!("stream {name}: a kernel job needs a grid")))?;
+            let indices = kernel.field_indices(&ctx.fields).map_err(&fail)?;
+            let init = init(&grid);
+            let sim = FieldSim::new(gpu, &kernel, &grid, &init).map_err(&fail)?;
+            drop(init);
+            let config = ReadbackConfig { fields: indices, ..ctx.readback.clone() };
+            let analysis = ctx.analysis.spec(&kernel).map_err(|e| Stop::Device(format!("stream {name}: {e}")))?;
+            FrameProducer::with_analysis(sim, config, ctx.output_dtype, &analysis).map_err(&fail)?
+        }
+        Producer::Source(open) => {
+            let source =
+                open(gpu).map_err(|e| Stop::Device(format!("stream {name}: opening its frame source: {e}")))?;
+            let expected = ctx.pool.frame_bytes() as u64;
+            if source.frame_bytes() != expected {
+                return Err(Stop::Device(format!(
+                    "stream {name}: its frame source makes frames of {} bytes, but the frame layout holds {expected}",
+                    source.frame_bytes()
+                )));
+            }
+            FrameProducer::from_source(gpu, name.to_owned(), source, ctx.readback.clone()).map_err(&fail)?
+        }
+    };
+    if let Some(saved) = resume {
+        producer.resume_at(saved.frames, &saved.state).map_err(&fail)?;
+    }
+    Ok(producer)
+}
+
+/// `producer` timed and copying as the run asks: GPU timestamps or not, and its copy threads.
+fn configured(producer: FrameProducer, ctx: &WorkerContext, gpu: &GpuDevice) -> FrameProducer {
+    let producer = if ctx.gpu_timestamps { producer } else { producer.without_timestamps() };
+    producer.with_copy_threads(match ctx.copy_threads {
+        CopyThreads::Set(n) => n,
+        CopyThreads::Auto(_) if gpu.adapter().is_cpu() => 1,
+        CopyThreads::Auto(n) => n,
+    })
+}
+
+/// When the job saves its state (`None`: never), set on `producer` from frame `first`. A
+/// source that saves no state has no checkpoints: it restarts from frame 0.
+fn checkpoint_schedule(
+    ctx: &WorkerContext,
+    producer: &mut FrameProducer,
+    first: u64,
+) -> wgpipe_compute::Result<Option<Schedule>> {
+    match &ctx.checkpoints {
+        Some((interval, auto)) if producer.state_bytes() > 0 => {
+            let schedule = Schedule::new(*interval, Arc::clone(auto));
+            match schedule.initial() {
+                Some(every) => producer.save_state_every(every),
+                None => producer.save_state_once(first),
+            }?;
+            Ok(Some(schedule))
+        }
+        _ => Ok(None),
+    }
+}
+
 impl DeviceWorker<'_> {
     /// Produces every frame of one job and hands each one off.
     fn run_job(&mut self, stream: usize, mut job: Job) -> Result<(), Stop> {
-        let DeviceWorker { d, gpu, ctx, handoff, report, recorder, sent } = self;
-        let (d, gpu, ctx) = (*d, *gpu, *ctx);
+        let (gpu, ctx) = (self.gpu, self.ctx);
         let name = job.name.clone();
+        let fail = failing(&name);
         let fingerprint = ctx.fingerprints.get(stream).cloned().unwrap_or_default();
         let resume = job.resume.take();
-        let fail = |e: wgpipe_compute::Error| Stop::Device(format!("stream {name}: {e}"));
         let thread = format!("device {}", gpu.label());
         let lockstep = ctx.lockstep.as_ref();
-        let opened = (|| {
-            // A device lost while it ran an earlier job takes no more: the error names this stream.
-            gpu.check().map_err(fail)?;
-            let mut producer = match job.producer {
-                Producer::Kernel { kernel, init } => {
-                    let grid =
-                        ctx.grid.ok_or_else(|| Stop::Device(format!("stream {name}: a kernel job needs a grid")))?;
-                    let indices = kernel.field_indices(&ctx.fields).map_err(fail)?;
-                    let init = init(&grid);
-                    let sim = FieldSim::new(gpu, &kernel, &grid, &init).map_err(fail)?;
-                    drop(init);
-                    let config = ReadbackConfig { fields: indices, ..ctx.readback.clone() };
-                    let analysis =
-                        ctx.analysis.spec(&kernel).map_err(|e| Stop::Device(format!("stream {name}: {e}")))?;
-                    FrameProducer::with_analysis(sim, config, ctx.output_dtype, &analysis).map_err(fail)?
-                }
-                Producer::Source(open) => {
-                    let source =
-                        open(gpu).map_err(|e| Stop::Device(format!("stream {name}: opening its frame source: {e}")))?;
-                    let expected = ctx.pool.frame_bytes() as u64;
-                    if source.frame_bytes() != expected {
-                        return Err(Stop::Device(format!(
-                            "stream {name}: its frame source makes frames of {} bytes, but the frame layout holds {expected}",
-                            source.frame_bytes()
-                        )));
-                    }
-                    FrameProducer::from_source(gpu, name.clone(), source, ctx.readback.clone()).map_err(fail)?
-                }
-            };
-            if let Some(saved) = &resume {
-                producer.resume_at(saved.frames, &saved.state).map_err(fail)?;
-            }
-            Ok(producer)
-        })();
+        let opened = open_producer(gpu, ctx, &name, job.producer, resume.as_ref());
         if let Some(l) = lockstep
             && l.settle(opened.is_err(), &ctx.state, &thread) != Verdict::Go
         {
             return opened.and(Err(Stop::Run));
         }
-        let mut producer = opened?;
-        if !ctx.gpu_timestamps {
-            producer = producer.without_timestamps();
-        }
-        producer = producer.with_copy_threads(match ctx.copy_threads {
-            CopyThreads::Set(n) => n,
-            CopyThreads::Auto(_) if gpu.adapter().is_cpu() => 1,
-            CopyThreads::Auto(n) => n,
-        });
-        report.copy_threads = producer.copy_threads();
+        let mut producer = configured(opened?, ctx, gpu);
+        self.report.copy_threads = producer.copy_threads();
         let first = resume.map_or(0, |saved| saved.frames);
-        // A source that saves no state has no checkpoints: it restarts from frame 0.
-        let mut schedule = match &ctx.checkpoints {
-            Some((interval, auto)) if producer.state_bytes() > 0 => {
-                let schedule = Schedule::new(*interval, Arc::clone(auto));
-                match schedule.initial() {
-                    Some(every) => producer.save_state_every(every),
-                    None => producer.save_state_once(first),
-                }
-                .map_err(fail)?;
-                Some(schedule)
-            }
-            _ => None,
-        };
+        let mut schedule = checkpoint_schedule(ctx, &mut producer, first).map_err(&fail)?;
         // `report.frames` once this job's first frame is produced (auto leaves it unmeasured).
-        let first_frame_count = report.frames + 1;
+        let first_frame_count = self.report.frames + 1;
         loop {
             if lockstep.is_none() && ctx.state.should_stop() {
                 return Err(Stop::Run);
@@ -231,9 +254,9 @@ impl DeviceWorker<'_> {
             // Hashed as it is copied out of the staging buffer, while each block is in the
             // cache (a second pass over a large frame cost as much as the copy on a GPU).
             let hash = HashWhileCopying(BlockHasher::new(data.len()));
-            let produced = producer.next_into_observed(&mut data, &hash).map_err(fail);
+            let produced = producer.next_into_observed(&mut data, &hash).map_err(&fail);
             let computed_in = start.elapsed().as_secs_f64();
-            report.compute_seconds += computed_in;
+            self.report.compute_seconds += computed_in;
             let verdict = lockstep.map_or(Verdict::Go, |l| l.settle(produced.is_err(), &ctx.state, &thread));
             if verdict == Verdict::Abandon {
                 ctx.pool.give(data);
@@ -243,16 +266,7 @@ impl DeviceWorker<'_> {
                 ctx.pool.give(data);
                 return Ok(());
             };
-            // The device's GPU time counts only while every frame it produced had one.
-            report.gpu_seconds = match (report.frames, report.gpu_seconds, info.gpu_time) {
-                (0, _, Some(t)) => Some(t.as_secs_f64()),
-                (_, Some(sum), Some(t)) => Some(sum + t.as_secs_f64()),
-                _ => None,
-            };
-            recorder.at(SpanKind::Compute, start, info.gpu_wait);
-            recorder.ended_now(SpanKind::Readback, info.copy);
-            ctx.progress.frame_computed(d);
-            report.frames += 1;
+            self.count_frame(&info, start);
             let checkpoint = producer.take_state().map(|state| SavedState {
                 stream: name.clone(),
                 frames: info.index + 1,
@@ -261,85 +275,124 @@ impl DeviceWorker<'_> {
                 state,
             });
             if let Some(every) = schedule.as_mut().and_then(Schedule::after_frame) {
-                producer.save_state_every(every).map_err(fail)?;
-                report.checkpoint_interval =
-                    schedule.as_ref().and_then(Schedule::chosen).or(report.checkpoint_interval);
+                producer.save_state_every(every).map_err(&fail)?;
+                self.report.checkpoint_interval =
+                    schedule.as_ref().and_then(Schedule::chosen).or(self.report.checkpoint_interval);
             }
             // Hashed on this thread (while copied, above), not by the sink: the writer's thread is
             // the one an I/O-bound run waits for.
             let frame = Frame::new(stream, info.index, info.step, data).with_block_hashes(&hash.0);
-            let env = Envelope { device: d, frame, checkpoint };
-            let send = |tx: &Sender<Envelope>, env, report: &mut DeviceReport, recorder: &mut Recorder| {
-                let start = Instant::now();
-                let sent = tx.send(env);
-                let blocked = start.elapsed();
-                report.blocked_seconds += blocked.as_secs_f64();
-                recorder.at(SpanKind::Blocked, start, blocked);
-                // The writer stopped and said why; in lockstep the next vote tells the others.
-                if sent.is_err() && lockstep.is_none() { Err(Stop::Run) } else { Ok(()) }
-            };
-            let write = |writer: &SharedWriter, env, report: &mut DeviceReport, recorder: &mut Recorder| {
-                let start = Instant::now();
-                let written = lock(writer).write(env);
-                let took = start.elapsed();
-                report.write_seconds += took.as_secs_f64();
-                recorder.at(SpanKind::Write, start, took);
-                match written {
-                    Err(e) => {
-                        ctx.state.fail_storing(&format!("device {} (writing)", gpu.label()), None, &e);
-                        if lockstep.is_none() { Err(Stop::Run) } else { Ok(took) }
-                    }
-                    // The sink's own time (not the wait for another device's write): what the
-                    // tuner weighs.
-                    Ok(sink) => Ok(sink),
-                }
-            };
-            match handoff {
-                Handoff::Channel(tx) => send(tx, env, report, recorder)?,
-                Handoff::Direct(writer) => {
-                    write(writer, env, report, recorder)?;
-                }
-                Handoff::Tuned { tx, writer, tuner } => {
-                    // The writer thread ended (a panicking sink): its failure is the run's.
-                    if tuner.is_closed() {
-                        ctx.pool.give(env.frame.data);
-                        return Err(Stop::Run);
-                    }
-                    if tuner.computed(d, computed_in, report.frames == first_frame_count) {
-                        // A stream's frames stay in order: the writer stores the ones this
-                        // thread sent before it writes the next one itself.
-                        let waiting = Instant::now();
-                        while ctx.progress.written_by(d) < *sent {
-                            if ctx.state.should_stop() || tuner.is_closed() {
-                                ctx.pool.give(env.frame.data);
-                                return Err(Stop::Run);
-                            }
-                            std::thread::sleep(std::time::Duration::from_micros(100));
-                        }
-                        report.blocked_seconds += waiting.elapsed().as_secs_f64();
-                        recorder.at(SpanKind::Blocked, waiting, waiting.elapsed());
-                        tuner.wrote(write(writer, env, report, recorder)?, true);
-                    } else {
-                        // Waiting for room at the chosen depth is backpressure as a full
-                        // channel is: one blocked span with the send.
-                        let start = Instant::now();
-                        tuner.wait_for_room(|| ctx.state.should_stop());
-                        *sent += 1;
-                        let result = tx.send(env);
-                        let blocked = start.elapsed();
-                        report.blocked_seconds += blocked.as_secs_f64();
-                        recorder.at(SpanKind::Blocked, start, blocked);
-                        if result.is_err() {
-                            // The writer stopped and said why (no lockstep here: see `Pipeline::run`).
-                            tuner.taken();
-                            return Err(Stop::Run);
-                        }
-                    }
-                }
-            }
+            let first_of_job = self.report.frames == first_frame_count;
+            self.hand_off(Envelope { device: self.d, frame, checkpoint }, computed_in, first_of_job)?;
             if verdict == Verdict::Last {
                 return Err(Stop::Run);
             }
         }
+    }
+
+    /// Counts a frame produced since `start`: its GPU time (counted only while every frame the
+    /// device produced had one), its spans, progress.
+    fn count_frame(&mut self, info: &FrameInfo, start: Instant) {
+        let report = &mut self.report;
+        report.gpu_seconds = match (report.frames, report.gpu_seconds, info.gpu_time) {
+            (0, _, Some(t)) => Some(t.as_secs_f64()),
+            (_, Some(sum), Some(t)) => Some(sum + t.as_secs_f64()),
+            _ => None,
+        };
+        self.recorder.at(SpanKind::Compute, start, info.gpu_wait);
+        self.recorder.ended_now(SpanKind::Readback, info.copy);
+        self.ctx.progress.frame_computed(self.d);
+        report.frames += 1;
+    }
+
+    /// Hands `env` off as the run's I/O mode says; `computed_in` is the frame's compute time
+    /// (what auto weighs), `first_of_job` whether it is its job's first frame (unmeasured).
+    fn hand_off(&mut self, env: Envelope, computed_in: f64, first_of_job: bool) -> Result<(), Stop> {
+        let (d, ctx) = (self.d, self.ctx);
+        let lockstep = ctx.lockstep.is_some();
+        let (report, recorder) = (&mut self.report, &mut self.recorder);
+        match &self.handoff {
+            Handoff::Channel(tx) => send(tx, env, report, recorder, lockstep),
+            Handoff::Direct(writer) => write(writer, env, report, recorder, (self.gpu, ctx)).map(drop),
+            Handoff::Tuned { tx, writer, tuner } => {
+                // The writer thread ended (a panicking sink): its failure is the run's.
+                if tuner.is_closed() {
+                    ctx.pool.give(env.frame.data);
+                    return Err(Stop::Run);
+                }
+                if tuner.computed(d, computed_in, first_of_job) {
+                    // A stream's frames stay in order: the writer stores the ones this
+                    // thread sent before it writes the next one itself.
+                    let waiting = Instant::now();
+                    while ctx.progress.written_by(d) < self.sent {
+                        if ctx.state.should_stop() || tuner.is_closed() {
+                            ctx.pool.give(env.frame.data);
+                            return Err(Stop::Run);
+                        }
+                        std::thread::sleep(std::time::Duration::from_micros(100));
+                    }
+                    report.blocked_seconds += waiting.elapsed().as_secs_f64();
+                    recorder.at(SpanKind::Blocked, waiting, waiting.elapsed());
+                    tuner.wrote(write(writer, env, report, recorder, (self.gpu, ctx))?, true);
+                    return Ok(());
+                }
+                // Waiting for room at the chosen depth is backpressure as a full channel is:
+                // one blocked span with the send.
+                let start = Instant::now();
+                tuner.wait_for_room(|| ctx.state.should_stop());
+                self.sent += 1;
+                let result = tx.send(env);
+                let blocked = start.elapsed();
+                report.blocked_seconds += blocked.as_secs_f64();
+                recorder.at(SpanKind::Blocked, start, blocked);
+                if result.is_err() {
+                    // The writer stopped and said why (no lockstep here: see `Pipeline::run`).
+                    tuner.taken();
+                    return Err(Stop::Run);
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Sends `env` to the writer thread, counting the time blocked on a full channel. A writer
+/// that stopped said why; in `lockstep` the next vote tells the other ranks.
+fn send(
+    tx: &Sender<Envelope>,
+    env: Envelope,
+    report: &mut DeviceReport,
+    recorder: &mut Recorder,
+    lockstep: bool,
+) -> Result<(), Stop> {
+    let start = Instant::now();
+    let sent = tx.send(env);
+    let blocked = start.elapsed();
+    report.blocked_seconds += blocked.as_secs_f64();
+    recorder.at(SpanKind::Blocked, start, blocked);
+    if sent.is_err() && !lockstep { Err(Stop::Run) } else { Ok(()) }
+}
+
+/// Writes `env` on this device's thread; returns the sink's own time (not the wait for
+/// another device's write): what the tuner weighs. A failed write fails the run (in lockstep,
+/// the next vote tells the other ranks).
+fn write(
+    writer: &SharedWriter,
+    env: Envelope,
+    report: &mut DeviceReport,
+    recorder: &mut Recorder,
+    (gpu, ctx): (&GpuDevice, &WorkerContext),
+) -> Result<std::time::Duration, Stop> {
+    let start = Instant::now();
+    let written = lock(writer).write(env);
+    let took = start.elapsed();
+    report.write_seconds += took.as_secs_f64();
+    recorder.at(SpanKind::Write, start, took);
+    match written {
+        Err(e) => {
+            ctx.state.fail_storing(&format!("device {} (writing)", gpu.label()), None, &e);
+            if ctx.lockstep.is_none() { Err(Stop::Run) } else { Ok(took) }
+        }
+        Ok(sink) => Ok(sink),
     }
 }

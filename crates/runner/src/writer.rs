@@ -7,6 +7,7 @@ use crossbeam_channel::Receiver;
 use wgpipe_storage::{Frame, PooledFrame, Recycle, Sink};
 
 use crate::checkpoint::{AutoInterval, Checkpoints, SavedState, Saver};
+use crate::pool::BufferPool;
 use crate::progress::Progress;
 use crate::report::{CheckpointReport, WriterReport};
 use crate::run_state::RunState;
@@ -32,6 +33,14 @@ pub(crate) struct CheckpointWriter {
     pub saver: Option<Box<dyn Saver>>,
 }
 
+impl CheckpointWriter {
+    /// Writes checkpoints into `checkpoints`, telling `auto` what they cost; through `saver`
+    /// where a state is not saved as its stream's file.
+    pub fn new(checkpoints: Checkpoints, auto: Arc<AutoInterval>, saver: Option<Box<dyn Saver>>) -> Self {
+        CheckpointWriter { checkpoints, auto, report: CheckpointReport::default(), saver }
+    }
+}
+
 /// The sink, plus what every write does besides writing: count progress, time the write,
 /// lend the frame to the sink so that its buffer comes back to the pool (when the sink is
 /// done with it: at once, or later for a sink that keeps it), write the checkpoint that came
@@ -45,6 +54,17 @@ pub(crate) struct FrameWriter {
 }
 
 impl FrameWriter {
+    /// The writer of `sink`, shared by the threads that write: every frame's buffer goes back
+    /// to `pool`, every write is counted in `progress`.
+    pub fn shared(
+        sink: Box<dyn Sink>,
+        pool: &BufferPool,
+        progress: Arc<Progress>,
+        checkpoints: Option<CheckpointWriter>,
+    ) -> SharedWriter {
+        Arc::new(Mutex::new(FrameWriter { sink, pool: Arc::new(pool.clone()), progress, checkpoints }))
+    }
+
     /// Writes one frame, then its checkpoint (so that a checkpoint never gets ahead of the
     /// frames stored); returns how long the sink took.
     pub fn write(&mut self, env: Envelope) -> Result<Duration, wgpipe_storage::Error> {

@@ -269,6 +269,14 @@ pub fn parse(argv: &[String]) -> Result<Args> {
             other => bail!("unknown argument {other:?}\n\n{USAGE}"),
         }
     }
+    check_values(&a)?;
+    check_comparisons(&a)?;
+    check_benchmark(&a)?;
+    Ok(a)
+}
+
+/// Errors unless every number is in range and the sink takes the options given.
+fn check_values(a: &Args) -> Result<()> {
     if a.reps == 0 {
         bail!("--reps must be at least 1");
     }
@@ -284,6 +292,11 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     if a.compression_threads == 0 || a.compare_threads.is_some_and(|(x, y)| x == 0 || y == 0) {
         bail!("--compression-threads and --compare-threads need 1 thread or more");
     }
+    Ok(())
+}
+
+/// Errors unless each comparison (`--compare-*`, `--against`) is complete and fits the sink.
+fn check_comparisons(a: &Args) -> Result<()> {
     if a.compare_threads.is_some_and(|(x, y)| x == y) {
         bail!("--compare-threads A,B compares two different thread counts");
     }
@@ -334,6 +347,11 @@ pub fn parse(argv: &[String]) -> Result<Args> {
     if a.ranks == Some(0) {
         bail!("--ranks 0: give gs-mpiio at least one MPI rank");
     }
+    Ok(())
+}
+
+/// Errors unless exactly one benchmark is chosen, with only its own options.
+fn check_benchmark(a: &Args) -> Result<()> {
     if a.layout_cost && (a.sink.is_some() || a.micro || a.reserve_cost || a.kernel) {
         bail!("--layout-cost is a benchmark of its own: run it without --sink, --micro, --reserve-cost and --kernel");
     }
@@ -378,7 +396,7 @@ pub fn parse(argv: &[String]) -> Result<Args> {
              --analysis-cost or --python\n\n{USAGE}"
         );
     }
-    Ok(a)
+    Ok(())
 }
 
 /// `text` as the whole number `flag` expects (shared with `cargo xtask soak`).

@@ -285,6 +285,23 @@ fn run_against(args: &Args, report: &mut Map<String, Value>, key: &str, run: Aga
 
 /// The GPU benchmarks of one sink.
 fn run_sink(args: &Args, kind: &str, report: &mut Map<String, Value>) -> Result<()> {
+    let w = sink_workload(args, kind)?;
+    let mut params = json!({
+        "sink": kind, "rows": w.rows, "cols": w.cols, "frames": w.frames, "devices": args.devices,
+        "io_buffer": args.io_buffer, "reps": args.reps, "compression": args.compression.to_string(), "fields": w.fields, "staging_buffers": w.staging,
+    });
+    if kind == "null" {
+        run_null(args, &w, &mut params, report)?;
+    } else {
+        run_file_sink(args, kind, &w, &mut params, report)?;
+    }
+    report.insert("parameters".to_owned(), params);
+    Ok(())
+}
+
+/// The workload of `--sink KIND` (its grid and frames, on the first device `--devices`
+/// selects), announced with the machine's state.
+fn sink_workload(args: &Args, kind: &str) -> Result<Workload> {
     let selector = DeviceSelector::parse(&args.devices).context("reading --devices")?;
     let gpus = open_devices(&selector, 1).context("opening the devices to benchmark")?;
     let is_null = kind == "null";
@@ -310,97 +327,121 @@ fn run_sink(args: &Args, kind: &str, report: &mut Map<String, Value>) -> Result<
         args.io_buffer,
         machine::load_average().map_or("unknown".to_owned(), |l| format!("{l:.2}"))
     );
-    let mut params = json!({
-        "sink": kind, "rows": w.rows, "cols": w.cols, "frames": w.frames, "devices": args.devices,
-        "io_buffer": args.io_buffer, "reps": args.reps, "compression": args.compression.to_string(), "fields": w.fields, "staging_buffers": w.staging,
-    });
-    if is_null {
-        let spf = args.steps_per_frame.unwrap_or(16);
-        params["steps_per_frame"] = json!(spf);
-        let r = null::run(&w, spf, args.io_buffer, args.reps)?;
-        println!("{}", r.table);
-        report.insert("overhead_ratio".to_owned(), json!(r.overhead_ratio));
-        report.insert("null".to_owned(), r.json);
-        if let Some(path) = &args.trace {
-            output::write_trace(path, &null::traced(&w, spf, args.io_buffer)?)?;
-            println!("trace of one async run: {}", path.display());
-        }
-        report.insert("machine".to_owned(), machine::describe(&w.gpus, None));
-    } else {
-        let scratch = output::ScratchDir::under(args.out.as_deref(), "bench")?;
-        println!("writing to {} ({})", scratch.path().display(), machine::filesystem_type(scratch.path()));
-        let mut b = io::IoBench::new(&w, kind, scratch.path(), args.compression, args.compression_threads)?;
-        params["compression_threads"] = json!(args.compression_threads);
-        if args.compare_dtype {
-            let spf = args.steps_per_frame.unwrap_or(1);
-            params["steps_per_frame"] = json!(spf);
-            let r = dtype::run(&b, spf, args.io_buffer, args.reps)?;
-            println!("{}", r.table);
-            report.insert("dtype".to_owned(), r.json);
-            report.insert("machine".to_owned(), machine::describe(&w.gpus, Some(scratch.path())));
-            report.insert("parameters".to_owned(), params);
-            return Ok(());
-        }
-        if let Some(pair) = args.compare_compression {
-            // Frames of an evolved pattern (the first steps' are nearly uniform and would
-            // flatter every codec).
-            let spf = args.steps_per_frame.unwrap_or(compression::STEPS_PER_FRAME);
-            params["steps_per_frame"] = json!(spf);
-            b.data = measure::capture_frames(&w, spf)?;
-            let r = compression::run(&b, pair, args.reps)?;
-            println!("{}", r.table);
-            report.insert("compression".to_owned(), r.json);
-            report.insert("machine".to_owned(), machine::describe(&w.gpus, Some(scratch.path())));
-            report.insert("parameters".to_owned(), params);
-            return Ok(());
-        }
-        if let Some(pair) = args.compare_threads {
-            let spf = args.steps_per_frame.unwrap_or(1);
-            params["steps_per_frame"] = json!(spf);
-            let r = threads::run(&b, pair, spf, args.io_buffer, args.reps)?;
-            println!("{}", r.table);
-            report.insert("compression_threads".to_owned(), r.json);
-            report.insert("machine".to_owned(), machine::describe(&w.gpus, Some(scratch.path())));
-            report.insert("parameters".to_owned(), params);
-            return Ok(());
-        }
-        let cal = io::calibrate(&b, args.steps_per_frame)?;
-        println!(
-            "calibration: write {:.2} ms/frame (fsync included), compute {:.3} ms/step + {:.3} ms/frame -> {} steps/frame{}",
-            cal.write_per_frame * 1e3,
-            cal.step_seconds * 1e3,
-            cal.frame_seconds * 1e3,
-            cal.spf,
-            if cal.from_user { " (given with --steps-per-frame)" } else { "" }
-        );
-        if !cal.reachable(1.0) && !cal.from_user {
-            println!(
-                "note: balance is unreachable here: one step per frame already computes {:.1}x as long as the \
-                 frame takes to write, so what follows is the compute-bound regime (theory: max(c,w)/(c+w), not 0.50)",
-                cal.compute_per_frame(1) / cal.write_per_frame
-            );
-        }
-        params["steps_per_frame"] = json!(cal.spf);
-        report.insert("calibration".to_owned(), cal.json());
-        let e = io::efficiency(&b, &cal, args.io_buffer, args.reps)?;
-        println!("{}", e.table);
-        report.insert("efficiency_ratio".to_owned(), json!(e.efficiency_ratio));
-        report.insert(kind.to_owned(), e.json);
-        if args.sweep {
-            let s = sweep::run(&b, &cal, args.reps)?;
-            println!("{}", s.table);
-            report.insert("sweep".to_owned(), s.json);
-        }
-        if let Some(path) = &args.trace {
-            output::write_trace(path, &b.pipeline(&w, cal.spf, IoMode::Async, args.io_buffer, true)?)?;
-            println!("trace of one async run: {}", path.display());
-        }
-        let cache = b.cache_note();
-        println!("page cache: {cache}");
-        report.insert("page_cache".to_owned(), json!(cache));
-        report.insert("machine".to_owned(), machine::describe(&w.gpus, Some(&PathBuf::from(scratch.path()))));
-        drop(scratch);
+    Ok(w)
+}
+
+/// `--sink null`: the pipeline against compute alone.
+fn run_null(args: &Args, w: &Workload, params: &mut Value, report: &mut Map<String, Value>) -> Result<()> {
+    let spf = args.steps_per_frame.unwrap_or(16);
+    params["steps_per_frame"] = json!(spf);
+    let r = null::run(w, spf, args.io_buffer, args.reps)?;
+    println!("{}", r.table);
+    report.insert("overhead_ratio".to_owned(), json!(r.overhead_ratio));
+    report.insert("null".to_owned(), r.json);
+    if let Some(path) = &args.trace {
+        output::write_trace(path, &null::traced(w, spf, args.io_buffer)?)?;
+        println!("trace of one async run: {}", path.display());
     }
-    report.insert("parameters".to_owned(), params);
+    report.insert("machine".to_owned(), machine::describe(&w.gpus, None));
+    Ok(())
+}
+
+/// `--sink raw|hdf5|zarr`: one of the comparisons asked for, else the efficiency ratio (and
+/// the sweep), in a scratch directory under `--out`.
+fn run_file_sink(
+    args: &Args,
+    kind: &str,
+    w: &Workload,
+    params: &mut Value,
+    report: &mut Map<String, Value>,
+) -> Result<()> {
+    let scratch = output::ScratchDir::under(args.out.as_deref(), "bench")?;
+    println!("writing to {} ({})", scratch.path().display(), machine::filesystem_type(scratch.path()));
+    let mut b = io::IoBench::new(w, kind, scratch.path(), args.compression, args.compression_threads)?;
+    params["compression_threads"] = json!(args.compression_threads);
+    match comparison(args, w, &mut b)? {
+        Some((key, spf, table, json)) => {
+            params["steps_per_frame"] = json!(spf);
+            println!("{table}");
+            report.insert(key.to_owned(), json);
+        }
+        None => run_efficiency(args, kind, w, &b, params, report)?,
+    }
+    report.insert("machine".to_owned(), machine::describe(&w.gpus, Some(&PathBuf::from(scratch.path()))));
+    drop(scratch);
+    Ok(())
+}
+
+/// The comparison `--compare-dtype`, `--compare-compression` or `--compare-threads` asked
+/// for, if one was: its report key, steps per frame, table and JSON.
+fn comparison(
+    args: &Args,
+    w: &Workload,
+    b: &mut io::IoBench<'_>,
+) -> Result<Option<(&'static str, u32, String, Value)>> {
+    if args.compare_dtype {
+        let spf = args.steps_per_frame.unwrap_or(1);
+        let r = dtype::run(b, spf, args.io_buffer, args.reps)?;
+        return Ok(Some(("dtype", spf, r.table, r.json)));
+    }
+    if let Some(pair) = args.compare_compression {
+        // Frames of an evolved pattern (the first steps' are nearly uniform and would
+        // flatter every codec).
+        let spf = args.steps_per_frame.unwrap_or(compression::STEPS_PER_FRAME);
+        b.data = measure::capture_frames(w, spf)?;
+        let r = compression::run(b, pair, args.reps)?;
+        return Ok(Some(("compression", spf, r.table, r.json)));
+    }
+    if let Some(pair) = args.compare_threads {
+        let spf = args.steps_per_frame.unwrap_or(1);
+        let r = threads::run(b, pair, spf, args.io_buffer, args.reps)?;
+        return Ok(Some(("compression_threads", spf, r.table, r.json)));
+    }
+    Ok(None)
+}
+
+/// The non-blocking efficiency ratio at the calibrated balance (and `--sweep`'s table).
+fn run_efficiency(
+    args: &Args,
+    kind: &str,
+    w: &Workload,
+    b: &io::IoBench<'_>,
+    params: &mut Value,
+    report: &mut Map<String, Value>,
+) -> Result<()> {
+    let cal = io::calibrate(b, args.steps_per_frame)?;
+    println!(
+        "calibration: write {:.2} ms/frame (fsync included), compute {:.3} ms/step + {:.3} ms/frame -> {} steps/frame{}",
+        cal.write_per_frame * 1e3,
+        cal.step_seconds * 1e3,
+        cal.frame_seconds * 1e3,
+        cal.spf,
+        if cal.from_user { " (given with --steps-per-frame)" } else { "" }
+    );
+    if !cal.reachable(1.0) && !cal.from_user {
+        println!(
+            "note: balance is unreachable here: one step per frame already computes {:.1}x as long as the \
+             frame takes to write, so what follows is the compute-bound regime (theory: max(c,w)/(c+w), not 0.50)",
+            cal.compute_per_frame(1) / cal.write_per_frame
+        );
+    }
+    params["steps_per_frame"] = json!(cal.spf);
+    report.insert("calibration".to_owned(), cal.json());
+    let e = io::efficiency(b, &cal, args.io_buffer, args.reps)?;
+    println!("{}", e.table);
+    report.insert("efficiency_ratio".to_owned(), json!(e.efficiency_ratio));
+    report.insert(kind.to_owned(), e.json);
+    if args.sweep {
+        let s = sweep::run(b, &cal, args.reps)?;
+        println!("{}", s.table);
+        report.insert("sweep".to_owned(), s.json);
+    }
+    if let Some(path) = &args.trace {
+        output::write_trace(path, &b.pipeline(w, cal.spf, IoMode::Async, args.io_buffer, true)?)?;
+        println!("trace of one async run: {}", path.display());
+    }
+    let cache = b.cache_note();
+    println!("page cache: {cache}");
+    report.insert("page_cache".to_owned(), json!(cache));
     Ok(())
 }

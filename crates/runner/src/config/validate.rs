@@ -50,10 +50,19 @@ fn analysis(file: &ConfigFile, src: &Source) -> Result<()> {
 
 /// Errors on the first out-of-range value (kernel-dependent checks are in `kernel.rs`).
 pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
+    grid_shape(file, src)?;
+    check_counts(file, src)?;
+    check_run(file, src)?;
+    analysis(file, src)?;
+    selector(file, src)?;
+    check_output(file, src)
+}
+
+/// Errors unless every count is at least 1 (and `devices.count` at most [`MAX_DEVICE_COPIES`]).
+fn check_counts(file: &ConfigFile, src: &Source) -> Result<()> {
     let at_least_one = |key: &str, value: u64| -> Result<()> {
         if value == 0 { Err(src.invalid(key, "0 is out of range: use 1 or more")) } else { Ok(()) }
     };
-    grid_shape(file, src)?;
     at_least_one("run.frames", file.run.frames)?;
     at_least_one("run.steps_per_frame", u64::from(file.run.steps_per_frame))?;
     at_least_one("devices.count", file.devices.count as u64)?;
@@ -76,6 +85,11 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
     if let Some(threads) = file.output.compression_threads {
         at_least_one("output.compression_threads", threads as u64)?;
     }
+    Ok(())
+}
+
+/// Errors unless the run's noise and checkpoint settings are usable together with the sink.
+fn check_run(file: &ConfigFile, src: &Source) -> Result<()> {
     if !(0.0..=1.0).contains(&file.run.noise) {
         return Err(src.invalid("run.noise", format!("{} is out of range: use a value from 0 to 1", file.run.noise)));
     }
@@ -103,8 +117,11 @@ pub(crate) fn check(file: &ConfigFile, src: &Source) -> Result<()> {
             ),
         ));
     }
-    analysis(file, src)?;
-    selector(file, src)?;
+    Ok(())
+}
+
+/// Errors unless `[output]` names a sink, a path and options that sink has.
+fn check_output(file: &ConfigFile, src: &Source) -> Result<()> {
     if !SINK_NAMES.contains(&file.output.sink.as_str()) {
         return Err(src.invalid(
             "output.sink",

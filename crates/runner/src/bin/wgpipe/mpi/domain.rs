@@ -63,21 +63,7 @@ pub fn run(args: &RunArgs, world: &World, plan: Launch) -> anyhow::Result<ExitCo
     if world.rank() == 0 {
         println!("{}", split.describe());
     }
-    // Every rank opens the same sinks in the same order (with output.every or output.when, the
-    // fields' output then the reductions'): each takes a communicator of its own, collectively.
-    let kept = plan.kept_fields.clone();
-    // With analysis.downsample, each rank writes its block's coarse cells of the downsampled
-    // fields too.
-    let (grid, k) = (split.block().global().shape().to_vec(), config.analysis().downsample.max(1) as usize);
-    let sink = config.open_sink_with(args.resume, kept, (0, 1), |options| -> wgpipe::storage::Result<Box<dyn Sink>> {
-        Ok(match config.sink_name() {
-            "hdf5" => Box::new(split.block_sink(options).downsampled(&grid, k)),
-            #[cfg(feature = "zarr")]
-            "zarr" => Box::new(split.zarr_block_sink(options).downsampled(&grid, k)),
-            _ => Box::new(split.null_block_sink().downsampled(&grid, k)),
-        })
-    });
-    let sink = world.agree("opening the output", sink.map_err(anyhow::Error::from))?;
+    let sink = world.agree("opening the output", block_sinks(config, args, &plan, &split))?;
     let stop = StopHandle::default();
     let built = config
         .builder()
@@ -104,7 +90,48 @@ pub fn run(args: &RunArgs, world: &World, plan: Launch) -> anyhow::Result<ExitCo
     let result = pipeline.run();
     reporter.finish();
 
-    let report = match &result {
+    let frames = summarise(world, config, &result, &split);
+    let outcome = match result {
+        Err(Error::Interrupted { .. }) => Ok(true),
+        other => other.map(|_| false).map_err(anyhow::Error::from),
+    };
+    let block = split.block();
+    let outcome = outcome.with_context(|| format!("block {:?} at {:?}", block.shape(), block.offset()));
+    if world.agree("running the split domain", outcome)? {
+        if world.rank() == 0 {
+            let next = how_to_continue(config);
+            eprintln!(
+                "interrupted: {frames} of {} frames written; the output was closed cleanly; {next}",
+                config.file.run.frames
+            );
+        }
+        return Ok(ExitCode::from(INTERRUPTED));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every rank's sinks, opened in the same order on every rank (with output.every or
+/// output.when, the fields' output then the reductions'), each taking a communicator of its
+/// own, collectively: each rank writes its block (and, with analysis.downsample, its block's
+/// coarse cells of the downsampled fields).
+fn block_sinks(config: &Config, args: &RunArgs, plan: &Launch, split: &SplitDomain) -> anyhow::Result<Box<dyn Sink>> {
+    let kept = plan.kept_fields.clone();
+    let (grid, k) = (split.block().global().shape().to_vec(), config.analysis().downsample.max(1) as usize);
+    let sink = config.open_sink_with(args.resume, kept, (0, 1), |options| -> wgpipe::storage::Result<Box<dyn Sink>> {
+        Ok(match config.sink_name() {
+            "hdf5" => Box::new(split.block_sink(options).downsampled(&grid, k)),
+            #[cfg(feature = "zarr")]
+            "zarr" => Box::new(split.zarr_block_sink(options).downsampled(&grid, k)),
+            _ => Box::new(split.null_block_sink().downsampled(&grid, k)),
+        })
+    });
+    Ok(sink?)
+}
+
+/// What the ranks did together, printed by rank 0: the frames every rank wrote (returned),
+/// the slowest rank's times, the bytes not stored.
+fn summarise(world: &World, config: &Config, result: &wgpipe::Result<RunReport>, split: &SplitDomain) -> u64 {
+    let report = match result {
         Ok(r) => r,
         Err(Error::Interrupted { report } | Error::Failed { report, .. }) => report.as_ref(),
         Err(_) => &RunReport::default(),
@@ -112,7 +139,7 @@ pub fn run(args: &RunArgs, world: &World, plan: Launch) -> anyhow::Result<ExitCo
     let mut frames = 0u64;
     world.comm.all_reduce_into(&report.written_frames(), &mut frames, SystemOperation::min());
     let mut slowest = [0f64; 6];
-    world.comm.all_reduce_into(&times(report, &split)[..], &mut slowest[..], SystemOperation::max());
+    world.comm.all_reduce_into(&times(report, split)[..], &mut slowest[..], SystemOperation::max());
     // Every rank skips the same frames; each skips its own block's bytes of them.
     let mut skipped_bytes = 0u64;
     world.comm.all_reduce_into(&report.sink.skipped_bytes, &mut skipped_bytes, SystemOperation::sum());
@@ -128,34 +155,23 @@ pub fn run(args: &RunArgs, world: &World, plan: Launch) -> anyhow::Result<ExitCo
         }
         println!("output: {}", config.shown_outputs());
     }
-    let outcome = match result {
-        Err(Error::Interrupted { .. }) => Ok(true),
-        other => other.map(|_| false).map_err(anyhow::Error::from),
-    };
-    let block = split.block();
-    let outcome = outcome.with_context(|| format!("block {:?} at {:?}", block.shape(), block.offset()));
-    if world.agree("running the split domain", outcome)? {
-        if world.rank() == 0 {
-            let next = match config.sink_name() {
-                "hdf5" => {
-                    "continue it with `mpirun ... wgpipe run CONFIG --resume` (from each checkpoint with \
-                     run.checkpoint_every, else from frame 0)"
-                }
-                "zarr" => {
-                    "continue it with `mpirun ... wgpipe run CONFIG --resume` on the same decomposition (the \
-                     store's chunks are its blocks; from each checkpoint with run.checkpoint_every, else from \
-                     frame 0)"
-                }
-                _ => "only an HDF5 or Zarr split run continues with --resume",
-            };
-            eprintln!(
-                "interrupted: {frames} of {} frames written; the output was closed cleanly; {next}",
-                config.file.run.frames
-            );
+    frames
+}
+
+/// How an interrupted split run continues, by its sink.
+fn how_to_continue(config: &Config) -> &'static str {
+    match config.sink_name() {
+        "hdf5" => {
+            "continue it with `mpirun ... wgpipe run CONFIG --resume` (from each checkpoint with \
+             run.checkpoint_every, else from frame 0)"
         }
-        return Ok(ExitCode::from(INTERRUPTED));
+        "zarr" => {
+            "continue it with `mpirun ... wgpipe run CONFIG --resume` on the same decomposition (the \
+             store's chunks are its blocks; from each checkpoint with run.checkpoint_every, else from \
+             frame 0)"
+        }
+        _ => "only an HDF5 or Zarr split run continues with --resume",
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// This rank's seconds: the kernel (its steps and the block's readback), the halo (faces
