@@ -59,6 +59,14 @@ pub enum Error {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// An encoding of the frames (a ZFP rate, ...) is not valid.
+    #[error("invalid {what}: {message}")]
+    InvalidEncoding {
+        /// The setting as given, e.g. `ZFP rate 40`.
+        what: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
     /// A grid shape is not a valid grid.
     #[error("invalid grid {shape:?}: {message}")]
     InvalidGrid {

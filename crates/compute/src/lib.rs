@@ -35,7 +35,8 @@
 //!   each with a plain-Rust twin; [`cpu_twin`] has the prelude's helpers.
 //! - [`FieldSim`]: a kernel's state on one device (a ping-pong buffer pair per field).
 //! - [`FrameProducer`]: steps + readback, with frame n+1 computing while frame n is copied out;
-//!   frames as f32 or as f16 converted on the GPU ([`OutputDType`]), each with the GPU's own
+//!   frames as f32, as f16 converted on the GPU ([`OutputDType`]) or ZFP-compressed on the GPU
+//!   ([`FieldEncoding`], [`zfp`]), each with the GPU's own
 //!   time from timestamp queries where the device has `TIMESTAMP_QUERY` ([`FrameInfo::gpu_time`]).
 //! - [`Block`] / [`BlockSim`]: one grid split into blocks (ranks or devices), each with one
 //!   ghost layer per face, the halos exchanged every step through [`Faces`]
@@ -65,6 +66,7 @@ mod readback;
 pub mod shipped;
 mod timestamps;
 mod wgsl_check;
+pub mod zfp;
 
 pub use adapter_summary::AdapterSummary;
 pub use adapters::{DeviceSelector, list_adapters, open_devices};
@@ -78,7 +80,7 @@ pub use halo::{Block, BlockSim, Faces, Side, exchange_faces, exchange_in_process
 pub use invocation_width::{InvocationWidth, prefers_wide_invocations};
 pub use kernel::{KernelSpec, MAX_WGSL_BYTES, WgslSource};
 pub use limits::GridFootprint;
-pub use output_dtype::OutputDType;
+pub use output_dtype::{FieldEncoding, OutputDType};
 pub use prelude::{Boundary, Indexing, UnknownBoundary, VectorViews, WorkgroupShapes, workgroup_size};
 pub use readback::{BlockObserver, COPY_BYTES_PER_THREAD, FrameInfo, FrameProducer, FrameSource, ReadbackConfig};
 pub use wgsl_check::{

@@ -1,5 +1,7 @@
 //! What leaves the GPU: the element type of the frames a [`crate::FrameProducer`] reads back
-//! (f16 is made by the pack pass in `f16_pack.rs`).
+//! (f16 is made by the pack pass in `f16_pack.rs`), or a ZFP stream of them (`zfp/`).
+
+use crate::zfp::ZfpRate;
 
 /// The element type of the fields a [`crate::FrameProducer`] hands out. The kernels always
 /// compute in f32; this is what leaves the GPU.
@@ -38,5 +40,29 @@ impl OutputDType {
 impl std::fmt::Display for OutputDType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// How each field a [`crate::FrameProducer`] reads back leaves the GPU: its values, or its
+/// values compressed on the device (only the compressed bytes are read back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FieldEncoding {
+    /// The values, as f32 or converted to f16.
+    Values(OutputDType),
+    /// The f32 values as a ZFP fixed-rate stream at this rate, the array without its axes of
+    /// size 1 ([`crate::zfp::ZfpField::squeezed`]): each field's bytes are
+    /// [`crate::zfp::ZfpField::stream_bytes`] long, byte for byte what the zfp C library writes.
+    Zfp(ZfpRate),
+}
+
+impl Default for FieldEncoding {
+    fn default() -> Self {
+        FieldEncoding::Values(OutputDType::F32)
+    }
+}
+
+impl From<OutputDType> for FieldEncoding {
+    fn from(dtype: OutputDType) -> Self {
+        FieldEncoding::Values(dtype)
     }
 }

@@ -15,8 +15,9 @@ use crate::device::GpuDevice;
 use crate::error::{Error, Result};
 use crate::f16_pack::HalfPacker;
 use crate::field_sim::FieldSim;
-use crate::output_dtype::OutputDType;
+use crate::output_dtype::{FieldEncoding, OutputDType};
 use crate::timestamps::FrameTimer;
+use crate::zfp::packer::ZfpPacker;
 
 /// Produces frames on the GPU: records the work of one frame into a command encoder and the
 /// copy of its bytes into a staging buffer. [`FrameProducer`] submits what it records, maps the
@@ -148,15 +149,54 @@ fn readback_buffers(gpu: &GpuDevice, what: &str, count: usize, size: u64) -> Res
     })
 }
 
+/// A pass that turns the read fields into what leaves the GPU, each into a buffer of its own.
+enum Packer {
+    Half(HalfPacker),
+    Zfp(ZfpPacker),
+}
+
+impl Packer {
+    fn new(sim: &FieldSim, fields: &[usize], encoding: FieldEncoding) -> Result<Option<Self>> {
+        Ok(match encoding {
+            FieldEncoding::Values(OutputDType::F32) => None,
+            FieldEncoding::Values(OutputDType::F16) => Some(Packer::Half(HalfPacker::new(sim, fields)?)),
+            FieldEncoding::Zfp(rate) => Some(Packer::Zfp(ZfpPacker::new(sim, fields, rate)?)),
+        })
+    }
+
+    /// Bytes between two packed fields in staging.
+    fn stride(&self) -> u64 {
+        match self {
+            Packer::Half(half) => half.padded_field_bytes(),
+            Packer::Zfp(zfp) => zfp.stream_bytes(),
+        }
+    }
+
+    /// Bytes of one packed field in the frame (f16 fields without their padding half).
+    fn piece(&self, sim: &FieldSim) -> u64 {
+        match self {
+            Packer::Half(_) => sim.grid().cells() as u64 * OutputDType::F16.size(),
+            Packer::Zfp(zfp) => zfp.stream_bytes(),
+        }
+    }
+
+    fn encode(&self, encoder: &mut wgpu::CommandEncoder, side: usize, staging: &wgpu::Buffer) {
+        match self {
+            Packer::Half(half) => half.encode(encoder, side, staging),
+            Packer::Zfp(zfp) => zfp.encode(encoder, side, staging),
+        }
+    }
+}
+
 /// A field simulation as a [`FrameSource`]: `steps_per_frame` steps, then the chosen fields,
-/// as computed (f32) or packed to f16 by `pack`.
+/// as computed (f32) or packed by `pack` (to f16, or to ZFP streams).
 struct FieldFrames {
     sim: FieldSim,
     /// The simulation's step count before frame 0.
     first_step: u64,
     steps_per_frame: u32,
     fields: Vec<usize>,
-    pack: Option<HalfPacker>,
+    pack: Option<Packer>,
     /// Reductions recorded after the steps, their results behind the fields.
     analysis: Option<FieldReducer>,
 }
@@ -164,7 +204,7 @@ struct FieldFrames {
 impl FieldFrames {
     /// Bytes of the fields in staging (packed f16 fields are padded to whole words).
     fn fields_bytes(&self) -> u64 {
-        let field_bytes = self.pack.as_ref().map_or(self.sim.field_bytes(), HalfPacker::padded_field_bytes);
+        let field_bytes = self.pack.as_ref().map_or(self.sim.field_bytes(), Packer::stride);
         field_bytes * self.fields.len() as u64
     }
 }
@@ -279,12 +319,15 @@ impl FrameProducer {
     /// [`FrameProducer::with_dtype`], each frame followed by `analysis`'s reductions of the
     /// kernel's fields (computed on the device after the frame's steps, before the readback),
     /// in the order and shapes [`AnalysisSpec::outputs`] gives, each 4 bytes an element.
+    /// `encoding` is an [`OutputDType`] or a [`FieldEncoding`]: with [`FieldEncoding::Zfp`]
+    /// each field is a ZFP stream, encoded after the analysis has read the values.
     pub fn with_analysis(
         sim: FieldSim,
         config: ReadbackConfig,
-        dtype: OutputDType,
+        encoding: impl Into<FieldEncoding>,
         analysis: &AnalysisSpec,
     ) -> Result<Self> {
+        let encoding = encoding.into();
         let invalid = |message: String| Error::InvalidKernel { kernel: sim.spec().name.clone(), message };
         if config.staging_buffers == 0 {
             return Err(invalid("staging_buffers must be at least 1".to_owned()));
@@ -308,12 +351,9 @@ impl FrameProducer {
             sim.cells_per_workgroup(),
         )?;
         let (gpu, name) = (sim.gpu().clone(), sim.spec().name.clone());
-        let pack = match dtype {
-            OutputDType::F32 => None,
-            OutputDType::F16 => Some(HalfPacker::new(&sim, &config.fields)?),
-        };
-        let field_bytes = sim.grid().cells() as u64 * dtype.size();
-        let stride = pack.as_ref().map_or(field_bytes, HalfPacker::padded_field_bytes);
+        let pack = Packer::new(&sim, &config.fields, encoding)?;
+        let field_bytes = pack.as_ref().map_or(sim.field_bytes(), |p| p.piece(&sim));
+        let stride = pack.as_ref().map_or(field_bytes, Packer::stride);
         let fields = config.fields.len();
         let first_step = sim.steps();
         let reducer = if analysis.is_empty() { None } else { Some(FieldReducer::new(&sim, analysis)?) };
@@ -326,7 +366,7 @@ impl FrameProducer {
             pack,
             analysis: reducer,
         };
-        debug_assert!(dtype != OutputDType::F32 || source.fields_bytes() == footprint.frame_bytes);
+        debug_assert!(encoding != FieldEncoding::default() || source.fields_bytes() == footprint.frame_bytes);
         let mut producer = Self::with_ring(&gpu, name, Box::new(source), config)?;
         let invalid = |what: &str| Error::InvalidKernel {
             kernel: producer.name.clone(),
