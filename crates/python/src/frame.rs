@@ -69,6 +69,10 @@ impl PyFrame {
         let kwargs = PyDict::new(py);
         kwargs.set_item("write", false)?;
         raw.call_method("setflags", (), Some(&kwargs))?;
+        // A field encoded on the device is its stream of bytes.
+        if spec.encoded() {
+            return Ok(raw.into_any());
+        }
         let shape = PyTuple::new(py, spec.shape())?;
         raw.call_method1("view", (spec.dtype(),))?.call_method1("reshape", (shape,))
     }

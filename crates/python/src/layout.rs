@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use wgpipe::storage::{AttrValue, Attributes, FieldSpec, StreamInfo, StreamLayout};
+use wgpipe::storage::{AttrValue, Attributes, Encoding, FieldSpec, StreamInfo, StreamLayout};
 
 /// One array of every frame: name, numpy dtype (`"<f4"`, ...), shape of one frame, axis
-/// names, and units and long name where known.
+/// names, units and long name where known, and `encoding` (`"zfp:rate=8"`) when the field
+/// arrives encoded on the device (`output.compress_on = "device"`): frames then give its
+/// stream as a 1-D uint8 array, not its values.
 #[pyclass(module = "wgpipe", frozen, get_all)]
 #[derive(Debug, Clone)]
 pub struct Field {
@@ -20,6 +22,14 @@ pub struct Field {
     dims: Vec<String>,
     units: Option<String>,
     long_name: Option<String>,
+    encoding: Option<String>,
+}
+
+impl Field {
+    /// Whether frames hold this field encoded (a byte stream), not as values.
+    pub fn encoded(&self) -> bool {
+        self.encoding.is_some()
+    }
 }
 
 impl From<&FieldSpec> for Field {
@@ -31,6 +41,10 @@ impl From<&FieldSpec> for Field {
             dims: f.dims.clone(),
             units: f.units.clone(),
             long_name: f.long_name.clone(),
+            encoding: match f.encoding {
+                Encoding::Zfp(rate) => Some(format!("zfp:rate={rate}")),
+                _ => None,
+            },
         }
     }
 }

@@ -109,3 +109,19 @@ def test_stop_ends_the_run_cleanly(tmp_path: Path) -> None:
     report = p.report
     assert report is not None and 4 <= report.frames < 500
     assert wgpipe.open(out)["stream0"].frames == report.frames
+
+
+def test_fields_encoded_on_the_device_arrive_as_their_zfp_streams(tmp_path: Path) -> None:
+    # 64 x 64 cells at 8 bits per value: 16 x 16 blocks of 16 values, 128 bits each.
+    out = tmp_path / "z.h5"
+    overrides = small(out, **{"output.compression": "zfp:rate=8", "output.compress_on": "device"})
+    with wgpipe.Pipeline(overrides=overrides) as p:
+        assert [f.encoding for f in p.layout.fields] == ["zfp:rate=8"]
+        streams = [frame["v"].copy() for frame in p.frames()]
+    assert len(streams) == 6
+    assert all(s.dtype == np.uint8 and s.shape == (16 * 16 * 128 // 8,) for s in streams)
+    with h5py.File(out) as f:
+        for i, stream in enumerate(streams):
+            # What H5Z-ZFP stores in the chunk is the stream (here a whole number of words).
+            _, chunk = f["stream0/v"].id.read_direct_chunk((i, 0, 0))
+            assert chunk == stream.tobytes()

@@ -160,6 +160,16 @@ impl PipelineBuilder {
         self
     }
 
+    /// Compresses the kernels' fields on the device, after each frame's steps and analysis, as
+    /// ZFP fixed-rate streams of `rate` bits per value, and reads back only those: a frame
+    /// moves `rate`/32 of its f32 bytes from the GPU to the disk. The sink must store encoded
+    /// fields ([`wgpipe_storage::Encoding::Zfp`]: the hdf5 sink, as H5Z-ZFP chunks every reader
+    /// with the ZFP filter decodes). f32 kernel fields only; not for a split domain.
+    pub fn zfp_on_device(mut self, rate: wgpipe_compute::zfp::ZfpRate) -> Self {
+        self.settings.zfp_on_device = Some(rate);
+        self
+    }
+
     /// Reductions of the kernel's fields computed on the device in each frame's command
     /// buffer, before readback, and stored beside the fields ([`Analysis`] lists them and
     /// their names). Kernels only: a frame source computes its own frames.

@@ -1,8 +1,9 @@
 //! The layout a run's sink receives: each frame's fields (the kernels' chosen fields on the
 //! grid, or a frame source's), every stream with its metadata, and the run's attributes.
 
+use wgpipe_compute::zfp::ZfpRate;
 use wgpipe_compute::{Grid, KernelSpec, OutputDType, gray_scott, gray_scott_3d};
-use wgpipe_storage::{DType, FieldSpec, StreamInfo, StreamLayout};
+use wgpipe_storage::{DType, Encoding, FieldSpec, StreamInfo, StreamLayout};
 
 use crate::error::{Error, Result};
 use crate::job::Job;
@@ -14,6 +15,22 @@ pub fn stored_dtype(dtype: OutputDType) -> DType {
         OutputDType::F32 => DType::F32,
         OutputDType::F16 => DType::F16,
     }
+}
+
+/// Marks the kernel fields of `layout` (all it holds so far) as arriving ZFP-encoded at
+/// `rate`; errors unless they are f32.
+fn encode_on_device(layout: &mut StreamLayout, dtype: OutputDType, rate: ZfpRate) -> Result<()> {
+    if dtype != OutputDType::F32 {
+        return Err(Error::Invalid(format!(
+            "ZFP on the device encodes f32 fields, and the fields are output as {dtype}: use .output_dtype(OutputDType::F32) \
+             (output.dtype = \"f32\")"
+        )));
+    }
+    let stored = wgpipe_storage::ZfpRate::new(rate.bits()).map_err(|e| Error::Invalid(e.to_string()))?;
+    for f in &mut layout.fields {
+        f.encoding = Encoding::Zfp(stored);
+    }
+    Ok(())
 }
 
 /// The layout of `jobs` on `grid` (without the adapters' names, which the plan adds), the
@@ -49,6 +66,9 @@ pub(crate) fn stream_layout(
                     }
                 }
             }
+            if let Some(rate) = settings.zfp_on_device {
+                encode_on_device(&mut layout, settings.output_dtype, rate)?;
+            }
             let grid_fields = layout.fields.len();
             if !settings.analysis.is_empty() {
                 let dims = FieldSpec::new("grid", dtype, grid.shape()).dims;
@@ -61,6 +81,14 @@ pub(crate) fn stream_layout(
                 return Err(Error::Invalid(
                     ".fields(..) chooses a kernel's fields; frames from a frame source hold the fields given to \
                      .frame_layout(..)"
+                        .to_owned(),
+                ));
+            }
+            if settings.zfp_on_device.is_some() {
+                return Err(Error::Invalid(
+                    ".zfp_on_device(..) encodes kernels' fields; frames from a frame source hold what it made: \
+                     encode them in the source (wgpipe_compute::zfp::ZfpEncoder) and declare them with \
+                     FieldSpec::with_encoding"
                         .to_owned(),
                 ));
             }

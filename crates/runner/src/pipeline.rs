@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, bounded};
-use wgpipe_compute::{GpuDevice, Grid};
+use wgpipe_compute::{FieldEncoding, GpuDevice, Grid};
 use wgpipe_storage::{Sink, SinkSummary, StreamLayout};
 
 use crate::checkpoint::AutoInterval;
@@ -107,6 +107,7 @@ impl Pipeline {
         } = plan;
         let Settings {
             output_dtype,
+            zfp_on_device,
             gpu_timestamps,
             copy_threads,
             mode,
@@ -140,7 +141,7 @@ impl Pipeline {
             state: Arc::new(RunState::new(stop)),
             grid,
             readback: readback.clone(),
-            output_dtype,
+            field_encoding: zfp_on_device.map_or(FieldEncoding::Values(output_dtype), FieldEncoding::Zfp),
             gpu_timestamps,
             fields: layout.fields.iter().take(grid_fields).map(|f| f.name.clone()).collect(),
             analysis,

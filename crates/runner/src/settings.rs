@@ -2,6 +2,7 @@
 //! keeps. (The devices, the work and the sink stay the builder's until `build`.)
 
 use wgpipe_compute::OutputDType;
+use wgpipe_compute::zfp::ZfpRate;
 use wgpipe_storage::{Attributes, FieldSpec};
 
 use crate::analysis::Analysis;
@@ -27,6 +28,8 @@ pub(crate) struct Settings {
     pub mode: IoMode,
     pub fields: Option<Vec<String>>,
     pub output_dtype: OutputDType,
+    /// Encode the kernels' fields on the device as ZFP fixed-rate streams at this rate.
+    pub zfp_on_device: Option<ZfpRate>,
     pub gpu_timestamps: bool,
     /// The fields of frames from frame sources.
     pub frame_layout: Option<Vec<FieldSpec>>,
@@ -57,6 +60,7 @@ impl Default for Settings {
             mode: IoMode::Auto,
             fields: None,
             output_dtype: OutputDType::F32,
+            zfp_on_device: None,
             gpu_timestamps: true,
             frame_layout: None,
             attributes: Attributes::new(),

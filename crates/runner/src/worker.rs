@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
-use wgpipe_compute::{BlockObserver, FieldSim, FrameInfo, FrameProducer, GpuDevice, Grid, OutputDType, ReadbackConfig};
+use wgpipe_compute::{
+    BlockObserver, FieldEncoding, FieldSim, FrameInfo, FrameProducer, GpuDevice, Grid, ReadbackConfig,
+};
 use wgpipe_storage::{BlockHasher, Frame, HASH_BLOCK};
 
 use crate::analysis::Analysis;
@@ -41,7 +43,8 @@ pub(crate) struct WorkerContext {
     pub grid: Option<Grid>,
     pub readback: ReadbackConfig,
     /// What kernels' fields are read back as.
-    pub output_dtype: OutputDType,
+    /// How the kernels' fields leave the device.
+    pub field_encoding: FieldEncoding,
     /// Whether frames are timed with GPU timestamp queries where the device has them.
     pub gpu_timestamps: bool,
     pub fields: Vec<String>,
@@ -172,7 +175,7 @@ fn open_producer(
             drop(init);
             let config = ReadbackConfig { fields: indices, ..ctx.readback.clone() };
             let analysis = ctx.analysis.spec(&kernel).map_err(|e| Stop::Device(format!("stream {name}: {e}")))?;
-            FrameProducer::with_analysis(sim, config, ctx.output_dtype, &analysis).map_err(&fail)?
+            FrameProducer::with_analysis(sim, config, ctx.field_encoding, &analysis).map_err(&fail)?
         }
         Producer::Source(open) => {
             let source =

@@ -39,8 +39,9 @@ const DEFAULT_KILLS: usize = 200;
 /// start state from the run's seed, which a resumed stream must draw again identically.
 /// `hdf5+deflate` is the HDF5 sink compressing with `deflate:6` (direct chunk writes);
 /// `hdf5+deflate4` the same with 4 frames per chunk (`output.chunk_frames = 4`: a chunk is
-/// rewritten as it fills, see `hdf5/eoa.rs`).
-const SCENARIOS: [(&str, f32); 7] = [
+/// rewritten as it fills, see `hdf5/eoa.rs`); `hdf5+zfp:rate=8` ZFP encoded on the devices
+/// (`output.compress_on = "auto"` picks them for HDF5), its chunks written as they arrive.
+const SCENARIOS: [(&str, f32); 8] = [
     ("hdf5", 0.0),
     ("raw", 0.0),
     ("hdf5", 0.05),
@@ -48,6 +49,7 @@ const SCENARIOS: [(&str, f32); 7] = [
     ("zarr", 0.05),
     ("hdf5+deflate", 0.05),
     ("hdf5+deflate4", 0.05),
+    ("hdf5+zfp:rate=8", 0.05),
 ];
 /// Attempts allowed per kill before the test gives up (runs that end before their kill).
 const ATTEMPTS_PER_KILL: usize = 6;

@@ -78,6 +78,7 @@ mod time;
 mod validate;
 #[cfg(feature = "zarr")]
 mod zarr;
+mod zfp;
 
 #[cfg(feature = "adios2")]
 pub use adios2::{Adios2Backend, Adios2Sink};
@@ -107,3 +108,4 @@ pub use validate::{check_field_name, check_stream_name};
 pub use zarr::{ZarrBackend, ZarrSink};
 #[cfg(all(feature = "zarr", feature = "mpi"))]
 pub use zarr::{ZarrBlockBackend, ZarrBlockSink};
+pub use zfp::{Encoding, ZfpRate};

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 
 use crate::error::{Error, Result};
+use crate::zfp::ZfpRate;
 
 /// Compression of stored frames (HDF5 and Zarr; the raw sink stores bytes as they are, so
 /// that `numpy.fromfile` can read them).
@@ -36,6 +37,13 @@ pub enum Compression {
     /// layout: zarr-python reads it with `zfpy` installed). Fields of other element types
     /// (integers, f16) are stored without it.
     Zfp(Tolerance),
+    /// ZFP in fixed-rate mode, lossy: every f32 value takes this many bits (1 to 32; a
+    /// quarter of the bytes at 8), whatever the data, so the size is known and the error is
+    /// not bounded (smooth fields lose least). Stored as `Zfp` is (the H5Z-ZFP plugin for
+    /// HDF5; Zarr's `zfpy` codec). Fields encoded before the sink
+    /// ([`crate::Encoding::Zfp`], wgpipe's `output.compress_on = "device"`) arrive in this
+    /// format; the HDF5 sink stores their streams as they are.
+    ZfpRate(ZfpRate),
 }
 
 /// A ZFP error bound: a finite number above 0.
@@ -59,7 +67,8 @@ impl Tolerance {
 
 /// The valid compression values, as listed in error messages.
 const COMPRESSION_VALUES: &str = "none, deflate, deflate:LEVEL (also spelled gzip), blosc-lz4, blosc-lz4:LEVEL, blosc-zstd, blosc-zstd:LEVEL, \
-     zstd or zstd:LEVEL (LEVEL 1-9), or zfp:accuracy=E (E > 0, the largest absolute error)";
+     zstd or zstd:LEVEL (LEVEL 1-9), zfp:accuracy=E (E > 0, the largest absolute error) or zfp:rate=R (R bits per \
+     value, 1-32)";
 
 impl Compression {
     /// Level used by `blosc-lz4` without `:LEVEL`.
@@ -69,6 +78,11 @@ impl Compression {
     /// Level used by `zstd` without `:LEVEL` (zstd's own default).
     pub const DEFAULT_ZSTD_LEVEL: u8 = 3;
 
+    /// Whether this is ZFP, in either mode (HDF5's ZFP filter plugin, Zarr's `zfpy` codec).
+    pub fn is_zfp(&self) -> bool {
+        matches!(self, Compression::Zfp(_) | Compression::ZfpRate(_))
+    }
+
     /// Whether this compression uses the blosc HDF5 filter (cargo feature `blosc`).
     pub fn is_blosc(&self) -> bool {
         matches!(self, Compression::BloscLz4(_) | Compression::BloscZstd(_))
@@ -77,9 +91,7 @@ impl Compression {
     /// Errors if the Zarr sink of this build cannot write this compression: ZFP without the
     /// cargo feature `zarr-zfp` (the codec's ZFP library is built from source, with cmake).
     pub fn check_available_in_zarr(&self) -> Result<()> {
-        if let Compression::Zfp(_) = self
-            && !cfg!(feature = "zarr-zfp")
-        {
+        if self.is_zfp() && !cfg!(feature = "zarr-zfp") {
             return Err(Error::InvalidOptions(format!(
                 "compression {self} needs the Zarr ZFP codec, which this build of wgpipe-storage leaves out: \
                  rebuild with the `zarr-zfp` cargo feature (the default; it needs cmake), or use the hdf5 sink \
@@ -94,9 +106,7 @@ impl Compression {
     /// value itself before anything starts. (The Zarr sink's: [`Compression::check_available_in_zarr`].)
     pub fn check_available(&self) -> Result<()> {
         #[cfg(feature = "hdf5")]
-        if let Compression::Zfp(_) = self
-            && !hdf5::filters::zfp_available()
-        {
+        if self.is_zfp() && !hdf5::filters::zfp_available() {
             return Err(Error::InvalidOptions(format!(
                 "compression {self} needs HDF5's ZFP filter plugin (H5Z-ZFP, filter 32013), which HDF5 cannot \
                  load: install it (Debian: apt-get install hdf5-filter-plugin-zfp-serial) or point \
@@ -122,6 +132,7 @@ impl fmt::Display for Compression {
             Compression::BloscZstd(level) => write!(f, "blosc-zstd:{level}"),
             Compression::Zstd(level) => write!(f, "zstd:{level}"),
             Compression::Zfp(t) => write!(f, "zfp:accuracy={}", t.get()),
+            Compression::ZfpRate(rate) => write!(f, "zfp:rate={rate}"),
         }
     }
 }
@@ -145,9 +156,18 @@ impl FromStr for Compression {
                 ))
             });
         }
+        if let Some(rate) = s.strip_prefix("zfp:rate=") {
+            let rate = rate.parse::<u32>().map_err(|_| {
+                Error::InvalidOptions(format!(
+                    "compression {s:?}: the rate must be a whole number of bits per value, 1 to 32, e.g. zfp:rate=8"
+                ))
+            })?;
+            return ZfpRate::new(rate).map(Compression::ZfpRate);
+        }
         if s == "zfp" || s.starts_with("zfp:") {
             return Err(Error::InvalidOptions(format!(
-                "compression {s:?}: ZFP needs its error bound, e.g. zfp:accuracy=1e-4 (the largest absolute error)"
+                "compression {s:?}: ZFP needs its mode, e.g. zfp:accuracy=1e-4 (the largest absolute error) or \
+                 zfp:rate=8 (bits per value)"
             )));
         }
         let (name, level) = match s.split_once(':') {
@@ -423,8 +443,8 @@ impl SinkOptions {
             Compression::BloscLz4(l) => Some(("blosc-lz4", l)),
             Compression::BloscZstd(l) => Some(("blosc-zstd", l)),
             Compression::Zstd(l) => Some(("zstd", l)),
-            // A Tolerance is above 0 by construction.
-            Compression::Zfp(_) => None,
+            // A Tolerance is above 0 and a ZfpRate 1 to 32 by construction.
+            Compression::Zfp(_) | Compression::ZfpRate(_) => None,
         };
         if let Some((name, l)) = level
             && !(1..=9).contains(&l)

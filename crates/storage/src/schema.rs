@@ -9,6 +9,7 @@ use std::ops::Range;
 
 use crate::error::{Error, Result};
 use crate::frame::DType;
+use crate::zfp::Encoding;
 
 /// A metadata value stored as an attribute (HDF5) or a metadata entry (raw).
 #[derive(Debug, Clone, PartialEq)]
@@ -161,6 +162,9 @@ pub struct FieldSpec {
     pub units: Option<String>,
     /// Human-readable name (the `long_name` attribute of CF/netCDF), when known.
     pub long_name: Option<String>,
+    /// How the field's bytes arrive in each frame: its values (the default), or a stream
+    /// encoded before the sink ([`Encoding::Zfp`]), which sinks store as such.
+    pub encoding: Encoding,
 }
 
 impl FieldSpec {
@@ -168,7 +172,7 @@ impl FieldSpec {
     pub fn new(name: impl Into<String>, dtype: DType, shape: impl Into<Vec<usize>>) -> Self {
         let shape = shape.into();
         let dims = default_dims(shape.len());
-        FieldSpec { name: name.into(), dtype, shape, dims, units: None, long_name: None }
+        FieldSpec { name: name.into(), dtype, shape, dims, units: None, long_name: None, encoding: Encoding::Values }
     }
 
     /// Sets [`FieldSpec::units`].
@@ -189,9 +193,16 @@ impl FieldSpec {
         self
     }
 
+    /// Sets [`FieldSpec::encoding`].
+    pub fn with_encoding(mut self, encoding: Encoding) -> Self {
+        self.encoding = encoding;
+        self
+    }
+
     /// Whether `other` holds the same data: name, element type, shape and axis names. Units
     /// and long names describe the values and may differ (an output written before they
-    /// were recorded can still be appended to).
+    /// were recorded can still be appended to); so may the encoding of the frames that
+    /// bring the values.
     pub fn same_data(&self, other: &FieldSpec) -> bool {
         self.name == other.name && self.dtype == other.dtype && self.shape == other.shape && self.dims == other.dims
     }
@@ -201,15 +212,23 @@ impl FieldSpec {
         self.shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
     }
 
-    /// Bytes of one frame of this field, or `None` if they exceed what a buffer can hold
-    /// (`isize::MAX`).
+    /// Bytes of one frame of this field as it arrives (its values, or its encoded stream),
+    /// or `None` if they exceed what a buffer can hold (`isize::MAX`).
     pub fn bytes(&self) -> Option<usize> {
-        self.elements()?.checked_mul(self.dtype.size()).filter(|&b| isize::try_from(b).is_ok())
+        let bytes = match self.encoding {
+            Encoding::Values => self.elements()?.checked_mul(self.dtype.size())?,
+            Encoding::Zfp(rate) => usize::try_from(rate.stream_bytes(&self.shape)?).ok()?,
+        };
+        Some(bytes).filter(|&b| isize::try_from(b).is_ok())
     }
 
-    /// `dtype [d0, d1, ...]`, e.g. `float32 [64, 64]`, for messages.
+    /// `dtype [d0, d1, ...]`, e.g. `float32 [64, 64]`, for messages, with the encoding of a
+    /// field that does not arrive as values.
     pub fn describe(&self) -> String {
-        format!("{} {:?}", self.dtype, self.shape)
+        match self.encoding {
+            Encoding::Values => format!("{} {:?}", self.dtype, self.shape),
+            _ => format!("{} {:?} as {}", self.dtype, self.shape, self.encoding.describe()),
+        }
     }
 }
 

@@ -7,8 +7,10 @@
 use std::ops::Range;
 
 use crate::error::{Error, Result};
+use crate::frame::DType;
 use crate::frame::{Fields, Frame};
-use crate::schema::{MAX_RANK, StreamLayout};
+use crate::schema::{FieldSpec, MAX_RANK, StreamLayout};
+use crate::zfp::Encoding;
 
 /// Attribute names the sinks write themselves, refused in a layout's run attributes.
 pub(crate) const RESERVED_RUN_ATTRS: &[&str] =
@@ -107,6 +109,7 @@ pub(crate) fn check_layout(layout: &StreamLayout) -> Result<()> {
             ));
         }
         check_names(&format!("axis of field {:?}", f.name), &f.dims.iter().collect::<Vec<_>>())?;
+        check_encoding(f)?;
     }
     layout.frame_bytes()?;
     if let Some(key) = layout.attributes.keys().find(|k| RESERVED_RUN_ATTRS.contains(&k.as_str())) {
@@ -124,6 +127,33 @@ pub(crate) fn check_layout(layout: &StreamLayout) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Errors unless a field encoded before the sink is one its encoding can hold: ZFP streams of
+/// f32 values with at most 3 axes longer than 1.
+fn check_encoding(f: &FieldSpec) -> Result<()> {
+    match f.encoding {
+        Encoding::Zfp(_) if f.dtype != DType::F32 => Err(Error::InvalidLayout(format!(
+            "field {:?} is {} but arrives as a ZFP fixed-rate stream, which codes f32 values only",
+            f.name,
+            f.describe()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Errors when `layout` has a field that arrives encoded (not as values): for the sinks that
+/// store only values (`sink`, e.g. `zarr`).
+pub(crate) fn refuse_encoded_fields(layout: &StreamLayout, sink: &str) -> Result<()> {
+    match layout.fields.iter().find(|f| f.encoding != Encoding::Values) {
+        Some(f) => Err(Error::InvalidLayout(format!(
+            "field {:?} arrives as {}, which the {sink} sink cannot store: use the hdf5 sink, or let the values \
+             arrive (wgpipe: output.compress_on = \"host\")",
+            f.name,
+            f.encoding.describe()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Errors unless every name is allowed and none appears twice.

@@ -14,6 +14,7 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
        cargo xtask bench --layout-cost [--out DIR] [--rows R --cols C --frames N --reps K]
        cargo xtask bench --checkpoint-cost [--out DIR] [--rows EDGE --frames N --reps K]
        cargo xtask bench --analysis-cost [--rows EDGE --frames N --reps K]
+       cargo xtask bench --zfp-device [--compression zfp:rate=R] [--out DIR] [--rows EDGE --frames N --reps K]
        cargo xtask bench --sink raw --against posix [--out DIR] [--rows R --cols C --frames N]
        cargo xtask bench --sink hdf5 --against h5py [--out DIR] [--rows R --cols C --frames N]
        cargo xtask bench --sink hdf5 --against gs-mpiio [--out DIR] [--rows EDGE --frames N --ranks R --bin WGPIPE]
@@ -41,6 +42,11 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
   --compare-compression A,B  hdf5, zarr: the same captured frames stored with A and with B,
                        alternating: writer throughput (write-only runs), bytes on disk and
                        the largest absolute error read back (e.g. deflate:4,zfp:accuracy=1e-4)
+  --zfp-device         ZFP fixed rate (--compression zfp:rate=R, default 8) encoded on the GPU
+                       vs the same rate by HDF5's filter on the host vs no compression, the
+                       3-D model (edge --rows, default 64; --frames, default 20), rotating:
+                       wall per frame, bytes read back and on disk; then the largest error
+                       at rates 4, 8, 12 and 16
   --compare-dtype      raw/hdf5: instead of the efficiency ratio, f32 vs f16 output
                        (converted on the GPU): bytes per frame, the sink's write time per
                        frame (write-only runs) and the I/O-bound async run's wall time
@@ -142,6 +148,7 @@ pub struct Args {
     pub layout_cost: bool,
     pub checkpoint_cost: bool,
     pub analysis_cost: bool,
+    pub zfp_device: bool,
     pub kernel: bool,
     pub roofline: bool,
     pub large: bool,
@@ -184,6 +191,7 @@ impl Default for Args {
             layout_cost: false,
             checkpoint_cost: false,
             analysis_cost: false,
+            zfp_device: false,
             kernel: false,
             roofline: false,
             large: false,
@@ -257,6 +265,7 @@ pub fn parse(argv: &[String]) -> Result<Args> {
             "--layout-cost" => a.layout_cost = true,
             "--checkpoint-cost" => a.checkpoint_cost = true,
             "--analysis-cost" => a.analysis_cost = true,
+            "--zfp-device" => a.zfp_device = true,
             "--kernel" => a.kernel = true,
             "--roofline" => {
                 a.kernel = true;
@@ -366,6 +375,14 @@ fn check_benchmark(a: &Args) -> Result<()> {
     if a.analysis_cost && (a.sink.is_some() || a.micro || a.reserve_cost || a.checkpoint_cost || a.kernel) {
         bail!("--analysis-cost is a benchmark of its own: run it without the other benchmarks");
     }
+    if a.zfp_device
+        && (a.sink.is_some() || a.micro || a.reserve_cost || a.checkpoint_cost || a.analysis_cost || a.kernel)
+    {
+        bail!("--zfp-device is a benchmark of its own: run it without the other benchmarks");
+    }
+    if a.zfp_device && !matches!(a.compression, Compression::None | Compression::ZfpRate(_)) {
+        bail!("--zfp-device compares ZFP fixed rate: give --compression zfp:rate=R (or none for rate 8)");
+    }
     if a.kernel && (a.sink.is_some() || a.micro || a.reserve_cost) {
         bail!("--kernel is a benchmark of its own: run it without --sink, --micro and --reserve-cost");
     }
@@ -387,13 +404,14 @@ fn check_benchmark(a: &Args) -> Result<()> {
         && !a.layout_cost
         && !a.checkpoint_cost
         && !a.analysis_cost
+        && !a.zfp_device
         && !a.kernel
         && !a.python
         && !a.help
     {
         bail!(
             "choose what to measure: --sink null|raw|hdf5|zarr, --kernel, --micro, --reserve-cost, --layout-cost, --checkpoint-cost, \
-             --analysis-cost or --python\n\n{USAGE}"
+             --analysis-cost, --zfp-device or --python\n\n{USAGE}"
         );
     }
     Ok(())

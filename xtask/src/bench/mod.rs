@@ -11,6 +11,7 @@
 //! - `--sink hdf5 --against gs-mpiio`: the 3-D run vs the ADIOS2 tutorial's MPI-IO
 //!   simulation ([`gs_mpiio`]).
 //! - `--reserve-cost`: the HDF5 sink with and without its disk-space reservation ([`reserve`]).
+//! - `--zfp-device`: ZFP fixed rate encoded on the GPU vs on the host vs none ([`zfp`]).
 //! - `--checkpoint-cost`: a 3-D run without checkpoints, with one every frame, and at Young's
 //!   interval ([`checkpoint`]).
 //! - `--analysis-cost`: a 3-D run with and without reductions on the device ([`analysis`]).
@@ -46,6 +47,7 @@ mod roofline;
 mod stats;
 mod sweep;
 mod threads;
+mod zfp;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -68,7 +70,7 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
         println!("{}", args::USAGE);
         return Ok(ExitCode::SUCCESS);
     }
-    if (args.sink.is_some() || args.checkpoint_cost || args.analysis_cost || args.python)
+    if (args.sink.is_some() || args.checkpoint_cost || args.analysis_cost || args.zfp_device || args.python)
         && !args.against_posix
         && !args.against_h5py
         && !args.against_gs_mpiio
@@ -87,6 +89,8 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
         run_checkpoint_cost(&args, &mut report)?;
     } else if args.analysis_cost {
         run_analysis_cost(&args, &mut report)?;
+    } else if args.zfp_device {
+        run_zfp_device(&args, &mut report)?;
     } else if args.kernel {
         run_kernel(&args, &mut report)?;
     } else if args.python {
@@ -166,6 +170,24 @@ fn run_python(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
     println!("{}", r.table);
     report.insert("python".to_owned(), r.json);
     report.insert("machine".to_owned(), machine::describe(&[], Some(scratch.path())));
+    Ok(())
+}
+
+/// `--zfp-device`: ZFP fixed rate on the device, on the host and not at all, in `--out`.
+fn run_zfp_device(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
+    let scratch = scratch_with_load(args)?;
+    let selector = DeviceSelector::parse(&args.devices).context("reading --devices")?;
+    let gpus = open_devices(&selector, 1).context("opening the device to benchmark")?;
+    let gpu = gpus.first().context("--devices selected no device")?;
+    println!("{}", machine::lp_threads_note());
+    let rate = match args.compression {
+        wgpipe::storage::Compression::ZfpRate(rate) => rate,
+        _ => wgpipe::storage::ZfpRate::new(8)?,
+    };
+    let r = zfp::run(gpu, scratch.path(), args.rows.unwrap_or(64), args.frames.unwrap_or(20), rate, args.reps)?;
+    println!("{}", r.table);
+    report.insert("zfp_device".to_owned(), r.json);
+    report.insert("machine".to_owned(), machine::describe(&gpus, Some(scratch.path())));
     Ok(())
 }
 

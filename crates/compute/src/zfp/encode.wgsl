@@ -181,62 +181,108 @@ fn perm(i: u32) -> u32 {
 
 // ---- embedded coding of the bit planes (encode.c: encode_few_ints, rate-constrained) ----
 
-// Writes the low `m` (0 ..= 64) bits of the plane (lo, hi) and returns the plane shifted right
-// by `m`.
-fn write_plane_bits(plane: vec2<u32>, m: u32) -> vec2<u32> {
+// The coefficients' bit planes: plane k has coefficient i's bit k at bit i, coefficients 0-31
+// in `planes_lo`, 32-63 in `planes_hi`, made by two 32 x 32 bit-matrix transposes instead of
+// one pass over the coefficients per plane.
+var<private> planes_lo: array<u32, 32>;
+var<private> planes_hi: array<u32, 32>;
+
+// Transposes the 32 x 32 bit matrix `a` (row i = a[i], column 0 = bit 31): afterwards a[r]
+// bit 31 - c is the old a[c] bit 31 - r (Hacker's Delight, transpose32a).
+fn transpose32(a: ptr<private, array<u32, 32>>) {
+    var j = 16u;
+    var m = 0x0000ffffu;
+    while (j != 0u) {
+        var k = 0u;
+        while (k < 32u) {
+            let t = ((*a)[k] ^ ((*a)[k + j] >> j)) & m;
+            (*a)[k] ^= t;
+            (*a)[k + j] ^= t << j;
+            k = (k + j + 1u) & ~j;
+        }
+        j >>= 1u;
+        m ^= m << j;
+    }
+}
+
+// Plane k of the coefficients, as (bits of coefficients 0-31, bits of coefficients 32-63).
+fn plane(k: u32) -> vec2<u32> {
+    return vec2<u32>(reverseBits(planes_lo[31u - k]), reverseBits(planes_hi[31u - k]));
+}
+
+// `plane` shifted right by `s` (0 ..= 64) bits.
+fn shift_plane(plane: vec2<u32>, s: u32) -> vec2<u32> {
+    if (s == 0u) {
+        return plane;
+    } else if (s < 32u) {
+        return vec2<u32>((plane.x >> s) | (plane.y << (32u - s)), plane.y >> s);
+    } else if (s < 64u) {
+        return vec2<u32>(plane.y >> (s - 32u), 0u);
+    }
+    return vec2<u32>(0u, 0u);
+}
+
+// Writes the low `m` (0 ..= 64) bits of `plane`.
+fn write_plane_bits(plane: vec2<u32>, m: u32) {
     if (m <= 32u) {
         write_bits(plane.x, m);
-        if (m == 0u) {
-            return plane;
-        } else if (m == 32u) {
-            return vec2<u32>(plane.y, 0u);
-        }
-        return vec2<u32>((plane.x >> m) | (plane.y << (32u - m)), plane.y >> m);
+    } else {
+        write_bits(plane.x, 32u);
+        write_bits(plane.y, m - 32u);
     }
-    write_bits(plane.x, 32u);
-    write_bits(plane.y, m - 32u);
-    return vec2<u32>(select(plane.y >> (m - 32u), 0u, m == 64u), 0u);
 }
 
-fn shift_plane(plane: vec2<u32>) -> vec2<u32> {
-    return vec2<u32>((plane.x >> 1u) | (plane.y << 31u), plane.y >> 1u);
+// The position of the lowest one-bit of a non-zero plane.
+fn lowest_one(plane: vec2<u32>) -> u32 {
+    if (plane.x != 0u) {
+        return countTrailingZeros(plane.x);
+    }
+    return 32u + countTrailingZeros(plane.y);
 }
 
-fn encode_ints(u: ptr<function, array<u32, SIZE>>, maxbits: u32) {
+// zfp's bit-plane coder with `maxbits` bits to spend, on the planes above. Its unary scans
+// (write a zero per coefficient until a one) are written as runs: the zeros up to the
+// plane's lowest one-bit at once, cut where zfp's loop stops (its budget, or the last
+// coefficient, whose one-bit is implied).
+fn encode_planes(maxbits: u32) {
     var bits = maxbits;
     var n = 0u;
     var k = 32u;
     while (bits > 0u && k > 0u) {
         k -= 1u;
-        // step 1: bit plane k, coefficient i at bit i
-        var plane = vec2<u32>(0u, 0u);
-        for (var i = 0u; i < SIZE; i++) {
-            let bit = ((*u)[i] >> k) & 1u;
-            if (i < 32u) {
-                plane.x |= bit << i;
-            } else {
-                plane.y |= bit << (i - 32u);
-            }
-        }
+        var x = plane(k);
         // step 2: the first n bits as they are
         let m = min(n, bits);
         bits -= m;
-        plane = write_plane_bits(plane, m);
+        write_plane_bits(x, m);
+        x = shift_plane(x, m);
         // step 3: unary run-length code of the rest (group tests)
         while (bits > 0u && n < SIZE) {
             bits -= 1u;
-            if (!write_bit(plane.x != 0u || plane.y != 0u)) {
+            if (!write_bit(x.x != 0u || x.y != 0u)) {
                 break;
             }
-            while (bits > 0u && n < SIZE - 1u) {
-                bits -= 1u;
-                if (write_bit((plane.x & 1u) != 0u)) {
-                    break;
+            let t = lowest_one(x);
+            let limit = min(SIZE - 1u - n, bits);
+            if (t < limit) {
+                // t zeros, then the one-bit
+                if (t < 32u) {
+                    write_bits(1u << t, t + 1u);
+                } else {
+                    pad(t);
+                    write_bits(1u, 1u);
                 }
-                plane = shift_plane(plane);
-                n += 1u;
+                bits -= t + 1u;
+                x = shift_plane(x, t);
+                n += t;
+            } else {
+                // zeros until the scan stops
+                pad(limit);
+                bits -= limit;
+                x = shift_plane(x, limit);
+                n += limit;
             }
-            plane = shift_plane(plane);
+            x = shift_plane(x, 1u);
             n += 1u;
         }
     }
@@ -295,11 +341,24 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             ints[i] = quantize(raw[i], ebits);
         }
         fwd_xform(&ints);
-        // fwd_order: reordered and mapped to negabinary, into `raw`, which is no longer needed.
-        for (var i = 0u; i < SIZE; i++) {
-            raw[i] = (bitcast<u32>(ints[perm(i)]) + NBMASK) ^ NBMASK;
+        // fwd_order: reordered and mapped to negabinary, as the rows of the bit matrices.
+        for (var i = 0u; i < 32u; i++) {
+            planes_lo[i] = 0u;
+            planes_hi[i] = 0u;
         }
-        encode_ints(&raw, p.maxbits - 9u);
+        for (var i = 0u; i < SIZE; i++) {
+            let u = (bitcast<u32>(ints[perm(i)]) + NBMASK) ^ NBMASK;
+            if (i < 32u) {
+                planes_lo[i] = u;
+            } else {
+                planes_hi[i - 32u] = u;
+            }
+        }
+        transpose32(&planes_lo);
+        if (SIZE > 32u) {
+            transpose32(&planes_hi);
+        }
+        encode_planes(p.maxbits - 9u);
     }
     if (word_fill > 0u) {
         atomicOr(&stream[word_index], word_bits);

@@ -25,6 +25,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use wgpipe_compute::zfp::ZfpRate;
 use wgpipe_compute::{DeviceSelector, Grid, OutputDType};
 use wgpipe_storage::{FieldSpec, Sink, SinkOptions, check_output, open_sink};
 
@@ -84,6 +85,10 @@ pub struct Config {
     decomposition: Option<Vec<usize>>,
     source: Source,
     dtype: OutputDType,
+    /// `output.compress_on` resolved: the ZFP rate the device encodes at, or `None`.
+    zfp_on_device: Option<ZfpRate>,
+    /// What compresses the output where, for the summary and the run's attributes.
+    compression_note: Option<String>,
     /// `output.every` and `output.when`.
     thinning: Thinning,
 }
@@ -140,9 +145,11 @@ impl Config {
         }
         let decomposition = decomposition::check(&file, &shape, &kernel, &runs, &source)?;
         let selector = validate::selector(&file, &source)?;
+        let compression = validate::compression(&file, &source)?;
+        let (zfp_on_device, compression_note) = validate::zfp_on_device(&file, &source, compression)?;
         let sink_options = SinkOptions::new(file.output.path.clone())
             .with_overwrite(file.output.overwrite)
-            .with_compression(validate::compression(&file, &source)?)
+            .with_compression(compression)
             .with_chunk_frames(file.output.chunk_frames)
             .with_shard_frames(file.output.shard_frames)
             .with_adios2_engine(validate::adios2_engine(&file, &source)?)
@@ -167,6 +174,8 @@ impl Config {
             decomposition,
             source,
             dtype,
+            zfp_on_device,
+            compression_note,
             thinning,
         };
         if config.thinning.thins() && config.sink_name() != "null" && config.analysis_output_path().is_none() {
@@ -412,6 +421,19 @@ impl Config {
         Analysis { fields: a.fields.clone(), pdf_bins: a.pdf_bins, downsample: a.downsample }
     }
 
+    /// The ZFP rate the device encodes the fields at (`output.compression = "zfp:rate=R"`
+    /// where `output.compress_on` resolves to the device), or `None`: the fields leave the
+    /// device as values.
+    pub fn zfp_on_device(&self) -> Option<ZfpRate> {
+        self.zfp_on_device
+    }
+
+    /// How the output is compressed and where (`zfp:rate=8 on the device, ...`), or `None`
+    /// when it is not: the run summary prints it and the output's run attributes record it.
+    pub fn compression_note(&self) -> Option<&str> {
+        self.compression_note.as_deref()
+    }
+
     /// The element type the fields are computed into output as (`output.dtype`).
     pub fn output_dtype(&self) -> OutputDType {
         self.dtype
@@ -502,6 +524,14 @@ impl Config {
         };
         let builder = match f.io.copy_threads {
             Some(n) => builder.copy_threads(n),
+            None => builder,
+        };
+        let builder = match self.zfp_on_device {
+            Some(rate) => builder.zfp_on_device(rate),
+            None => builder,
+        };
+        let builder = match &self.compression_note {
+            Some(note) => builder.attribute("compression", note.as_str()),
             None => builder,
         };
         builder

@@ -489,8 +489,21 @@ pub struct OutputSection {
     /// lossy: every f32/f64 value within E of the value computed, for finite values whose
     /// magnitude E does not undercut by more than the type's precision; HDF5 through its ZFP
     /// filter plugin, Debian's `hdf5-filter-plugin-zfp-serial`, Zarr through numcodecs' `zfpy`
-    /// codec; other element types, and in HDF5 one-value arrays, stored as they are).
+    /// codec; other element types, and in HDF5 one-value arrays, stored as they are);
+    /// `"zfp:rate=R"` (hdf5 and zarr, lossy: every f32 value takes R bits, 1 to 32, whatever
+    /// the data, so R = 8 stores a quarter of the bytes; the error is not bounded, smooth
+    /// fields lose least; see `output.compress_on`).
     pub compression: String,
+    /// Where `"zfp:rate=R"` compresses the kernel's fields: `"device"` encodes them on the GPU
+    /// after each frame's steps and analysis (which see the values as computed), so only R/32
+    /// of the bytes are read back, queued and written; `"host"` reads the values back and the
+    /// sink compresses them (HDF5's ZFP filter plugin, Zarr's zfpy codec). Both store the same
+    /// bytes, which every ZFP reader decodes. The device stores to the hdf5 sink, f32 fields,
+    /// in one process (not with `grid.decomposition`); `"auto"` picks it there and the host
+    /// elsewhere, and the run says which. Other compressions ignore it.
+    ///
+    /// Accepted values: `"auto"`, `"device"` or `"host"`.
+    pub compress_on: String,
     /// Frames per HDF5 chunk. 1 writes each frame as whole chunks, the fastest and the most
     /// crash-proof. With compression, more frames per chunk make the file larger while it is
     /// written, not smaller: a chunk is compressed again with each frame and every earlier
@@ -562,6 +575,7 @@ impl Default for OutputSection {
             when: None,
             dtype: "f32".to_owned(),
             compression: "none".to_owned(),
+            compress_on: "auto".to_owned(),
             chunk_frames: 1,
             shard_frames: 1,
             engine: "BP5".to_owned(),

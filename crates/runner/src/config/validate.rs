@@ -306,12 +306,56 @@ pub(crate) fn queue_full_policy(file: &ConfigFile, src: &Source) -> Result<wgpip
         .map_err(|e| src.invalid("output.queue_full_policy", e.to_string()))
 }
 
+/// Where `zfp:rate=R` compresses (`output.compress_on`): the rate to encode at on the
+/// device, or `None` for the host (and for every other compression); and the run summary's
+/// line saying where and why (`None` without compression).
+pub(crate) fn zfp_on_device(
+    file: &ConfigFile,
+    src: &Source,
+    compression: Compression,
+) -> Result<(Option<wgpipe_compute::zfp::ZfpRate>, Option<String>)> {
+    let out = &file.output;
+    let on = out.compress_on.as_str();
+    if !["auto", "device", "host"].contains(&on) {
+        return Err(
+            src.invalid("output.compress_on", format!("{on:?} is not a place: use \"auto\", \"device\" or \"host\""))
+        );
+    }
+    let Compression::ZfpRate(rate) = compression else {
+        let note = (compression != Compression::None).then(|| format!("{compression}, by the {} sink", out.sink));
+        return Ok((None, note));
+    };
+    let why_not = if out.sink != "hdf5" {
+        Some(format!("the {} sink stores values only (the hdf5 sink stores encoded fields)", out.sink))
+    } else if out.dtype != "f32" {
+        Some(format!("output.dtype is {:?} (the encoder codes f32 fields)", out.dtype))
+    } else if file.grid.decomposition.is_some() {
+        Some("grid.decomposition splits the grid over MPI ranks".to_owned())
+    } else {
+        None
+    };
+    let host = |why: &str| Ok((None, Some(format!("{compression} on the host, by the {} sink ({why})", out.sink))));
+    match (on, why_not) {
+        ("device", Some(why)) => Err(src.invalid(
+            "output.compress_on",
+            format!("\"device\" cannot encode here: {why}; set output.compress_on = \"host\" (or \"auto\")"),
+        )),
+        ("host", _) => host("output.compress_on = \"host\""),
+        (_, Some(why)) => host(&format!("output.compress_on = \"auto\": {why}")),
+        _ => {
+            let device = wgpipe_compute::zfp::ZfpRate::new(rate.bits())
+                .map_err(|e| src.invalid("output.compression", e.to_string()))?;
+            let note =
+                format!("{compression} on the device, only the ZFP streams read back (output.compress_on = {on:?})");
+            Ok((Some(device), Some(note)))
+        }
+    }
+}
+
 pub(crate) fn compression(file: &ConfigFile, src: &Source) -> Result<Compression> {
     let invalid = |e: wgpipe_storage::Error| src.invalid("output.compression", e.to_string());
     let compression = Compression::from_str(&file.output.compression).map_err(invalid)?;
-    if let Compression::Zfp(_) = compression
-        && !["hdf5", "zarr"].contains(&file.output.sink.as_str())
-    {
+    if compression.is_zfp() && !["hdf5", "zarr"].contains(&file.output.sink.as_str()) {
         return Err(src.invalid(
             "output.compression",
             format!(

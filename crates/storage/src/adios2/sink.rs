@@ -231,6 +231,7 @@ impl Backend for Adios2Backend {
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         self.options.check()?;
         self.check_layout(layout)?;
+        crate::validate::refuse_encoded_fields(layout, "adios2")?;
         ffi::available().map_err(|m| self.err(m))?;
         if self.options.adios2_engine == Adios2Engine::Bp5 {
             crate::prepare::prepare(&self.options.path, self.options.overwrite, OutputKind::BpDir)?;

@@ -34,6 +34,10 @@
 //! chunk is rewritten, compressed, at every frame, and moved while frames already reported
 //! live in it.
 //!
+//! Fields encoded before the sink (ZFP streams made on the GPU, [`crate::Encoding::Zfp`]) take
+//! the same path without the compression: their one chunk a frame is the stream, cut to the
+//! bytes H5Z-ZFP would have stored, under the dataset's ZFP filter.
+//!
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -53,10 +57,17 @@ pub(crate) struct ChunkPlan {
     /// Per chunk of a frame: its element offset along every field axis, and the bytes of the
     /// frame it covers (contiguous: see [`ChunkPlan::new`]).
     parts: Vec<(Vec<u64>, std::ops::Range<usize>)>,
-    /// Zlib level of the dataset's deflate filter.
-    level: u8,
-    /// Whether the pipeline shuffles bytes before deflate.
-    shuffle: bool,
+    /// What makes a chunk's stored bytes.
+    coding: Coding,
+}
+
+/// How a [`ChunkPlan`]'s chunks are made.
+#[derive(Debug, Clone, Copy)]
+enum Coding {
+    /// Shuffled (or not), then deflated at this zlib level.
+    Deflate { level: u8, shuffle: bool },
+    /// Already coded: the leading `bytes` of the field's bytes are the chunk.
+    Encoded { bytes: usize },
 }
 
 impl ChunkPlan {
@@ -102,7 +113,31 @@ impl ChunkPlan {
             parts.push((offset.iter().map(|&o| o as u64).collect(), start..start + clipped));
         }
         let part_bytes = part.iter().product::<usize>() * elem;
-        Some(ChunkPlan { elem, part_bytes, parts, level, shuffle })
+        Some(ChunkPlan { elem, part_bytes, parts, coding: Coding::Deflate { level, shuffle } })
+    }
+
+    /// Whether its chunks are shuffled before deflate (elements of one byte never are).
+    fn shuffles(&self) -> bool {
+        matches!(self.coding, Coding::Deflate { shuffle: true, .. }) && self.elem > 1
+    }
+
+    /// The zlib level of its deflate (0 for chunks that arrive coded, which are not deflated).
+    fn level(&self) -> u8 {
+        match self.coding {
+            Coding::Deflate { level, .. } => level,
+            Coding::Encoded { .. } => 0,
+        }
+    }
+
+    /// The plan of a field encoded before the sink (`chunk` is `[1, *shape]`): one chunk a
+    /// frame, its stream as it arrives, cut to the bytes the dataset's filter stores. `None`
+    /// for fields that arrive as values.
+    pub(crate) fn encoded(spec: &FieldSpec) -> Option<ChunkPlan> {
+        let crate::Encoding::Zfp(rate) = spec.encoding else { return None };
+        let bytes = usize::try_from(rate.chunk_bytes(&spec.shape)?).ok()?;
+        let part_bytes = spec.bytes()?;
+        let parts = vec![(vec![0; spec.shape.len()], 0..part_bytes)];
+        Some(ChunkPlan { elem: spec.dtype.size(), part_bytes, parts, coding: Coding::Encoded { bytes } })
     }
 }
 
@@ -281,7 +316,7 @@ fn compress_chunks(
     let bytes: usize = inputs.iter().map(|(i, _)| i.len()).sum();
     let mut shuffles: Vec<Job<'_>> = Vec::new();
     for ((input, plan), b) in inputs.iter().zip(bufs.iter_mut()) {
-        if plan.shuffle && plan.elem > 1 {
+        if plan.shuffles() {
             shuffles.push(Job::Shuffle { input, elem: plan.elem, out: &mut b.shuffled });
         }
     }
@@ -290,12 +325,12 @@ fn compress_chunks(
     let mut pieces: Vec<Job<'_>> = Vec::new();
     for ((input, plan), b) in inputs.iter().zip(bufs.iter_mut()) {
         let ChunkBufs { shuffled, pieces: outs, .. } = &mut **b;
-        let src: &[u8] = if plan.shuffle && plan.elem > 1 { shuffled } else { input };
+        let src: &[u8] = if plan.shuffles() { shuffled } else { input };
         let count = src.len().div_ceil(PIECE).max(1);
         outs.resize_with(count, Default::default);
         for (k, (out, adler)) in outs.iter_mut().enumerate() {
             let range = k * PIECE..((k + 1) * PIECE).min(src.len());
-            pieces.push(Job::Piece { input: src, range, level: plan.level, out, adler });
+            pieces.push(Job::Piece { input: src, range, level: plan.level(), out, adler });
         }
     }
     run_all(&mut pieces, workers, bytes)?;
@@ -303,7 +338,7 @@ fn compress_chunks(
     for ((input, plan), b) in inputs.iter().zip(bufs.iter_mut()) {
         let ChunkBufs { pieces, out, .. } = &mut **b;
         out.clear();
-        out.extend_from_slice(&zlib_header(plan.level));
+        out.extend_from_slice(&zlib_header(plan.level()));
         let mut adler = 1u32;
         let mut at = 0usize;
         for (piece, a) in pieces.iter() {
@@ -336,8 +371,8 @@ pub(crate) struct ChunkWrite<'a> {
 
 /// Compresses the chunks of every frame of a file's compressed datasets, in parallel.
 pub(crate) struct DirectWriter {
-    /// Per stream, per field.
-    fields: Vec<Vec<FieldState>>,
+    /// Per stream, per field: `None` for a field HDF5 writes itself (its filters run there).
+    fields: Vec<Vec<Option<FieldState>>>,
     workers: Vec<Worker>,
 }
 
@@ -348,17 +383,19 @@ impl std::fmt::Debug for DirectWriter {
 }
 
 impl DirectWriter {
-    /// A writer for `streams` streams with the fields' `plans`, compressing on `threads`
-    /// threads (at least one: the caller's).
-    pub(crate) fn new(plans: &[ChunkPlan], streams: usize, threads: usize) -> Self {
+    /// A writer for `streams` streams with the fields' `plans` (`None`: a field HDF5 writes
+    /// itself), compressing on `threads` threads (at least one: the caller's).
+    pub(crate) fn new(plans: &[Option<ChunkPlan>], streams: usize, threads: usize) -> Self {
         let fields = (0..streams)
             .map(|_| {
                 plans
                     .iter()
-                    .map(|plan| FieldState {
-                        padded: vec![Vec::new(); plan.parts.len()],
-                        bufs: vec![ChunkBufs::default(); plan.parts.len()],
-                        plan: plan.clone(),
+                    .map(|plan| {
+                        plan.as_ref().map(|plan| FieldState {
+                            padded: vec![Vec::new(); plan.parts.len()],
+                            bufs: vec![ChunkBufs::default(); plan.parts.len()],
+                            plan: plan.clone(),
+                        })
                     })
                     .collect()
             })
@@ -366,20 +403,29 @@ impl DirectWriter {
         DirectWriter { fields, workers: (0..threads.max(1)).map(|_| Worker::new()).collect() }
     }
 
+    /// Whether field `field` is one HDF5 writes itself (no plan here).
+    pub(crate) fn leaves_to_hdf5(&self, field: usize) -> bool {
+        self.fields.first().is_some_and(|fields| fields.get(field).is_some_and(Option::is_none))
+    }
+
     /// Prepares frame `n` of `stream` (its fields' bytes from `field_bytes`): compresses
     /// the chunks it completes, in parallel, and returns every chunk write it needs, in field
-    /// order. Nothing is written yet, so the caller can reserve the bytes first.
-    pub(crate) fn prepare(
-        &mut self,
+    /// order (none for the fields HDF5 writes itself). Nothing is written yet, so the caller
+    /// can reserve the bytes first.
+    pub(crate) fn prepare<'a>(
+        &'a mut self,
         stream: usize,
         n: u64,
-        field_bytes: &[&[u8]],
-    ) -> Result<Vec<ChunkWrite<'_>>, String> {
+        field_bytes: &[&'a [u8]],
+    ) -> Result<Vec<ChunkWrite<'a>>, String> {
         let states = &mut self.fields[stream];
         let mut inputs: Vec<(&[u8], &ChunkPlan)> = Vec::new();
         let mut bufs: Vec<&mut ChunkBufs> = Vec::new();
         for (st, &bytes) in states.iter_mut().zip(field_bytes) {
-            let FieldState { plan, padded, bufs: field_bufs } = st;
+            let Some(FieldState { plan, padded, bufs: field_bufs }) = st else { continue };
+            if let Coding::Encoded { .. } = plan.coding {
+                continue;
+            }
             for ((_, range), (pad, b)) in plan.parts.iter().zip(padded.iter_mut().zip(field_bufs.iter_mut())) {
                 let src = bytes.get(range.clone()).ok_or_else(|| format!("frame too short for chunk {range:?}"))?;
                 let input: &[u8] = if src.len() < plan.part_bytes {
@@ -398,9 +444,17 @@ impl DirectWriter {
         drop((inputs, bufs));
         let mut writes = Vec::new();
         for (i, st) in self.fields[stream].iter().enumerate() {
-            for ((offset, _), b) in st.plan.parts.iter().zip(&st.bufs) {
+            let Some(st) = st else { continue };
+            for ((offset, range), b) in st.plan.parts.iter().zip(&st.bufs) {
                 let offset = std::iter::once(n).chain(offset.iter().copied()).collect();
-                writes.push(ChunkWrite { field: i, offset, bytes: &b.out });
+                let bytes = match st.plan.coding {
+                    Coding::Deflate { .. } => &b.out[..],
+                    Coding::Encoded { bytes } => field_bytes
+                        .get(i)
+                        .and_then(|f| f.get(range.start..range.start + bytes))
+                        .ok_or_else(|| format!("field {i}'s encoded stream is shorter than its {bytes} bytes"))?,
+                };
+                writes.push(ChunkWrite { field: i, offset, bytes });
             }
         }
         Ok(writes)

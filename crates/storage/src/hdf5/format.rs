@@ -273,6 +273,21 @@ pub(crate) fn chunk_shape(shape: &[usize], elem: usize, chunk_frames: usize) -> 
     Ok(std::iter::once(chunk_frames).chain(part).collect())
 }
 
+/// The chunk shape of a field encoded before the sink: one whole frame, `[1, *shape]`, within
+/// HDF5's limits on a chunk's (decoded) elements and bytes.
+fn encoded_chunk_shape(shape: &[usize], elem: usize) -> Result<Vec<usize>, String> {
+    let elements = shape.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64));
+    let bytes = elements.saturating_mul(elem as u64);
+    if elements > MAX_CHUNK_ELEMENTS || bytes > MAX_CHUNK_BYTES {
+        return Err(format!(
+            "a field encoded before the sink is stored one frame per chunk, and one frame of {shape:?} ({bytes} \
+             bytes decoded) passes HDF5's limit of {MAX_CHUNK_ELEMENTS} elements and {MAX_CHUNK_BYTES} bytes per \
+             chunk: encode on the host (wgpipe: output.compress_on = \"host\") or use a smaller grid"
+        ));
+    }
+    Ok(std::iter::once(1).chain(shape.iter().copied()).collect())
+}
+
 /// [`chunk_shape`] of every field of `layout`, or the error naming the field whose
 /// `chunk_frames` frames pass HDF5's chunk limit (a frame alone never does: it is split).
 pub(crate) fn chunk_shapes(layout: &StreamLayout, chunk_frames: usize) -> crate::error::Result<Vec<Vec<usize>>> {
@@ -281,7 +296,13 @@ pub(crate) fn chunk_shapes(layout: &StreamLayout, chunk_frames: usize) -> crate:
         .fields
         .iter()
         .map(|f| {
-            chunk_shape(&f.shape, f.dtype.size(), cf).map_err(|message| Error::ChunkTooLarge {
+            let shape = match f.encoding {
+                // A stream encoded before the sink is one chunk of one frame, as H5Z-ZFP
+                // would have coded that chunk.
+                crate::Encoding::Zfp(_) => encoded_chunk_shape(&f.shape, f.dtype.size()),
+                _ => chunk_shape(&f.shape, f.dtype.size(), cf),
+            };
+            shape.map_err(|message| Error::ChunkTooLarge {
                 field: format!("{} ({})", f.name, f.describe()),
                 chunk_frames: cf,
                 message,

@@ -297,6 +297,8 @@ impl Backend for MpiHdf5Backend {
     /// (no metadata changes), so a job killed at any moment leaves a file that opens, holding
     /// every frame written (the step `NO_STEP` marks the others).
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
+        // Every rank has the same layout: all refuse it, before any collective call.
+        crate::validate::refuse_encoded_fields(layout, "MPI hdf5")?;
         let open = self.create(layout, true)?;
         let path = self.path().to_path_buf();
         let flushed = open.file.flush().map_err(|e| h5err("cannot flush", &path, e));

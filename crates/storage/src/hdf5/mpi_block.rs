@@ -149,6 +149,8 @@ impl Backend for MpiBlockBackend {
     /// its stream empty: it grows frame by frame, flushed each time, so a job killed at any
     /// point leaves a file that opens with the frames written so far.
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
+        // Every rank has the same layout: all refuse it, before any collective call.
+        crate::validate::refuse_encoded_fields(layout, "MPI hdf5")?;
         let path = self.shared.path().display().to_string();
         agree(self.shared.comm(), self.check_block(layout), || format!("checking the blocks of {path}"))?;
         let open = self.shared.create(layout, false)?;

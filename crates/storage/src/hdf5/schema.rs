@@ -11,6 +11,7 @@
 
 use std::path::Path;
 
+use hdf5::DatasetBuilderEmptyShape;
 use hdf5::dataset::{AllocTime, FillTime};
 use hdf5::{Dataset, Extent, File, Group, Location};
 use ndarray::ArrayView1;
@@ -26,6 +27,7 @@ use crate::options::Compression;
 use crate::protocol::Outcome;
 use crate::schema::{AXIS_ORDER, AttrValue, FieldSpec, StreamInfo, StreamLayout};
 use crate::validate::STEPS_NAME;
+use crate::zfp::Encoding;
 
 /// Steps per chunk of the `steps` dataset (8 KiB chunks: small, rarely rewritten).
 pub(crate) const STEPS_CHUNK: usize = 1024;
@@ -282,6 +284,14 @@ fn zfp_accuracy(bound: f64) -> [std::ffi::c_uint; 4] {
     [3, 0, word(0), word(4)]
 }
 
+/// H5Z-ZFP's parameters for fixed-rate mode at `rate` bits per value: what its
+/// `H5Pset_zfp_rate_cdata` macro writes, mode 1 then the rate as a `double` over the third
+/// and fourth values.
+pub(crate) fn zfp_rate(rate: crate::ZfpRate) -> [std::ffi::c_uint; 4] {
+    let [_, _, a, b] = zfp_accuracy(f64::from(rate.bits()));
+    [1, 0, a, b]
+}
+
 /// Creates field `f`'s dataset in `group`: `frames` frames (resizable along the frame axis),
 /// chunked as `chunk`, filtered as `plan` says, with its `dims` attribute.
 fn create_field(group: &Group, f: &FieldSpec, chunk: &[usize], frames: usize, plan: &Plan) -> hdf5::Result<Dataset> {
@@ -294,7 +304,20 @@ fn create_field(group: &Group, f: &FieldSpec, chunk: &[usize], frames: usize, pl
     if plan.early_allocation {
         b = b.alloc_time(Some(AllocTime::Early));
     }
-    b = match plan.compression {
+    b = match (f.encoding, plan.compression) {
+        // Its chunks arrive coded for this filter (`direct`), whatever the others use.
+        (Encoding::Zfp(rate), _) => b.add_filter(ZFP_FILTER, &zfp_rate(rate)),
+        (_, compression) => with_compression(b, f, compression),
+    };
+    let ds = b.create(f.name.as_str())?;
+    let dims: Vec<String> = std::iter::once(FRAME_DIM.to_owned()).chain(f.dims.iter().cloned()).collect();
+    set_strings(&ds, DIMS_ATTR, &dims)?;
+    Ok(ds)
+}
+
+/// `b` with the filters of `compression` for field `f`.
+fn with_compression(b: DatasetBuilderEmptyShape, f: &FieldSpec, compression: Compression) -> DatasetBuilderEmptyShape {
+    match compression {
         Compression::None => b,
         Compression::Deflate(level) => b.shuffle().deflate(level),
         #[cfg(feature = "blosc")]
@@ -310,12 +333,11 @@ fn create_field(group: &Group, f: &FieldSpec, chunk: &[usize], frames: usize, pl
         Compression::Zfp(tolerance) if matches!(f.dtype, DType::F32 | DType::F64) => {
             b.add_filter(ZFP_FILTER, &zfp_accuracy(tolerance.get()))
         }
-        Compression::Zfp(_) => b,
-    };
-    let ds = b.create(f.name.as_str())?;
-    let dims: Vec<String> = std::iter::once(FRAME_DIM.to_owned()).chain(f.dims.iter().cloned()).collect();
-    set_strings(&ds, DIMS_ATTR, &dims)?;
-    Ok(ds)
+        Compression::ZfpRate(rate) if matches!(f.dtype, DType::F32 | DType::F64) => {
+            b.add_filter(ZFP_FILTER, &zfp_rate(rate))
+        }
+        Compression::Zfp(_) | Compression::ZfpRate(_) => b,
+    }
 }
 
 /// Chunks one frame of a field touches, and the bytes of one chunk.

@@ -20,6 +20,7 @@ use crate::protocol::{Backend, Checked, Outcome};
 use crate::read::OutputFormat;
 use crate::schema::{AttrValue, StreamLayout};
 use crate::time::now_rfc3339;
+use crate::zfp::Encoding;
 
 /// Metadata one frame may add per dataset, at most: a split of the chunk index (a v1 B-tree
 /// of 8 KiB nodes or less, up to three of them when the root splits) and a new metadata
@@ -46,7 +47,9 @@ fn frame_bytes_bound(layout: &StreamLayout, options: &SinkOptions) -> u64 {
             // than the raw values: about one more per value, in blocks of 4^d values padded
             // from each axis's length (an axis of 2 counts as 4: twice the values), plus a
             // header per chunk. 2.5 times covers both.
-            Compression::Zfp(_) => bytes = bytes.saturating_mul(5).saturating_div(2).saturating_add(4096),
+            Compression::Zfp(_) | Compression::ZfpRate(_) => {
+                bytes = bytes.saturating_mul(5).saturating_div(2).saturating_add(4096)
+            }
             _ => bytes = bytes.saturating_add(bytes / 64).saturating_add(4096),
         }
         // A chunk may start at a page (`swmr::Alignment`).
@@ -240,9 +243,11 @@ impl Hdf5Backend {
         // Deflate with one frame per chunk is compressed by the sink and written with direct
         // chunk writes (see `direct`); frames arrive as little-endian bytes, which HDF5's
         // native types are only on a little-endian host.
-        let direct_candidate = matches!(self.options.compression, Compression::Deflate(_))
-            && self.options.chunk_frames == 1
-            && cfg!(target_endian = "little");
+        // So are the fields encoded before the sink (`check_layout` refuses them elsewhere).
+        let encoded = layout.fields.iter().any(|f| f.encoding != Encoding::Values);
+        let direct_candidate = cfg!(target_endian = "little")
+            && (encoded
+                || (matches!(self.options.compression, Compression::Deflate(_)) && self.options.chunk_frames == 1));
         // Compressed streams of known lengths, one frame per chunk, not too many chunks: every
         // chunk made at `begin` (see `preallocate`, and there why not chunks of several frames).
         // Deflate's chunks are written directly; blosc's and ZFP's through HDF5's filter, which
@@ -252,7 +257,7 @@ impl Hdf5Backend {
         // whole, which the space checks only count for uncompressed outputs.)
         let all_floats = layout.fields.iter().all(|f| matches!(f.dtype, DType::F32 | DType::F64));
         let filtered_one_frame = (self.options.compression.is_blosc()
-            || (matches!(self.options.compression, Compression::Zfp(_)) && all_floats))
+            || (self.options.compression.is_zfp() && all_floats))
             && self.options.chunk_frames == 1;
         let indexed = (direct_candidate || filtered_one_frame)
             && super::preallocate::counts_known(&self.options, layout)
@@ -378,14 +383,19 @@ impl Hdf5Backend {
         let frame_bound = frame_bytes_bound(layout, &self.options);
         let direct = match streams.first() {
             Some(first) if direct_candidate => {
-                let plans: Option<Vec<ChunkPlan>> = first
+                let plans: Vec<Option<ChunkPlan>> = first
                     .fields
                     .iter()
                     .zip(&layout.fields)
                     .zip(&plan.chunks)
-                    .map(|((ds, spec), chunk)| ChunkPlan::new(spec, chunk, &ds.filters()))
+                    .map(|((ds, spec), chunk)| {
+                        ChunkPlan::encoded(spec).or_else(|| ChunkPlan::new(spec, chunk, &ds.filters()))
+                    })
                     .collect();
-                plans.map(|p| DirectWriter::new(&p, streams.len(), self.options.compression_threads))
+                // Deflate: all fields compressed here, or none. Encoded fields always go here;
+                // HDF5 writes the others beside them (`write_frame_direct`).
+                (encoded || plans.iter().all(Option::is_some))
+                    .then(|| DirectWriter::new(&plans, streams.len(), self.options.compression_threads))
             }
             _ => None,
         };
@@ -451,18 +461,26 @@ fn blosc_ready(compression: Compression, threads: usize) -> Result<()> {
 /// size, grows the datasets, writes the chunks, flushes the file (index and extent after the
 /// chunks they reference), then writes the step and flushes again.
 fn write_frame_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) -> Result<()> {
-    let Open { file, reserve, layout, streams, direct, preallocated, end_ahead, .. } = open;
+    let Open { file, reserve, layout, streams, direct, preallocated, end_ahead, scratch, .. } = open;
     let Some(direct) = direct.as_mut() else { return Err(Error::Usage("direct chunk write without a plan")) };
     let n = frame.index as usize;
     let sets = &streams[frame.stream];
     let name = &layout.streams[frame.stream].name;
     let fields: Vec<&[u8]> = fields.iter().collect();
+    // Fields beside encoded ones that HDF5 writes, through their own filters.
+    let beside: Vec<usize> = (0..fields.len()).filter(|&i| direct.leaves_to_hdf5(i)).collect();
     let writes = direct
         .prepare(frame.stream, frame.index, &fields)
         .map_err(|e| h5err(format!("cannot compress frame {n} of {name} for"), path, e))?;
     if let Some(reserve) = reserve.as_mut() {
-        // Each chunk may start at a page (`swmr::Alignment`).
+        // Each chunk may start at a page (`swmr::Alignment`). Fields HDF5 writes itself beside
+        // encoded ones: bounded as `frame_bytes_bound` bounds a filtered chunk.
         let data = writes.iter().map(|w| Alignment::for_output(true).padded(w.bytes.len() as u64)).sum::<u64>();
+        let beside_bytes = beside
+            .iter()
+            .map(|&i| Alignment::for_output(true).padded((fields[i].len() as u64).saturating_mul(5) / 2 + 4096))
+            .sum::<u64>();
+        let data = data.saturating_add(beside_bytes);
         reserve.before_write(file.size(), data.saturating_add(frame_overhead_bound(layout, data)))?;
     }
     // Chunks indexed at `begin` (see `preallocate`): the frame's chunks replace their fill
@@ -475,6 +493,11 @@ fn write_frame_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: 
     for w in &writes {
         let spec = &layout.fields[w.field];
         write_chunk(&sets.fields[w.field], &w.offset, w.bytes)
+            .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
+    }
+    for &i in &beside {
+        let (ds, spec, bytes) = (&sets.fields[i], &layout.fields[i], fields[i]);
+        with_elem_type!(spec.dtype, T => write_frame_slab::<T>(ds, spec, bytes, n, scratch))
             .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
     }
     let flush = || flush_frame(file, end_ahead.as_ref(), path, || format!("cannot flush frame {n} of {name} to"));
@@ -588,9 +611,23 @@ fn cut_short_streams(open: &Open, outcome: &Outcome<'_>, path: &Path) -> Result<
 }
 
 impl Backend for Hdf5Backend {
-    /// That every field's chunk is within HDF5's limits.
+    /// That every field's chunk is within HDF5's limits, and that fields encoded before the
+    /// sink can be stored: HDF5 has their filter, and the host is little-endian (their chunks
+    /// are written as they arrive).
     fn check_layout(&self, layout: &StreamLayout) -> Result<()> {
-        chunk_shapes(layout, self.options.chunk_frames).map(drop)
+        chunk_shapes(layout, self.options.chunk_frames)?;
+        for f in &layout.fields {
+            if let Encoding::Zfp(rate) = f.encoding {
+                if cfg!(target_endian = "big") {
+                    return Err(Error::InvalidLayout(format!(
+                        "field {:?} arrives ZFP-encoded, which the hdf5 sink stores on little-endian hosts only",
+                        f.name
+                    )));
+                }
+                Compression::ZfpRate(rate).check_available()?;
+            }
+        }
+        Ok(())
     }
 
     /// Appending: a continued stream's datasets are cut to its kept frames in `begin`.

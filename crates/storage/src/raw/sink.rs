@@ -293,6 +293,7 @@ impl Backend for RawBackend {
 
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         self.options.check()?;
+        crate::validate::refuse_encoded_fields(layout, "raw")?;
         // A half-made new directory never reaches the path: `Staged` removes it.
         self.open = Some(self.create(layout)?);
         Ok(())

@@ -207,6 +207,8 @@ impl Backend for ZarrBlockBackend {
     }
 
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
+        // Every rank has the same layout: all refuse it, before any collective call.
+        crate::validate::refuse_encoded_fields(layout, "zarr")?;
         let path = self.options.path.display().to_string();
         agree(&self.comm, self.check_block(layout), || format!("checking the blocks of {path}"))?;
         let parts = self.chunk_grid(layout)?;

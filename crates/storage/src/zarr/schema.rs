@@ -151,7 +151,7 @@ fn codecs(compression: Compression, dtype: DType) -> Result<Vec<Arc<dyn BytesToB
         Compression::BloscLz4(level) => vec![blosc(BloscCompressor::LZ4, level)?],
         Compression::BloscZstd(level) => vec![blosc(BloscCompressor::Zstd, level)?],
         // An array-to-bytes codec, not one of these: see `field_array`.
-        Compression::Zfp(_) => Vec::new(),
+        Compression::Zfp(_) | Compression::ZfpRate(_) => Vec::new(),
     })
 }
 
@@ -194,9 +194,13 @@ pub(crate) fn field_array(
         (Compression::Zfp(tolerance), DType::F32 | DType::F64) => {
             b.array_to_bytes_codec(Arc::new(ZfpyCodec::new_fixed_accuracy(tolerance.get())));
         }
+        #[cfg(feature = "zarr-zfp")]
+        (Compression::ZfpRate(rate), DType::F32 | DType::F64) => {
+            b.array_to_bytes_codec(Arc::new(ZfpyCodec::new_fixed_rate(f64::from(rate.bits()))));
+        }
         // Refused before any store exists (`Compression::check_available_in_zarr`).
         #[cfg(not(feature = "zarr-zfp"))]
-        (Compression::Zfp(_), DType::F32 | DType::F64) => {
+        (Compression::Zfp(_) | Compression::ZfpRate(_), DType::F32 | DType::F64) => {
             return Err(Error::InvalidOptions(
                 "the Zarr ZFP codec is not in this build (cargo feature `zarr-zfp`)".into(),
             ));

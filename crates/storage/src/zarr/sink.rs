@@ -362,6 +362,7 @@ impl Backend for ZarrBackend {
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         self.options.check()?;
         self.check_layout(layout)?;
+        crate::validate::refuse_encoded_fields(layout, "zarr")?;
         let plan = ArrayPlan {
             compression: self.options.compression,
             shard_frames: self.options.shard_frames as u64,

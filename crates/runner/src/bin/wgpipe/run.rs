@@ -91,11 +91,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let shown = config.shown_outputs();
     match result {
         Ok(report) => {
-            summary(&report, &shown);
+            summary(&report, &shown, config.compression_note());
             Ok(ExitCode::SUCCESS)
         }
         Err(Error::Interrupted { report }) => {
-            summary(&report, &shown);
+            summary(&report, &shown, config.compression_note());
             eprintln!(
                 "interrupted: {} frames written to {shown}, which was closed cleanly; \
                  a batch continues with `wgpipe run CONFIG --resume`",
@@ -107,8 +107,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The summary table and where the frames went.
-fn summary(report: &RunReport, output: &str) {
+/// The summary table, where the frames went, and how they were compressed where.
+fn summary(report: &RunReport, output: &str, compression: Option<&str>) {
     println!("{report}");
     println!("output: {output}");
+    if let Some(compression) = compression {
+        println!("compression: {compression}");
+    }
 }

@@ -70,6 +70,10 @@ fn field(layout: &StreamLayout, frame: &Frame, name: &str, as_picture: bool) -> 
     let i = layout.field_index(name)?;
     let range = layout.field_range(i)?;
     let spec = &layout.fields[i];
+    // A field encoded on the device holds a ZFP stream, not values: nothing to show or send.
+    if spec.encoding != wgpipe::storage::Encoding::Values {
+        return None;
+    }
     let (shape, range) = match (as_picture, &spec.shape[..]) {
         (true, &[nz, ny, nx]) => {
             let plane = ny * nx * spec.dtype.size();
