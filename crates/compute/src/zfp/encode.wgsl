@@ -1,6 +1,7 @@
 // ZFP fixed-rate encoding of one f32 field, one invocation per block of 4^DIMS cells.
 //
-// The host prepends DIMS and SIZE = 4^DIMS (see `encoder.rs`): one pipeline per rank serves
+// The host prepends DIMS and SIZE = 4^DIMS, and `coefficients` and `plane`, written out for
+// the rank with constant indices (`unrolled.rs`, `encoder.rs`): one pipeline per rank serves
 // every shape and rate, which `params` gives.
 //
 // In fixed-rate mode every block takes exactly `maxbits` bits, so block b starts at bit
@@ -29,16 +30,6 @@ struct Params {
 @group(0) @binding(0) var<storage, read> field: array<u32>;
 @group(0) @binding(1) var<storage, read_write> stream: array<atomic<u32>>;
 @group(0) @binding(2) var<uniform> params: Params;
-
-// zfp's coefficient order (codec1.c, codec2.c, codec3.c: perm_1, perm_2, perm_3): by total
-// sequency, then by the sum of squares.
-const PERM_1 = array<u32, 4>(0u, 1u, 2u, 3u);
-const PERM_2 = array<u32, 16>(0u, 1u, 4u, 5u, 2u, 8u, 6u, 9u, 3u, 12u, 10u, 7u, 13u, 11u, 14u, 15u);
-const PERM_3 = array<u32, 64>(
-    0u, 1u, 4u, 16u, 20u, 17u, 5u, 2u, 8u, 32u, 21u, 6u, 18u, 24u, 9u, 33u,
-    36u, 3u, 12u, 48u, 22u, 25u, 37u, 40u, 34u, 10u, 7u, 19u, 28u, 13u, 49u, 52u,
-    41u, 38u, 26u, 23u, 29u, 53u, 11u, 35u, 44u, 14u, 50u, 56u, 42u, 27u, 39u, 45u,
-    30u, 54u, 57u, 60u, 51u, 15u, 43u, 46u, 58u, 61u, 55u, 31u, 62u, 59u, 47u, 63u);
 
 // zfp's negabinary mask for 32-bit integers (traitsf.h: NBMASK).
 const NBMASK: u32 = 0xaaaaaaaau;
@@ -108,6 +99,21 @@ fn padded(i: u32, n: u32) -> u32 {
     return select(0u, 1u, n == 2u && i == 2u);
 }
 
+// Cell (x, y, z) of the block at block coordinates `b` with `n` cells along each axis,
+// padded as zfp pads a partial block: its f32 bits.
+fn load(p: Params, b: vec3<u32>, n: vec3<u32>, x: u32, y: u32, z: u32) -> u32 {
+    let cx = 4u * b.x + padded(x, n.x);
+    let cy = 4u * b.y + padded(y, n.y);
+    let cz = 4u * b.z + padded(z, n.z);
+    return field[p.offset + cx * p.sx + cy * p.sy + cz * p.sz];
+}
+
+// exponent_block's largest |x| as bits, skipping NaN (`max < NaN` is false in C).
+fn larger(largest: u32, bits: u32) -> u32 {
+    let magnitude = bits & 0x7fffffffu;
+    return select(largest, max(largest, magnitude), magnitude <= 0x7f800000u);
+}
+
 // ---- the block-floating-point transform (encodef.c: exponent_block, fwd_cast) ----
 
 // fwd_cast's (Int)(2^(30 - emax) · x), in integers so that subnormal inputs are exact whatever
@@ -133,82 +139,7 @@ fn quantize(bits: u32, ebits: u32) -> i32 {
     return select(value, -value, (bits & 0x80000000u) != 0u);
 }
 
-// ---- the decorrelating transform (encode.c: fwd_lift; encodeN.c: fwd_xform) ----
-
-fn fwd_lift(p: ptr<function, array<i32, SIZE>>, base: u32, s: u32) {
-    var x = (*p)[base];
-    var y = (*p)[base + s];
-    var z = (*p)[base + 2u * s];
-    var w = (*p)[base + 3u * s];
-    x += w; x >>= 1u; w -= x;
-    z += y; z >>= 1u; y -= z;
-    x += z; x >>= 1u; z -= x;
-    w += y; w >>= 1u; y -= w;
-    w += y >> 1u; y -= w >> 1u;
-    (*p)[base] = x;
-    (*p)[base + s] = y;
-    (*p)[base + 2u * s] = z;
-    (*p)[base + 3u * s] = w;
-}
-
-fn fwd_xform(p: ptr<function, array<i32, SIZE>>) {
-    if (DIMS == 1u) {
-        fwd_lift(p, 0u, 1u);
-    } else if (DIMS == 2u) {
-        for (var y = 0u; y < 4u; y++) { fwd_lift(p, 4u * y, 1u); }
-        for (var x = 0u; x < 4u; x++) { fwd_lift(p, x, 4u); }
-    } else {
-        for (var z = 0u; z < 4u; z++) {
-            for (var y = 0u; y < 4u; y++) { fwd_lift(p, 4u * y + 16u * z, 1u); }
-        }
-        for (var x = 0u; x < 4u; x++) {
-            for (var z = 0u; z < 4u; z++) { fwd_lift(p, 16u * z + x, 4u); }
-        }
-        for (var y = 0u; y < 4u; y++) {
-            for (var x = 0u; x < 4u; x++) { fwd_lift(p, x + 4u * y, 16u); }
-        }
-    }
-}
-
-fn perm(i: u32) -> u32 {
-    if (DIMS == 1u) {
-        return PERM_1[i];
-    } else if (DIMS == 2u) {
-        return PERM_2[i];
-    }
-    return PERM_3[i];
-}
-
 // ---- embedded coding of the bit planes (encode.c: encode_few_ints, rate-constrained) ----
-
-// The coefficients' bit planes: plane k has coefficient i's bit k at bit i, coefficients 0-31
-// in `planes_lo`, 32-63 in `planes_hi`, made by two 32 x 32 bit-matrix transposes instead of
-// one pass over the coefficients per plane.
-var<private> planes_lo: array<u32, 32>;
-var<private> planes_hi: array<u32, 32>;
-
-// Transposes the 32 x 32 bit matrix `a` (row i = a[i], column 0 = bit 31): afterwards a[r]
-// bit 31 - c is the old a[c] bit 31 - r (Hacker's Delight, transpose32a).
-fn transpose32(a: ptr<private, array<u32, 32>>) {
-    var j = 16u;
-    var m = 0x0000ffffu;
-    while (j != 0u) {
-        var k = 0u;
-        while (k < 32u) {
-            let t = ((*a)[k] ^ ((*a)[k + j] >> j)) & m;
-            (*a)[k] ^= t;
-            (*a)[k + j] ^= t << j;
-            k = (k + j + 1u) & ~j;
-        }
-        j >>= 1u;
-        m ^= m << j;
-    }
-}
-
-// Plane k of the coefficients, as (bits of coefficients 0-31, bits of coefficients 32-63).
-fn plane(k: u32) -> vec2<u32> {
-    return vec2<u32>(reverseBits(planes_lo[31u - k]), reverseBits(planes_hi[31u - k]));
-}
 
 // `plane` shifted right by `s` (0 ..= 64) bits.
 fn shift_plane(plane: vec2<u32>, s: u32) -> vec2<u32> {
@@ -244,13 +175,13 @@ fn lowest_one(plane: vec2<u32>) -> u32 {
 // (write a zero per coefficient until a one) are written as runs: the zeros up to the
 // plane's lowest one-bit at once, cut where zfp's loop stops (its budget, or the last
 // coefficient, whose one-bit is implied).
-fn encode_planes(maxbits: u32) {
+fn encode_planes(c: array<u32, SIZE>, maxbits: u32) {
     var bits = maxbits;
     var n = 0u;
     var k = 32u;
     while (bits > 0u && k > 0u) {
         k -= 1u;
-        var x = plane(k);
+        var x = plane(c, k);
         // step 2: the first n bits as they are
         let m = min(n, bits);
         bits -= m;
@@ -306,20 +237,9 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     let ny = min(p.ny - 4u * by, 4u);
     let nz = min(p.nz - 4u * bz, 4u);
 
-    var raw: array<u32, SIZE>;
-    var largest = 0u;
-    for (var i = 0u; i < SIZE; i++) {
-        let x = 4u * bx + padded(i % 4u, nx);
-        let y = 4u * by + padded((i / 4u) % 4u, ny);
-        let z = 4u * bz + padded(i / 16u, nz);
-        let bits = field[p.offset + x * p.sx + y * p.sy + z * p.sz];
-        raw[i] = bits;
-        // exponent_block's max of |x| skips NaN (`max < NaN` is false).
-        let magnitude = bits & 0x7fffffffu;
-        if (magnitude <= 0x7f800000u) {
-            largest = max(largest, magnitude);
-        }
-    }
+    // gather, gather_partial and exponent_block (written out per rank by `unrolled.rs`)
+    let raw = gather(p, vec3<u32>(bx, by, bz), vec3<u32>(nx, ny, nz));
+    let largest = largest_magnitude(raw);
 
     // The block starts at bit b · maxbits (computed without overflowing 32 bits).
     let start_rest = b * p.maxbits_rest;
@@ -336,29 +256,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         // exponent field + 1 (subnormals clamp to emax = -126, i.e. 1). Written with its flag.
         let ebits = largest >> 23u;
         write_bits(2u * (ebits + 1u) + 1u, 9u);
-        var ints: array<i32, SIZE>;
-        for (var i = 0u; i < SIZE; i++) {
-            ints[i] = quantize(raw[i], ebits);
-        }
-        fwd_xform(&ints);
-        // fwd_order: reordered and mapped to negabinary, as the rows of the bit matrices.
-        for (var i = 0u; i < 32u; i++) {
-            planes_lo[i] = 0u;
-            planes_hi[i] = 0u;
-        }
-        for (var i = 0u; i < SIZE; i++) {
-            let u = (bitcast<u32>(ints[perm(i)]) + NBMASK) ^ NBMASK;
-            if (i < 32u) {
-                planes_lo[i] = u;
-            } else {
-                planes_hi[i - 32u] = u;
-            }
-        }
-        transpose32(&planes_lo);
-        if (SIZE > 32u) {
-            transpose32(&planes_hi);
-        }
-        encode_planes(p.maxbits - 9u);
+        // fwd_cast, fwd_xform and fwd_order (`coefficients`, written out per rank by `unrolled.rs`)
+        encode_planes(coefficients(raw, ebits), p.maxbits - 9u);
     }
     if (word_fill > 0u) {
         atomicOr(&stream[word_index], word_bits);

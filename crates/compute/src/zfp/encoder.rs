@@ -73,7 +73,11 @@ impl ZfpEncoder {
                 message: "fields of 1, 2 or 3 dimensions only".to_owned(),
             });
         }
-        let source = format!("const DIMS: u32 = {rank}u;\nconst SIZE: u32 = {}u;\n{SHADER}", 1 << (2 * rank));
+        let source = format!(
+            "const DIMS: u32 = {rank}u;\nconst SIZE: u32 = {}u;\n{}\n{SHADER}",
+            1 << (2 * rank),
+            super::unrolled::source(rank)
+        );
         let (pipeline, layout) = gpu.scoped("compiling the ZFP encoder", |device| compile(device, &source))?;
         Ok(ZfpEncoder { pipeline, layout, rank })
     }

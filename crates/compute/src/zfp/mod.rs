@@ -18,6 +18,7 @@
 
 mod encoder;
 pub(crate) mod packer;
+mod unrolled;
 
 pub use encoder::{ZfpBinding, ZfpEncoder};
 
