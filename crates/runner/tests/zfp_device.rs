@@ -112,3 +112,45 @@ fn the_device_is_refused_where_it_cannot_encode_naming_the_key() {
     let rate = wgpipe("configs/gray-scott.toml", &["output.compression=\"zfp:rate=40\"".to_owned()]);
     assert!(!rate.status.success() && text(&rate).contains("1 to 32"), "{}", text(&rate));
 }
+
+#[test]
+fn the_analysis_and_output_when_see_the_values_as_computed() {
+    // The reductions run before the encoder: a device run's reductions are those of the run
+    // that compresses on the host (which reduces the values as computed), stored the same way
+    // (the reductions' own output is compressed on the host in both), and `output.when` keeps
+    // the frames the uncompressed run keeps.
+    let dir = tempfile::tempdir().unwrap();
+    let sets = [
+        "run.frames=6",
+        "analysis.fields=[\"u\", \"v\"]",
+        "analysis.pdf_bins=16",
+        "output.when=\"v_max > 0.41\"",
+        "output.fields=[\"u\", \"v\"]",
+    ];
+    let [device, host, plain] = ["device.h5", "host.h5", "plain.h5"].map(|n| dir.path().join(n));
+    let with = |extra: [&'static str; 2]| sets.iter().copied().chain(extra).collect::<Vec<_>>();
+    run(
+        "configs/gray-scott.toml",
+        &device,
+        &with(["output.compression=\"zfp:rate=6\"", "output.compress_on=\"device\""]),
+    );
+    run("configs/gray-scott.toml", &host, &with(["output.compression=\"zfp:rate=6\"", "output.compress_on=\"host\""]));
+    run("configs/gray-scott.toml", &plain, &sets);
+    // The reductions go beside the output (`NAME.analysis.h5`).
+    let analysis = |p: &Path| open_output(p.with_extension("analysis.h5")).unwrap();
+    let (a, b) = (analysis(&device), analysis(&host));
+    assert!(a.fields().len() >= 8, "{:?}", a.fields());
+    for f in 0..a.fields().len() {
+        for i in 0..6 {
+            assert_eq!(
+                a.read_field(0, f, i).unwrap().bytes,
+                b.read_field(0, f, i).unwrap().bytes,
+                "field {f} frame {i}"
+            );
+        }
+    }
+    let kept = |p: &Path| open_output(p).unwrap().steps(0).unwrap();
+    let (kept_device, kept_plain) = (kept(&device), kept(&plain));
+    assert_eq!(kept_device, kept_plain);
+    assert!(!kept_device.is_empty() && kept_device.len() < 6, "output.when kept {kept_device:?}");
+}
