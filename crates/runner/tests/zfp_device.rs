@@ -154,3 +154,36 @@ fn the_analysis_and_output_when_see_the_values_as_computed() {
     assert_eq!(kept_device, kept_plain);
     assert!(!kept_device.is_empty() && kept_device.len() < 6, "output.when kept {kept_device:?}");
 }
+
+#[test]
+fn a_raw_output_holds_the_devices_streams_and_reads_back_as_the_hdf5_files_values() {
+    // The raw sink stores each frame's stream as it left the device; wgpipe's reader decodes
+    // it (in Rust) to what HDF5's filter decodes (zfp's C library) from the same bytes.
+    let dir = tempfile::tempdir().unwrap();
+    let (raw, h5) = (dir.path().join("out.raw"), dir.path().join("out.h5"));
+    let sets = ["grid.shape=[9, 14, 11]", "output.compression=\"zfp:rate=7\""];
+    let said = run("configs/gray-scott-3d.toml", &raw, &[&sets[..], &["output.sink=\"raw\""]].concat());
+    assert!(said.contains("on the device"), "{said}");
+    run("configs/gray-scott-3d.toml", &h5, &sets);
+    let (a, b) = (open_output(&raw).unwrap(), open_output(&h5).unwrap());
+    assert!(a.complete());
+    for field in 0..2 {
+        for i in 0..4 {
+            let (x, y) = (a.read_f32(0, field, i).unwrap(), b.read_f32(0, field, i).unwrap());
+            assert!(x.iter().map(|v| v.to_bits()).eq(y.iter().map(|v| v.to_bits())), "field {field} frame {i}");
+        }
+    }
+    // The field's metadata says what the data file holds.
+    let meta = std::fs::read_to_string(raw.join("stream0.u.json")).unwrap();
+    assert!(meta.contains("\"encoding\": \"zfp:rate=7\""), "{meta}");
+    let host = wgpipe(
+        "configs/gray-scott.toml",
+        &[
+            format!("output.path={:?}", dir.path().join("h.raw").display().to_string()),
+            "output.sink=\"raw\"".to_owned(),
+            "output.compression=\"zfp:rate=8\"".to_owned(),
+            "output.compress_on=\"host\"".to_owned(),
+        ],
+    );
+    assert!(!host.status.success() && text(&host).contains("encoded on the device"), "{}", text(&host));
+}

@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::frame::DType;
 use crate::schema::{AttrValue, Attributes, FieldSpec, MAX_RANK};
+use crate::zfp::{Encoding, ZfpRate};
 
 /// One field as listed in `run.json` and its own `<stream>.<field>.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,6 +29,11 @@ pub(crate) struct FieldEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub long_name: Option<String>,
     pub frame_bytes: usize,
+    /// `zfp:rate=R` when each frame of the field is stored as its ZFP fixed-rate stream
+    /// (`frame_bytes` long, whole 64-bit words, the array without its axes of 1) instead of
+    /// its values: `numpy.fromfile` does not read such a file, `zfpy` or wgpipe's reader do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<String>,
 }
 
 impl FieldEntry {
@@ -42,6 +48,10 @@ impl FieldEntry {
             units: spec.units.clone(),
             long_name: spec.long_name.clone(),
             frame_bytes: spec.bytes().unwrap_or_default(),
+            encoding: match spec.encoding {
+                Encoding::Zfp(rate) => Some(format!("zfp:rate={rate}")),
+                _ => None,
+            },
         }
     }
 
@@ -55,6 +65,18 @@ impl FieldEntry {
         let mut spec = FieldSpec::new(self.name.clone(), dtype, self.shape.clone()).with_dims(self.dims.clone());
         spec.units.clone_from(&self.units);
         spec.long_name.clone_from(&self.long_name);
+        spec.encoding = match &self.encoding {
+            None => Encoding::Values,
+            Some(e) => match e.strip_prefix("zfp:rate=").and_then(|r| r.parse::<u32>().ok()).map(ZfpRate::new) {
+                Some(Ok(rate)) => Encoding::Zfp(rate),
+                _ => {
+                    return Err(bad(format!(
+                        "field {:?} has encoding {e:?}, not one wgpipe writes (zfp:rate=R)",
+                        self.name
+                    )));
+                }
+            },
+        };
         if spec.shape.len() > MAX_RANK || spec.dims.len() != spec.shape.len() {
             return Err(bad(format!(
                 "field {:?} has shape {:?} with axes {:?}: expected 0 to {MAX_RANK} axes, one name each",

@@ -1,9 +1,13 @@
 //! Fields encoded before the sink (`Encoding::Zfp`) and `zfp:rate=R`: a stream's size is
 //! zfp's (blocks at the rate, axes of 1 left out, padded as zfp_compress and H5Z-ZFP pad), the
 //! compression parses and prints as configs write it, and sinks that store values refuse
-//! encoded fields, naming what to do. (The HDF5 sink storing them: the runner's
-//! tests/zfp_device.rs, against H5Z-ZFP's own chunks.)
+//! encoded fields, naming what to do; the reader's decoder gives what `zfp_decompress` gives,
+//! bit for bit, and the raw sink stores encoded fields that `open_output` reads as values.
+//! (The HDF5 sink storing them: the runner's tests/zfp_device.rs, against H5Z-ZFP's own
+//! chunks.)
 #![cfg(feature = "hdf5")]
+#![expect(unsafe_code, reason = "the reference is the zfp C library, called through zfp-sys")]
+#![expect(clippy::unwrap_used, reason = "tests fail loudly")]
 
 use wgpipe_storage::{
     Compression, DType, Encoding, FieldSpec, SinkOptions, StreamInfo, StreamLayout, ZfpRate, open_sink,
@@ -43,12 +47,112 @@ fn an_encoded_field_has_its_streams_bytes_and_sinks_of_values_refuse_it() {
     assert_eq!(field.bytes(), Some(512));
     let layout = StreamLayout::new(vec![field]).with_stream(StreamInfo::new("s"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let mut raw = open_sink("raw", &SinkOptions::new(dir.path().join("out"))).unwrap_or_else(|e| panic!("{e}"));
-    let message = raw.begin(&layout).err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(message.contains("raw sink cannot store") && message.contains("\"host\""), "{message}");
+    let mut zarr = open_sink("zarr", &SinkOptions::new(dir.path().join("out"))).unwrap_or_else(|e| panic!("{e}"));
+    let message = zarr.begin(&layout).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("zarr sink cannot store") && message.contains("\"host\""), "{message}");
     let ints = FieldSpec::new("n", DType::U32, [8]).with_encoding(Encoding::Zfp(rate(8)));
     let layout = StreamLayout::new(vec![ints]).with_stream(StreamInfo::new("s"));
     let mut null = open_sink("null", &SinkOptions::default()).unwrap_or_else(|e| panic!("{e}"));
     let message = null.begin(&layout).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(message.contains("f32 values only"), "{message}");
+}
+
+/// zfp's fixed-rate stream of `values` (`shape` C order) and zfp's decoding of it.
+fn zfp_round_trip(values: &[f32], shape: &[usize], bits: u32) -> (Vec<u8>, Vec<f32>) {
+    use zfp_sys::*;
+    let mut data = values.to_vec();
+    let float = zfp_type_zfp_type_float;
+    let coded = ZfpRate::coded_shape(shape);
+    // SAFETY: `data` and `buffer` outlive the field and the stream and hold what zfp reads and
+    // writes (zfp_stream_maximum_size bytes); the field's shape is `data`'s.
+    unsafe {
+        let field = |ptr: *mut std::ffi::c_void| match coded[..] {
+            [nx] => zfp_field_1d(ptr, float, nx),
+            [ny, nx] => zfp_field_2d(ptr, float, nx, ny),
+            [nz, ny, nx] => zfp_field_3d(ptr, float, nx, ny, nz),
+            _ => panic!("shape {shape:?}"),
+        };
+        let f = field(data.as_mut_ptr().cast());
+        let zfp = zfp_stream_open(std::ptr::null_mut());
+        zfp_stream_set_rate(zfp, f64::from(bits), float, coded.len() as u32, 0);
+        let size = zfp_stream_maximum_size(zfp, f);
+        let mut buffer = vec![0u8; size];
+        let stream = stream_open(buffer.as_mut_ptr().cast(), size);
+        zfp_stream_set_bit_stream(zfp, stream);
+        zfp_stream_rewind(zfp);
+        let written = zfp_compress(zfp, f);
+        assert!(written > 0);
+        buffer.truncate(written);
+        let mut decoded = vec![0f32; data.len()];
+        let g = field(decoded.as_mut_ptr().cast());
+        zfp_stream_rewind(zfp);
+        assert!(zfp_decompress(zfp, g) > 0);
+        zfp_field_free(f);
+        zfp_field_free(g);
+        zfp_stream_close(zfp);
+        stream_close(stream);
+        (buffer, decoded)
+    }
+}
+
+/// Values over many binades, with zeros, negative zeros and subnormals (deterministic).
+fn values(cells: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..cells)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            match x % 13 {
+                0 => 0.0,
+                1 => -0.0,
+                2 => f32::from_bits((x >> 20) as u32 & 0x007f_ffff),
+                3 if i % 64 < 32 => 0.0,
+                _ => ((x >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 2f32.powi((x % 40) as i32 - 20),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn the_readers_decoder_gives_zfp_decompress_bit_for_bit() {
+    let shapes: [&[usize]; 8] = [&[5], &[16], &[7, 9], &[8, 8], &[1, 13, 6], &[5, 6, 7], &[4, 4, 4], &[9, 1, 10]];
+    for (k, shape) in shapes.iter().enumerate() {
+        let v = values(shape.iter().product(), k as u64 + 1);
+        for bits in [1, 3, 8, 13, 32] {
+            let (stream, want) = zfp_round_trip(&v, shape, bits);
+            let got = rate(bits).decode(&stream, shape).unwrap();
+            let bitwise = |x: &[f32]| x.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bitwise(&got), bitwise(&want), "{shape:?} at rate {bits}");
+        }
+    }
+}
+
+#[test]
+fn the_raw_sink_stores_encoded_fields_and_the_reader_decodes_them() {
+    let shape = [6, 10, 9];
+    let field = FieldSpec::new("v", DType::F32, shape).with_encoding(Encoding::Zfp(rate(8)));
+    let n = FieldSpec::new("n", DType::U32, [3]);
+    let layout = StreamLayout::new(vec![field, n]).with_stream(StreamInfo::new("s").with_expected_frames(2));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut sink = open_sink("raw", &SinkOptions::new(&out)).unwrap();
+    sink.begin(&layout).unwrap();
+    let mut want = Vec::new();
+    for i in 0..2u64 {
+        let (stream, decoded) = zfp_round_trip(&values(540, 40 + i), &shape, 8);
+        let mut data = stream;
+        // zfp_compress's stream is the field's bytes: whole 64-bit words.
+        assert_eq!(data.len() as u64, rate(8).stream_bytes(&shape).unwrap());
+        data.extend([1u32, 2, 3].iter().flat_map(|x| x.to_le_bytes()));
+        sink.write(&wgpipe_storage::Frame::new(0, i, 10 * i, data)).unwrap();
+        want.push(decoded);
+    }
+    sink.finish().unwrap();
+    let output = wgpipe_storage::open_output(&out).unwrap();
+    assert_eq!(output.fields()[0].encoding, Encoding::Values, "the reader gives values");
+    for (i, w) in want.iter().enumerate() {
+        assert_eq!(&output.read_f32(0, 0, i as u64).unwrap(), w);
+    }
+    assert_eq!(output.read_field(0, 1, 1).unwrap().to_f64(), [1.0, 2.0, 3.0]);
 }

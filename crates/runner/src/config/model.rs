@@ -498,9 +498,11 @@ pub struct OutputSection {
     /// after each frame's steps and analysis (which see the values as computed), so only R/32
     /// of the bytes are read back, queued and written; `"host"` reads the values back and the
     /// sink compresses them (HDF5's ZFP filter plugin, Zarr's zfpy codec). Both store the same
-    /// bytes, which every ZFP reader decodes. The device stores to the hdf5 sink, f32 fields,
-    /// in one process (not with `grid.decomposition`); `"auto"` picks it there and the host
-    /// elsewhere, and the run says which. Other compressions ignore it.
+    /// bytes, which every ZFP reader decodes. The device stores to the hdf5 sink (H5Z-ZFP
+    /// chunks) and the raw sink (each frame's ZFP stream, which wgpipe's reader decodes), f32
+    /// fields, in one process (not with `grid.decomposition`); `"auto"` picks it there and the
+    /// host elsewhere (the raw sink then stores values: it has no compression of its own), and
+    /// the run says which. Other compressions ignore it.
     ///
     /// Accepted values: `"auto"`, `"device"` or `"host"`.
     pub compress_on: String,

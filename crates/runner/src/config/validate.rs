@@ -325,8 +325,8 @@ pub(crate) fn zfp_on_device(
         let note = (compression != Compression::None).then(|| format!("{compression}, by the {} sink", out.sink));
         return Ok((None, note));
     };
-    let why_not = if out.sink != "hdf5" {
-        Some(format!("the {} sink stores values only (the hdf5 sink stores encoded fields)", out.sink))
+    let why_not = if !["hdf5", "raw"].contains(&out.sink.as_str()) {
+        Some(format!("the {} sink stores values only (the hdf5 and raw sinks store encoded fields)", out.sink))
     } else if out.dtype != "f32" {
         Some(format!("output.dtype is {:?} (the encoder codes f32 fields)", out.dtype))
     } else if file.grid.decomposition.is_some() {
@@ -334,6 +334,18 @@ pub(crate) fn zfp_on_device(
     } else {
         None
     };
+    // The raw sink compresses nothing itself: it stores device-encoded streams or values.
+    if out.sink == "raw" && (on == "host" || why_not.is_some()) {
+        let why = why_not.unwrap_or_else(|| "output.compress_on is \"host\"".to_owned());
+        return Err(src.invalid(
+            "output.compress_on",
+            format!(
+                "the raw sink stores {compression} only as streams encoded on the device, and {why}: set \
+                 output.compress_on = \"device\" (or \"auto\"), or use the hdf5 or zarr sink, or remove \
+                 output.compression"
+            ),
+        ));
+    }
     let host = |why: &str| Ok((None, Some(format!("{compression} on the host, by the {} sink ({why})", out.sink))));
     match (on, why_not) {
         ("device", Some(why)) => Err(src.invalid(
@@ -355,7 +367,9 @@ pub(crate) fn zfp_on_device(
 pub(crate) fn compression(file: &ConfigFile, src: &Source) -> Result<Compression> {
     let invalid = |e: wgpipe_storage::Error| src.invalid("output.compression", e.to_string());
     let compression = Compression::from_str(&file.output.compression).map_err(invalid)?;
-    if compression.is_zfp() && !["hdf5", "zarr"].contains(&file.output.sink.as_str()) {
+    // The raw sink stores zfp:rate=R as the device's streams (`zfp_on_device` checks where).
+    let raw_streams = matches!(compression, Compression::ZfpRate(_)) && file.output.sink == "raw";
+    if compression.is_zfp() && !raw_streams && !["hdf5", "zarr"].contains(&file.output.sink.as_str()) {
         return Err(src.invalid(
             "output.compression",
             format!(

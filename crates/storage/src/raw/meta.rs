@@ -141,6 +141,9 @@ pub(crate) struct FieldMeta {
     pub shape: Vec<usize>,
     pub dims: Vec<String>,
     pub frame_bytes: usize,
+    /// `zfp:rate=R` when the data file holds each frame as its ZFP stream (see `run.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encoding: Option<String>,
     pub stream: String,
     pub stream_index: usize,
     pub stream_attributes: BTreeMap<String, Value>,

@@ -8,13 +8,16 @@ use super::meta::{RUN_FILE, read_run};
 use crate::error::{Error, Result};
 use crate::json_meta::attrs_from_json;
 use crate::read::{Output, OutputFormat, Reader, StreamSummary};
+use crate::zfp::Encoding;
 
 /// Per stream: one data file per field (layout order) and the steps file.
 #[derive(Debug)]
 struct RawReader {
     files: Vec<(Vec<PathBuf>, PathBuf)>,
-    /// Bytes of one frame of each field.
+    /// Bytes of one frame of each field as stored.
     field_bytes: Vec<usize>,
+    /// Per field: how its frames are stored, and its shape (to decode a ZFP stream).
+    encodings: Vec<(Encoding, Vec<usize>)>,
 }
 
 /// Frames complete in a file of `len` bytes holding `unit`-byte frames.
@@ -31,8 +34,13 @@ pub(crate) fn open(dir: &Path) -> Result<Output> {
     }
     let run = read_run(&run_path)?;
     let bad = |reason: String| Error::BadOutput { path: run_path.clone(), reason };
-    let fields = run.fields.iter().map(|f| f.to_spec(&run_path)).collect::<Result<Vec<_>>>()?;
+    let mut fields = run.fields.iter().map(|f| f.to_spec(&run_path)).collect::<Result<Vec<_>>>()?;
     let field_bytes: Vec<usize> = run.fields.iter().map(|f| f.frame_bytes).collect();
+    // Fields stored as ZFP streams read back as their values.
+    let encodings = fields.iter().map(|f| (f.encoding, f.shape.clone())).collect();
+    for f in &mut fields {
+        f.encoding = Encoding::Values;
+    }
     let mut streams = Vec::new();
     let mut files = Vec::new();
     for s in &run.streams {
@@ -66,7 +74,7 @@ pub(crate) fn open(dir: &Path) -> Result<Output> {
         attributes: attrs_from_json(&run.attributes),
         complete: run.complete,
         streams,
-        reader: Box::new(RawReader { files, field_bytes }),
+        reader: Box::new(RawReader { files, field_bytes, encodings }),
     })
 }
 
@@ -83,8 +91,19 @@ fn read_at(path: &Path, offset: u64, len: usize) -> Result<Vec<u8>> {
 impl Reader for RawReader {
     fn read_field(&self, stream: usize, field: usize, index: u64) -> Result<Vec<u8>> {
         let n = self.field_bytes[field];
+        let path = &self.files[stream].0[field];
         // No overflow: `index` is below the frame count, which came from the file's size.
-        read_at(&self.files[stream].0[field], index * n as u64, n)
+        let stored = read_at(path, index * n as u64, n)?;
+        match &self.encodings[field] {
+            (Encoding::Zfp(rate), shape) => {
+                let values = rate.decode(&stored, shape).ok_or_else(|| Error::BadOutput {
+                    path: path.clone(),
+                    reason: format!("frame {index} is a ZFP stream of shape {shape:?}, which ZFP cannot code"),
+                })?;
+                Ok(values.iter().flat_map(|v| v.to_le_bytes()).collect())
+            }
+            _ => Ok(stored),
+        }
     }
 
     fn steps(&self, stream: usize, frames: u64) -> Result<Vec<u64>> {

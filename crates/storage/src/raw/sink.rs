@@ -172,6 +172,7 @@ impl RawBackend {
                     shape: field.shape.clone(),
                     dims: field.dims.clone(),
                     frame_bytes: field.frame_bytes,
+                    encoding: field.encoding.clone(),
                     stream: s.name.clone(),
                     stream_index: si,
                     stream_attributes: s.attributes.clone(),
@@ -293,7 +294,6 @@ impl Backend for RawBackend {
 
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         self.options.check()?;
-        crate::validate::refuse_encoded_fields(layout, "raw")?;
         // A half-made new directory never reaches the path: `Staged` removes it.
         self.open = Some(self.create(layout)?);
         Ok(())

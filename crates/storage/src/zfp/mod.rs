@@ -7,6 +7,8 @@
 //! included. The H5Z-ZFP filter codes an HDF5 chunk as the array of the chunk's axes longer
 //! than 1, and so does the encoder for stored fields.
 
+mod decode;
+
 use std::fmt;
 
 use crate::error::{Error, Result};
@@ -56,6 +58,13 @@ impl ZfpRate {
         Some(self.stream_bits(shape)?.div_ceil(64) * 8)
     }
 
+    /// The f32 values of a field of `shape` from its `stream` at this rate (what the zfp C
+    /// library's `zfp_decompress` gives, value for value); `None` when the array ZFP codes has
+    /// more than 3 axes. A stream shorter than the shape needs reads as zeros past its end.
+    pub fn decode(self, stream: &[u8], shape: &[usize]) -> Option<Vec<f32>> {
+        decode::decode(stream, shape, self)
+    }
+
     /// Bytes of the same stream as H5Z-ZFP stores it in a chunk (its zfp is built with 8-bit
     /// stream words): the bits padded to whole bytes. The leading bytes of
     /// [`ZfpRate::stream_bytes`]; the rest are zero padding.
@@ -79,8 +88,9 @@ pub enum Encoding {
     Values,
     /// Its f32 values as a ZFP fixed-rate stream ([`ZfpRate::stream_bytes`] bytes), encoded
     /// before the sink (wgpipe encodes on the GPU: `output.compress_on = "device"`). Only the
-    /// HDF5 sink stores such fields (as H5Z-ZFP chunks, which every reader with the filter
-    /// decodes); the others refuse them.
+    /// HDF5 sink (as H5Z-ZFP chunks, which every reader with the filter decodes) and the raw
+    /// sink (each frame's stream, its metadata saying `"encoding": "zfp:rate=R"`; wgpipe's
+    /// reader decodes it) store such fields; the others refuse them.
     Zfp(ZfpRate),
 }
 
