@@ -124,6 +124,14 @@ fn the_readers_decoder_gives_zfp_decompress_bit_for_bit() {
             let got = rate(bits).decode(&stream, shape).unwrap();
             let bitwise = |x: &[f32]| x.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
             assert_eq!(bitwise(&got), bitwise(&want), "{shape:?} at rate {bits}");
+            // A 3-D array's planes, each from its own blocks only.
+            if let [nz, ny, nx] = ZfpRate::coded_shape(shape)[..] {
+                for z in 0..nz {
+                    let plane = rate(bits).decode_plane(&stream, shape, z).unwrap();
+                    assert_eq!(bitwise(&plane), bitwise(&want[z * ny * nx..(z + 1) * ny * nx]), "{shape:?} plane {z}");
+                }
+                assert!(rate(bits).decode_plane(&stream, shape, nz).is_none());
+            }
         }
     }
 }

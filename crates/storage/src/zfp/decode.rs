@@ -42,6 +42,13 @@ impl Bits<'_> {
 /// [`ZfpRate::coded_shape`] says) from its fixed-rate `stream` at `rate`; `None` when the
 /// coded array has more than 3 axes.
 pub(super) fn decode(stream: &[u8], shape: &[usize], rate: ZfpRate) -> Option<Vec<f32>> {
+    decode_z(stream, shape, rate, None)
+}
+
+/// [`decode`], or with `Some(z)` only the cells of index `z` along the array's slowest axis of
+/// three (the blocks that hold them: fixed rate gives every block's place), as a `[ny, nx]`
+/// plane; a coded array of fewer axes has one such plane, `z = 0`.
+pub(super) fn decode_z(stream: &[u8], shape: &[usize], rate: ZfpRate, only: Option<usize>) -> Option<Vec<f32>> {
     let coded = ZfpRate::coded_shape(shape);
     let dims = coded.len();
     if dims > 3 {
@@ -51,23 +58,28 @@ pub(super) fn decode(stream: &[u8], shape: &[usize], rate: ZfpRate) -> Option<Ve
     let mut n = [1usize; 3];
     n[3 - dims..].copy_from_slice(&coded);
     let [nz, ny, nx] = n;
+    let (z0, z1) = match only {
+        Some(z) if z < nz => (z, z + 1),
+        Some(_) => return None,
+        None => (0, nz),
+    };
     let maxbits = u64::from(rate.bits() << (2 * dims)).max(9);
-    let mut values = vec![0f32; nx * ny * nz];
-    let mut block = 0u64;
-    for bz in (0..nz).step_by(4) {
+    let blocks = [nz, ny, nx].map(|d| d.div_ceil(4) as u64);
+    let mut values = vec![0f32; (z1 - z0) * ny * nx];
+    for bz in (z0 / 4 * 4..z1).step_by(4) {
         for by in (0..ny).step_by(4) {
             for bx in (0..nx).step_by(4) {
+                let block = ((bz / 4) as u64 * blocks[1] + (by / 4) as u64) * blocks[2] + (bx / 4) as u64;
                 let mut bits = Bits { bytes: stream, at: block * maxbits };
                 let cells = decode_block(&mut bits, maxbits, dims);
-                // Scatter the block's cells that lie in the array (zfp's scatter_partial).
-                for z in 0..4.min(nz - bz) {
+                // Scatter the block's cells that lie in the array and the range (scatter_partial).
+                for z in (bz.max(z0)..(bz + 4).min(z1)).map(|z| z - bz) {
                     for y in 0..4.min(ny - by) {
                         for x in 0..4.min(nx - bx) {
-                            values[((bz + z) * ny + by + y) * nx + bx + x] = cells[16 * z + 4 * y + x];
+                            values[((bz + z - z0) * ny + by + y) * nx + bx + x] = cells[16 * z + 4 * y + x];
                         }
                     }
                 }
-                block += 1;
             }
         }
     }

@@ -65,6 +65,13 @@ impl ZfpRate {
         decode::decode(stream, shape, self)
     }
 
+    /// The plane of index `z` along the slowest axis of a 3-D field's `stream` (`[ny, nx]`
+    /// values), decoding only the blocks that hold it; a field whose coded array has fewer
+    /// axes is one plane, `z = 0`. `None` for a `z` past the array or more than 3 coded axes.
+    pub fn decode_plane(self, stream: &[u8], shape: &[usize], z: usize) -> Option<Vec<f32>> {
+        decode::decode_z(stream, shape, self, Some(z))
+    }
+
     /// Bytes of the same stream as H5Z-ZFP stores it in a chunk (its zfp is built with 8-bit
     /// stream words): the bits padded to whole bytes. The leading bytes of
     /// [`ZfpRate::stream_bytes`]; the rest are zero padding.

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use wgpipe::storage::{FieldData, Frame, Result, Sink, SinkSummary, StreamLayout};
+use wgpipe::storage::{Encoding, FieldData, Frame, Result, Sink, SinkSummary, StreamLayout, ZfpRate};
 
 /// Shortest time between two snapshots: the page refreshes twice a second.
 const COPY_PERIOD: Duration = Duration::from_millis(250);
@@ -65,27 +65,46 @@ impl TapSink {
 }
 
 /// Field `name` of `frame` under `layout`, whole, or as a picture: a 3-D field's middle z
-/// slice, nothing above [`MAX_PICTURE_BYTES`].
+/// slice, nothing above [`MAX_PICTURE_BYTES`]. A field encoded on the device (a ZFP stream)
+/// is decoded as the output's readers decode it.
 fn field(layout: &StreamLayout, frame: &Frame, name: &str, as_picture: bool) -> Option<FieldData> {
     let i = layout.field_index(name)?;
-    let range = layout.field_range(i)?;
     let spec = &layout.fields[i];
-    // A field encoded on the device holds a ZFP stream, not values: nothing to show or send.
-    if spec.encoding != wgpipe::storage::Encoding::Values {
-        return None;
-    }
-    let (shape, range) = match (as_picture, &spec.shape[..]) {
-        (true, &[nz, ny, nx]) => {
-            let plane = ny * nx * spec.dtype.size();
-            let start = range.start + nz / 2 * plane;
-            (vec![ny, nx], start..start + plane)
-        }
-        _ => (spec.shape.clone(), range),
+    let stored = frame.data.get(layout.field_range(i)?)?;
+    let middle = match (as_picture, &spec.shape[..]) {
+        (true, &[nz, ny, nx]) => Some((nz / 2, vec![ny, nx])),
+        _ => None,
     };
-    if as_picture && range.len() > MAX_PICTURE_BYTES {
+    let decoded;
+    let values = match spec.encoding {
+        // A 3-D array's middle slice: only the blocks that hold it are decoded.
+        Encoding::Zfp(rate) if middle.is_some() && ZfpRate::coded_shape(&spec.shape).len() == 3 => {
+            let (z, shape) = middle?;
+            let bytes = le_bytes(&rate.decode_plane(stored, &spec.shape, z)?);
+            return (bytes.len() <= MAX_PICTURE_BYTES).then_some(FieldData { dtype: spec.dtype, shape, bytes });
+        }
+        Encoding::Zfp(rate) => {
+            decoded = le_bytes(&rate.decode(stored, &spec.shape)?);
+            &decoded[..]
+        }
+        _ => stored,
+    };
+    let (shape, bytes) = match middle {
+        Some((z, shape)) => {
+            let plane = shape.iter().product::<usize>() * spec.dtype.size();
+            (shape, values.get(z * plane..(z + 1) * plane)?.to_vec())
+        }
+        None => (spec.shape.clone(), values.to_vec()),
+    };
+    if as_picture && bytes.len() > MAX_PICTURE_BYTES {
         return None;
     }
-    Some(FieldData { dtype: spec.dtype, shape, bytes: frame.data.get(range)?.to_vec() })
+    Some(FieldData { dtype: spec.dtype, shape, bytes })
+}
+
+/// f32 values as their little-endian bytes.
+fn le_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
 /// The first field a page would show: a field on the grid, not a PDF or its edges.
