@@ -187,6 +187,18 @@ fn blocks_of_values_below_two_to_the_minus_97_are_written_as_zfp_writes_them() {
 }
 
 #[test]
+fn blocks_with_an_infinity_or_a_nan_are_written_as_zfp_writes_them_on_x86() {
+    // zfp gives them no meaning (its exponent of infinity is frexp's 0, values of 2 and more
+    // beside it overflow its integer cast); the bytes must still be its bytes.
+    let gpu = gpu();
+    let encoder = ZfpEncoder::new(&gpu, 1).unwrap();
+    let values = [0.5, f32::INFINITY, 3.0, -1.25, 1.0, f32::NAN, 0.25, 0.0, -f32::INFINITY, 0.1, 7.0, 1.5];
+    for rate in [8, 16] {
+        assert_same_stream(&gpu, &encoder, &values, &[12], rate, "inf and NaN");
+    }
+}
+
+#[test]
 fn a_strided_field_encodes_as_its_cells_alone() {
     // A 5×6×7 field inside a buffer with one ghost cell on every side.
     let gpu = gpu();

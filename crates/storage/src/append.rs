@@ -9,6 +9,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::read::{Output, OutputFormat};
 use crate::schema::{FieldSpec, StreamLayout};
+use crate::zfp::Encoding;
 
 /// What an existing output holds, as far as appending `layout` to it matters.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -73,6 +74,24 @@ pub(crate) fn check(
                 have.dims,
                 want.describe(),
                 want.dims
+            ));
+        }
+    }
+    // Frames that arrive encoded continue only datasets and files that hold the same encoding
+    // (a ZFP stream appended to a file of values, or at another rate, would not decode).
+    for (i, want) in layout.fields.iter().enumerate() {
+        let have = out.reader.stored_encoding(i);
+        if have != want.encoding {
+            let describe = |e: Encoding| match e {
+                Encoding::Values => "its values".to_owned(),
+                e => e.describe(),
+            };
+            return mismatch(format!(
+                "its field {:?} holds {} and the run brings {}: continue it with the compression it was written \
+                 with (wgpipe: the same output.compression and output.compress_on)",
+                want.name,
+                describe(have),
+                describe(want.encoding)
             ));
         }
     }

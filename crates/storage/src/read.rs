@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::frame::DType;
 use crate::schema::{Attributes, FieldSpec};
+use crate::zfp::Encoding;
 
 /// Which sink wrote an output.
 #[non_exhaustive]
@@ -68,6 +69,11 @@ pub(crate) trait Reader: std::fmt::Debug + Send {
     fn read_field(&self, stream: usize, field: usize, index: u64) -> Result<Vec<u8>>;
     /// Simulation steps of the first `frames` frames of `stream`.
     fn steps(&self, stream: usize, frames: u64) -> Result<Vec<u64>>;
+    /// How field `field`'s frames are stored (its values, or a stream encoded before the
+    /// sink, which `read_field` decodes): what an append must bring the same way.
+    fn stored_encoding(&self, _field: usize) -> Encoding {
+        Encoding::Values
+    }
 }
 
 /// One field of one frame as read back: its bytes with their type and shape.

@@ -130,7 +130,7 @@ pub(crate) fn check_layout(layout: &StreamLayout) -> Result<()> {
 }
 
 /// Errors unless a field encoded before the sink is one its encoding can hold: ZFP streams of
-/// f32 values with at most 3 axes longer than 1.
+/// f32 values (the ranks, at most 3, are checked with every field's).
 fn check_encoding(f: &FieldSpec) -> Result<()> {
     match f.encoding {
         Encoding::Zfp(_) if f.dtype != DType::F32 => Err(Error::InvalidLayout(format!(
@@ -147,8 +147,8 @@ fn check_encoding(f: &FieldSpec) -> Result<()> {
 pub(crate) fn refuse_encoded_fields(layout: &StreamLayout, sink: &str) -> Result<()> {
     match layout.fields.iter().find(|f| f.encoding != Encoding::Values) {
         Some(f) => Err(Error::InvalidLayout(format!(
-            "field {:?} arrives as {}, which the {sink} sink cannot store: use the hdf5 sink, or let the values \
-             arrive (wgpipe: output.compress_on = \"host\")",
+            "field {:?} arrives as {}, which the {sink} sink cannot store: use the hdf5 or raw sink, or let the \
+             values arrive (wgpipe: output.compress_on = \"host\")",
             f.name,
             f.encoding.describe()
         ))),

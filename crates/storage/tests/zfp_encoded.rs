@@ -164,3 +164,31 @@ fn the_raw_sink_stores_encoded_fields_and_the_reader_decodes_them() {
     }
     assert_eq!(output.read_field(0, 1, 1).unwrap().to_f64(), [1.0, 2.0, 3.0]);
 }
+
+#[test]
+fn an_output_continues_only_with_the_encoding_it_was_written_with() {
+    // One frame of three stored as values; a continuation that brings ZFP streams (or the
+    // reverse) would leave frames no reader decodes: refused, naming what to change.
+    let shape = [8, 8];
+    let values = FieldSpec::new("v", DType::F32, shape);
+    let encoded = values.clone().with_encoding(Encoding::Zfp(rate(8)));
+    let stream = |kept| StreamInfo::new("s").with_expected_frames(3).with_kept_frames(kept);
+    for kind in ["hdf5", "raw"] {
+        for (first, then) in [(&values, &encoded), (&encoded, &values)] {
+            let dir = tempfile::tempdir().unwrap();
+            let out = dir.path().join("out");
+            let mut sink = open_sink(kind, &SinkOptions::new(&out)).unwrap();
+            sink.begin(&StreamLayout::new(vec![first.clone()]).with_stream(stream(0))).unwrap();
+            let bytes = first.bytes().unwrap();
+            sink.write(&wgpipe_storage::Frame::new(0, 0, 1, vec![0u8; bytes])).unwrap();
+            drop(sink);
+            let mut again = open_sink(kind, &SinkOptions::new(&out).with_append(true)).unwrap();
+            let message = again
+                .begin(&StreamLayout::new(vec![then.clone()]).with_stream(stream(1)))
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(message.contains("continue it with the compression it was written with"), "{kind}: {message}");
+        }
+    }
+}

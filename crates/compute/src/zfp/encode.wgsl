@@ -129,6 +129,10 @@ fn quantize(bits: u32, ebits: u32) -> i32 {
     let significand = select((bits & 0x7fffffu) | 0x800000u, bits & 0x7fffffu, e == 0u);
     // x = significand · 2^(max(e, 1) − 150) and emax = ebits − 126.
     let shift = i32(max(e, 1u)) - i32(ebits) + 6;
+    // Beside an infinity (emax = 0), values of 2 and more pass 2^31: x86 converts them to INT_MIN.
+    if (shift > 7) {
+        return i32(-2147483647 - 1);
+    }
     var magnitude = 0u;
     if (shift >= 0) {
         magnitude = significand << u32(shift);
@@ -254,7 +258,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     } else {
         // The biased exponent emax + 127 of zfp's exponent(), which frexp gives as the
         // exponent field + 1 (subnormals clamp to emax = -126, i.e. 1). Written with its flag.
-        let ebits = largest >> 23u;
+        // An infinity's frexp (glibc) gives exponent 0: emax = 0, as exponent field 126.
+        let ebits = select(largest >> 23u, 126u, largest == 0x7f800000u);
         write_bits(2u * (ebits + 1u) + 1u, 9u);
         // fwd_cast, fwd_xform and fwd_order (`coefficients`, written out per rank by `unrolled.rs`)
         encode_planes(coefficients(raw, ebits), p.maxbits - 9u);

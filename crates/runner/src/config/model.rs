@@ -497,8 +497,9 @@ pub struct OutputSection {
     /// Where `"zfp:rate=R"` compresses the kernel's fields: `"device"` encodes them on the GPU
     /// after each frame's steps and analysis (which see the values as computed), so only R/32
     /// of the bytes are read back, queued and written; `"host"` reads the values back and the
-    /// sink compresses them (HDF5's ZFP filter plugin, Zarr's zfpy codec). Both store the same
-    /// bytes, which every ZFP reader decodes. The device stores to the hdf5 sink (H5Z-ZFP
+    /// sink compresses them (HDF5's ZFP filter plugin, Zarr's zfpy codec). In HDF5 both store
+    /// the same bytes where the host keeps a frame in one chunk (frames of a field up to 4 MiB;
+    /// the device always does), which every ZFP reader decodes. The device stores to the hdf5 sink (H5Z-ZFP
     /// chunks) and the raw sink (each frame's ZFP stream, which wgpipe's reader decodes), f32
     /// fields, in one process (not with `grid.decomposition`); `"auto"` picks it there and the
     /// host elsewhere (the raw sink then stores values: it has no compression of its own), and

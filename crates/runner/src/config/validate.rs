@@ -321,6 +321,15 @@ pub(crate) fn zfp_on_device(
             src.invalid("output.compress_on", format!("{on:?} is not a place: use \"auto\", \"device\" or \"host\""))
         );
     }
+    if on == "device" && !matches!(compression, Compression::ZfpRate(_)) {
+        return Err(src.invalid(
+            "output.compress_on",
+            format!(
+                "\"device\" encodes zfp:rate=R, and output.compression is {compression}: set output.compression = \
+                 \"zfp:rate=8\" (say), or remove output.compress_on"
+            ),
+        ));
+    }
     let Compression::ZfpRate(rate) = compression else {
         let note = (compression != Compression::None).then(|| format!("{compression}, by the {} sink", out.sink));
         return Ok((None, note));
@@ -331,20 +340,27 @@ pub(crate) fn zfp_on_device(
         Some(format!("output.dtype is {:?} (the encoder codes f32 fields)", out.dtype))
     } else if file.grid.decomposition.is_some() {
         Some("grid.decomposition splits the grid over MPI ranks".to_owned())
+    } else if out.chunk_frames != 1 {
+        Some(format!("output.chunk_frames is {} (encoded fields are stored one frame per chunk)", out.chunk_frames))
     } else {
         None
     };
     // The raw sink compresses nothing itself: it stores device-encoded streams or values.
-    if out.sink == "raw" && (on == "host" || why_not.is_some()) {
-        let why = why_not.unwrap_or_else(|| "output.compress_on is \"host\"".to_owned());
-        return Err(src.invalid(
-            "output.compress_on",
-            format!(
-                "the raw sink stores {compression} only as streams encoded on the device, and {why}: set \
-                 output.compress_on = \"device\" (or \"auto\"), or use the hdf5 or zarr sink, or remove \
-                 output.compression"
-            ),
-        ));
+    if out.sink == "raw" {
+        let fix = match (&why_not, on) {
+            (Some(why), _) => Some(format!("the device cannot encode here: {why}")),
+            (None, "host") => Some("output.compress_on is \"host\": set it to \"device\" (or \"auto\")".to_owned()),
+            _ => None,
+        };
+        if let Some(fix) = fix {
+            return Err(src.invalid(
+                "output.compress_on",
+                format!(
+                    "the raw sink stores {compression} only as streams encoded on the device, and {fix}; or use the \
+                     hdf5 or zarr sink, or remove output.compression"
+                ),
+            ));
+        }
     }
     let host = |why: &str| Ok((None, Some(format!("{compression} on the host, by the {} sink ({why})", out.sink))));
     match (on, why_not) {

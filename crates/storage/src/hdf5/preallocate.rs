@@ -92,7 +92,9 @@ const INDEX_BYTES_PER_DATASET: u64 = 64 << 10;
 /// Whether an output with these options and this layout is laid out whole at `begin`:
 /// uncompressed, not SWMR, and every stream's frame count known.
 pub(crate) fn applies(options: &SinkOptions, layout: &StreamLayout) -> bool {
-    options.compression == Compression::None && counts_known(options, layout)
+    // Fields encoded before the sink are compressed ones: one chunk a frame, never packed.
+    let encoded = layout.fields.iter().any(|f| f.encoding != crate::Encoding::Values);
+    options.compression == Compression::None && !encoded && counts_known(options, layout)
 }
 
 /// Whether every stream's frame count is known (and the file is not SWMR, whose writes HDF5

@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::read::{Output, OutputFormat, Reader, StreamSummary};
 use crate::schema::{AXIS_ORDER, AttrValue, Attributes, FieldSpec, MAX_RANK};
 use crate::validate::{RESERVED_RUN_ATTRS, RESERVED_STREAM_ATTRS, STEPS_NAME};
+use crate::zfp::{Encoding, ZfpRate};
 
 /// An open HDF5 output.
 #[derive(Debug)]
@@ -25,6 +26,8 @@ struct Hdf5Reader {
     fields: Vec<FieldSpec>,
     /// Per stream: field datasets (layout order) and steps.
     sets: Vec<(Vec<Dataset>, Dataset)>,
+    /// Per field: how its chunks were made (the first stream's `wgpipe_encoding` attribute).
+    encodings: Vec<Encoding>,
 }
 
 /// A 1-D string array attribute.
@@ -203,6 +206,7 @@ impl Hdf5Reader {
         if fields.len() != names.len() {
             return Err(bad("no stream groups: the file holds no frames and no field shapes".into()));
         }
+        let encodings = sets.first().map_or_else(Vec::new, |(datasets, _)| datasets.iter().map(encoding_of).collect());
         Ok(Output {
             path: path.to_path_buf(),
             format: OutputFormat::Hdf5,
@@ -210,7 +214,7 @@ impl Hdf5Reader {
             attributes,
             complete,
             streams,
-            reader: Box::new(Hdf5Reader { path: path.to_path_buf(), _file: file, fields, sets }),
+            reader: Box::new(Hdf5Reader { path: path.to_path_buf(), _file: file, fields, sets, encodings }),
         })
     }
 }
@@ -224,7 +228,21 @@ fn read_frame_of<T: H5Type + bytemuck::Pod>(ds: &Dataset, rank: usize, i: usize)
     Ok(to_le_bytes(values))
 }
 
+/// How a field dataset's chunks were made: `wgpipe_encoding = "zfp:rate=R"` for a stream
+/// encoded before the sink, else its values (whatever filter HDF5 ran).
+fn encoding_of(ds: &Dataset) -> Encoding {
+    let rate = match ds.attr(super::schema::ENCODING_ATTR).ok().and_then(|a| attr_value(&a)) {
+        Some(AttrValue::Text(t)) => t.strip_prefix("zfp:rate=").and_then(|r| r.parse::<u32>().ok()),
+        _ => None,
+    };
+    rate.and_then(|r| ZfpRate::new(r).ok()).map_or(Encoding::Values, Encoding::Zfp)
+}
+
 impl Reader for Hdf5Reader {
+    fn stored_encoding(&self, field: usize) -> Encoding {
+        self.encodings.get(field).copied().unwrap_or_default()
+    }
+
     fn read_field(&self, stream: usize, field: usize, index: u64) -> Result<Vec<u8>> {
         let spec = &self.fields[field];
         let ds = &self.sets[stream].0[field];

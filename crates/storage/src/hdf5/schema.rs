@@ -272,6 +272,9 @@ fn create_stream(
     Ok(StreamSets { group, fields, steps })
 }
 
+/// Attribute of a field dataset whose chunks were encoded before the sink: `zfp:rate=R`.
+pub(crate) const ENCODING_ATTR: &str = "wgpipe_encoding";
+
 /// HDF5's registered id of the H5Z-ZFP filter plugin.
 pub(crate) const ZFP_FILTER: hdf5_sys::h5z::H5Z_filter_t = 32013;
 
@@ -312,6 +315,10 @@ fn create_field(group: &Group, f: &FieldSpec, chunk: &[usize], frames: usize, pl
     let ds = b.create(f.name.as_str())?;
     let dims: Vec<String> = std::iter::once(FRAME_DIM.to_owned()).chain(f.dims.iter().cloned()).collect();
     set_strings(&ds, DIMS_ATTR, &dims)?;
+    if let Encoding::Zfp(rate) = f.encoding {
+        // What its chunks were made from (`read.rs`: an append must bring the same).
+        set_attr(&ds, ENCODING_ATTR, &AttrValue::Text(format!("zfp:rate={rate}")))?;
+    }
     Ok(ds)
 }
 

@@ -245,9 +245,10 @@ impl Hdf5Backend {
         // native types are only on a little-endian host.
         // So are the fields encoded before the sink (`check_layout` refuses them elsewhere).
         let encoded = layout.fields.iter().any(|f| f.encoding != Encoding::Values);
-        let direct_candidate = cfg!(target_endian = "little")
-            && (encoded
-                || (matches!(self.options.compression, Compression::Deflate(_)) && self.options.chunk_frames == 1));
+        let deflate_direct = cfg!(target_endian = "little")
+            && matches!(self.options.compression, Compression::Deflate(_))
+            && self.options.chunk_frames == 1;
+        let direct_candidate = deflate_direct || (encoded && cfg!(target_endian = "little"));
         // Compressed streams of known lengths, one frame per chunk, not too many chunks: every
         // chunk made at `begin` (see `preallocate`, and there why not chunks of several frames).
         // Deflate's chunks are written directly; blosc's and ZFP's through HDF5's filter, which
@@ -256,10 +257,14 @@ impl Hdf5Backend {
         // (ZFP leaves other element types unfiltered: early allocation would lay them out
         // whole, which the space checks only count for uncompressed outputs.)
         let all_floats = layout.fields.iter().all(|f| matches!(f.dtype, DType::F32 | DType::F64));
+        // Not ZFP's fixed rate, nor fields encoded before the sink: HDF5 writes a filtered fill
+        // chunk for every chunk it makes at `begin`, and a fixed-rate chunk of zeros is as large
+        // as any other (the whole output, written before frame 0).
         let filtered_one_frame = (self.options.compression.is_blosc()
-            || (self.options.compression.is_zfp() && all_floats))
+            || (matches!(self.options.compression, Compression::Zfp(_)) && all_floats))
             && self.options.chunk_frames == 1;
-        let indexed = (direct_candidate || filtered_one_frame)
+        let indexed = (deflate_direct || filtered_one_frame)
+            && !encoded
             && super::preallocate::counts_known(&self.options, layout)
             && super::preallocate::chunk_count(layout, &chunks) <= super::preallocate::MAX_INDEXED_CHUNKS;
         // Outputs neither laid out nor indexed at `begin` (chunks of several compressed frames,
@@ -618,6 +623,15 @@ impl Backend for Hdf5Backend {
         chunk_shapes(layout, self.options.chunk_frames)?;
         for f in &layout.fields {
             if let Encoding::Zfp(rate) = f.encoding {
+                // One chunk a frame for every field: chunks of several frames beside them would
+                // be rewritten as they fill, which the direct path does not order for a kill.
+                if self.options.chunk_frames != 1 {
+                    return Err(Error::InvalidOptions(format!(
+                        "field {:?} arrives ZFP-encoded, which the hdf5 sink stores one frame per chunk, with \
+                         every other field: set chunk_frames to 1 (it is {})",
+                        f.name, self.options.chunk_frames
+                    )));
+                }
                 if cfg!(target_endian = "big") {
                     return Err(Error::InvalidLayout(format!(
                         "field {:?} arrives ZFP-encoded, which the hdf5 sink stores on little-endian hosts only",

@@ -106,6 +106,10 @@ impl Reader for RawReader {
         }
     }
 
+    fn stored_encoding(&self, field: usize) -> Encoding {
+        self.encodings.get(field).map_or(Encoding::Values, |(e, _)| *e)
+    }
+
     fn steps(&self, stream: usize, frames: u64) -> Result<Vec<u64>> {
         let path = &self.files[stream].1;
         let len = usize::try_from(frames).ok().and_then(|f| f.checked_mul(8)).ok_or_else(|| Error::BadOutput {

@@ -84,6 +84,10 @@ fn field(layout: &StreamLayout, frame: &Frame, name: &str, as_picture: bool) -> 
             return (bytes.len() <= MAX_PICTURE_BYTES).then_some(FieldData { dtype: spec.dtype, shape, bytes });
         }
         Encoding::Zfp(rate) => {
+            // Decoded whole only if the picture may be that large (decoding runs on the writer).
+            if as_picture && spec.elements()?.saturating_mul(4) > MAX_PICTURE_BYTES {
+                return None;
+            }
             decoded = le_bytes(&rate.decode(stored, &spec.shape)?);
             &decoded[..]
         }
