@@ -20,7 +20,9 @@
 //! to `begun`), the others within 60 ms after `begun`, while frames are written. It then
 //! opens the output with `open_output`, reads every frame and sorts the kill into: no output
 //! yet, fine, the in-flight frame (never reported) unreadable or wrong, reported frames lost
-//! or wrong, or the output does not open. A child that is not killed is an error.
+//! or wrong, or the output does not open. A child that is not killed is an error, and so is
+//! any kill that lost a reported frame or left an output that does not open: the command
+//! exits non-zero after printing the counts, so a script or CI fails on it.
 //! `KILL_STRESS_KEEP=1` keeps the outputs that lost a reported frame or do not open.
 
 use std::collections::BTreeMap;
@@ -272,7 +274,7 @@ fn main() -> Result<()> {
         *counts.entry(verdict).or_default() += 1;
         // KILL_STRESS_KEEP=1 keeps the outputs that lost a reported frame or do not open, to
         // look into.
-        let damaged = matches!(verdict, "reported frames lost" | "output does not open");
+        let damaged = DAMAGED.contains(&verdict);
         if !(damaged && std::env::var_os("KILL_STRESS_KEEP").is_some()) {
             remove_output(&path)?;
         }
@@ -282,8 +284,16 @@ fn main() -> Result<()> {
     for (what, n) in &counts {
         println!("  {what:<24} {n}");
     }
+    let damaged: usize = DAMAGED.iter().filter_map(|d| counts.get(d)).sum();
+    if damaged > 0 {
+        bail!("{damaged} of {kills} kills lost reported frames or left an output that does not open");
+    }
     Ok(())
 }
+
+/// The verdicts that break the sink's promise (a frame reported written is stored, and the
+/// output opens).
+const DAMAGED: [&str; 2] = ["reported frames lost", "output does not open"];
 
 /// Copies a file or a raw directory.
 fn copy_output(from: &Path, to: &Path) -> Result<()> {
