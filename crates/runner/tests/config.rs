@@ -323,3 +323,28 @@ fn zfp_takes_a_bound_and_the_hdf5_or_zarr_sink() {
     let e = err("[output]\ncompression = \"zfp:accuracy=0\"\n");
     assert!(e.contains("line 2") && e.contains("above 0"), "{e}");
 }
+
+#[test]
+fn zfp_rate_compresses_on_the_device_where_it_can_and_says_where() {
+    let parse = |text: &str| Config::parse("c.toml", text, ".", &[]);
+    let hdf5 = parse("[output]\ncompression = \"zfp:rate=8\"\n").unwrap();
+    assert_eq!(hdf5.zfp_on_device().map(|r| r.bits()), Some(8));
+    assert!(hdf5.compression_note().is_some_and(|n| n.contains("on the device")));
+    // Auto falls back to the host where the device cannot encode, and says why.
+    let zarr = parse("[output]\nsink = \"zarr\"\npath = \"a.zarr\"\ncompression = \"zfp:rate=8\"\n").unwrap();
+    assert!(zarr.zfp_on_device().is_none());
+    assert!(zarr.compression_note().is_some_and(|n| n.contains("on the host") && n.contains("zarr sink")));
+    let chunks = parse("[output]\ncompression = \"zfp:rate=8\"\nchunk_frames = 2\n").unwrap();
+    assert!(chunks.zfp_on_device().is_none());
+    // Where it cannot, "device" is refused at its line, naming what to change.
+    let e = err("[output]\ncompression = \"zfp:rate=8\"\nchunk_frames = 2\ncompress_on = \"device\"\n");
+    assert!(e.contains("line 4") && e.contains("output.compress_on") && e.contains("chunk_frames"), "{e}");
+    let e = err("[output]\ncompression = \"deflate\"\ncompress_on = \"device\"\n");
+    assert!(e.contains("output.compress_on") && e.contains("zfp:rate"), "{e}");
+    let e = err("[output]\nsink = \"raw\"\npath = \"a\"\ncompression = \"zfp:rate=8\"\ncompress_on = \"host\"\n");
+    assert!(e.contains("raw sink") && e.contains("encoded on the device"), "{e}");
+    let e = err("[output]\ndtype = \"f16\"\ncompression = \"zfp:rate=8\"\n");
+    assert!(e.contains("output.compression") && e.contains("f16"), "{e}");
+    let e = err("[output]\ncompress_on = \"gpu\"\n");
+    assert!(e.contains("line 2") && e.contains("\"auto\", \"device\" or \"host\""), "{e}");
+}

@@ -383,6 +383,15 @@ pub(crate) fn zfp_on_device(
 pub(crate) fn compression(file: &ConfigFile, src: &Source) -> Result<Compression> {
     let invalid = |e: wgpipe_storage::Error| src.invalid("output.compression", e.to_string());
     let compression = Compression::from_str(&file.output.compression).map_err(invalid)?;
+    if compression.is_zfp() && file.output.dtype == "f16" {
+        return Err(src.invalid(
+            "output.compression",
+            format!(
+                "{compression} codes f32 and f64 values, and output.dtype = \"f16\" fields would be stored \
+                 uncompressed: set output.dtype = \"f32\", or use deflate"
+            ),
+        ));
+    }
     // The raw sink stores zfp:rate=R as the device's streams (`zfp_on_device` checks where).
     let raw_streams = matches!(compression, Compression::ZfpRate(_)) && file.output.sink == "raw";
     if compression.is_zfp() && !raw_streams && !["hdf5", "zarr"].contains(&file.output.sink.as_str()) {
