@@ -173,9 +173,17 @@ fn a_raw_output_holds_the_devices_streams_and_reads_back_as_the_hdf5_files_value
             assert!(x.iter().map(|v| v.to_bits()).eq(y.iter().map(|v| v.to_bits())), "field {field} frame {i}");
         }
     }
-    // The field's metadata says what the data file holds.
+    // The field's metadata says what the data file holds, and `wgpipe info` says it for both.
     let meta = std::fs::read_to_string(raw.join("stream0.u.json")).unwrap();
     assert!(meta.contains("\"encoding\": \"zfp:rate=7\""), "{meta}");
+    for path in [&raw, &h5] {
+        let info = Command::new(env!("CARGO_BIN_EXE_wgpipe")).arg("info").arg(path).output().unwrap();
+        let info = text(&info);
+        assert!(
+            info.contains("u: float32 [9, 14, 11] (z, y, x), stored as ZFP fixed-rate streams at 7 bits"),
+            "{info}"
+        );
+    }
     let host = wgpipe(
         "configs/gray-scott.toml",
         &[

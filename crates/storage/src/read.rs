@@ -187,6 +187,13 @@ impl Output {
         Ok(s)
     }
 
+    /// How field `field` is stored: its values ([`Encoding::Values`], whatever filter the
+    /// format ran), or the ZFP streams of a field encoded before the sink, which
+    /// [`Output::read_field`] decodes to values.
+    pub fn stored_encoding(&self, field: usize) -> Encoding {
+        self.reader.stored_encoding(field)
+    }
+
     /// One field of one frame: its bytes exactly as the producer gave them, with type and
     /// shape.
     pub fn read_field(&self, stream: usize, field: usize, index: u64) -> Result<FieldData> {

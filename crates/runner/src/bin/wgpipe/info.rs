@@ -53,8 +53,11 @@ fn describe(out: &Output) -> anyhow::Result<String> {
     let _ = writeln!(t, "written by wgpipe {version}");
     let _ = writeln!(t, "complete: {}", if out.complete() { "yes" } else { "no" });
     let _ = writeln!(t, "fields ({}):", out.fields().len());
-    for f in out.fields() {
+    for (i, f) in out.fields().iter().enumerate() {
         let _ = write!(t, "  {}: {} ({})", f.name, f.describe(), f.dims.join(", "));
+        if let wgpipe::storage::Encoding::Zfp(rate) = out.stored_encoding(i) {
+            let _ = write!(t, ", stored as ZFP fixed-rate streams at {rate} bits per value");
+        }
         if let Some(l) = &f.long_name {
             let _ = write!(t, ", {l:?}");
         }
