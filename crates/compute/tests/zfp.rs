@@ -13,22 +13,35 @@ use wgpipe_compute::{
     ReadbackConfig, gray_scott, gray_scott_3d, open_devices,
 };
 
+/// zfp's description of the f32 array of `shape` (C order) at `ptr`.
+///
+/// # Safety
+/// `ptr` must hold every cell of `shape` for as long as the field is used.
+unsafe fn zfp_field(ptr: *mut std::ffi::c_void, shape: &[usize]) -> *mut zfp_sys::zfp_field {
+    use zfp_sys::*;
+    let float = zfp_type_zfp_type_float;
+    // SAFETY: zfp only records `ptr` and the shape here.
+    unsafe {
+        match *shape {
+            [nx] => zfp_field_1d(ptr, float, nx),
+            [ny, nx] => zfp_field_2d(ptr, float, nx, ny),
+            [nz, ny, nx] => zfp_field_3d(ptr, float, nx, ny, nz),
+            _ => panic!("shape {shape:?}"),
+        }
+    }
+}
+
 /// zfp's own fixed-rate stream of `values` (C order, `shape` slowest axis first), as
 /// `zfp_compress` writes it with `zfp_stream_set_rate(rate, float, dims, align = 0)`.
 fn zfp_reference(values: &[f32], shape: &[usize], rate: u32) -> Vec<u8> {
     use zfp_sys::*;
     let mut data = values.to_vec();
-    let float = zfp_type_zfp_type_float;
+    let float = zfp_sys::zfp_type_zfp_type_float;
     let ptr = data.as_mut_ptr().cast::<std::ffi::c_void>();
     // SAFETY: `data` outlives the field and the stream, and holds every cell of `shape`;
     // `buffer` holds zfp_stream_maximum_size bytes, all that zfp_compress may write.
     unsafe {
-        let field = match *shape {
-            [nx] => zfp_field_1d(ptr, float, nx),
-            [ny, nx] => zfp_field_2d(ptr, float, nx, ny),
-            [nz, ny, nx] => zfp_field_3d(ptr, float, nx, ny, nz),
-            _ => panic!("shape {shape:?}"),
-        };
+        let field = zfp_field(ptr, shape);
         let zfp = zfp_stream_open(std::ptr::null_mut());
         zfp_stream_set_rate(zfp, f64::from(rate), float, shape.len() as u32, 0);
         let size = zfp_stream_maximum_size(zfp, field);
@@ -56,12 +69,7 @@ fn zfp_decode(stream: &[u8], shape: &[usize], rate: u32) -> Vec<f32> {
     // SAFETY: as in zfp_reference; zfp_decompress writes every cell of `data` and reads at most
     // the stream's bytes.
     unsafe {
-        let field = match *shape {
-            [nx] => zfp_field_1d(ptr, float, nx),
-            [ny, nx] => zfp_field_2d(ptr, float, nx, ny),
-            [nz, ny, nx] => zfp_field_3d(ptr, float, nx, ny, nz),
-            _ => panic!("shape {shape:?}"),
-        };
+        let field = zfp_field(ptr, shape);
         let zfp = zfp_stream_open(std::ptr::null_mut());
         zfp_stream_set_rate(zfp, f64::from(rate), float, shape.len() as u32, 0);
         let stream = stream_open(bytes.as_mut_ptr().cast(), bytes.len());

@@ -76,46 +76,7 @@ pub(crate) fn stream_layout(
             }
             (layout, kernel_fields.len(), grid_fields)
         }
-        (None, _) => {
-            if settings.fields.is_some() {
-                return Err(Error::Invalid(
-                    ".fields(..) chooses a kernel's fields; frames from a frame source hold the fields given to \
-                     .frame_layout(..)"
-                        .to_owned(),
-                ));
-            }
-            if settings.zfp_on_device.is_some() {
-                return Err(Error::Invalid(
-                    ".zfp_on_device(..) encodes kernels' fields; frames from a frame source hold what it made: \
-                     encode them in the source (wgpipe_compute::zfp::ZfpEncoder) and declare them with \
-                     FieldSpec::with_encoding"
-                        .to_owned(),
-                ));
-            }
-            if settings.output_dtype != OutputDType::F32 {
-                return Err(Error::Invalid(format!(
-                    ".output_dtype({}) converts kernels' fields; frames from a frame source hold the types given \
-                     to .frame_layout(..)",
-                    settings.output_dtype
-                )));
-            }
-            if !settings.analysis.is_empty() {
-                return Err(Error::Invalid(
-                    ".analysis(..) reduces a kernel's fields on the device; a frame source computes its own                      frames: add the reductions to its frame layout instead"
-                        .to_owned(),
-                ));
-            }
-            let fields = settings.frame_layout.clone().unwrap_or_default();
-            if fields.is_empty() {
-                return Err(Error::Invalid(
-                    "jobs from frame sources need their frame layout: call .frame_layout(fields) with each \
-                     field's name, dtype and shape"
-                        .to_owned(),
-                ));
-            }
-            let n = fields.len();
-            (StreamLayout::new(fields), 0, n)
-        }
+        (None, _) => frame_source_layout(settings)?,
         _ => {
             return Err(Error::Invalid(
                 "a run's jobs are either all kernels or all frame sources (they share one frame layout)".to_owned(),
@@ -139,4 +100,48 @@ pub(crate) fn stream_layout(
     }
     layout.attributes.insert("io_mode".to_owned(), settings.mode.name().into());
     Ok((layout, state_fields, grid_fields))
+}
+
+/// The layout of jobs from frame sources: the fields given to `.frame_layout(..)`, as they
+/// are (0 kernel state fields, all of them the "grid" fields), the kernel-only settings refused.
+fn frame_source_layout(settings: &Settings) -> Result<(StreamLayout, usize, usize)> {
+    if settings.fields.is_some() {
+        return Err(Error::Invalid(
+            ".fields(..) chooses a kernel's fields; frames from a frame source hold the fields given to \
+             .frame_layout(..)"
+                .to_owned(),
+        ));
+    }
+    if settings.zfp_on_device.is_some() {
+        return Err(Error::Invalid(
+            ".zfp_on_device(..) encodes kernels' fields; frames from a frame source hold what it made: \
+             encode them in the source (wgpipe_compute::zfp::ZfpEncoder) and declare them with \
+             FieldSpec::with_encoding"
+                .to_owned(),
+        ));
+    }
+    if settings.output_dtype != OutputDType::F32 {
+        return Err(Error::Invalid(format!(
+            ".output_dtype({}) converts kernels' fields; frames from a frame source hold the types given \
+             to .frame_layout(..)",
+            settings.output_dtype
+        )));
+    }
+    if !settings.analysis.is_empty() {
+        return Err(Error::Invalid(
+            ".analysis(..) reduces a kernel's fields on the device; a frame source computes its own \
+             frames: add the reductions to its frame layout instead"
+                .to_owned(),
+        ));
+    }
+    let fields = settings.frame_layout.clone().unwrap_or_default();
+    if fields.is_empty() {
+        return Err(Error::Invalid(
+            "jobs from frame sources need their frame layout: call .frame_layout(fields) with each \
+             field's name, dtype and shape"
+                .to_owned(),
+        ));
+    }
+    let n = fields.len();
+    Ok((StreamLayout::new(fields), 0, n))
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, bounded};
-use wgpipe_compute::{FieldEncoding, GpuDevice, Grid};
+use wgpipe_compute::{GpuDevice, Grid};
 use wgpipe_storage::{Sink, SinkSummary, StreamLayout};
 
 use crate::checkpoint::AutoInterval;
@@ -105,20 +105,9 @@ impl Pipeline {
             grid_fields,
             saver,
         } = plan;
-        let Settings {
-            output_dtype,
-            zfp_on_device,
-            gpu_timestamps,
-            copy_threads,
-            mode,
-            stop,
-            trace,
-            shard,
-            checkpoints,
-            frames,
-            analysis,
-            ..
-        } = settings;
+        let field_encoding = settings.field_encoding();
+        let Settings { gpu_timestamps, copy_threads, mode, stop, trace, shard, checkpoints, frames, analysis, .. } =
+            settings;
         let local = |i: usize| i % shard.1 == shard.0;
         remove_stale_checkpoints(checkpoints.as_ref(), &jobs, local)?;
         let streams = local_streams(&jobs, frames, local);
@@ -141,7 +130,7 @@ impl Pipeline {
             state: Arc::new(RunState::new(stop)),
             grid,
             readback: readback.clone(),
-            field_encoding: zfp_on_device.map_or(FieldEncoding::Values(output_dtype), FieldEncoding::Zfp),
+            field_encoding,
             gpu_timestamps,
             fields: layout.fields.iter().take(grid_fields).map(|f| f.name.clone()).collect(),
             analysis,

@@ -162,15 +162,8 @@ impl Draft {
         #[cfg(feature = "mpi")]
         let (jobs, lockstep, block, saver) = match settings.split.take() {
             Some(split) => {
-                if settings.zfp_on_device.is_some() {
-                    return Err(Error::Invalid(
-                        "ZFP on the device encodes a whole grid's fields, and this run splits the grid over MPI ranks: \
-                         compress on the host (output.compress_on = \"host\"), or run it in one process"
-                            .to_owned(),
-                    ));
-                }
                 let run = split.into_run(
-                    settings.output_dtype,
+                    settings.field_encoding(),
                     settings.steps_per_frame,
                     jobs,
                     devices.len(),

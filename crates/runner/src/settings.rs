@@ -1,8 +1,8 @@
 //! The plain values a `PipelineBuilder` collects: what a run's plan checks and then
 //! keeps. (The devices, the work and the sink stay the builder's until `build`.)
 
-use wgpipe_compute::OutputDType;
 use wgpipe_compute::zfp::ZfpRate;
+use wgpipe_compute::{FieldEncoding, OutputDType};
 use wgpipe_storage::{Attributes, FieldSpec};
 
 use crate::analysis::Analysis;
@@ -76,6 +76,12 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// How the kernels' fields leave the device: ZFP streams where `zfp_on_device` says so,
+    /// else their values as `output_dtype`.
+    pub(crate) fn field_encoding(&self) -> FieldEncoding {
+        self.zfp_on_device.map_or(FieldEncoding::Values(self.output_dtype), FieldEncoding::Zfp)
+    }
+
     /// The channel's capacity when `io_buffer` was not given: `auto` may queue up to
     /// [`AUTO_IO_BUFFER`] frames (fewer where host memory is short: the plan lowers it), the
     /// fixed modes [`DEFAULT_IO_BUFFER`].

@@ -204,21 +204,7 @@ fn main() -> Result<()> {
     let tolerance = tolerance(opts)?;
     let base = dir.join(format!("kill-stress-base-{}", std::process::id()));
     let exe = std::env::current_exe().context("finding this executable")?;
-    let without_append = opts.split(',').filter(|o| !o.starts_with("append")).collect::<Vec<_>>().join(",");
-    if opts.split(',').any(|o| o == "append") {
-        killed_base(&exe, kind, &base, &without_append)?;
-    }
-    if opts.split(',').any(|o| o == "append-stopped") {
-        let l = layout(opts);
-        let mut sink = open_sink(kind, &options(&base, &without_append)?)?;
-        sink.begin(&l)?;
-        for i in 0..BASE_FRAMES {
-            for s in 0..2 {
-                sink.write(&frame(s, i))?;
-            }
-        }
-        sink.finish()?;
-    }
+    make_base(&exe, kind, &base, opts)?;
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     let mut rng = 0x5EED_u64;
     let mut next = move || {
@@ -281,7 +267,12 @@ fn main() -> Result<()> {
     }
     remove_output(&base)?;
     println!("{kind} {opts:?}: {kills} kills (at most {most} of {EXPECTED_FRAMES} frames per stream reported)");
-    for (what, n) in &counts {
+    report(&counts, kills)
+}
+
+/// Prints the count of each verdict; errors when any kill broke the sink's promise.
+fn report(counts: &BTreeMap<&str, usize>, kills: usize) -> Result<()> {
+    for (what, n) in counts {
         println!("  {what:<24} {n}");
     }
     let damaged: usize = DAMAGED.iter().filter_map(|d| counts.get(d)).sum();
@@ -294,6 +285,27 @@ fn main() -> Result<()> {
 /// The verdicts that break the sink's promise (a frame reported written is stored, and the
 /// output opens).
 const DAMAGED: [&str; 2] = ["reported frames lost", "output does not open"];
+
+/// With option `append` or `append-stopped`, the output every child resumes a copy of, at
+/// `base`: left by a writer killed after 40 frames, or by one stopped after them.
+fn make_base(exe: &Path, kind: &str, base: &Path, opts: &str) -> Result<()> {
+    let without_append = opts.split(',').filter(|o| !o.starts_with("append")).collect::<Vec<_>>().join(",");
+    if opts.split(',').any(|o| o == "append") {
+        killed_base(exe, kind, base, &without_append)?;
+    }
+    if opts.split(',').any(|o| o == "append-stopped") {
+        let l = layout(opts);
+        let mut sink = open_sink(kind, &options(base, &without_append)?)?;
+        sink.begin(&l)?;
+        for i in 0..BASE_FRAMES {
+            for s in 0..2 {
+                sink.write(&frame(s, i))?;
+            }
+        }
+        sink.finish()?;
+    }
+    Ok(())
+}
 
 /// Copies a file or a raw directory.
 fn copy_output(from: &Path, to: &Path) -> Result<()> {

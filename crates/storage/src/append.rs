@@ -77,24 +77,7 @@ pub(crate) fn check(
             ));
         }
     }
-    // Frames that arrive encoded continue only datasets and files that hold the same encoding
-    // (a ZFP stream appended to a file of values, or at another rate, would not decode).
-    for (i, want) in layout.fields.iter().enumerate() {
-        let have = out.reader.stored_encoding(i);
-        if have != want.encoding {
-            let describe = |e: Encoding| match e {
-                Encoding::Values => "its values".to_owned(),
-                e => e.describe(),
-            };
-            return mismatch(format!(
-                "its field {:?} holds {} and the run brings {}: continue it with the compression it was written \
-                 with (wgpipe: the same output.compression and output.compress_on)",
-                want.name,
-                describe(have),
-                describe(want.encoding)
-            ));
-        }
-    }
+    check_encodings(path, &out, layout)?;
     let mut existing = Existing { replace: Vec::new(), continued: Vec::new(), others_complete: true };
     for s in out.streams() {
         match layout.streams.iter().find(|l| l.name == s.name) {
@@ -119,4 +102,27 @@ pub(crate) fn check(
         ));
     }
     Ok(Some(existing))
+}
+
+/// Errors unless every field of `layout` arrives encoded as `out` stores it: frames that arrive
+/// encoded continue only datasets and files of the same encoding (a ZFP stream appended to a
+/// file of values, or at another rate, would not decode), and values only those of values.
+fn check_encodings(path: &Path, out: &Output, layout: &StreamLayout) -> Result<()> {
+    let describe = |e: Encoding| match e {
+        Encoding::Values => "its values".to_owned(),
+        e => e.describe(),
+    };
+    match layout.fields.iter().enumerate().find(|(i, want)| out.stored_encoding(*i) != want.encoding) {
+        None => Ok(()),
+        Some((i, want)) => Err(Error::AppendMismatch {
+            path: path.to_path_buf(),
+            reason: format!(
+                "its field {:?} holds {} and the run brings {}: continue it with the compression it was written \
+                 with (wgpipe: the same output.compression and output.compress_on)",
+                want.name,
+                describe(out.stored_encoding(i)),
+                describe(want.encoding)
+            ),
+        }),
+    }
 }

@@ -173,13 +173,23 @@ fn run_python(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
     Ok(())
 }
 
+/// The device `--devices` selects (its first adapter), announced with lavapipe's thread count;
+/// never empty.
+fn bench_devices(args: &Args) -> Result<Vec<wgpipe::compute::GpuDevice>> {
+    let selector = DeviceSelector::parse(&args.devices).context("reading --devices")?;
+    let gpus = open_devices(&selector, 1).context("opening the device to benchmark")?;
+    if gpus.is_empty() {
+        anyhow::bail!("--devices selected no device");
+    }
+    println!("{}", machine::lp_threads_note());
+    Ok(gpus)
+}
+
 /// `--zfp-device`: ZFP fixed rate on the device, on the host and not at all, in `--out`.
 fn run_zfp_device(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
     let scratch = scratch_with_load(args)?;
-    let selector = DeviceSelector::parse(&args.devices).context("reading --devices")?;
-    let gpus = open_devices(&selector, 1).context("opening the device to benchmark")?;
-    let gpu = gpus.first().context("--devices selected no device")?;
-    println!("{}", machine::lp_threads_note());
+    let gpus = bench_devices(args)?;
+    let gpu = &gpus[0];
     let rate = match args.compression {
         wgpipe::storage::Compression::ZfpRate(rate) => rate,
         _ => wgpipe::storage::ZfpRate::new(8)?,
@@ -194,10 +204,8 @@ fn run_zfp_device(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
 /// `--checkpoint-cost`: the 3-D model with and without checkpoints, in `--out`.
 fn run_checkpoint_cost(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
     let scratch = scratch_with_load(args)?;
-    let selector = DeviceSelector::parse(&args.devices).context("reading --devices")?;
-    let gpus = open_devices(&selector, 1).context("opening the device to benchmark")?;
-    let gpu = gpus.first().context("--devices selected no device")?;
-    println!("{}", machine::lp_threads_note());
+    let gpus = bench_devices(args)?;
+    let gpu = &gpus[0];
     let edge = args.rows.unwrap_or(48);
     let r = checkpoint::run(gpu, scratch.path(), edge, args.frames.unwrap_or(60), args.reps)?;
     println!("{}", r.table);
@@ -228,10 +236,8 @@ fn run_against_gs_mpiio(args: &Args, report: &mut Map<String, Value>) -> Result<
 
 /// `--analysis-cost`: the 3-D model with and without analysis on the device.
 fn run_analysis_cost(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
-    let selector = DeviceSelector::parse(&args.devices).context("reading --devices")?;
-    let gpus = open_devices(&selector, 1).context("opening the device to benchmark")?;
-    let gpu = gpus.first().context("--devices selected no device")?;
-    println!("{}", machine::lp_threads_note());
+    let gpus = bench_devices(args)?;
+    let gpu = &gpus[0];
     let edge = args.rows.unwrap_or(64);
     let r = analysis::run(gpu, edge, args.frames.unwrap_or(40), args.reps)?;
     println!("{}", r.table);
@@ -263,10 +269,8 @@ fn candidates(paths: &[PathBuf], flag: &str) -> Result<Vec<(String, wgpipe::comp
 fn run_kernel(args: &Args, report: &mut Map<String, Value>) -> Result<()> {
     let candidates_2d = candidates(&args.candidate, "--candidate")?;
     let candidates_3d = candidates(&args.candidate_3d, "--candidate-3d")?;
-    let selector = DeviceSelector::parse(&args.devices).context("reading --devices")?;
-    let gpus = open_devices(&selector, 1).context("opening the device to benchmark")?;
-    let gpu = gpus.first().context("--devices selected no device")?;
-    println!("{}", machine::lp_threads_note());
+    let gpus = bench_devices(args)?;
+    let gpu = &gpus[0];
     println!(
         "device: {}, load average {}",
         gpu.label(),

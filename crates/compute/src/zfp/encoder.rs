@@ -103,7 +103,7 @@ impl ZfpEncoder {
                 usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
             });
-            gpu.queue().write_buffer(&uniform, 0, bytemuck::cast_slice(&params));
+            gpu.queue().write_buffer(&uniform, 0, bytemuck::bytes_of(&params));
             device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("zfp-encode"),
                 layout: &self.layout,
@@ -171,7 +171,7 @@ impl ZfpEncoder {
         rate: ZfpRate,
         input: &wgpu::Buffer,
         output: &wgpu::Buffer,
-    ) -> Result<([u32; 16], [u32; 2])> {
+    ) -> Result<(Params, [u32; 2])> {
         let rank = field.grid().rank();
         if rank != self.rank {
             return Err(Error::InvalidEncoding {
@@ -206,52 +206,86 @@ impl ZfpEncoder {
                 });
             }
         }
-        let params = params(&field, rate).map_err(too_large)?;
+        let mut params = Params::new(&field, rate).map_err(too_large)?;
         let max_dim = u64::from(limits.max_compute_workgroups_per_dimension.max(1));
-        let groups = u64::from(params[9]).div_ceil(WORKGROUP);
+        let groups = u64::from(params.blocks).div_ceil(WORKGROUP);
         let x = groups.clamp(1, max_dim);
         let y = groups.div_ceil(x);
         if y > max_dim {
             return Err(too_large(format!("its {groups} workgroups of ZFP blocks exceed {max_dim} × {max_dim}")));
         }
-        let mut params = params;
         // x and y are at most max_dim, a u32; so is a row of x workgroups (checked above).
-        params[13] =
+        params.row =
             u32::try_from(x * WORKGROUP).map_err(|_| too_large("its dispatch rows are too long".to_owned()))?;
         Ok((params, [x as u32, y as u32]))
     }
 }
 
-/// The shader's `Params` for `field` at `rate` (the dispatch row, index 13, left 0). Errors
-/// when the shader's u32 indices cannot address the field's elements, its stream's words, or
-/// the products `block · (bits per block mod 32)` it forms to find a block's first bit.
-fn params(field: &ZfpField, rate: ZfpRate) -> std::result::Result<[u32; 16], String> {
-    let grid = field.grid();
-    let [_, by, bx] = field.blocks();
-    let blocks: u64 = field.blocks().iter().map(|&b| b as u64).product();
-    let maxbits = rate.block_bits(grid.rank());
-    let limit = u64::from(u32::MAX);
-    let elements = field.elements() as u64;
-    let words = field.stream_bytes(rate) / 4;
-    let rest = u64::from(maxbits % 32).max(1);
-    if elements > limit || words > limit || blocks * rest > limit {
-        return Err(format!(
-            "its buffer of {elements} elements and ZFP stream of {words} words exceed the encoder's 32-bit indices \
-             (at most {limit} each, and at most {} blocks at this rate): split the grid or use a smaller one",
-            limit / rest
-        ));
+/// `encode.wgsl`'s `Params`, field for field (a uniform buffer of 16 words).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+struct Params {
+    nx: u32,
+    ny: u32,
+    nz: u32,
+    sx: u32,
+    sy: u32,
+    sz: u32,
+    offset: u32,
+    bx: u32,
+    by: u32,
+    blocks: u32,
+    maxbits: u32,
+    maxbits_words: u32,
+    maxbits_rest: u32,
+    /// Invocations per dispatch row: set with the dispatch (`ZfpEncoder::check`).
+    row: u32,
+    /// A uniform struct is a multiple of 16 bytes.
+    padding: [u32; 2],
+}
+
+impl Params {
+    /// The parameters of `field` at `rate`, `row` left 0. Errors when the shader's u32 indices
+    /// cannot address the field's elements, its stream's words, or the products
+    /// `block · (bits per block mod 32)` it forms to find a block's first bit.
+    fn new(field: &ZfpField, rate: ZfpRate) -> std::result::Result<Self, String> {
+        let grid = field.grid();
+        let [_, by, bx] = field.blocks();
+        let blocks: u64 = field.blocks().iter().map(|&b| b as u64).product();
+        let maxbits = rate.block_bits(grid.rank());
+        let limit = u64::from(u32::MAX);
+        let elements = field.elements() as u64;
+        let words = field.stream_bytes(rate) / 4;
+        let rest = u64::from(maxbits % 32).max(1);
+        if elements > limit || words > limit || blocks * rest > limit {
+            return Err(format!(
+                "its buffer of {elements} elements and ZFP stream of {words} words exceed the encoder's 32-bit \
+                 indices (at most {limit} each, and at most {} blocks at this rate): split the grid or use a smaller \
+                 one",
+                limit / rest
+            ));
+        }
+        let [sz, sy, sx] = field.strides;
+        // Each value is at most `elements` or `blocks`, checked above to fit in u32.
+        let small = |v: usize| v as u32;
+        Ok(Params {
+            nx: small(grid.nx()),
+            ny: small(grid.ny()),
+            nz: small(grid.nz()),
+            sx: small(sx),
+            sy: small(sy),
+            sz: small(sz),
+            offset: small(field.offset),
+            bx: small(bx),
+            by: small(by),
+            blocks: blocks as u32,
+            maxbits,
+            maxbits_words: maxbits / 32,
+            maxbits_rest: maxbits % 32,
+            row: 0,
+            padding: [0; 2],
+        })
     }
-    let [sz, sy, sx] = field.strides;
-    // Each value is at most `elements` or `blocks`, checked above to fit in u32.
-    let values = [grid.nx(), grid.ny(), grid.nz(), sx, sy, sz, field.offset, bx, by, blocks as usize];
-    let mut params = [0u32; 16];
-    for (slot, value) in params.iter_mut().zip(values) {
-        *slot = value as u32;
-    }
-    params[10] = maxbits;
-    params[11] = maxbits / 32;
-    params[12] = maxbits % 32;
-    Ok(params)
 }
 
 fn compile(device: &wgpu::Device, source: &str) -> (wgpu::ComputePipeline, wgpu::BindGroupLayout) {

@@ -56,7 +56,7 @@ use std::time::Duration;
 use mpi::Threading;
 use mpi::topology::{CartesianCommunicator, SimpleCommunicator};
 use mpi::traits::Communicator;
-use wgpipe_compute::{Block, BlockAnalysis, BlockSim, GpuDevice, Grid, OutputDType};
+use wgpipe_compute::{Block, BlockAnalysis, BlockSim, FieldEncoding, GpuDevice, Grid, OutputDType};
 use wgpipe_storage::{DType, FieldSpec, MpiBlockSink, SinkOptions, StreamLayout};
 
 use crate::analysis::Analysis;
@@ -252,7 +252,7 @@ impl SplitDomain {
     /// how checkpoints are saved: the ranks' blocks gathered into one file.
     pub(crate) fn into_run(
         self,
-        output_dtype: OutputDType,
+        encoding: FieldEncoding,
         steps_per_frame: u32,
         mut jobs: Vec<Job>,
         devices: usize,
@@ -266,12 +266,21 @@ impl SplitDomain {
                 devices
             )));
         }
-        if output_dtype != OutputDType::F32 {
-            return Err(Error::Invalid(format!(
-                "fields would be stored as {}: a run split over MPI ranks writes float32 fields; use \
-                 .output_dtype(OutputDType::F32) (or run it in one process)",
-                output_dtype
-            )));
+        match encoding {
+            FieldEncoding::Values(OutputDType::F32) => {}
+            FieldEncoding::Values(output_dtype) => {
+                return Err(Error::Invalid(format!(
+                    "fields would be stored as {output_dtype}: a run split over MPI ranks writes float32 fields; \
+                     use .output_dtype(OutputDType::F32) (or run it in one process)"
+                )));
+            }
+            FieldEncoding::Zfp(_) => {
+                return Err(Error::Invalid(
+                    "ZFP on the device encodes a whole grid's fields, and this run splits the grid over MPI \
+                     ranks: compress on the host (output.compress_on = \"host\"), or run it in one process"
+                        .to_owned(),
+                ));
+            }
         }
         let (Some(job), true) = (jobs.pop(), jobs.is_empty()) else {
             return Err(Error::Invalid(
