@@ -3,8 +3,9 @@
 //! same run compressed on the host (HDF5's H5Z-ZFP filter plugin) and uncompressed, then h5py
 //! and numpy check from outside Rust (crates/runner/tests/python/zfp_device_check.py) that the
 //! device's chunks are byte for byte the plugin's, decode to the same values, and lie close to
-//! the uncompressed run's. Needs a python3 with h5py and numpy whose HDF5 finds the ZFP plugin
-//! (Debian's: python3-h5py and hdf5-filter-plugin-zfp-serial).
+//! the uncompressed run's. Needs a python3 whose h5py decodes ZFP: h5py from PyPI with
+//! `hdf5plugin`, or Debian's python3-h5py with hdf5-filter-plugin-zfp-serial
+//! (`common::python::python_reading_zfp`).
 #![expect(clippy::unwrap_used, reason = "tests fail loudly")]
 
 mod common;
@@ -43,7 +44,7 @@ fn run(config: &str, path: &Path, sets: &[&str]) -> String {
 
 /// Device, host and uncompressed runs of `config` with `sets`, checked by the Python script.
 fn device_matches_host(config: &str, sets: &[&str], rate: u32, max_error: f64) -> String {
-    let python = common::python::python_with(&["h5py", "numpy"]);
+    let python = common::python::python_reading_zfp();
     let dir = tempfile::tempdir().unwrap();
     let [device, host, plain] = ["device.h5", "host.h5", "plain.h5"].map(|n| dir.path().join(n));
     let zfp = format!("output.compression=\"zfp:rate={rate}\"");

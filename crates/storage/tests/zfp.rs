@@ -92,7 +92,8 @@ fn every_float_is_within_the_bound_and_everything_else_exact() {
     assert!(size(&lossy_zarr) * 2 < size(&exact_zarr), "{} vs {}", size(&lossy_zarr), size(&exact_zarr));
     // h5py, through HDF5's plugin directory as any reader finds it: the same bound, and the
     // filter recorded on the float datasets only.
-    let script = r#"
+    let script = common::python_choice::ZFP_PREAMBLE.to_owned()
+        + r#"
 import sys, h5py, numpy as np
 bound = float(sys.argv[3])
 with h5py.File(sys.argv[1]) as a, h5py.File(sys.argv[2]) as b:
@@ -104,8 +105,8 @@ with h5py.File(sys.argv[1]) as a, h5py.File(sys.argv[2]) as b:
     assert not b["s/n"]._filters, b["s/n"]._filters
     print("ok", b["s/u"].id.get_storage_size(), a["s/u"].id.get_storage_size())
 "#;
-    let out = Command::new(common::python())
-        .args(["-c", script])
+    let out = Command::new(common::python_choice::python_reading_zfp())
+        .args(["-c", &script])
         .arg(&exact)
         .arg(&lossy)
         .arg(BOUND.to_string())

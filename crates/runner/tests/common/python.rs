@@ -5,6 +5,11 @@
 //! first on `PATH` (pyenv, conda, a venv) often lacks h5py while the system one has it, so
 //! the first interpreter found is not enough. When none has the modules the test fails with
 //! the command that installs them: a missing prerequisite never passes as a skip.
+//!
+//! Checks of ZFP-compressed HDF5 need more than h5py: h5py from PyPI carries its own HDF5,
+//! which cannot load the system's filter plugin (built for the system's HDF5), so they take
+//! the first interpreter whose h5py decodes ZFP, through `hdf5plugin` or the system plugin
+//! ([`python_reading_zfp`]). The storage crate's tests include this file too.
 
 use std::ffi::OsString;
 use std::process::Command;
@@ -17,14 +22,14 @@ const DEBIAN_PACKAGES: &[(&str, &str)] = &[
     ("h5netcdf", "python3-h5netcdf"),
 ];
 
-/// Why `python` cannot run the check: `None` if it imports every module.
-fn lacks(python: &OsString, modules: &[&str]) -> Option<String> {
-    let import = format!("import {}", modules.join(", "));
-    match Command::new(python).args(["-c", &import]).output() {
+/// Why `python` cannot run `check` (a script that exits non-zero, its last line saying why):
+/// `None` if it runs.
+fn fails(python: &OsString, check: &str) -> Option<String> {
+    match Command::new(python).args(["-c", check]).output() {
         Ok(out) if out.status.success() => None,
         Ok(out) => {
             let err = String::from_utf8_lossy(&out.stderr);
-            Some(err.lines().last().unwrap_or("import failed").trim().to_owned())
+            Some(err.lines().last().unwrap_or("the check failed").trim().to_owned())
         }
         Err(e) => Some(format!("cannot run it: {e}")),
     }
@@ -47,14 +52,47 @@ fn apt_line(modules: &[&str]) -> String {
 /// A Python interpreter that imports every one of `modules`; fails the calling test, saying
 /// what to install, when there is none.
 pub fn python_with(modules: &[&str]) -> OsString {
+    let what = format!("this test checks wgpipe's output with Python ({})", modules.join(", "));
+    choose(&format!("import {}", modules.join(", ")), &what, &apt_line(modules))
+}
+
+/// What a Python check of ZFP-compressed HDF5 runs first: the `hdf5plugin` package registers
+/// its filters where it is installed (h5py from PyPI carries its own HDF5, which finds no
+/// system plugin); elsewhere the system's plugin directory serves (Debian's
+/// hdf5-filter-plugin-zfp-serial).
+pub const ZFP_PREAMBLE: &str = "
+try:
+    import hdf5plugin  # noqa: F401  (registers H5Z-ZFP for h5py from PyPI)
+except ImportError:
+    pass
+";
+
+/// A Python interpreter whose h5py decodes ZFP (the H5Z-ZFP filter, id 32013) once it ran
+/// [`ZFP_PREAMBLE`]: h5py from PyPI with `hdf5plugin`, or a system h5py whose HDF5 finds the
+/// system's plugin. Fails the calling test, saying what to install, when there is none.
+pub fn python_reading_zfp() -> OsString {
+    let check = format!(
+        "import h5py, numpy\n{ZFP_PREAMBLE}\nif not h5py.h5z.filter_avail(32013):\n    \
+         raise SystemExit('h5py (HDF5 ' + h5py.version.hdf5_version + ') finds no ZFP filter (32013)')"
+    );
+    let what = "this test reads ZFP-compressed HDF5 with h5py";
+    choose(
+        &check,
+        what,
+        "sudo apt-get install python3-h5py hdf5-filter-plugin-zfp-serial (or python3 -m pip install hdf5plugin)",
+    )
+}
+
+/// `WGPIPE_PYTHON` if set (it must pass `check`), else the first of `python3` on `PATH` and
+/// `/usr/bin/python3` that passes it; otherwise fails the calling test: `what` needs it,
+/// `install` gets it.
+fn choose(check: &str, what: &str, install: &str) -> OsString {
     if let Some(chosen) = std::env::var_os("WGPIPE_PYTHON") {
-        if let Some(why) = lacks(&chosen, modules) {
+        if let Some(why) = fails(&chosen, check) {
             panic!(
-                "WGPIPE_PYTHON={} cannot import {}: {why}. Install them into that interpreter, or unset \
-                 WGPIPE_PYTHON to use python3 on PATH or /usr/bin/python3 ({})",
+                "{what}, and WGPIPE_PYTHON={} cannot: {why}. Install what it lacks into that interpreter, \
+                 or unset WGPIPE_PYTHON to use python3 on PATH or /usr/bin/python3 ({install})",
                 chosen.to_string_lossy(),
-                modules.join(", "),
-                apt_line(modules)
             );
         }
         return chosen;
@@ -62,16 +100,14 @@ pub fn python_with(modules: &[&str]) -> OsString {
     let mut tried = Vec::new();
     for candidate in ["python3", "/usr/bin/python3"] {
         let candidate = OsString::from(candidate);
-        match lacks(&candidate, modules) {
+        match fails(&candidate, check) {
             None => return candidate,
             Some(why) => tried.push(format!("{}: {why}", candidate.to_string_lossy())),
         }
     }
     panic!(
-        "this test checks wgpipe's output with Python ({}), and no interpreter has them ({}). \
-         Install them with: {}, or point WGPIPE_PYTHON at a python3 that has them",
-        modules.join(", "),
+        "{what}, and no interpreter can ({}). Install what it needs with: {install}, or point \
+         WGPIPE_PYTHON at a python3 that has it",
         tried.join("; "),
-        apt_line(modules)
     );
 }

@@ -13,6 +13,11 @@ import sys
 import h5py
 import numpy as np
 
+try:
+    import hdf5plugin  # noqa: F401  (registers H5Z-ZFP for h5py from PyPI, which bundles its HDF5)
+except ImportError:
+    pass  # a system h5py: its HDF5 finds the system's plugin (Debian: hdf5-filter-plugin-zfp-serial)
+
 ZFP = 32013
 
 

@@ -3,6 +3,10 @@
 
 #![allow(dead_code, reason = "each test binary uses a different part of the helpers")]
 
+/// Which Python checks outputs from outside Rust: one rule for every crate's tests.
+#[path = "../../../runner/tests/common/python.rs"]
+pub mod python_choice;
+
 use std::path::{Path, PathBuf};
 
 use wgpipe_storage::{
@@ -236,22 +240,7 @@ pub fn test_exe() -> PathBuf {
     std::env::current_exe().expect("current_exe")
 }
 
-/// A python3 that imports h5py and numpy, or a failure saying how to get one.
-pub fn python() -> PathBuf {
-    let candidates: Vec<PathBuf> = match std::env::var_os("WGPIPE_PYTHON") {
-        Some(p) => vec![p.into()],
-        None => vec!["python3".into(), "/usr/bin/python3".into()],
-    };
-    candidates
-        .iter()
-        .find(|p| {
-            std::process::Command::new(p).args(["-c", "import h5py, numpy"]).output().is_ok_and(|o| o.status.success())
-        })
-        .cloned()
-        .unwrap_or_else(|| {
-            panic!(
-                "no python3 with h5py and numpy among {candidates:?}: install them \
-                 (Debian: apt-get install python3-h5py python3-numpy) or set WGPIPE_PYTHON"
-            )
-        })
+/// A python3 that imports h5py and numpy (`python_choice`), or a failure saying how to get one.
+pub fn python() -> std::ffi::OsString {
+    python_choice::python_with(&["h5py", "numpy"])
 }
