@@ -9,7 +9,7 @@ use pyo3::types::PyList;
 use wgpipe::compute::Error as ComputeError;
 use wgpipe::config::{ConfigError as RustConfigError, Origin};
 use wgpipe::storage::Error as StoreError;
-use wgpipe::{Error as RunnerError, FailureKind, RunReport};
+use wgpipe::{Error as RunnerError, RunReport};
 
 use crate::report::Report;
 
@@ -198,10 +198,7 @@ fn failed(py: Python<'_>, failures: &[wgpipe::Failure], report: RunReport, sink_
     if let Some(cause) = sink_error {
         return sink_failed(py, message, cause, Some(report));
     }
-    let disk_full = failures.iter().find_map(|f| match &f.kind {
-        FailureKind::DiskFull { path } => Some(path.display().to_string()),
-        _ => None,
-    });
+    let disk_full = failures.iter().find_map(|f| f.disk_full_path().map(|path| path.display().to_string()));
     if let Some(path) = disk_full {
         let attributes = [("path", opt(py, Some(path))), ("frames_kept", opt(py, Some(kept))), ("report", report)];
         return with(py, DiskFullError::new_err(message), &attributes);

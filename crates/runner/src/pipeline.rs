@@ -8,7 +8,8 @@ use wgpipe_compute::{GpuDevice, Grid};
 use wgpipe_storage::{Sink, SinkSummary, StreamLayout};
 
 use crate::checkpoint::AutoInterval;
-use crate::error::{Error, Failure, Result};
+use crate::error::{Error, Result};
+use crate::failure::Failure;
 use crate::lockstep::Lockstep;
 use crate::plan::Plan;
 use crate::pool::BufferPool;
@@ -292,7 +293,7 @@ fn finish_output(
     let summary = match w.sink.finish() {
         Ok(summary) => summary,
         Err(e) => {
-            state.fail_storing("writer", Some("finishing the output"), &e);
+            state.fail_storing("writer", Some("finishing the output"), e);
             SinkSummary::default()
         }
     };
@@ -301,7 +302,7 @@ fn finish_output(
     let failed = state.has_failed();
     for (_, name, _) in streams.iter().filter(|(i, _, n)| !failed && written.get(*i) == Some(n)) {
         if let Err(e) = crate::checkpoint::remove(&c.checkpoints.dir, name) {
-            state.fail("writer", format!("removing the checkpoint of a complete stream: {e}"));
+            state.fail_storing("writer", Some("removing the checkpoint of a complete stream"), e);
         }
     }
     (summary, c.report)

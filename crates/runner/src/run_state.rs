@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::error::{Failure, FailureKind};
+use crate::failure::{Failure, FailureKind};
 
 /// Stops a running pipeline from another thread (a Ctrl-C handler, a UI): devices finish the
 /// frame in hand, the frames already produced are written, the output is closed, and the run
@@ -52,13 +52,13 @@ impl RunState {
     }
 
     /// [`RunState::fail`] for the sink's `error` (`context`: what was being done, if not a
-    /// write), keeping what kind of error it was.
-    pub fn fail_storing(&self, thread: &str, context: Option<&str>, error: &wgpipe_storage::Error) {
+    /// write), kept whole so that the caller of the run can match it.
+    pub fn fail_storing(&self, thread: &str, context: Option<&str>, error: wgpipe_storage::Error) {
         let message = match context {
             Some(doing) => format!("{doing}: {error}"),
             None => error.to_string(),
         };
-        self.fail_as(thread, message, FailureKind::of_storage(error));
+        self.fail_as(thread, message, FailureKind::of_storage(Arc::new(error)));
     }
 
     fn fail_as(&self, thread: &str, message: String, kind: FailureKind) {
@@ -66,9 +66,10 @@ impl RunState {
         self.failed.store(true, Ordering::Relaxed);
     }
 
-    /// Records a failure that ends only the thread that saw it (one device lost).
-    pub fn record(&self, thread: &str, message: String) {
-        self.push(Failure { thread: thread.to_owned(), message, kind: FailureKind::Other });
+    /// Records a failure that ends only the thread that saw it (one device lost), with the
+    /// device's error in `kind` where it has one.
+    pub fn record(&self, thread: &str, message: String, kind: FailureKind) {
+        self.push(Failure { thread: thread.to_owned(), message, kind });
     }
 
     fn push(&self, failure: Failure) {

@@ -11,6 +11,7 @@ use wgpipe_storage::{BlockHasher, Frame, HASH_BLOCK};
 
 use crate::analysis::Analysis;
 use crate::checkpoint::{AutoInterval, Interval, SavedState, Schedule};
+use crate::failure::FailureKind;
 use crate::job::{Job, Producer};
 use crate::lockstep::{Lockstep, Verdict};
 use crate::pool::BufferPool;
@@ -96,8 +97,20 @@ impl BlockObserver for HashWhileCopying {
 enum Stop {
     /// The run is stopping (user stop, sink failure): not this device's fault.
     Run,
-    /// This device failed.
-    Device(String),
+    /// This device failed: what to report, and the device's error where there is one.
+    Device {
+        /// The failure's message, naming the stream.
+        message: String,
+        /// [`FailureKind::Device`] with the device's error, or [`FailureKind::Other`].
+        kind: FailureKind,
+    },
+}
+
+impl Stop {
+    /// A device failure without a device error (a job the device cannot run).
+    fn device(message: String) -> Self {
+        Stop::Device { message, kind: FailureKind::Other }
+    }
 }
 
 /// One device thread's own state: what it works on and what it has measured.
@@ -133,9 +146,9 @@ pub(crate) fn device_thread(
         match worker.run_job(stream, job) {
             Ok(()) => {}
             Err(Stop::Run) => break,
-            Err(Stop::Device(message)) => {
+            Err(Stop::Device { message, kind }) => {
                 // This device stops; the other devices go on with the remaining jobs.
-                ctx.state.record(&thread, message);
+                ctx.state.record(&thread, message, kind);
                 break;
             }
         }
@@ -149,9 +162,9 @@ pub(crate) fn device_thread(
     report
 }
 
-/// The error of a device failing stream `name`.
+/// The error of a device failing stream `name`, keeping the device's error.
 fn failing(name: &str) -> impl Fn(wgpipe_compute::Error) -> Stop + '_ {
-    move |e| Stop::Device(format!("stream {name}: {e}"))
+    move |e| Stop::Device { message: format!("stream {name}: {e}"), kind: FailureKind::Device(Arc::new(e)) }
 }
 
 /// The producer of a job's frames on `gpu`: its kernel's simulation (from its initial state)
@@ -168,21 +181,21 @@ fn open_producer(
     gpu.check().map_err(&fail)?;
     let mut producer = match producer {
         Producer::Kernel { kernel, init } => {
-            let grid = ctx.grid.ok_or_else(|| Stop::Device(format!("stream {name}: a kernel job needs a grid")))?;
+            let grid = ctx.grid.ok_or_else(|| Stop::device(format!("stream {name}: a kernel job needs a grid")))?;
             let indices = kernel.field_indices(&ctx.fields).map_err(&fail)?;
             let init = init(&grid);
             let sim = FieldSim::new(gpu, &kernel, &grid, &init).map_err(&fail)?;
             drop(init);
             let config = ReadbackConfig { fields: indices, ..ctx.readback.clone() };
-            let analysis = ctx.analysis.spec(&kernel).map_err(|e| Stop::Device(format!("stream {name}: {e}")))?;
+            let analysis = ctx.analysis.spec(&kernel).map_err(|e| Stop::device(format!("stream {name}: {e}")))?;
             FrameProducer::with_analysis(sim, config, ctx.field_encoding, &analysis).map_err(&fail)?
         }
         Producer::Source(open) => {
             let source =
-                open(gpu).map_err(|e| Stop::Device(format!("stream {name}: opening its frame source: {e}")))?;
+                open(gpu).map_err(|e| Stop::device(format!("stream {name}: opening its frame source: {e}")))?;
             let expected = ctx.pool.frame_bytes() as u64;
             if source.frame_bytes() != expected {
-                return Err(Stop::Device(format!(
+                return Err(Stop::device(format!(
                     "stream {name}: its frame source makes frames of {} bytes, but the frame layout holds {expected}",
                     source.frame_bytes()
                 )));
@@ -393,7 +406,7 @@ fn write(
     recorder.at(SpanKind::Write, start, took);
     match written {
         Err(e) => {
-            ctx.state.fail_storing(&format!("device {} (writing)", gpu.label()), None, &e);
+            ctx.state.fail_storing(&format!("device {} (writing)", gpu.label()), None, e);
             if ctx.lockstep.is_none() { Err(Stop::Run) } else { Ok(took) }
         }
         Ok(sink) => Ok(sink),

@@ -145,7 +145,7 @@ pub(crate) fn writer_thread(
                 report.bytes += bytes;
             }
             Err(e) => {
-                state.fail_storing("writer", None, &e);
+                state.fail_storing("writer", None, e);
                 break;
             }
         }

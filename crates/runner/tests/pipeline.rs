@@ -3,13 +3,14 @@
 
 mod common;
 
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{lavapipe, max_abs_diff, read_all, twin_v};
 use wgpipe::compute::{DeviceSelector, gray_scott::GrayScottParams};
 use wgpipe::storage::{self, Frame, NullSink, RawSink, Sink, SinkOptions, SinkSummary, StreamLayout, open_output};
-use wgpipe::{Analysis, Error, IoMode, Job, Pipeline, StopHandle};
+use wgpipe::{Analysis, Error, FailureKind, IoMode, Job, Pipeline, StopHandle};
 
 const ROWS: usize = 32;
 const COLS: usize = 40;
@@ -259,6 +260,103 @@ fn a_failing_sink_stops_the_run_promptly_and_keeps_earlier_frames() {
     }
 }
 
+/// A sink that fails its write of frame `fail_at` with the error `make` builds, as a full
+/// disk or a file size limit would.
+struct TypedFailingSink {
+    inner: RawSink,
+    fail_at: u64,
+    written: u64,
+    make: fn() -> storage::Error,
+}
+
+impl Sink for TypedFailingSink {
+    fn begin(&mut self, layout: &StreamLayout) -> storage::Result<()> {
+        self.inner.begin(layout)
+    }
+    fn write(&mut self, frame: &Frame) -> storage::Result<()> {
+        if self.written == self.fail_at {
+            return Err((self.make)());
+        }
+        self.written += 1;
+        self.inner.write(frame)
+    }
+    fn finish(&mut self) -> storage::Result<SinkSummary> {
+        self.inner.finish()
+    }
+}
+
+fn disk_full() -> storage::Error {
+    let source = std::io::Error::from(std::io::ErrorKind::StorageFull);
+    storage::Error::DiskFull { path: "full.h5".into(), needed: 4096, source }
+}
+
+fn file_size_limit() -> storage::Error {
+    storage::Error::FileSizeLimit { path: "big.h5".into(), needed: 2048, limit: 1024 }
+}
+
+/// A one-device run in `mode` whose sink fails at frame 2 with `make`'s error: its one
+/// failure (the writer's, or the device thread's in sync mode) says what the error says.
+fn failed_mid_run(mode: IoMode, make: fn() -> storage::Error) -> Error {
+    let dir = tempfile::tempdir().unwrap();
+    let result = Pipeline::builder()
+        .gpus(lavapipe(1))
+        .grid(ROWS, COLS)
+        .frames(6)
+        .steps_per_frame(1)
+        .mode(mode)
+        .gray_scott(GrayScottParams::default(), 0, 0.0)
+        .sink(TypedFailingSink { inner: raw(&dir), fail_at: 2, written: 0, make })
+        .run();
+    let Err(error) = result else { panic!("{mode:?}: expected a failure, got {result:?}") };
+    let Error::Failed { failures, report } = &error else { panic!("{mode:?}: expected Error::Failed, got {error:?}") };
+    assert_eq!(failures.len(), 1, "{mode:?}: {failures:?}");
+    assert_eq!(failures[0].message, make().to_string(), "{mode:?}: the message is the sink's error's text");
+    assert_eq!(report.written_frames(), 2, "{mode:?}");
+    error
+}
+
+/// The sink's error as `std::error::Error::source` of the run's error, downcast.
+fn storage_source(error: &Error) -> Option<&storage::Error> {
+    std::error::Error::source(error).and_then(|s| s.downcast_ref::<storage::Error>())
+}
+
+/// A sink's error during the run comes back whole: a program matches its variant through
+/// the failure (`kind`, `storage_error`) and through the run error's `source` (what `anyhow`
+/// and `downcast_ref` walk), in the writer thread and in a device thread writing itself.
+#[test]
+fn a_sinks_error_mid_run_comes_back_typed_as_the_failures_kind_and_the_errors_source() {
+    for mode in [IoMode::Async, IoMode::Sync] {
+        let error = failed_mid_run(mode, disk_full);
+        let Error::Failed { failures, .. } = &error else { unreachable!() };
+        let failure = &failures[0];
+        assert!(
+            matches!(&failure.kind, FailureKind::DiskFull { path, .. } if path.as_path() == Path::new("full.h5")),
+            "{mode:?}: {failure:?}"
+        );
+        assert_eq!(failure.disk_full_path(), Some(Path::new("full.h5")), "{mode:?}");
+        assert!(matches!(failure.storage_error(), Some(storage::Error::DiskFull { needed: 4096, .. })), "{mode:?}");
+        assert!(failure.device_error().is_none(), "{mode:?}");
+        assert!(matches!(storage_source(&error), Some(storage::Error::DiskFull { needed: 4096, .. })), "{mode:?}");
+
+        let error = failed_mid_run(mode, file_size_limit);
+        let Error::Failed { failures, .. } = &error else { unreachable!() };
+        let failure = &failures[0];
+        assert!(
+            matches!(&failure.kind, FailureKind::Storage(e) if matches!(**e, storage::Error::FileSizeLimit { .. }))
+        );
+        assert_eq!(failure.disk_full_path(), None, "{mode:?}");
+        let limit = |e: Option<&storage::Error>| match e {
+            Some(storage::Error::FileSizeLimit { limit, needed, .. }) => Some((*limit, *needed)),
+            _ => None,
+        };
+        assert_eq!(limit(failure.storage_error()), Some((1024, 2048)), "{mode:?}");
+        assert_eq!(limit(storage_source(&error)), Some((1024, 2048)), "{mode:?}");
+        let chained = anyhow::Error::from(error);
+        let found = chained.chain().find_map(|c| c.downcast_ref::<storage::Error>());
+        assert_eq!(limit(found), Some((1024, 2048)), "{mode:?}: through anyhow's chain");
+    }
+}
+
 #[test]
 fn a_failing_device_stops_alone_and_the_others_finish_the_jobs() {
     let dir = tempfile::tempdir().unwrap();
@@ -279,9 +377,15 @@ fn a_failing_device_stops_alone_and_the_others_finish_the_jobs() {
         .jobs(jobs)
         .sink(raw(&dir))
         .run();
-    let Err(Error::Failed { failures, report }) = result else { panic!("expected a failure, got {result:?}") };
+    let Err(error) = result else { panic!("expected a failure, got {result:?}") };
+    let Error::Failed { failures, report } = &error else { panic!("expected Error::Failed, got {error:?}") };
     assert_eq!(failures.len(), 1, "{failures:?}");
     assert!(failures[0].thread.starts_with("device ") && failures[0].message.contains("stream bad"), "{failures:?}");
+    // The device's own error, typed: through the failure and as the run error's source.
+    let invalid = |e: Option<&wgpipe::compute::Error>| matches!(e, Some(wgpipe::compute::Error::InvalidKernel { message, .. }) if message.contains("initial state holds 7 values"));
+    assert!(invalid(failures[0].device_error()), "{failures:?}");
+    assert!(matches!(failures[0].kind, FailureKind::Device(_)), "{failures:?}");
+    assert!(invalid(std::error::Error::source(&error).and_then(|s| s.downcast_ref())), "{error:?}");
     assert_eq!(report.written_frames(), 9, "the other device ran the three good jobs");
     let out = open_output(dir.path().join("out")).unwrap();
     let complete: Vec<_> = out.streams().iter().filter(|s| s.complete).map(|s| s.name.clone()).collect();
@@ -335,6 +439,7 @@ fn a_device_lost_mid_stream_fails_alone_and_leaves_its_stream_incomplete_but_rea
     assert_eq!(failures[0].thread, format!("device {lost}"), "{failures:?}");
     let lost_stream = (0..2).find(|s| failures[0].message.contains(&format!("stream stream{s}:")));
     let Some(lost_stream) = lost_stream else { panic!("the failure names no stream: {failures:?}") };
+    assert!(failures[0].device_error().is_some(), "the device's own error is kept: {failures:?}");
     let other = 1 - lost_stream;
     let out = open_output(dir.path().join("out")).unwrap();
     let streams = out.streams();
