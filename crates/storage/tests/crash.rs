@@ -7,7 +7,7 @@ mod common;
 use std::process::Command;
 
 use common::{assert_holds, frame, layout, tempdir, test_exe};
-use wgpipe_storage::{SinkOptions, open_output, open_sink};
+use wgpipe_storage::{Compression, SinkOptions, open_output, open_sink};
 
 /// Frames each stream holds when the child aborts.
 const K: [u64; 2] = [5, 3];
@@ -37,9 +37,12 @@ fn crash_child() {
     let (Ok(kind), Ok(path)) = (std::env::var("WGPIPE_TEST_KIND"), std::env::var("WGPIPE_TEST_OUT")) else {
         return;
     };
-    let l = layout(Some(10));
+    let l = layout(if std::env::var("WGPIPE_TEST_UNKNOWN").is_ok() { None } else { Some(10) });
     let swmr = std::env::var("WGPIPE_TEST_SWMR").is_ok();
-    let mut sink = open_sink(&kind, &SinkOptions::new(&path).with_swmr(swmr)).unwrap();
+    let compression = std::env::var("WGPIPE_TEST_COMPRESSION").map_or(Compression::None, |c| c.parse().unwrap());
+    let chunk_frames = std::env::var("WGPIPE_TEST_CHUNK_FRAMES").map_or(1, |c| c.parse().unwrap());
+    let options = SinkOptions::new(&path).with_swmr(swmr).with_compression(compression).with_chunk_frames(chunk_frames);
+    let mut sink = open_sink(&kind, &options).unwrap();
     sink.begin(&l).unwrap();
     for i in 0..K[0] {
         sink.write(&frame(&l, 0, i)).unwrap();
@@ -72,6 +75,49 @@ fn killed_runs_leave_every_complete_frame_readable() {
         assert_holds(&output, &layout(Some(10)), &K, kind);
         assert!(!output.complete(), "{kind}");
         assert!(output.streams().iter().all(|s| !s.complete && s.expected_frames == Some(10)));
+    }
+}
+
+/// A killed run's HDF5 file, read by h5py and xarray without wgpipe: the frames never
+/// written read as NaN and xarray masks them and their steps (`_FillValue`), the `frames`
+/// attribute counts the frames written, for the outputs whose chunks are made at `begin`
+/// (uncompressed or compressed, one frame a chunk) and those that grow with every frame
+/// (unknown length; several compressed frames a chunk). (Uncompressed outputs of several
+/// frames a chunk are laid out as holes of the file, which read as zeros: the guide says so.)
+#[cfg(feature = "hdf5")]
+#[test]
+fn a_killed_hdf5_file_shows_the_frames_never_written_as_missing_in_h5py_and_xarray() {
+    let python = common::python_choice::python_with(&["h5py", "numpy", "xarray", "h5netcdf"]);
+    let dir = tempdir();
+    let cases: [(&str, &[(&str, &str)]); 5] = [
+        ("uncompressed", &[]),
+        ("deflate", &[("WGPIPE_TEST_COMPRESSION", "deflate:4")]),
+        ("unknown-length", &[("WGPIPE_TEST_UNKNOWN", "1")]),
+        ("deflate-unknown-length", &[("WGPIPE_TEST_UNKNOWN", "1"), ("WGPIPE_TEST_COMPRESSION", "deflate:4")]),
+        (
+            "deflate-several-frames-a-chunk",
+            &[("WGPIPE_TEST_COMPRESSION", "deflate:4"), ("WGPIPE_TEST_CHUNK_FRAMES", "4")],
+        ),
+    ];
+    for (label, env) in cases {
+        let path = dir.path().join(format!("{label}.h5"));
+        let out = Command::new(test_exe())
+            .args(["--exact", "crash_child", "--ignored", "--nocapture"])
+            .env("WGPIPE_TEST_KIND", "hdf5")
+            .env("WGPIPE_TEST_OUT", &path)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{label}: the child should have aborted");
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/read_killed.py");
+        let read = Command::new(&python)
+            .arg(script)
+            .arg(&path)
+            .args(layout(None).streams.iter().zip(K).map(|(s, k)| format!("{}:{k}", s.name)))
+            .output()
+            .unwrap();
+        let said = format!("{}{}", String::from_utf8_lossy(&read.stdout), String::from_utf8_lossy(&read.stderr));
+        assert!(read.status.success() && said.trim_end().ends_with("ok"), "{label}:\n{said}");
     }
 }
 

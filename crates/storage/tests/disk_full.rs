@@ -467,8 +467,9 @@ fn file_size_limit_child() {
 }
 
 /// Child side of `an_output_laid_out_whole_past_the_file_size_limit_...`: begins an HDF5
-/// output of 200 frames per stream (laid out whole) under the limit its parent set, with the
-/// space reservation on or off (`WGPIPE_TEST_RESERVE`), and prints `begin`'s error.
+/// output of 200 frames per stream, two frames a chunk (laid out whole as holes of the
+/// file) under the limit its parent set, with the space reservation on or off
+/// (`WGPIPE_TEST_RESERVE`), and prints `begin`'s error.
 #[test]
 #[ignore = "child process of an_output_laid_out_whole_past_the_file_size_limit_is_refused_before_it_is_written"]
 fn laid_out_limit_child() {
@@ -477,14 +478,14 @@ fn laid_out_limit_child() {
     };
     let mut layout = big_layout();
     layout.streams.iter_mut().for_each(|s| s.expected_frames = Some(200));
-    let options = SinkOptions::new(Path::new(&path)).with_reserve_space(reserve == "on");
+    let options = SinkOptions::new(Path::new(&path)).with_reserve_space(reserve == "on").with_chunk_frames(2);
     let mut sink = open_sink("hdf5", &options).unwrap();
     let error = sink.begin(&layout).err().map(|e| e.to_string()).unwrap_or_default();
     println!("BEGIN {}", error.replace('\n', " "));
 }
 
-/// An uncompressed output of known length is laid out whole when it begins, which sets the
-/// file's length to the whole output's: past `ulimit -f`, `begin` refuses it before HDF5
+/// An uncompressed output of known length with several frames a chunk is laid out whole as
+/// holes when it begins, which sets the file's length to the whole output's: past `ulimit -f`, `begin` refuses it before HDF5
 /// writes anything (with SIGXFSZ at its default action, which would kill the process), with
 /// the reservation on and off, and no file is left.
 #[test]

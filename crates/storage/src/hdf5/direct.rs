@@ -38,6 +38,12 @@
 //! the same path without the compression: their one chunk a frame is the stream, cut to the
 //! bytes H5Z-ZFP would have stored, under the dataset's ZFP filter.
 //!
+//! So do uncompressed outputs laid out at `begin` (`preallocate`): their datasets carry a
+//! deflate filter only so that the chunks made at `begin` are small fill chunks (NaN for
+//! floats, which readers then see for frames never written), and each frame's chunk is
+//! written as its values, with the filter skipped for that chunk (filter mask 1, which HDF5
+//! records with the chunk; every HDF5 reader honours it).
+//!
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -68,6 +74,10 @@ enum Coding {
     Deflate { level: u8, shuffle: bool },
     /// Already coded: the leading `bytes` of the field's bytes are the chunk.
     Encoded { bytes: usize },
+    /// Stored as they are, the dataset's one filter skipped for the chunk (filter mask 1):
+    /// uncompressed values in a dataset whose deflate filter only makes its unwritten chunks,
+    /// fill values, small (see `preallocate`).
+    Raw,
 }
 
 impl ChunkPlan {
@@ -85,6 +95,18 @@ impl ChunkPlan {
             [Filter::Shuffle, Filter::Deflate(l)] => (true, *l),
             _ => return None,
         };
+        ChunkPlan::with_coding(spec, chunk, Coding::Deflate { level, shuffle })
+    }
+
+    /// The plan for `spec`'s values stored as they are, in chunks of shape `chunk` (`[1,
+    /// *part]`) of a dataset whose one filter they skip ([`Coding::Raw`]); `None` when the
+    /// chunks hold several frames.
+    pub(crate) fn raw(spec: &FieldSpec, chunk: &[usize]) -> Option<ChunkPlan> {
+        ChunkPlan::with_coding(spec, chunk, Coding::Raw)
+    }
+
+    /// The parts of a frame in chunks of shape `chunk`, made by `coding`.
+    fn with_coding(spec: &FieldSpec, chunk: &[usize], coding: Coding) -> Option<ChunkPlan> {
         if chunk.first() != Some(&1) {
             return None;
         }
@@ -113,7 +135,7 @@ impl ChunkPlan {
             parts.push((offset.iter().map(|&o| o as u64).collect(), start..start + clipped));
         }
         let part_bytes = part.iter().product::<usize>() * elem;
-        Some(ChunkPlan { elem, part_bytes, parts, coding: Coding::Deflate { level, shuffle } })
+        Some(ChunkPlan { elem, part_bytes, parts, coding })
     }
 
     /// Whether its chunks are shuffled before deflate (elements of one byte never are).
@@ -121,11 +143,19 @@ impl ChunkPlan {
         matches!(self.coding, Coding::Deflate { shuffle: true, .. }) && self.elem > 1
     }
 
-    /// The zlib level of its deflate (0 for chunks that arrive coded, which are not deflated).
+    /// The zlib level of its deflate (0 for chunks that are not deflated here).
     fn level(&self) -> u8 {
         match self.coding {
             Coding::Deflate { level, .. } => level,
-            Coding::Encoded { .. } => 0,
+            Coding::Encoded { .. } | Coding::Raw => 0,
+        }
+    }
+
+    /// The filter mask of its chunks: bit `i` set skips the dataset's filter `i`.
+    fn filter_mask(&self) -> u32 {
+        match self.coding {
+            Coding::Raw => 1,
+            Coding::Deflate { .. } | Coding::Encoded { .. } => 0,
         }
     }
 
@@ -362,11 +392,13 @@ struct FieldState {
     bufs: Vec<ChunkBufs>,
 }
 
-/// A chunk to hand to HDF5: field (of the frame's stream), chunk offset, stored bytes.
+/// A chunk to hand to HDF5: field (of the frame's stream), chunk offset, stored bytes, and
+/// the filters they skip ([`write_chunk`]).
 pub(crate) struct ChunkWrite<'a> {
     pub(crate) field: usize,
     pub(crate) offset: Vec<u64>,
     pub(crate) bytes: &'a [u8],
+    pub(crate) filter_mask: u32,
 }
 
 /// Compresses the chunks of every frame of a file's compressed datasets, in parallel.
@@ -436,8 +468,11 @@ impl DirectWriter {
                 } else {
                     src
                 };
-                inputs.push((input, plan));
-                bufs.push(b);
+                // Raw chunks are stored as they are (edge chunks padded, as HDF5 pads them).
+                if let Coding::Deflate { .. } = plan.coding {
+                    inputs.push((input, plan));
+                    bufs.push(b);
+                }
             }
         }
         compress_chunks(&inputs, &mut bufs, &mut self.workers)?;
@@ -445,27 +480,32 @@ impl DirectWriter {
         let mut writes = Vec::new();
         for (i, st) in self.fields[stream].iter().enumerate() {
             let Some(st) = st else { continue };
-            for ((offset, range), b) in st.plan.parts.iter().zip(&st.bufs) {
+            for (((offset, range), b), pad) in st.plan.parts.iter().zip(&st.bufs).zip(&st.padded) {
                 let offset = std::iter::once(n).chain(offset.iter().copied()).collect();
+                let field = || field_bytes.get(i).copied().unwrap_or_default();
                 let bytes = match st.plan.coding {
                     Coding::Deflate { .. } => &b.out[..],
-                    Coding::Encoded { bytes } => field_bytes
-                        .get(i)
-                        .and_then(|f| f.get(range.start..range.start + bytes))
+                    Coding::Encoded { bytes } => field()
+                        .get(range.start..range.start + bytes)
                         .ok_or_else(|| format!("field {i}'s encoded stream is shorter than its {bytes} bytes"))?,
+                    Coding::Raw if range.len() < st.plan.part_bytes => &pad[..],
+                    Coding::Raw => {
+                        field().get(range.clone()).ok_or_else(|| format!("frame too short for chunk {range:?}"))?
+                    }
                 };
-                writes.push(ChunkWrite { field: i, offset, bytes });
+                writes.push(ChunkWrite { field: i, offset, bytes, filter_mask: st.plan.filter_mask() });
             }
         }
         Ok(writes)
     }
 }
 
-/// Writes one chunk's stored bytes, made by the dataset's whole filter pipeline (filter
-/// mask 0), into `ds` at element offset `offset` (one entry per dataset axis, a multiple of
-/// the chunk shape). The chunk must lie within the dataset's extent.
+/// Writes one chunk's stored bytes, made by the dataset's filter pipeline but the filters
+/// `filter_mask` skips (bit `i`: filter `i`; HDF5 records the mask with the chunk and its
+/// readers skip those filters), into `ds` at element offset `offset` (one entry per dataset
+/// axis, a multiple of the chunk shape). The chunk must lie within the dataset's extent.
 #[expect(unsafe_code, reason = "hdf5-metno 0.15 has no safe wrapper of H5Dwrite_chunk")]
-pub(crate) fn write_chunk(ds: &Dataset, offset: &[u64], bytes: &[u8]) -> hdf5::Result<()> {
+pub(crate) fn write_chunk(ds: &Dataset, offset: &[u64], bytes: &[u8], filter_mask: u32) -> hdf5::Result<()> {
     if offset.len() != ds.ndim() {
         return Err(format!("chunk offset {offset:?} has {} axes, the dataset {}", offset.len(), ds.ndim()).into());
     }
@@ -478,7 +518,7 @@ pub(crate) fn write_chunk(ds: &Dataset, offset: &[u64], bytes: &[u8]) -> hdf5::R
             hdf5_sys::h5d::H5Dwrite_chunk(
                 ds.id(),
                 hdf5_sys::h5p::H5P_DEFAULT,
-                0,
+                filter_mask,
                 offset.as_ptr(),
                 bytes.len(),
                 bytes.as_ptr().cast(),

@@ -241,7 +241,7 @@ mod tests {
         let before = recorded(&path);
         assert!(!ahead.write(&file).unwrap(), "nothing allocated since the flush");
         ds.resize((2, 4096)).unwrap();
-        super::super::direct::write_chunk(&ds, &[1, 0], &[7u8; 4096]).unwrap();
+        super::super::direct::write_chunk(&ds, &[1, 0], &[7u8; 4096], 0).unwrap();
         let end = end_of_allocation(&file).unwrap();
         assert!(end >= before + 4096, "the chunk took space at the end: {end} after {before}");
         assert!(ahead.write(&file).unwrap());

@@ -185,8 +185,14 @@ impl MpiHdf5Backend {
         // From here on every call is collective and takes the same arguments on every rank:
         // HDF5 fails them alike, so each rank returns the same error. Independent writes
         // cannot go through filters (refused above) and must find their chunks allocated.
-        let plan =
-            Plan { full_length, early_allocation: true, compression: Compression::None, chunks, in_place: Vec::new() };
+        let plan = Plan {
+            full_length,
+            early_allocation: true,
+            compression: Compression::None,
+            raw_chunks: false,
+            chunks,
+            in_place: Vec::new(),
+        };
         let streams = super::schema::create(&file, &path, layout, existing.as_ref(), &created, &plan)?;
         Ok(Shared {
             file,

@@ -1,5 +1,6 @@
 //! No reported frame lost to a kill: uncompressed HDF5 outputs whose frame counts are known
-//! are laid out whole at `begin`, so that storing a frame changes no metadata at all.
+//! are laid out whole at `begin`, so that storing a frame changes no metadata but its own
+//! chunks' index entries, in place, or none at all.
 //!
 //! Why: HDF5 1.10 has no journal. A file that grows with every frame changes metadata with
 //! every frame (the datasets' extents, chunk index nodes, the superblock's end of
@@ -8,18 +9,35 @@
 //! still has ("addr overflow ... eoa"), which loses frames the sink had reported stored
 //! (`kill_stress`: 1 to 3 per 1000 kills) and once in a while the whole file.
 //!
-//! How: every stream's datasets are created holding its expected frames, every chunk
-//! allocated (HDF5's early allocation, the MPI batch sink's plan), the `steps` entries filled
-//! with [`NO_STEP`](super::schema::NO_STEP), and the structure flushed before the first
-//! frame. From then on a frame is raw data written into space that exists: its fields, a
-//! flush, then its `steps` entry, a flush. A kill at any moment leaves the metadata `begin`
-//! flushed, unchanged, and every frame whose step reached the file, whole (its fields reached
-//! the file first); the first `NO_STEP` entry is where every wgpipe reader and `--resume`
-//! stop. `finish` shrinks a stream that stopped early to its frames, so other readers (h5py)
-//! see exactly them; a killed run's datasets stay full length (the steps say which frames
-//! are there). That shrink, like the attributes `finish` writes, is metadata written in
-//! place: a kill in the middle of `finish` itself is the one moment this design does not
-//! cover.
+//! How: every stream's datasets are created holding its expected frames, every chunk made
+//! and indexed (HDF5's early allocation, the MPI batch sink's plan), the `steps` entries
+//! filled with [`NO_STEP`](super::schema::NO_STEP), and the structure flushed before the
+//! first frame. A frame's fields, a flush, then its `steps` entry, a flush: a kill at any
+//! moment leaves every frame whose step reached the file whole (its fields reached the file
+//! first); the first `NO_STEP` entry is where every wgpipe reader and `--resume` stop. The
+//! stream's `frames` attribute is overwritten in place with the step, so a killed file says
+//! how many frames it holds. `finish` shrinks a stream that stopped early to its frames, so
+//! other readers (h5py) see exactly them; that shrink, like the attributes `finish` writes,
+//! is metadata written in place: a kill in the middle of `finish` itself is the one moment
+//! this design does not cover.
+//!
+//! What a frame's chunks are at `begin`, and so what a killed run's frames never written read
+//! as (a killed run's datasets stay full length):
+//!
+//! - One frame a chunk (the default), up to [`MAX_INDEXED_CHUNKS`]: **fill chunks**. The
+//!   field datasets carry a deflate filter that only the fill chunks go through (NaN for
+//!   floats, netCDF's fill value for most integers: `schema`'s `Unwritten`; a few bytes a
+//!   chunk), and a frame's chunk is written as its values with that filter skipped (filter
+//!   mask 1, `direct`'s raw chunks): new space at the end of the file, then its one index
+//!   entry changed in place, as a compressed frame's chunk below. Frames never written read as
+//!   the fill value, which the datasets' `_FillValue` names, so xarray shows them as missing
+//!   (NaN) without knowing wgpipe. (`crash.rs` kills writers and reads their files with h5py
+//!   and xarray.)
+//! - Several frames a chunk (`chunk_frames`, and small frames packed, [`packed_chunks`]), more
+//!   chunks than that, or a big-endian host: **holes**. Every chunk is allocated in the file's
+//!   address space without being written (the file is sparse), and a frame is written into its
+//!   space: storing it changes no metadata at all. Frames never written read as zeros; their
+//!   steps say which they are.
 //!
 //! Appending (`--resume`): a stream still laid out whole (its run was killed) continues in
 //! place, its `steps` entries from the kept frames on marked again, and nothing else changes
@@ -30,23 +48,23 @@
 //! appended after a stop; laying a stopped run out again in place instead left 62 of 2000
 //! files that did not open.
 //!
-//! Cost: two flushes per frame instead of one, but with nothing but data to write
-//! (`cargo xtask bench --layout-cost`, 2026-11-26, ext4, against a growing file: 0.86 times
-//! the time for 2000 frames of 16 KB, 1.10 for 256 of 1 MB, where filling the holes of a
-//! sparse file costs ext4 more than appending); `begin` makes every chunk's index entry (2.2
-//! ms instead of 1.2 for 2000 chunks); the file's apparent size is the whole run's from the
-//! start (`ls`; `du` counts what is written).
+//! Cost, for holes: two flushes per frame instead of one, but with nothing but data to
+//! write; `begin` makes every chunk's index entry; the file's apparent size is the whole
+//! run's from the start (`ls`; `du` counts what is written). Fill chunks cost what a
+//! compressed output's chunks made at `begin` cost (below). `cargo xtask bench --layout-cost`
+//! measures the default against a growing file.
 //!
-//! Disk space: chunks are allocated in the file's address space, not on the disk (HDF5
-//! writes no fill value: the file is sparse, `du` counts what is written), so a run stopped
-//! early leaves nothing allocated for the frames it never wrote, and a large `run.frames`
-//! used as "until I stop it" costs disk only for what is written. A full disk can therefore
-//! only fail a frame's data (no metadata is written then: the frame is marked not written
-//! and the file stays whole); the sink checks the free space before each frame to say so
-//! between frames, and keeps `finish`'s room allocated past the end of the file (`reserve`).
-//! The file's length is the whole output's from `begin` on, so a file size limit
-//! (`ulimit -f`) that it would pass refuses the run before anything is written
-//! ([`output_bytes_bound`]).
+//! Disk space: holes are allocated in the file's address space, not on the disk (HDF5
+//! writes no fill value there), and fill chunks take a few bytes each, so a run stopped
+//! early leaves almost nothing allocated for the frames it never wrote, and a large
+//! `run.frames` used as "until I stop it" costs disk only for what is written. A full disk
+//! can therefore only fail a frame's data or its chunk's new space, before its step (the
+//! frame is marked not written and the file stays whole); the sink checks the free space
+//! before each frame to say so between frames, and keeps `finish`'s room allocated past the
+//! end of the file (`reserve`). With holes, the file's length is the whole output's from
+//! `begin` on, so a file size limit (`ulimit -f`) that it would pass refuses the run before
+//! anything is written ([`output_bytes_bound`]); with fill chunks the file grows frame by
+//! frame, and the limit stops the run between frames as a full disk does.
 //!
 //! Compressed outputs of known lengths get the same structure, with one difference: a
 //! compressed chunk's size is known only once it is written. At `begin` every chunk is made

@@ -13,6 +13,7 @@ use std::path::Path;
 
 use hdf5::DatasetBuilderEmptyShape;
 use hdf5::dataset::{AllocTime, FillTime};
+use hdf5::filters::Filter;
 use hdf5::{Dataset, Extent, File, Group, Location};
 use ndarray::ArrayView1;
 
@@ -48,6 +49,9 @@ pub(crate) struct Plan {
     pub early_allocation: bool,
     /// The filters of the field datasets.
     pub compression: Compression,
+    /// Uncompressed fields stored as raw chunks under a deflate filter that only the fill
+    /// chunks made at `begin` go through (`direct`'s `Coding::Raw`, see `preallocate`).
+    pub raw_chunks: bool,
     /// Chunk shape of each field's dataset, `[chunk_frames, *part]` (`format::chunk_shape`).
     pub chunks: Vec<Vec<usize>>,
     /// Streams of an appended-to file that continue in place (from their kept frames, or
@@ -74,12 +78,27 @@ pub(crate) fn appends_in_place(file: &File, layout: &StreamLayout, in_place: &[S
         && super::format::holds_bool(file, "complete", false)
 }
 
-/// Whether stream `s` is in `file` laid out whole as `chunks` (one chunk shape per field)
-/// lays it out: every field's dataset and `steps` hold its expected frames, the fields
-/// unfiltered, chunked as `chunks` says and allocated early, `steps` filled with [`NO_STEP`].
+/// How an uncompressed output is laid out whole: the chunk shape of each field, and whether
+/// its chunks are raw under a fill-carrying filter ([`Plan::raw_chunks`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LaidOut<'a> {
+    pub chunks: &'a [Vec<usize>],
+    pub raw_chunks: bool,
+}
+
+/// The filters of an uncompressed field dataset: none, or with raw chunks the deflate that
+/// only its fill chunks go through (level 1: the fill chunks of a frame cost a few bytes).
+fn carrier(raw_chunks: bool) -> Vec<Filter> {
+    if raw_chunks { vec![Filter::Deflate(1)] } else { Vec::new() }
+}
+
+/// Whether stream `s` is in `file` laid out whole as `plan_of` lays it out: every field's
+/// dataset and `steps` hold its expected frames, the fields chunked as it says, unfiltered
+/// (or under the raw chunks' carrier) and allocated early, `steps` filled with [`NO_STEP`].
 /// Only then can it continue in place: its unwritten frames are space that exists, and a
 /// step not written reads as the mark.
-pub(crate) fn laid_out_whole(file: &File, layout: &StreamLayout, s: &StreamInfo, chunks: &[Vec<usize>]) -> bool {
+pub(crate) fn laid_out_whole(file: &File, layout: &StreamLayout, s: &StreamInfo, plan_of: &LaidOut<'_>) -> bool {
+    let LaidOut { chunks, raw_chunks } = *plan_of;
     let Some(expected) = s.expected_frames.and_then(|e| usize::try_from(e).ok()) else { return false };
     let Ok(group) = file.group(&s.name) else { return false };
     let steps = group.dataset(STEPS_NAME).is_ok_and(|d| d.shape() == [expected] && marks_unwritten(&d));
@@ -90,7 +109,7 @@ pub(crate) fn laid_out_whole(file: &File, layout: &StreamLayout, s: &StreamInfo,
                 shape.first() == Some(&expected)
                     && shape[1..] == f.shape[..]
                     && d.chunk().as_deref() == Some(&chunk[..])
-                    && d.filters().is_empty()
+                    && d.filters() == carrier(raw_chunks)
                     && d.dcpl().is_ok_and(|p| p.alloc_time() == AllocTime::Early)
             })
         })
@@ -221,7 +240,8 @@ pub(crate) fn open_stream(file: &File, layout: &StreamLayout, name: &str) -> hdf
     Ok(StreamSets { group, fields, steps })
 }
 
-/// A stream group's frame count: made with the group (0), written by `finish`.
+/// A stream group's frame count: made with the group (0), counted with every frame's step
+/// ([`store_step`]) and written by `finish`.
 const FRAMES_ATTR: &str = "frames";
 
 /// Creates the group of stream `s` (numbered `index` in the file): its attributes, a dataset
@@ -267,6 +287,7 @@ fn create_stream(
         steps = steps.alloc_time(Some(AllocTime::Early));
     }
     let steps = steps.create(STEPS_NAME)?;
+    steps.new_attr::<u64>().create(FILL_VALUE_ATTR)?.write_scalar(&NO_STEP)?;
     super::netcdf::describe_stream(&group, layout, dims, &fields, &steps)
         .map_err(|e| format!("netCDF-4 dimensions: {e}"))?;
     Ok(StreamSets { group, fields, steps })
@@ -300,19 +321,22 @@ pub(crate) fn zfp_rate(rate: crate::ZfpRate) -> [std::ffi::c_uint; 4] {
 fn create_field(group: &Group, f: &FieldSpec, chunk: &[usize], frames: usize, plan: &Plan) -> hdf5::Result<Dataset> {
     let extents: Vec<Extent> =
         std::iter::once(Extent::from(frames..)).chain(f.shape.iter().map(|&d| Extent::from(d))).collect();
-    let mut b = with_elem_type!(f.dtype, T => group.new_dataset::<T>())
-        .chunk(chunk.to_vec())
-        .shape(extents)
-        .fill_time(FillTime::Never);
-    if plan.early_allocation {
-        b = b.alloc_time(Some(AllocTime::Early));
-    }
+    let b = with_elem_type!(f.dtype, T => unwritten_reads::<T>(group.new_dataset::<T>().chunk(chunk.to_vec()).shape(extents)));
+    // Early: no fill written (unfiltered chunks stay holes, filtered ones get their fill
+    // chunk anyway). Growing: a chunk's frames not written yet read as the fill value.
+    let mut b = if plan.early_allocation {
+        b.fill_time(FillTime::Never).alloc_time(Some(AllocTime::Early))
+    } else {
+        b.fill_time(FillTime::IfSet)
+    };
     b = match (f.encoding, plan.compression) {
         // Its chunks arrive coded for this filter (`direct`), whatever the others use.
         (Encoding::Zfp(rate), _) => b.add_filter(ZFP_FILTER, &zfp_rate(rate)),
+        (_, Compression::None) if plan.raw_chunks => b.deflate(1),
         (_, compression) => with_compression(b, f, compression),
     };
     let ds = b.create(f.name.as_str())?;
+    with_elem_type!(f.dtype, T => mark_unwritten::<T>(&ds))?;
     let dims: Vec<String> = std::iter::once(FRAME_DIM.to_owned()).chain(f.dims.iter().cloned()).collect();
     set_strings(&ds, DIMS_ATTR, &dims)?;
     if let Encoding::Zfp(rate) = f.encoding {
@@ -320,6 +344,57 @@ fn create_field(group: &Group, f: &FieldSpec, chunk: &[usize], frames: usize, pl
         set_attr(&ds, ENCODING_ATTR, &AttrValue::Text(format!("zfp:rate={rate}")))?;
     }
     Ok(ds)
+}
+
+/// CF's and netCDF's attribute naming the value that stands for "no data" (xarray masks it).
+const FILL_VALUE_ATTR: &str = "_FillValue";
+
+/// What an element of a frame that was never written reads as, so that readers see such
+/// frames as missing (xarray masks them as NaN through `_FillValue`): NaN for floats, and
+/// netCDF's default fill value for the integers that have one nobody stores (a count of
+/// 2^32 − 1). Bytes have none: every byte value is data (masks, images), and netCDF readers
+/// do not mask bytes by default either.
+trait Unwritten: hdf5::H5Type + Copy {
+    const VALUE: Option<Self>;
+}
+
+impl Unwritten for u8 {
+    const VALUE: Option<u8> = None;
+}
+impl Unwritten for u16 {
+    const VALUE: Option<u16> = Some(u16::MAX);
+}
+impl Unwritten for u32 {
+    const VALUE: Option<u32> = Some(u32::MAX);
+}
+impl Unwritten for i32 {
+    const VALUE: Option<i32> = Some(-i32::MAX);
+}
+impl Unwritten for half::f16 {
+    const VALUE: Option<half::f16> = Some(half::f16::NAN);
+}
+impl Unwritten for f32 {
+    const VALUE: Option<f32> = Some(f32::NAN);
+}
+impl Unwritten for f64 {
+    const VALUE: Option<f64> = Some(f64::NAN);
+}
+
+/// `b` with [`Unwritten`]'s fill value for `T`.
+fn unwritten_reads<T: Unwritten>(b: DatasetBuilderEmptyShape) -> DatasetBuilderEmptyShape {
+    match T::VALUE {
+        Some(v) => b.fill_value(v),
+        None => b,
+    }
+}
+
+/// Gives `ds` the `_FillValue` attribute of its fill value ([`Unwritten`]), of its own type
+/// as netCDF requires.
+fn mark_unwritten<T: Unwritten>(ds: &Dataset) -> hdf5::Result<()> {
+    match T::VALUE {
+        Some(v) => ds.new_attr::<T>().create(FILL_VALUE_ATTR)?.write_scalar(&v),
+        None => Ok(()),
+    }
 }
 
 /// `b` with the filters of `compression` for field `f`.
@@ -361,6 +436,16 @@ pub(crate) fn resize(sets: &StreamSets, layout: &StreamLayout, frames: usize) ->
         ds.resize(&dims[..rank])?;
     }
     sets.steps.resize(frames)
+}
+
+/// Writes the step of frame `n`, the stream's last stored, and counts it in the stream's
+/// `frames` (an attribute that exists since `begin`, overwritten in place): a killed run's
+/// file says how many frames it holds, as a finished one does. The two reach the file in
+/// the same flush, after the frame's fields, so `frames` never counts fewer frames than the
+/// steps vouch for, nor a frame whose fields are not in the file.
+pub(crate) fn store_step(sets: &StreamSets, n: usize, step: u64) -> hdf5::Result<()> {
+    write_step(sets, n, step)?;
+    sets.group.attr(FRAMES_ATTR)?.write_scalar(&(n as u64 + 1))
 }
 
 /// Writes the step of frame `n` of a stream whose `steps` holds at least `n + 1` entries.

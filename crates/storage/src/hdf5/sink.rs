@@ -9,7 +9,7 @@ use super::direct::{ChunkPlan, DirectWriter, write_chunk};
 use super::eoa::EndAhead;
 use super::format::{chunk_shapes, h5err, with_elem_type, write_frame_slab};
 use super::reserve::Reserve;
-use super::schema::{NO_STEP, Plan, STEPS_CHUNK, StreamSets};
+use super::schema::{LaidOut, NO_STEP, Plan, STEPS_CHUNK, StreamSets};
 use super::swmr::Alignment;
 use crate::error::{Error, Result};
 use crate::frame::Frame;
@@ -273,13 +273,28 @@ impl Hdf5Backend {
         // continued stream that grew in its earlier run keeps growing). SWMR files order
         // their writes themselves.
         let index_rewritten = (self.options.append || (!preallocated && !indexed)) && !self.options.swmr;
-        if preallocated {
+        // Laid out whole with one frame a chunk: the chunks made at `begin` are fill chunks
+        // under a deflate filter that frames skip (`preallocate`), so that frames never written
+        // read as missing. Else (more chunks than `begin` may make, several frames a chunk,
+        // a big-endian host) the chunks are allocated as holes of the file, and small frames
+        // packed several to a chunk.
+        let raw_plans: Option<Vec<Option<ChunkPlan>>> = (preallocated
+            && cfg!(target_endian = "little")
+            && self.options.chunk_frames == 1
+            && super::preallocate::chunk_count(layout, &chunks) <= super::preallocate::MAX_INDEXED_CHUNKS)
+            .then(|| {
+                layout.fields.iter().zip(&chunks).map(|(spec, chunk)| ChunkPlan::raw(spec, chunk).map(Some)).collect()
+            })
+            .flatten();
+        let raw_chunks = raw_plans.is_some();
+        let holes = preallocated && !raw_chunks;
+        if holes {
             let most = layout.streams.iter().filter_map(|s| s.expected_frames).max().unwrap_or(1);
             chunks = super::preallocate::packed_chunks(layout, &chunks, most);
         }
-        // Bytes of the streams to lay out whole (`preallocate`), given those continuing in place.
+        // Bytes of the streams to lay out as holes (`preallocate`), given those continuing in place.
         let laid_out = |in_place: &[String]| {
-            if preallocated { super::preallocate::output_bytes_bound(layout, &chunks, in_place) } else { 0 }
+            if holes { super::preallocate::output_bytes_bound(layout, &chunks, in_place) } else { 0 }
         };
         let mut in_place = Vec::new();
         if let Compression::Deflate(_) = self.options.compression
@@ -299,9 +314,9 @@ impl Hdf5Backend {
         } else {
             None
         };
-        // What laying out a compressed output's chunks writes at `begin`.
+        // What laying out a compressed output's chunks, or raw chunks' fill, writes at `begin`.
         let fill = |in_place: &[String]| {
-            if indexed { super::preallocate::indexed_bytes_bound(layout, &chunks, in_place) } else { 0 }
+            if indexed || raw_chunks { super::preallocate::indexed_bytes_bound(layout, &chunks, in_place) } else { 0 }
         };
         if self.options.xdmf && existing.is_none() {
             super::xdmf::check_free(&path, self.options.overwrite)?;
@@ -343,7 +358,9 @@ impl Hdf5Backend {
                         .streams
                         .iter()
                         .filter(|s| e.replace.contains(&s.name) || e.continued.contains(&s.name))
-                        .filter(|s| super::schema::laid_out_whole(&file, layout, s, &chunks))
+                        .filter(|s| {
+                            super::schema::laid_out_whole(&file, layout, s, &LaidOut { chunks: &chunks, raw_chunks })
+                        })
                         .map(|s| s.name.clone())
                         .collect();
                 }
@@ -367,6 +384,7 @@ impl Hdf5Backend {
             full_length: preallocated || indexed,
             early_allocation: preallocated || indexed,
             compression: self.options.compression,
+            raw_chunks,
             chunks,
             in_place,
         };
@@ -374,7 +392,7 @@ impl Hdf5Backend {
         file.flush().map_err(err("cannot flush"))?;
         // After the flush: the superblock on disk is HDF5's, checksum and all.
         let end_ahead = EndAhead::open(&open_at).map_err(|e| Error::io("cannot open", &open_at, e))?;
-        if preallocated && let Some(r) = reserve.as_mut() {
+        if holes && let Some(r) = reserve.as_mut() {
             // Past the file's new length (the whole output's).
             r.before_finish(file.size())?;
         }
@@ -387,6 +405,9 @@ impl Hdf5Backend {
         }
         let frame_bound = frame_bytes_bound(layout, &self.options);
         let direct = match streams.first() {
+            Some(_) if let Some(plans) = &raw_plans => {
+                Some(DirectWriter::new(plans, streams.len(), self.options.compression_threads))
+            }
             Some(first) if direct_candidate => {
                 let plans: Vec<Option<ChunkPlan>> = first
                     .fields
@@ -497,7 +518,7 @@ fn write_frame_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: 
     }
     for w in &writes {
         let spec = &layout.fields[w.field];
-        write_chunk(&sets.fields[w.field], &w.offset, w.bytes)
+        write_chunk(&sets.fields[w.field], &w.offset, w.bytes, w.filter_mask)
             .map_err(|e| h5err(format!("cannot write frame {n} of {name}/{} to", spec.name), path, e))?;
     }
     for &i in &beside {
@@ -508,7 +529,7 @@ fn write_frame_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: 
     let flush = || flush_frame(file, end_ahead.as_ref(), path, || format!("cannot flush frame {n} of {name} to"));
     // The chunks and their index first, then the step (see `write_frame`).
     flush()?;
-    super::schema::write_step(sets, n, frame.step)
+    super::schema::store_step(sets, n, frame.step)
         .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), path, e))?;
     flush()
 }
@@ -538,7 +559,7 @@ fn write_frame_in_place(open: &mut Open, frame: &Frame, fields: Fields<'_>, path
     if fault::FAIL_BEFORE_STEP.get() {
         return Err(h5err(format!("cannot write step of frame {n} of {name} to"), path, "injected fault"));
     }
-    super::schema::write_step(sets, n, frame.step)
+    super::schema::store_step(sets, n, frame.step)
         .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), path, e))?;
     flush_frame(&open.file, open.end_ahead.as_ref(), path, || {
         format!("cannot flush the step of frame {n} of {name} to")
@@ -591,7 +612,7 @@ fn write_frame(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) 
     // to the file as it is written, and must not vouch for a frame whose chunks the index on
     // disk does not name yet (a kill between would show a frame of fill values).
     flush_frame(&open.file, open.end_ahead.as_ref(), path, || format!("cannot flush frame {n} of {name} to"))?;
-    super::schema::write_step(sets, n, frame.step)
+    super::schema::store_step(sets, n, frame.step)
         .map_err(|e| h5err(format!("cannot write step of frame {n} of {name} to"), path, e))?;
     flush_frame(&open.file, open.end_ahead.as_ref(), path, || {
         format!("cannot flush the step of frame {n} of {name} to")
@@ -815,56 +836,69 @@ mod tests {
 
     /// A stream of known length is laid out whole at `begin`; stopped after 2 of its 100
     /// frames (16 KiB each), `finish` cuts it to them, and the 98 never written took no disk
-    /// space (the file is sparse).
+    /// space. One frame a chunk, its chunks are fill chunks until written (the frames never
+    /// written read NaN until `finish`, and the file grows frame by frame); two frames a
+    /// chunk, they are holes of a sparse file of the whole output's length.
     #[test]
     fn a_stream_laid_out_whole_and_stopped_early_is_cut_to_its_frames() {
         use std::os::unix::fs::MetadataExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("whole.h5");
-        let layout = StreamLayout::new(vec![FieldSpec::new("u", DType::F32, [64, 64])])
-            .with_stream(StreamInfo::new("s").with_expected_frames(100));
-        let mut sink = Hdf5Sink::new(SinkOptions::new(&path));
-        sink.begin(&layout).unwrap();
-        {
+        for chunk_frames in [1, 2] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("whole.h5");
+            let layout = StreamLayout::new(vec![FieldSpec::new("u", DType::F32, [64, 64])])
+                .with_stream(StreamInfo::new("s").with_expected_frames(100));
+            let mut sink = Hdf5Sink::new(SinkOptions::new(&path).with_chunk_frames(chunk_frames));
+            sink.begin(&layout).unwrap();
+            {
+                let file = hdf5::File::open(&path).unwrap();
+                assert_eq!(file.dataset("s/u").unwrap().shape(), [100, 64, 64], "laid out whole");
+                let steps: Vec<u64> = file.dataset("s/steps").unwrap().read_raw().unwrap();
+                assert!(steps.iter().all(|&s| s == NO_STEP), "steps of frames not written are marked");
+            }
+            let frame = |i: u64| {
+                Frame::new(0, i, 10 * (i + 1), (0..4096u32).flat_map(|v| (v + 7 * i as u32).to_le_bytes()).collect())
+            };
+            sink.write(&frame(0)).unwrap();
+            sink.write(&frame(1)).unwrap();
+            let at_two = std::fs::metadata(&path).unwrap();
+            if chunk_frames == 1 {
+                assert!(at_two.len() < 10 * 16384, "{} bytes: the frames' space was laid out", at_two.len());
+                let file = hdf5::File::open(&path).unwrap();
+                let u: Vec<f32> = file.dataset("s/u").unwrap().read_raw().unwrap();
+                assert!(u[2 * 4096..].iter().all(|v| v.is_nan()), "frames never written read as NaN");
+                assert_eq!(u[4096].to_bits(), 7, "frame 1 as written");
+            } else {
+                assert!(at_two.len() >= 100 * 16384, "{} bytes: the frames' space is not laid out", at_two.len());
+            }
+            sink.finish().unwrap();
             let file = hdf5::File::open(&path).unwrap();
-            assert_eq!(file.dataset("s/u").unwrap().shape(), [100, 64, 64], "laid out whole");
-            let steps: Vec<u64> = file.dataset("s/steps").unwrap().read_raw().unwrap();
-            assert!(steps.iter().all(|&s| s == NO_STEP), "steps of frames not written are marked");
+            assert_eq!(file.dataset("s/u").unwrap().shape(), [2, 64, 64]);
+            assert_eq!(file.dataset("s/steps").unwrap().read_raw::<u64>().unwrap(), [10, 20]);
+            drop(file);
+            let out = open_output(&path).unwrap();
+            assert_eq!((out.streams()[0].frames, out.streams()[0].complete), (2, false));
+            assert_eq!(out.read_field(0, 0, 1).unwrap().bytes, frame(1).data);
+            let done = std::fs::metadata(&path).unwrap();
+            assert!(
+                done.blocks() * 512 < 10 * 16384,
+                "{} bytes allocated for a file of {}: the frames never written took disk space",
+                done.blocks() * 512,
+                done.len()
+            );
         }
-        let frame = |i: u64| {
-            Frame::new(0, i, 10 * (i + 1), (0..4096u32).flat_map(|v| (v + 7 * i as u32).to_le_bytes()).collect())
-        };
-        sink.write(&frame(0)).unwrap();
-        sink.write(&frame(1)).unwrap();
-        let at_two = std::fs::metadata(&path).unwrap();
-        assert!(at_two.len() >= 100 * 16384, "{} bytes: the frames' space is not laid out", at_two.len());
-        sink.finish().unwrap();
-        let file = hdf5::File::open(&path).unwrap();
-        assert_eq!(file.dataset("s/u").unwrap().shape(), [2, 64, 64]);
-        assert_eq!(file.dataset("s/steps").unwrap().read_raw::<u64>().unwrap(), [10, 20]);
-        drop(file);
-        let out = open_output(&path).unwrap();
-        assert_eq!((out.streams()[0].frames, out.streams()[0].complete), (2, false));
-        assert_eq!(out.read_field(0, 0, 1).unwrap().bytes, frame(1).data);
-        let done = std::fs::metadata(&path).unwrap();
-        assert!(
-            done.blocks() * 512 < 10 * 16384,
-            "{} bytes allocated for a file of {}: the frames never written took disk space",
-            done.blocks() * 512,
-            done.len()
-        );
     }
 
-    /// A write into a stream laid out whole that fails after its fields, before its step
-    /// (a full disk, say): the frame is only marked (no metadata written in the middle of the
-    /// run), the run goes on to `finish`, which cuts the stream to the frames stored.
+    /// A write into a stream laid out whole as holes (two frames a chunk) that fails after
+    /// its fields, before its step (a full disk, say): the frame is only marked (no metadata
+    /// written in the middle of the run), the run goes on to `finish`, which cuts the stream
+    /// to the frames stored.
     #[test]
     fn a_failed_write_in_place_is_marked_and_cut_at_finish() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("in-place.h5");
         let layout = StreamLayout::new(vec![FieldSpec::new("u", DType::F32, [4, 3])])
             .with_stream(StreamInfo::new("s").with_expected_frames(5));
-        let mut sink = Hdf5Sink::new(SinkOptions::new(&path));
+        let mut sink = Hdf5Sink::new(SinkOptions::new(&path).with_chunk_frames(2));
         sink.begin(&layout).unwrap();
         sink.write(&frame(0)).unwrap();
         sink.write(&frame(1)).unwrap();
