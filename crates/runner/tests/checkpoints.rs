@@ -8,11 +8,8 @@
 //! `WGPIPE_CHECKPOINT_CASE=TEXT` runs only the cases whose label holds TEXT.
 //!
 //! The HDF5 outputs that grow frame by frame (deflate with 4 frames per chunk; fields kept by
-//! a condition, whose count is unknown) are stopped with SIGINT (Ctrl-C) instead: a kill can
-//! still lose a reported frame of theirs in a few kills per thousand (the guide's Reliability
-//! page), which no restart can give back, and a test that fails by chance is no test. They
-//! still check restarting inside a chunk of several frames and cutting both outputs of a
-//! thinned run at the checkpoint.
+//! a condition, whose count is unknown) are killed too: restarting inside a chunk of several
+//! frames, and cutting both outputs of a thinned run at the checkpoint.
 #![cfg(unix)]
 #![expect(clippy::unwrap_used, reason = "tests fail loudly")]
 
@@ -29,8 +26,6 @@ const FRAMES: u64 = 150;
 
 struct Case {
     label: &'static str,
-    /// Stopped with SIGINT instead of SIGKILL (see the module's doc).
-    interrupt: bool,
     /// Kills (and resumes) unless `WGPIPE_CHECKPOINT_KILLS` says otherwise.
     kills: u64,
     /// Frames between checkpoints.
@@ -54,43 +49,26 @@ fn cases() -> Vec<Case> {
         )
     };
     vec![
+        Case { label: "2-D, noise, hdf5", kills: 3, every: 5, streams: 2, config: two_d(5, "sink = \"hdf5\"") },
         Case {
-            interrupt: false,
-            label: "2-D, noise, hdf5",
-            kills: 3,
-            every: 5,
-            streams: 2,
-            config: two_d(5, "sink = \"hdf5\""),
-        },
-        Case {
-            interrupt: true,
-            label: "2-D, noise, hdf5 deflate, 4 frames per chunk, interrupted",
+            label: "2-D, noise, hdf5 deflate, 4 frames per chunk",
             kills: 3,
             every: 3,
             streams: 2,
             config: two_d(3, "sink = \"hdf5\"\ncompression = \"deflate:4\"\nchunk_frames = 4"),
         },
         Case {
-            interrupt: false,
             label: "2-D, noise, hdf5 deflate",
             kills: 3,
             every: 4,
             streams: 2,
             config: two_d(4, "sink = \"hdf5\"\ncompression = \"deflate:4\""),
         },
-        Case {
-            interrupt: false,
-            label: "2-D, noise, raw",
-            kills: 3,
-            every: 7,
-            streams: 2,
-            config: two_d(7, "sink = \"raw\""),
-        },
+        Case { label: "2-D, noise, raw", kills: 3, every: 7, streams: 2, config: two_d(7, "sink = \"raw\"") },
         Case {
             // The fields of some frames (the condition holds for about the first half), the
             // reductions of every frame in a second output: both cut at the checkpoint.
-            interrupt: true,
-            label: "2-D, noise, hdf5, output.every and output.when, interrupted",
+            label: "2-D, noise, hdf5, output.every and output.when",
             kills: 3,
             every: 5,
             streams: 2,
@@ -101,7 +79,6 @@ fn cases() -> Vec<Case> {
             ),
         },
         Case {
-            interrupt: false,
             label: "2-D, noise, zarr, 3 frames per shard",
             kills: 3,
             every: 4,
@@ -109,7 +86,6 @@ fn cases() -> Vec<Case> {
             config: two_d(4, "sink = \"zarr\"\nshard_frames = 3"),
         },
         Case {
-            interrupt: false,
             label: "3-D, noise, hdf5",
             kills: 50,
             every: 6,
@@ -121,7 +97,6 @@ fn cases() -> Vec<Case> {
             ),
         },
         Case {
-            interrupt: false,
             label: "custom WGSL kernel (heat), raw",
             kills: 3,
             every: 5,
@@ -161,30 +136,23 @@ fn written(stderr: &str) -> Option<(u64, u64)> {
     })
 }
 
-/// Runs `wgpipe run c.toml --progress frames` in `dir` and kills it with SIGKILL (or, with
-/// `interrupt`, stops it with SIGINT) once it has reported `after` frames written; returns
-/// what it had reported then (`None`: it ended first).
-fn run_and_kill(dir: &Path, after: u64, interrupt: bool) -> Option<u64> {
+/// Runs `wgpipe run c.toml --progress frames` in `dir` and kills it with SIGKILL once it has
+/// reported `after` frames written; returns what it had reported then (`None`: it ended
+/// first).
+fn run_and_kill(dir: &Path, after: u64) -> Option<u64> {
     let (mut child, lines) = common::cli::spawn_with_stderr(dir, &["run", "c.toml", "--progress", "frames"]);
     let mut reported = 0;
     for line in lines.iter() {
         if let Some((n, _)) = written(&line) {
             reported = n;
             if n >= after {
-                if interrupt {
-                    let sent = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status();
-                    assert!(sent.unwrap().success(), "kill -INT failed");
-                } else {
-                    child.kill().unwrap();
-                }
+                child.kill().unwrap();
                 break;
             }
         }
     }
     let status = child.wait().unwrap();
-    // Interrupted, wgpipe ends with an error status once the output is closed.
-    let stopped = if interrupt { status.code().is_some_and(|c| c != 0) } else { status.code().is_none() };
-    stopped.then_some(reported)
+    status.code().is_none().then_some(reported)
 }
 
 fn seed() -> u64 {
@@ -219,17 +187,14 @@ fn killed_checkpointed_runs_resume_from_their_checkpoints_bit_identical() {
             rng = rng.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
             let after = total / 3 + (rng >> 33) % (total / 3);
             let what = format!("{label}, kill {k} after {after} frames (WGPIPE_KILL_SEED={})", seed());
-            let Some(reported) = run_and_kill(&dir, after, case.interrupt) else {
-                panic!("{what}: the run ended before its kill")
-            };
+            let Some(reported) = run_and_kill(&dir, after) else { panic!("{what}: the run ended before its kill") };
             assert!(dir.join("out.checkpoints").is_dir(), "{what}: no checkpoint directory");
             let resumed = wgpipe(&dir, &["run", "c.toml", "--resume", "--progress", "frames"]);
             let err = String::from_utf8_lossy(&resumed.stderr);
             assert!(resumed.status.success(), "{what}: the resume failed:\n{err}");
             let continued: u64 = err.matches(" from its checkpoint").count() as u64;
             // A stream restarts from frame 0 only when a kill damaged the last frame its
-            // checkpoint keeps; the outputs killed here never lose a reported frame, and the
-            // ones that could are interrupted instead (see the module's doc).
+            // checkpoint keeps; the outputs killed here never lose a reported frame.
             let restarted: u64 = err.matches("restarting the stream from frame 0").count() as u64;
             assert!(restarted == 0, "{what}: a stream restarted:\n{err}");
             restarts += restarted;
@@ -273,7 +238,7 @@ fn a_checkpoint_of_another_run_is_refused_and_a_fresh_run_replaces_old_checkpoin
         )
     };
     std::fs::write(dir.path().join("c.toml"), config("0.03")).unwrap();
-    run_and_kill(dir.path(), FRAMES / 2, false).unwrap();
+    run_and_kill(dir.path(), FRAMES / 2).unwrap();
     // `wgpipe info` says where the stream would resume.
     let info = String::from_utf8_lossy(&wgpipe(dir.path(), &["info", "out"]).stdout).into_owned();
     let saved = wgpipe::checkpoint::read(&dir.path().join("out.checkpoints"), "stream0").unwrap().unwrap();
