@@ -106,7 +106,15 @@ fn the_adios2_python_api_reads_every_frame_of_a_bp5_output() {
     assert_eq!(r["attributes"]["s0/u/units"]["value"], "\"1\"");
     assert_eq!(r["attributes"]["format"]["value"], "\"wgpipe-adios2\"");
     assert_eq!(r["attributes"]["config"]["value"], json!("\"[run]\nsteps = 10\n\""));
-    // What only the end knows, in the closing step.
+    // What only the end knows, with the last frame's step: every step holds its stream's
+    // fields, so a reader walking the steps (the tutorial's pdf-calc) inquires them in each.
+    let walked = r["walked_steps"].as_array().unwrap();
+    assert_eq!(walked.len() as u64, 2 * FRAMES, "one step per frame, no closing step: {walked:?}");
+    for names in walked {
+        let names: Vec<&str> = names.as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+        let stream = names.first().and_then(|n| n.split('/').next()).unwrap_or_default();
+        assert!(["s0", "s1"].contains(&stream) && names.contains(&format!("{stream}/u").as_str()), "{names:?}");
+    }
     assert_eq!(r["attributes"]["complete"]["value"], "1");
     assert_eq!(r["attributes"]["s1/complete"]["value"], "1");
     assert_eq!(r["attributes"]["s0/frames"]["value"], "3");

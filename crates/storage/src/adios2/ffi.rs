@@ -319,8 +319,12 @@ impl Writer {
         if self.engine.is_null() { Err(format!("cannot open {name:?} for writing")) } else { Ok(()) }
     }
 
-    /// Writes one step: each `(variable, bytes)`, copied before this returns (sync puts).
-    pub(crate) fn step(&mut self, puts: &[(Var, &[u8])]) -> Result<(), String> {
+    /// Writes one step: each `(variable, bytes)`, copied before this returns (sync puts), and
+    /// the number attributes `attributes` (name, type, value, as [`Writer::number_attribute`]
+    /// takes them), defined before the step ends: ADIOS2 writes an attribute with the step
+    /// that is open when it is defined, so they travel with this step's variables instead of
+    /// needing a step of their own.
+    pub(crate) fn step(&mut self, puts: &[(Var, &[u8])], attributes: &[(String, Type, Vec<u8>)]) -> Result<(), String> {
         if self.engine.is_null() {
             return Err("the engine is not open".into());
         }
@@ -339,6 +343,9 @@ impl Writer {
             check(unsafe { (self.api.put)(self.engine, var.0, bytes.as_ptr().cast(), MODE_SYNC) }, || {
                 "cannot put a variable".to_owned()
             })?;
+        }
+        for (name, ty, value) in attributes {
+            self.number_attribute(name, *ty, value)?;
         }
         // SAFETY: a step is open on `engine`.
         check(unsafe { (self.api.end_step)(self.engine) }, || "cannot end the step".to_owned())

@@ -4,9 +4,10 @@
 //! The file is opened in random access, which reads every step's metadata at once: each
 //! variable `STREAM/FIELD` offers its stream's frames as its own steps, and a directory left
 //! by a killed or failed run opens with every step ADIOS2 completed. The fields (order, types,
-//! axis names) come from the `fields` attribute; what only the end knows (`STREAM/frames`,
-//! `STREAM/complete`, `complete`) is absent after a kill or a failure, which reads as
-//! incomplete, and a stream holds the frames its variables' step counts agree on.
+//! axis names) come from the `fields` attribute; what a stream's last frame records
+//! (`STREAM/frames`, `STREAM/complete`, and the run's `complete`) is absent for a stream short
+//! of its frames (a run stopped, failed or killed), which reads as incomplete, and a stream
+//! holds the frames its variables' step counts agree on.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -14,11 +14,15 @@
 //! name, a float16 field is a uint16 variable, axes have no names, and a field of streams
 //! without frames has no variable).
 //!
-//! When the run ends without a failure, a closing step without variables carries what only
-//! the end knows: `STREAM/frames` (uint64) and `STREAM/complete` and `complete` (uint8, 1 or
-//! 0), as the other sinks record them. ADIOS2 writes an attribute with the next step, so one
-//! defined after the last frame's step needs a step of its own; the variables' own step
-//! counts are unchanged. After a failure or a kill they are absent: read that as incomplete.
+//! What only the end knows, `STREAM/frames` (uint64) and `STREAM/complete` and `complete`
+//! (uint8, 1), as the other sinks record them, travels with the frame that completes the run:
+//! ADIOS2 writes an attribute with the step open when it is defined, so they are defined
+//! inside the last frame's step, and every step holds its stream's variables (a reader that
+//! walks the steps and inquires the fields in each, as the ADIOS2 tutorial's pdf-calc does,
+//! reads the file to its end). A run that ends short of its frames (stopped, failed, killed)
+//! leaves them absent: read that as incomplete, the frames being those the variables' step
+//! counts agree on. Only streams of unknown length (fields kept by a condition) learn they are
+//! complete after their last frame: their run ends with a closing step without variables.
 
 use crate::error::{Error, Result};
 use crate::frame::{DType, Fields, Frame};
@@ -45,6 +49,71 @@ struct Open {
     writer: Writer,
     /// Per stream, its fields' variables (layout order) and its step variable.
     vars: Vec<(Vec<Var>, Var)>,
+    /// Per stream, its frames so far against its expected ones.
+    progress: Vec<Progress>,
+    /// The run's `complete` was written, with the frame that completed the run.
+    run_recorded: bool,
+}
+
+/// One stream's frames written, against its expected frames.
+#[derive(Debug)]
+struct Progress {
+    name: String,
+    /// `None`: unknown (fields kept by a condition).
+    expected: Option<u64>,
+    written: u64,
+    /// Its `frames` and `complete` were written, with its last frame.
+    recorded: bool,
+}
+
+/// A number attribute as [`Writer::step`] takes it: name, type, value.
+type NumberAttr = (String, Type, Vec<u8>);
+
+impl Progress {
+    /// `STREAM/frames` and `STREAM/complete` (1): the stream holds `written` frames, all of them.
+    fn complete_attributes(&self) -> [NumberAttr; 2] {
+        [
+            (format!("{}/frames", self.name), ffi::TYPE_UINT64, self.written.to_le_bytes().to_vec()),
+            (format!("{}/complete", self.name), ffi::TYPE_UINT8, vec![1]),
+        ]
+    }
+
+    /// Whether it holds its expected frames, all of them.
+    fn full(&self) -> bool {
+        self.expected == Some(self.written)
+    }
+}
+
+/// The run's `complete` (1).
+fn run_complete() -> NumberAttr {
+    ("complete".to_owned(), ffi::TYPE_UINT8, vec![1])
+}
+
+impl Open {
+    /// Counts frame `index` of `stream` written, and returns the attributes its step must
+    /// carry: the stream's own when this is its last expected frame, and the run's when it
+    /// is the last of the run ([`Open::recorded`] marks them written once the step is).
+    fn closing_attributes(&mut self, stream: usize, index: u64) -> Vec<NumberAttr> {
+        let mut attrs = Vec::new();
+        if let Some(p) = self.progress.get_mut(stream) {
+            p.written = p.written.max(index + 1);
+            if !p.recorded && p.full() {
+                attrs.extend(p.complete_attributes());
+            }
+        }
+        if !self.run_recorded && self.progress.iter().all(Progress::full) {
+            attrs.push(run_complete());
+        }
+        attrs
+    }
+
+    /// Marks what [`Open::closing_attributes`] gave for a frame of `stream` as written.
+    fn recorded(&mut self, stream: usize) {
+        if let Some(p) = self.progress.get_mut(stream) {
+            p.recorded |= p.full();
+        }
+        self.run_recorded |= self.progress.iter().all(Progress::full);
+    }
 }
 
 /// The ADIOS2 backend (cargo feature `adios2`): BP5 files or SST streams through ADIOS2's C
@@ -162,7 +231,13 @@ impl Adios2Backend {
             }
             Adios2Engine::Sst => self.open_sst(w, &path)?,
         };
-        Ok(Open { writer: w, vars })
+        let progress = layout.streams.iter().map(|s| Progress {
+            name: s.name.clone(),
+            expected: s.expected_frames,
+            written: 0,
+            recorded: false,
+        });
+        Ok(Open { writer: w, vars, progress: progress.collect(), run_recorded: false })
     }
 }
 
@@ -197,18 +272,25 @@ impl Adios2Backend {
 }
 
 impl Adios2Backend {
-    /// Defines each stream's `frames` and `complete` and the run's `complete`, and writes
-    /// them in a closing step without variables.
-    fn record_outcome(&self, w: &mut Writer, outcome: &Outcome<'_>) -> Result<()> {
-        let layout = outcome.layout();
-        for (i, (s, &n)) in layout.streams.iter().zip(outcome.frames()).enumerate() {
-            let complete = u8::from(outcome.stream_complete(i, n));
-            w.number_attribute(&format!("{}/frames", s.name), ffi::TYPE_UINT64, &n.to_le_bytes())
-                .and_then(|()| w.number_attribute(&format!("{}/complete", s.name), ffi::TYPE_UINT8, &[complete]))
-                .map_err(|m| self.err(m))?;
+    /// Records what no frame's step recorded (streams of unknown length learn they are
+    /// complete only now): the complete streams' `frames` and `complete`, and the run's
+    /// `complete`, in a closing step without variables; nothing, without a step, when there is
+    /// nothing to record.
+    fn record_outcome(&self, open: &mut Open, outcome: &Outcome<'_>) -> Result<()> {
+        let mut attrs = Vec::new();
+        for (i, (p, &n)) in open.progress.iter_mut().zip(outcome.frames()).enumerate() {
+            if !p.recorded && outcome.stream_complete(i, n) {
+                p.written = n;
+                attrs.extend(p.complete_attributes());
+            }
         }
-        w.number_attribute("complete", ffi::TYPE_UINT8, &[u8::from(outcome.complete())]).map_err(|m| self.err(m))?;
-        w.step(&[]).map_err(|m| self.err(format!("the closing step: {m}")))
+        if !open.run_recorded && outcome.complete() {
+            attrs.push(run_complete());
+        }
+        if attrs.is_empty() {
+            return Ok(());
+        }
+        open.writer.step(&[], &attrs).map_err(|m| self.err(format!("the closing step: {m}")))
     }
 }
 
@@ -242,18 +324,24 @@ impl Backend for Adios2Backend {
 
     fn write(&mut self, frame: &Frame, fields: Fields<'_>) -> Result<Option<u64>> {
         let open = self.open.as_mut().ok_or(Error::Usage("write called before begin"))?;
+        let closing = open.closing_attributes(frame.stream, frame.index);
         let (vars, step_var) = &open.vars[frame.stream];
         let step = frame.step.to_le_bytes();
         let puts: Vec<(Var, &[u8])> =
             vars.iter().copied().zip(fields.iter()).chain(std::iter::once((*step_var, &step[..]))).collect();
-        let r = open.writer.step(&puts);
+        let r = open.writer.step(&puts, &closing);
+        if r.is_ok() {
+            open.recorded(frame.stream);
+        }
         r.map_err(|m| self.err(format!("frame {} of stream {}: {m}", frame.index, frame.stream)))?;
         Ok(None)
     }
 
     fn finish(&mut self, outcome: &Outcome<'_>) -> Result<()> {
         let mut open = self.open.take().ok_or(Error::Usage("finish called without begin"))?;
-        let recorded = if outcome.failed() { Ok(()) } else { self.record_outcome(&mut open.writer, outcome) };
+        // Streams short of their frames record nothing (read as incomplete); the others were
+        // recorded by their last frame, but for streams of unknown length.
+        let recorded = if outcome.failed() { Ok(()) } else { self.record_outcome(&mut open, outcome) };
         let closed = open.writer.close().map_err(|m| self.err(m));
         drop(open);
         recorded.and(closed)
