@@ -112,10 +112,17 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
         report.insert("micro".to_owned(), m.json);
     }
     if let Some(path) = &args.json {
-        output::write_json(path, &Value::Object(report))?;
+        output::write_json(path, &Value::Object(report.clone()))?;
         println!("JSON report: {}", path.display());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(verdict(&report))
+}
+
+/// Failure when a measurement found what must fail the bench (after its JSON is written):
+/// `--sweep`'s cells where auto lost to the best fixed mode beyond tolerance and spread.
+fn verdict(report: &Map<String, Value>) -> ExitCode {
+    let slow = report.get("sweep").and_then(|s| s["auto_too_slow"].as_array()).is_some_and(|c| !c.is_empty());
+    if slow { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
 
 /// The bench's scratch directory under `--out`, announced with its filesystem and the load
@@ -461,6 +468,12 @@ fn run_efficiency(
         let s = sweep::run(b, &cal, args.reps)?;
         println!("{}", s.table);
         report.insert("sweep".to_owned(), s.json);
+        for cell in &s.auto_too_slow {
+            eprintln!(
+                "auto more than {:.0} % slower than the best fixed mode: {cell}",
+                (sweep::AUTO_TOLERANCE - 1.0) * 100.0
+            );
+        }
     }
     if let Some(path) = &args.trace {
         output::write_trace(path, &b.pipeline(w, cal.spf, IoMode::Async, args.io_buffer, true)?)?;

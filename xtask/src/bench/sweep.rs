@@ -28,6 +28,19 @@ pub const RATIOS: [f64; 5] = [0.25, 0.5, 1.0, 2.0, 4.0];
 pub struct SweepResult {
     pub json: Value,
     pub table: String,
+    /// The rows where auto was slower than the best fixed mode beyond the rule
+    /// ([`auto_too_slow`]), in words: the sweep fails on any.
+    pub auto_too_slow: Vec<String>,
+}
+
+/// How much slower than the best fixed mode (median wall time) auto may be in a row.
+pub const AUTO_TOLERANCE: f64 = 1.05;
+
+/// Whether auto (`auto`, its wall times) lost to the best fixed mode (`best`) in a row: its
+/// median more than [`AUTO_TOLERANCE`] times the best's, and its fastest run slower than the
+/// best's slowest, so that the gap is beyond the run-to-run spread the row measured.
+fn auto_too_slow(auto: Summary, best: Summary) -> bool {
+    auto.median > AUTO_TOLERANCE * best.median && auto.min > best.max
 }
 
 /// The timings of one row, one entry per repetition.
@@ -117,6 +130,7 @@ pub fn run(b: &IoBench<'_>, cal: &Calibration, reps: usize) -> Result<SweepResul
     }
     let _ = writeln!(t, "{header} {:>16} {:>9} {:>16}  verdict", "auto", "auto/best", "auto/(s|a)");
     let mut done: Vec<u32> = Vec::new();
+    let mut too_slow = Vec::new();
     for ratio in RATIOS {
         let spf = cal.steps_for(ratio);
         if !cal.reachable(ratio) || done.contains(&spf) {
@@ -165,9 +179,21 @@ pub fn run(b: &IoBench<'_>, cal: &Calibration, reps: usize) -> Result<SweepResul
         }
         let auto_eff: Vec<f64> = r.auto.iter().zip(&r.sync).map(|(a, s)| a / s).collect();
         // The better of the fixed modes, by median wall time: sync or async at any io_buffer.
-        let best_fixed =
-            r.asyncs.iter().chain([&r.sync]).map(|runs| Summary::of(runs).median).fold(f64::INFINITY, f64::min);
-        let auto_vs_best = Summary::of(&r.auto).median / best_fixed;
+        let best_fixed = r
+            .asyncs
+            .iter()
+            .chain([&r.sync])
+            .map(|runs| Summary::of(runs))
+            .min_by(|a, b| a.median.total_cmp(&b.median))
+            .unwrap_or(Summary::of(&r.sync));
+        let auto_vs_best = Summary::of(&r.auto).median / best_fixed.median;
+        if auto_too_slow(Summary::of(&r.auto), best_fixed) {
+            too_slow.push(format!(
+                "c/w {measured_ratio:.2}: auto {} s against the best fixed mode's {} s ({auto_vs_best:.3}x)",
+                Summary::of(&r.auto).text(4),
+                best_fixed.text(4)
+            ));
+        }
         // The yardstick, per rotation: auto over the better of sync and async at the
         // fixed modes' default io_buffer, what a user chose between before auto.
         let Some(default_async) = IO_BUFFERS.iter().position(|io| *io == DEFAULT_IO_BUFFER).map(|k| &r.asyncs[k])
@@ -204,8 +230,12 @@ pub fn run(b: &IoBench<'_>, cal: &Calibration, reps: usize) -> Result<SweepResul
         }));
     }
     Ok(SweepResult {
-        json: json!({ "io_buffers": IO_BUFFERS, "ratios": RATIOS, "reps": reps, "rows": rows }),
+        json: json!({
+            "io_buffers": IO_BUFFERS, "ratios": RATIOS, "reps": reps, "rows": rows,
+            "auto_tolerance": AUTO_TOLERANCE, "auto_too_slow": too_slow,
+        }),
         table: t,
+        auto_too_slow: too_slow,
     })
 }
 
@@ -225,6 +255,19 @@ mod tests {
         let c = |s: &[&str]| s.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
         assert_eq!(tally(&c(&["b", "a", "b"])), "b ×2; a ×1");
         assert_eq!(tally(&[]), "");
+    }
+
+    #[test]
+    fn auto_fails_only_beyond_the_tolerance_and_the_spread() {
+        let s = |median, min, max| Summary { median, min, max };
+        // 10 % slower, ranges apart: too slow.
+        assert!(auto_too_slow(s(1.10, 1.08, 1.12), s(1.0, 0.98, 1.02)));
+        // 10 % slower, but its fastest run within the best's spread: not shown.
+        assert!(!auto_too_slow(s(1.10, 1.01, 1.12), s(1.0, 0.98, 1.02)));
+        // Apart, but within 5 %.
+        assert!(!auto_too_slow(s(1.04, 1.03, 1.05), s(1.0, 0.99, 1.01)));
+        // Faster.
+        assert!(!auto_too_slow(s(0.9, 0.88, 0.92), s(1.0, 0.98, 1.02)));
     }
 
     #[test]
