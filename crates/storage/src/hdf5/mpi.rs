@@ -142,7 +142,7 @@ impl MpiHdf5Backend {
     fn open_file(&self, appending: bool) -> hdf5::Result<File> {
         let comm = self.comm.as_raw();
         let mut b = File::with_options();
-        b.with_fapl(|p| p.mpio(comm, None));
+        b.with_fapl(|p| super::swmr::file_formats(p, false).mpio(comm, None));
         if appending {
             b.open_rw(self.path())
         } else if self.options.overwrite {

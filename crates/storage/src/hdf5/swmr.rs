@@ -24,6 +24,7 @@
 
 use std::path::Path;
 
+use hdf5::plist::file_access::{FileAccessBuilder, LibraryVersion};
 use hdf5::plist::file_create::FileSpaceStrategy;
 use hdf5::{File, Group, Location};
 
@@ -49,13 +50,19 @@ pub(crate) fn create_file(at: &Path, swmr: bool, index_rewritten: bool) -> hdf5:
     let Alignment { threshold, alignment } = Alignment::for_output(index_rewritten);
     let mut options = File::with_options();
     options.with_fcpl(|p| p.file_space_strategy(FileSpaceStrategy::None));
-    options.with_fapl(|p| {
-        if swmr {
-            p.libver_latest();
-        }
-        p.chunk_cache(0, 0, 1.0).alignment(threshold, alignment)
-    });
+    options.with_fapl(|p| file_formats(p, swmr).chunk_cache(0, 0, 1.0).alignment(threshold, alignment));
     options.create_excl(at)
+}
+
+/// The file formats every HDF5 output is written in, whatever HDF5 library wgpipe links:
+/// the earliest that hold each object, up to 1.10's (the format the sink's kill safety was
+/// built and measured on: version 1 object headers without checksums, `eoa`'s superblock),
+/// and with `swmr` 1.10's own, which SWMR needs. HDF5 2.x's defaults differ (version 2
+/// object headers, and "latest" is a 2.0 format 1.10 readers cannot open), so the bounds
+/// are set, not left to the library.
+pub(crate) fn file_formats(p: &mut FileAccessBuilder, swmr: bool) -> &mut FileAccessBuilder {
+    let low = if swmr { LibraryVersion::V110 } else { LibraryVersion::Earliest };
+    p.libver_bounds(low, LibraryVersion::V110)
 }
 
 /// Opens the existing file `at` for writing, allocating as [`create_file`] does and creating
