@@ -36,17 +36,24 @@ pub fn spawn_with_stderr(dir: &Path, args: &[&str]) -> (Child, Receiver<String>)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let (tx, rx) = channel();
-    if let Some(stderr) = child.stderr.take() {
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-    }
+    let rx = match child.stderr.take() {
+        Some(stderr) => lines(stderr),
+        None => channel().1,
+    };
     (child, rx)
+}
+
+/// The lines of `stream` on a receiver, as they are written.
+pub fn lines(stream: impl std::io::Read + Send + 'static) -> Receiver<String> {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
 }
 
 /// Lines from `rx` (kept in `seen`) until one satisfies `wanted`, which it returns; panics with

@@ -264,9 +264,8 @@ struct JsonLine<'a> {
     done: bool,
 }
 
-/// One [`JsonLine`] of `now`, with rates since `prev` (`dt` seconds before); also what the
-/// monitor's `/api/progress` serves.
-pub fn json_line(
+/// One [`JsonLine`] of `now`, with rates since `prev` (`dt` seconds before).
+fn json_line(
     now: &ProgressSnapshot,
     prev: &ProgressSnapshot,
     dt: f64,
@@ -274,10 +273,36 @@ pub fn json_line(
     scale: &Scale,
     done: bool,
 ) -> String {
+    // Numbers, booleans and escaped strings only: serialising cannot fail.
+    serde_json::to_string(&json_fields(now, prev, dt, elapsed, scale, done)).unwrap_or_default()
+}
+
+/// [`json_line`] as a JSON object: what the monitor's `/api/progress` serves, with its rates
+/// over a window of several frames (`prev` the counters when it began, `dt` seconds before)
+/// and a few keys of its own added.
+pub fn json_object(
+    now: &ProgressSnapshot,
+    prev: &ProgressSnapshot,
+    dt: f64,
+    elapsed: f64,
+    scale: &Scale,
+    done: bool,
+) -> serde_json::Value {
+    serde_json::to_value(json_fields(now, prev, dt, elapsed, scale, done)).unwrap_or_default()
+}
+
+fn json_fields<'a>(
+    now: &ProgressSnapshot,
+    prev: &ProgressSnapshot,
+    dt: f64,
+    elapsed: f64,
+    scale: &'a Scale,
+    done: bool,
+) -> JsonLine<'a> {
     let r = rates(prev, now, dt, scale);
     let remaining = now.total_frames.saturating_sub(now.written) as f64;
     let mean = now.written as f64 / elapsed.max(1e-9);
-    let line = JsonLine {
+    JsonLine {
         elapsed_s: elapsed,
         written: now.written,
         expected: now.total_frames,
@@ -296,9 +321,7 @@ pub fn json_line(
         queue: queued(now),
         queue_capacity: scale.io_buffer,
         done,
-    };
-    // Numbers, booleans and escaped strings only: serialising cannot fail.
-    serde_json::to_string(&line).unwrap_or_default()
+    }
 }
 
 /// A JSON line at the start, every second, and at the end. Each line goes out in one write, so

@@ -165,14 +165,19 @@ pub fn render(args: &RenderArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The smallest and largest finite value: what a picture's colours span unless `--range`
+/// says otherwise (the live view labels its colour scale with them); `None` if none is finite.
+pub fn value_range(values: &[f32]) -> Option<(f32, f32)> {
+    values.iter().filter(|v| v.is_finite()).fold(None, |range, &v| match range {
+        None => Some((v, v)),
+        Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+    })
+}
+
 /// Maps values to RGB through the colormap, `range` or the values' own min/max.
 fn colorize(values: &[f32], range: Option<(f32, f32)>) -> Vec<u8> {
-    let (lo, hi) = range.unwrap_or_else(|| {
-        values
-            .iter()
-            .filter(|v| v.is_finite())
-            .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), &v| (a.min(v), b.max(v)))
-    });
+    // Without a finite value every pixel is the colormap's first colour, whatever the range.
+    let (lo, hi) = range.or_else(|| value_range(values)).unwrap_or((0.0, 1.0));
     let span = if hi > lo { hi - lo } else { 1.0 };
     let lut = viridis_lut();
     values

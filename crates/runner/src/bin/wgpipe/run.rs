@@ -31,11 +31,21 @@ pub struct RunArgs {
     /// change of the frames written (frames), a JSON object per line every second (json), or none.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
-    /// Serve a live view of the run at ADDRESS (e.g. 127.0.0.1:8000; port 0 picks a free one):
-    /// a page with progress, the newest frame and the PDFs, and JSON under /api/. Give a
-    /// loopback address unless others should see it; it stops with the run.
-    #[arg(long, value_name = "ADDRESS")]
+    /// Serve a live view of the run at ADDRESS:PORT, or at PORT on 127.0.0.1 (e.g. 8000;
+    /// port 0 picks a free one): a page with progress, the newest frame and the PDFs, and JSON
+    /// under /api/. Give a loopback address unless others should see it; it stops with the run.
+    #[arg(long, value_name = "[ADDRESS:]PORT", value_parser = parse_monitor)]
     pub monitor: Option<std::net::SocketAddr>,
+}
+
+/// `--monitor`'s value: an address with its port, or a bare port on the loopback address, so
+/// that nothing is served beyond this machine unless an address says so.
+fn parse_monitor(s: &str) -> Result<std::net::SocketAddr, String> {
+    let s = s.trim();
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse().map_err(|_| format!("{s:?} is neither ADDRESS:PORT (127.0.0.1:8000, [::1]:8000) nor a PORT (8000)"))
 }
 
 /// Loads and checks the config for a run of `ranks` MPI ranks (1 without `mpirun`), checks
@@ -113,5 +123,18 @@ fn summary(report: &RunReport, output: &str, compression: Option<&str>) {
     println!("output: {output}");
     if let Some(compression) = compression {
         println!("compression: {compression}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_monitor_port_is_served_on_loopback_only() {
+        assert_eq!(parse_monitor("8000"), Ok(std::net::SocketAddr::from(([127, 0, 0, 1], 8000))));
+        assert_eq!(parse_monitor("0.0.0.0:80"), Ok(std::net::SocketAddr::from(([0, 0, 0, 0], 80))));
+        assert_eq!(parse_monitor("[::1]:0"), Ok(std::net::SocketAddr::from(([0, 0, 0, 0, 0, 0, 0, 1], 0))));
+        assert!(parse_monitor("localhost:80").is_err() && parse_monitor("70000").is_err());
     }
 }
