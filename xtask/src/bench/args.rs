@@ -74,7 +74,8 @@ usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
   --sweep              raw/hdf5: io_buffer x compute/I-O ratio table of efficiency ratios,
                        each row's theory from its own measured t_comp and t_io; exits
                        non-zero (after its JSON) when io.mode auto is over 5 % slower than
-                       the best fixed mode in a row, beyond the row's spread
+                       the best fixed mode in a row, beyond the row's spread (--reps 3 or
+                       more: fewer measure no spread)
   --micro              only the microbenchmarks (no GPU)
   --kernel             the shipped kernels alone, on the first device --devices selects
                        (2-D Gray-Scott 1024² and 512², heat 1024², 3-D Gray-Scott 64³

@@ -1,6 +1,7 @@
 //! `wgpipe run`: load a config, open the devices, run the pipeline with a progress
 //! reporter and a Ctrl-C handler, print the summary.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -84,8 +85,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     };
     let on_ctrl_c = stop.clone();
     ctrlc::set_handler(move || {
-        eprintln!("\nstopping: finishing the frames in flight and closing the output");
         on_ctrl_c.stop();
+        // Stderr may be gone (a closed pipe): the stop must not depend on saying so.
+        let _ = writeln!(std::io::stderr(), "\nstopping: finishing the frames in flight and closing the output");
     })
     .context("cannot install the Ctrl-C handler")?;
     let monitor = match args.monitor {
