@@ -76,6 +76,28 @@ pub fn load_average() -> Option<f64> {
 }
 
 /// The host and the adapters, for the JSON report.
+/// The host CPU as `/proc/cpuinfo` names it (model name, family, model, stepping) and whether
+/// it has AVX2 and AVX-512: VMs of one kind run on hosts of different generations, and
+/// lavapipe's JIT-compiled shaders (wide vectors) gain from a newer one far more than scalar
+/// C++ does (the gs-mpiio comparison moved from 2.0 to 0.66 between two such hosts), so a
+/// figure is comparable only with the CPU it ran on.
+fn cpu_identity() -> Value {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        info.lines().find_map(|l| l.split_once(':').filter(|(k, _)| k.trim() == name).map(|(_, v)| v.trim().to_owned()))
+    };
+    let flags = field("flags").unwrap_or_default();
+    let has = |flag: &str| flags.split_whitespace().any(|f| f == flag);
+    json!({
+        "model_name": field("model name"),
+        "family": field("cpu family"),
+        "model": field("model"),
+        "stepping": field("stepping"),
+        "avx2": has("avx2"),
+        "avx512f": has("avx512f"),
+    })
+}
+
 pub fn describe(gpus: &[GpuDevice], out: Option<&Path>) -> Value {
     let adapters: Vec<Value> = gpus
         .iter()
@@ -88,6 +110,7 @@ pub fn describe(gpus: &[GpuDevice], out: Option<&Path>) -> Value {
     json!({
         "adapters": adapters,
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        "cpu": cpu_identity(),
         "lp_num_threads": std::env::var("LP_NUM_THREADS").ok(),
         "lp_num_threads_note": lp_threads_note(),
         "load_average_1min": load_average(),
