@@ -78,6 +78,40 @@ fn killed_runs_leave_every_complete_frame_readable() {
     }
 }
 
+/// A killed run's raw and Zarr metadata claim no frame count (the files' lengths and the
+/// arrays' shapes give it): raw's `frames` is null, a Zarr stream group has no `frames`.
+#[test]
+fn a_killed_runs_raw_and_zarr_metadata_claim_no_frame_count() {
+    let dir = tempdir();
+    for kind in ["raw", "zarr"].into_iter().filter(|k| *k == "raw" || cfg!(feature = "zarr")) {
+        let path = dir.path().join(format!("killed-{kind}"));
+        let out = Command::new(test_exe())
+            .args(["--exact", "crash_child", "--ignored", "--nocapture"])
+            .env("WGPIPE_TEST_KIND", kind)
+            .env("WGPIPE_TEST_OUT", &path)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{kind}: the child should have aborted");
+        let json = |file: std::path::PathBuf| -> serde_json::Value {
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap()
+        };
+        for s in &layout(Some(10)).streams {
+            if kind == "raw" {
+                let run = json(path.join("run.json"));
+                let stream = run["streams"].as_array().unwrap().iter().find(|x| x["name"] == s.name.as_str()).unwrap();
+                assert!(stream["frames"].is_null(), "{kind} {}: run.json says {}", s.name, stream["frames"]);
+                let field = json(path.join(format!("{}.u.json", s.name)));
+                assert!(field["frames"].is_null(), "{kind} {}: the field's JSON says {}", s.name, field["frames"]);
+            } else {
+                let group = json(path.join(&s.name).join("zarr.json"));
+                assert!(group["attributes"].get("frames").is_none(), "{kind} {}: {}", s.name, group["attributes"]);
+            }
+        }
+        // wgpipe's reader still finds every frame written.
+        assert_holds(&open_output(&path).unwrap(), &layout(Some(10)), &K, kind);
+    }
+}
+
 /// A killed run's HDF5 file, read by h5py and xarray without wgpipe: the frames never
 /// written read as NaN and xarray masks them and their steps (`_FillValue`), the `frames`
 /// attribute counts the frames written, for the outputs whose chunks are made at `begin`

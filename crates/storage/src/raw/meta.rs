@@ -43,7 +43,9 @@ pub(crate) struct RunStream {
     pub data_files: Vec<String>,
     pub steps_file: String,
     pub expected_frames: Option<u64>,
-    pub frames: u64,
+    /// Frames stored, once the run closed; `null` while it runs (a killed run's metadata then
+    /// claims no count: the data files' lengths say what they hold).
+    pub frames: Option<u64>,
     pub complete: bool,
     pub attributes: BTreeMap<String, Value>,
 }
@@ -149,7 +151,9 @@ pub(crate) struct FieldMeta {
     pub stream_attributes: BTreeMap<String, Value>,
     pub run_attributes: BTreeMap<String, Value>,
     pub expected_frames: Option<u64>,
-    pub frames: u64,
+    /// Frames stored, once the run closed; `null` while it runs (a killed run's metadata then
+    /// claims no count: the data files' lengths say what they hold).
+    pub frames: Option<u64>,
     pub complete: bool,
 }
 

@@ -63,7 +63,7 @@ pub(crate) fn open(dir: &Path) -> Result<Output> {
             attributes: attrs_from_json(&s.attributes),
             frames,
             expected_frames: s.expected_frames,
-            complete: s.complete && frames == s.frames,
+            complete: s.complete && s.frames == Some(frames),
         });
         files.push((data, steps));
     }

@@ -118,9 +118,10 @@ impl RawBackend {
         &self.options.path
     }
 
-    /// Builds `run.json` for `frames` stored per stream, `complete(i, n)` saying whether
-    /// stream `i` holding `n` frames is complete.
-    fn run_meta(&self, open: &Open, frames: &[u64], complete: &dyn Fn(usize, u64) -> bool) -> RunMeta {
+    /// Builds `run.json` for `frames` stored per stream (`None` while the run is open: no
+    /// count, nothing complete), `complete(i, n)` saying whether stream `i` holding `n`
+    /// frames is complete.
+    fn run_meta(&self, open: &Open, frames: Option<&[u64]>, complete: &dyn Fn(usize, u64) -> bool) -> RunMeta {
         let l = &open.layout;
         let mut run = RunMeta {
             format: FORMAT.into(),
@@ -134,14 +135,17 @@ impl RawBackend {
                 .kept
                 .iter()
                 .cloned()
-                .chain(l.streams.iter().zip(frames).enumerate().map(|(i, (s, &n))| RunStream {
-                    name: s.name.clone(),
-                    data_files: l.fields.iter().map(|f| data_file(&s.name, &f.name)).collect(),
-                    steps_file: steps_file(&s.name),
-                    expected_frames: s.expected_frames,
-                    frames: n,
-                    complete: complete(i, n),
-                    attributes: attrs_to_json(&s.attributes),
+                .chain(l.streams.iter().enumerate().map(|(i, s)| {
+                    let n = frames.and_then(|f| f.get(i).copied());
+                    RunStream {
+                        name: s.name.clone(),
+                        data_files: l.fields.iter().map(|f| data_file(&s.name, &f.name)).collect(),
+                        steps_file: steps_file(&s.name),
+                        expected_frames: s.expected_frames,
+                        frames: n,
+                        complete: n.is_some_and(|n| complete(i, n)),
+                        attributes: attrs_to_json(&s.attributes),
+                    }
                 }))
                 .collect::<Vec<_>>(),
             attributes: attrs_to_json(&l.attributes),
@@ -154,7 +158,13 @@ impl RawBackend {
 
     /// Writes `run.json` and every `<stream>.<field>.json` into `dir` (see
     /// [`RawBackend::run_meta`]).
-    fn write_meta(&self, dir: &Path, open: &Open, frames: &[u64], complete: &dyn Fn(usize, u64) -> bool) -> Result<()> {
+    fn write_meta(
+        &self,
+        dir: &Path,
+        open: &Open,
+        frames: Option<&[u64]>,
+        complete: &dyn Fn(usize, u64) -> bool,
+    ) -> Result<()> {
         let run = self.run_meta(open, frames, complete);
         for (si, s) in run.streams.iter().enumerate().skip(open.kept.len()) {
             for (fi, field) in run.fields.iter().enumerate() {
@@ -227,8 +237,9 @@ impl RawBackend {
             streams.push(StreamFiles { fields, steps });
         }
         let open = Open { layout: layout.clone(), streams, created, kept };
-        let frames: Vec<u64> = layout.streams.iter().map(|s| s.kept_frames).collect();
-        self.write_meta(&build, &open, &frames, &|_, _| false)?;
+        // No frame count while the run is open: a killed run's metadata claims none, and
+        // the data files' lengths say what they hold.
+        self.write_meta(&build, &open, None, &|_, _| false)?;
         if let Some(staged) = staged {
             staged.publish(self.options.fsync)?;
         }
@@ -350,7 +361,7 @@ impl Backend for RawBackend {
             }
         }
         let stored = first_err.is_none();
-        let meta = self.write_meta(self.dir(), &open, frames, &|i, n| stored && outcome.stream_complete(i, n));
+        let meta = self.write_meta(self.dir(), &open, Some(frames), &|i, n| stored && outcome.stream_complete(i, n));
         drop(open);
         if fsync {
             meta.and_then(|()| sync_dir(self.dir()))?;

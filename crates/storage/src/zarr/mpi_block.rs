@@ -341,7 +341,7 @@ impl Backend for ZarrBlockBackend {
                 }
                 let all = Outcome::new(outcome.layout(), std::slice::from_ref(&frames), failed).with_short(&short);
                 let complete = all.stream_complete(0, frames);
-                write_stream(&store, &s.info, StreamState { index: s.index, frames, complete })?;
+                write_stream(&store, &s.info, StreamState { index: s.index, frames: Some(frames), complete })?;
                 open.root.complete = complete && open.kept_complete;
                 write_root(&store, &open.root)?;
                 // Every rank's chunks are written (agreed at each frame): one sync of the tree.

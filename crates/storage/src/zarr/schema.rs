@@ -97,8 +97,9 @@ pub(crate) fn write_root(store: &Arc<AtomicDirStore>, root: &Root) -> Result<()>
 pub(crate) struct StreamState {
     /// Its position among the store's streams.
     pub index: usize,
-    /// Frames stored (all of them, once it finishes).
-    pub frames: u64,
+    /// Frames stored, once it finishes; `None` while it runs (a killed run's group then
+    /// claims no count: its arrays' shapes say what it holds).
+    pub frames: Option<u64>,
     pub complete: bool,
 }
 
@@ -109,7 +110,9 @@ pub(crate) fn write_stream(store: &Arc<AtomicDirStore>, s: &StreamInfo, state: S
     if let Some(e) = s.expected_frames {
         attrs.insert("expected_frames".into(), e.into());
     }
-    attrs.insert("frames".into(), state.frames.into());
+    if let Some(n) = state.frames {
+        attrs.insert("frames".into(), n.into());
+    }
     attrs.insert("complete".into(), state.complete.into());
     write_group(store, &group_path(&s.name), attrs)
 }

@@ -135,7 +135,7 @@ impl ZarrBackend {
     /// Creates every stream's group and arrays (empty) in `store`.
     pub(super) fn create_streams(store: &Arc<AtomicDirStore>, streams: &[StreamArrays]) -> Result<()> {
         for s in streams {
-            write_stream(store, &s.info, StreamState { index: s.index, frames: 0, complete: false })?;
+            write_stream(store, &s.info, StreamState { index: s.index, frames: None, complete: false })?;
             for a in s.fields.iter().chain([&s.steps]) {
                 a.store_metadata().map_err(|e| store_err(store, "cannot create", a.path().as_str(), e))?;
             }
@@ -451,7 +451,8 @@ impl ZarrBackend {
         }
         let stored = first_err.is_none();
         for (i, (s, &n)) in open.streams.iter().zip(outcome.frames()).enumerate() {
-            let state = StreamState { index: s.index, frames: n, complete: stored && outcome.stream_complete(i, n) };
+            let state =
+                StreamState { index: s.index, frames: Some(n), complete: stored && outcome.stream_complete(i, n) };
             if let Err(e) = write_stream(&store, &s.info, state) {
                 first_err.get_or_insert(e);
             }
