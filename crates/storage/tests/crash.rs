@@ -79,7 +79,9 @@ fn killed_runs_leave_every_complete_frame_readable() {
 }
 
 /// A killed run's raw and Zarr metadata claim no frame count (the files' lengths and the
-/// arrays' shapes give it): raw's `frames` is null, a Zarr stream group has no `frames`.
+/// arrays' shapes give it): raw's `frames` is null, a Zarr stream group has no `frames`; numpy
+/// reads raw's data files as the frames written. (xarray reads the killed Zarr store in the
+/// zarr-python group: `zarr_python.rs`.)
 #[test]
 fn a_killed_runs_raw_and_zarr_metadata_claim_no_frame_count() {
     let dir = tempdir();
@@ -107,8 +109,17 @@ fn a_killed_runs_raw_and_zarr_metadata_claim_no_frame_count() {
                 assert!(group["attributes"].get("frames").is_none(), "{kind} {}: {}", s.name, group["attributes"]);
             }
         }
-        // wgpipe's reader still finds every frame written.
+        // wgpipe's reader still finds every frame written, and so does numpy in raw's files.
         assert_holds(&open_output(&path).unwrap(), &layout(Some(10)), &K, kind);
+        if kind == "raw" {
+            let script = "import sys, numpy\nfor name, k in zip(('dev0', 'dev-1.b'), map(int, sys.argv[2:])):\n    \
+                          n = numpy.fromfile(f'{sys.argv[1]}/{name}.u.bin', '<f4').reshape(-1, 8, 16).shape[0]\n    \
+                          assert n == k, (name, n, k)\nprint('ok')";
+            let counts = K.map(|k| k.to_string());
+            let read = Command::new(common::python()).args(["-c", script]).arg(&path).args(counts).output().unwrap();
+            let stdout = String::from_utf8_lossy(&read.stdout);
+            assert!(stdout.trim_end() == "ok", "numpy: {stdout}{}", String::from_utf8_lossy(&read.stderr));
+        }
     }
 }
 

@@ -199,3 +199,60 @@ print("ok")
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).trim_end() == "ok", "{text}");
 }
+
+/// Frames each stream holds when [`zarr_killed_child`] aborts (of [`FRAMES`] expected).
+const KILLED_AT: [u64; 2] = [3, 2];
+
+/// Child side of `a_killed_store_reads_right_in_xarray`: writes [`KILLED_AT`] frames into a
+/// Zarr store sharded 3 frames a shard (a shard left open), then aborts, as a SIGKILL would.
+#[test]
+#[ignore = "child process of a_killed_store_reads_right_in_xarray"]
+fn zarr_killed_child() {
+    let Ok(path) = std::env::var("WGPIPE_TEST_OUT") else { return };
+    let l = layout();
+    let mut sink = open_sink("zarr", &SinkOptions::new(&path).with_shard_frames(3)).unwrap();
+    sink.begin(&l).unwrap();
+    for (s, &n) in KILLED_AT.iter().enumerate() {
+        for i in 0..n {
+            sink.write(&common::frame(&l, s, i)).unwrap();
+        }
+    }
+    std::process::abort();
+}
+
+/// A killed run's Zarr store, read by xarray and zarr-python without wgpipe: every stream
+/// shows exactly the frames written (its arrays' shapes grew with each frame, after its
+/// data), their steps, and no frame count it does not hold.
+#[test]
+fn a_killed_store_reads_right_in_xarray() {
+    let python = zarr_python();
+    let dir = tempdir();
+    let store = dir.path().join("killed.zarr");
+    let out = Command::new(common::test_exe())
+        .args(["--exact", "zarr_killed_child", "--ignored", "--nocapture"])
+        .env("WGPIPE_TEST_OUT", &store)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the child should have aborted");
+    let script = r#"
+import sys, xarray, zarr
+store = sys.argv[1]
+for stream, written in zip(("s0", "s1"), map(int, sys.argv[2:])):
+    ds = xarray.open_zarr(store, group=stream, consolidated=False)
+    for name, var in ds.variables.items():
+        if "frame" in var.dims or var.dims[:1] == ds["steps"].dims[:1]:
+            assert var.shape[0] == written, (stream, name, var.shape, written)
+    steps = ds["steps"].values
+    assert list(steps) == [10 * (i + 1) + (stream == "s1") for i in range(written)], (stream, list(steps))
+    assert "frames" not in zarr.open_group(store, mode="r")[stream].attrs, stream
+print("ok")
+"#;
+    let read = Command::new(&python)
+        .args(["-c", script])
+        .arg(&store)
+        .args(KILLED_AT.iter().map(u64::to_string))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&read.stdout);
+    assert!(read.status.success() && stdout.trim_end() == "ok", "{stdout}{}", String::from_utf8_lossy(&read.stderr));
+}
