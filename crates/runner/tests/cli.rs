@@ -80,6 +80,22 @@ fn run_with_overrides_writes_an_hdf5_file_with_every_frame() {
     assert_eq!(o.steps(0).unwrap(), vec![2, 4, 6]);
 }
 
+/// A run whose stdout and stderr readers are gone (`wgpipe run … 2>&1 | head -1`) runs to its
+/// end: it writes every frame and exits 0, its messages dropped (they used to panic it).
+#[test]
+fn a_run_whose_output_pipes_are_closed_finishes_its_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = tiny_args(&["--set", "output.path=closed.h5", "--progress", "frames"]);
+    args.extend(["--set", "run.frames=8"]);
+    let mut child = spawn(Command::new(env!("CARGO_BIN_EXE_wgpipe")).current_dir(dir.path()).args(&args));
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "exit status {status}");
+    let o = open_output(dir.path().join("closed.h5")).unwrap();
+    assert!(o.complete() && o.streams()[0].frames == 8, "{:?}", o.streams());
+}
+
 /// `--progress json`: every progress line on stderr is one JSON object; the first is at the
 /// start (nothing written, no ETA), the last says `done` with every frame written, and the
 /// per-device counts add up.

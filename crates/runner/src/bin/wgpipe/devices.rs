@@ -11,9 +11,9 @@ pub fn devices() -> anyhow::Result<()> {
         bail!("wgpu sees no GPU adapter: {NO_ADAPTER_HINT}");
     }
     let picks = default_picks(&adapters);
-    println!("{:>5}  {:<44} {:<8} {:<14} {:<40} default (\"all\")", "index", "name", "backend", "type", "driver");
+    out!("{:>5}  {:<44} {:<8} {:<14} {:<40} default (\"all\")", "index", "name", "backend", "type", "driver");
     for (a, pick) in adapters.iter().zip(picks) {
-        println!(
+        out!(
             "{}{:>4}  {:<44} {:<8} {:<14} {:<40} {}",
             if pick.is_picked() { '*' } else { ' ' },
             a.index,
@@ -24,11 +24,11 @@ pub fn devices() -> anyhow::Result<()> {
             pick
         );
     }
-    println!(
+    out!(
         "* = opened by the default devices.select = \"all\" (each physical adapter once, hardware preferred); \
          \"all-backends\" opens every line; also [INDEX, ...], a backend (vulkan, gl, ...) or a name substring"
     );
-    println!(
+    out!(
         "kernels that declare `override CELLS_PER_INVOCATION_X` (the shipped Gray-Scott ones) update that many \
          cells per invocation on Cpu adapters and 1 on the others; the prelude's WORKGROUP_X/Y/Z are \
          16x16 (2-D) and 8x8x4 (3-D) on Cpu adapters, 64x4 and 32x2x4 on the others (guide: Writing a kernel)"

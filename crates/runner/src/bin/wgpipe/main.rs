@@ -2,6 +2,23 @@
 //!
 //! This file only parses the command line and dispatches; each command has its module.
 
+/// `eprintln!` that carries on when stderr is gone (a closed pipe: `wgpipe run … 2>&1 | head`):
+/// a run must not die, nor its Ctrl-C handler, because nobody reads its messages any more.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `println!` that carries on when stdout is gone (`wgpipe info … | head`), as [`say!`].
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 mod colormap;
 mod devices;
 mod info;
@@ -53,7 +70,7 @@ fn main() -> ExitCode {
         if e.is::<mpi::Reported>() {
             return ExitCode::FAILURE;
         }
-        eprintln!("error: {}", message(&e));
+        say!("error: {}", message(&e));
         ExitCode::FAILURE
     })
 }

@@ -168,7 +168,7 @@ fn lines(progress: &Progress, scale: &Scale, rx: &Receiver<()>) {
         let now = progress.snapshot();
         let r = rates(&prev, &now, at.elapsed().as_secs_f64(), scale);
         let devices: Vec<String> = now.devices.iter().map(|d| d.computed.to_string()).collect();
-        eprintln!(
+        say!(
             "[{:>6.1} s] written {}/{} frames (computed per device: {}); {:.2e} cell-steps/s, {:.1} MB/s, queue {}/{}",
             start.elapsed().as_secs_f64(),
             now.written,

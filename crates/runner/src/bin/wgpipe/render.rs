@@ -149,7 +149,7 @@ pub fn render(args: &RenderArgs) -> anyhow::Result<()> {
         for i in 0..frames {
             write_frame(&out, stream, field, i, view, args.range, &args.output.join(format!("frame_{i:05}.png")))?;
         }
-        eprintln!("wrote {frames} PNG files to {}", args.output.display());
+        say!("wrote {frames} PNG files to {}", args.output.display());
     } else {
         let i = args.frame.unwrap_or(0);
         if i >= frames {
@@ -160,7 +160,7 @@ pub fn render(args: &RenderArgs) -> anyhow::Result<()> {
             );
         }
         write_frame(&out, stream, field, i, view, args.range, &args.output)?;
-        eprintln!("wrote {}", args.output.display());
+        say!("wrote {}", args.output.display());
     }
     Ok(())
 }

@@ -1,7 +1,6 @@
 //! `wgpipe run`: load a config, open the devices, run the pipeline with a progress
 //! reporter and a Ctrl-C handler, print the summary.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -87,7 +86,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     ctrlc::set_handler(move || {
         on_ctrl_c.stop();
         // Stderr may be gone (a closed pipe): the stop must not depend on saying so.
-        let _ = writeln!(std::io::stderr(), "\nstopping: finishing the frames in flight and closing the output");
+        say!("\nstopping: finishing the frames in flight and closing the output");
     })
     .context("cannot install the Ctrl-C handler")?;
     let monitor = match args.monitor {
@@ -108,7 +107,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
         Err(Error::Interrupted { report }) => {
             summary(&report, &shown, config.compression_note());
-            eprintln!(
+            say!(
                 "interrupted: {} frames written to {shown}, which was closed cleanly; \
                  a batch continues with `wgpipe run CONFIG --resume`",
                 report.written_frames()
@@ -121,10 +120,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
 
 /// The summary table, where the frames went, and how they were compressed where.
 fn summary(report: &RunReport, output: &str, compression: Option<&str>) {
-    println!("{report}");
-    println!("output: {output}");
+    out!("{report}");
+    out!("output: {output}");
     if let Some(compression) = compression {
-        println!("compression: {compression}");
+        out!("compression: {compression}");
     }
 }
 

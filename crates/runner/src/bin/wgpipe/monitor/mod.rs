@@ -121,7 +121,7 @@ impl Monitor {
                 .spawn(move || serve(Serving::new(server, address), &watched, &stop))
                 .context("--monitor: cannot start the server thread")?
         };
-        eprintln!("monitor: http://{address}/ (JSON: /api/progress, /api/fields, /api/frame.png?field=NAME, /api/pdf)");
+        say!("monitor: http://{address}/ (JSON: /api/progress, /api/fields, /api/frame.png?field=NAME, /api/pdf)");
         Ok(Monitor { watched, stop, thread: Some(thread) })
     }
 
@@ -190,7 +190,7 @@ impl Serving {
             Ok(Some(request)) => {
                 self.alive = Instant::now();
                 if std::mem::take(&mut self.failing) {
-                    eprintln!("monitor: serving http://{}/ again", self.address);
+                    say!("monitor: serving http://{}/ again", self.address);
                 }
                 Some(request)
             }
@@ -224,7 +224,7 @@ impl Serving {
     /// Binds a new server on the address, every [`RESTART`] until it binds or `stop`.
     fn restart(&mut self, why: &str, stop: &AtomicBool) {
         if !std::mem::replace(&mut self.failing, true) {
-            eprintln!("monitor: the server stopped accepting connections ({why}): serving again when the port binds");
+            say!("monitor: the server stopped accepting connections ({why}): serving again when the port binds");
         }
         while !stop.load(Ordering::Relaxed) {
             std::thread::sleep(RESTART);

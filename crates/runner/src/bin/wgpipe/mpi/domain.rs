@@ -61,7 +61,7 @@ pub fn run(args: &RunArgs, world: &World, plan: Launch) -> anyhow::Result<ExitCo
     let split = SplitDomain::new(&world.comm, config.grid_shape(), decomposition).map_err(anyhow::Error::from);
     let split = world.agree("placing its block", split)?;
     if world.rank() == 0 {
-        println!("{}", split.describe());
+        out!("{}", split.describe());
     }
     let sink = world.agree("opening the output", block_sinks(config, args, &plan, &split))?;
     let stop = StopHandle::default();
@@ -100,7 +100,7 @@ pub fn run(args: &RunArgs, world: &World, plan: Launch) -> anyhow::Result<ExitCo
     if world.agree("running the split domain", outcome)? {
         if world.rank() == 0 {
             let next = how_to_continue(config);
-            eprintln!(
+            say!(
                 "interrupted: {frames} of {} frames written; the output was closed cleanly; {next}",
                 config.file.run.frames
             );
@@ -146,14 +146,14 @@ fn summarise(world: &World, config: &Config, result: &wgpipe::Result<RunReport>,
     if world.rank() == 0 {
         print_report(config, frames, slowest, split.ranks());
         if report.sink.skipped_frames > 0 {
-            println!(
+            out!(
                 "fields not stored (output.every, output.when): {} of {} frames, {:.1} MB saved",
                 report.sink.skipped_frames,
                 report.sink.frames,
                 skipped_bytes as f64 / 1e6
             );
         }
-        println!("output: {}", config.shown_outputs());
+        out!("output: {}", config.shown_outputs());
     }
     frames
 }
@@ -191,8 +191,8 @@ fn print_report(config: &Config, frames: u64, t: [f64; 6], ranks: usize) {
     let per = |s: f64| if frames == 0 { 0.0 } else { s * 1e3 / frames as f64 };
     let rate = if wall > 0.0 { cells * steps / wall } else { 0.0 };
     let plural = if ranks == 1 { "" } else { "s" };
-    println!("frames {frames}, steps {steps}, wall {wall:.3} s, {rate:.3e} cell-steps/s over {ranks} rank{plural}");
-    println!(
+    out!("frames {frames}, steps {steps}, wall {wall:.3} s, {rate:.3e} cell-steps/s over {ranks} rank{plural}");
+    out!(
         "per frame, slowest rank: compute {:.2} ms, halo {:.2} ms (MPI exchange {:.2} ms), write {:.2} ms; \
          closing the file {close:.3} s",
         per(compute),

@@ -66,7 +66,7 @@ impl World {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             previous(info);
-            eprintln!("error: MPI rank {rank} of {size} panicked: aborting the whole job");
+            say!("error: MPI rank {rank} of {size} panicked: aborting the whole job");
             SimpleCommunicator::world().abort(101);
         }));
         Ok(World { _universe: universe, comm })
@@ -218,7 +218,7 @@ pub fn run(args: &RunArgs, world: &World) -> anyhow::Result<ExitCode> {
     }
     if all.iter().any(|f| f.interrupted()) {
         if rank == 0 {
-            eprintln!(
+            say!(
                 "interrupted: {shown} was closed cleanly; a batch continues with `mpirun ... wgpipe run CONFIG --resume`"
             );
         }

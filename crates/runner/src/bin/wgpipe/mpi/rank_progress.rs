@@ -78,8 +78,8 @@ fn gather_loop(
         if show && (mode != ProgressMode::Frames || shown != Some(written)) {
             let ranks_text: Vec<String> = per_rank.iter().map(|c| format!("{}/{}", c[0], c[1])).collect();
             match mode {
-                ProgressMode::Frames => eprintln!("written {written}/{total} frames"),
-                _ => eprintln!(
+                ProgressMode::Frames => say!("written {written}/{total} frames"),
+                _ => say!(
                     "[{:>6.1} s] written {written}/{total} frames (per rank: {})",
                     start.elapsed().as_secs_f64(),
                     ranks_text.join(", ")

@@ -140,9 +140,14 @@ pub fn gather(comm: &SimpleCommunicator, mine: &RankFigures) -> Vec<RankFigures>
 
 /// The per-rank table, the job's totals and where the frames went.
 pub fn print(all: &[RankFigures], output: &str) {
-    println!(
+    out!(
         "{:>4} {:>8} {:>12} {:>9} {:>9} {:>14}  status, devices (frames: streams)",
-        "rank", "frames", "bytes", "wall s", "write s", "cell-steps/s"
+        "rank",
+        "frames",
+        "bytes",
+        "wall s",
+        "write s",
+        "cell-steps/s"
     );
     for f in all {
         let status = match &f.outcome {
@@ -150,7 +155,7 @@ pub fn print(all: &[RankFigures], output: &str) {
             Outcome::Interrupted => "interrupted".to_owned(),
             Outcome::Failed(e) => format!("FAILED: {e}"),
         };
-        println!(
+        out!(
             "{:>4} {:>8} {:>12} {:>9.3} {:>9.3} {:>14.3e}  {status}, {}",
             f.rank,
             f.frames,
@@ -165,11 +170,11 @@ pub fn print(all: &[RankFigures], output: &str) {
     let bytes: u64 = all.iter().map(|f| f.bytes).sum();
     let wall = all.iter().map(|f| f.wall_seconds).fold(0.0, f64::max);
     let cells: u64 = all.iter().map(|f| f.cell_steps).sum();
-    println!(
+    out!(
         " all {frames:>8} {bytes:>12} {wall:>9.3} {:>9} {:>14.3e}  {} ranks (wall: the slowest rank)",
         "",
         cells as f64 / wall.max(1e-9),
         all.len()
     );
-    println!("output: {output}");
+    out!("output: {output}");
 }
