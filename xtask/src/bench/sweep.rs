@@ -120,18 +120,7 @@ fn apart(a: Summary, b: Summary) -> bool {
 /// Runs the sweep with `reps` repetitions per cell.
 pub fn run(b: &IoBench<'_>, cal: &Calibration, reps: usize) -> Result<SweepResult> {
     let mut rows = Vec::new();
-    let mut t = String::new();
-    let _ = writeln!(
-        t,
-        "sweep ({} sink): efficiency ratio async/sync, median [min–max] of {reps} rotations; c/w and theory = \
-         max(c,w)/(c+w) from t_comp and t_io measured in the same rotations",
-        b.kind
-    );
-    let mut header = format!("  {:>5} {:>5} {:>16}", "c/w", "steps", "theory");
-    for io in IO_BUFFERS {
-        let _ = write!(header, " {:>16}", format!("buf {io}"));
-    }
-    let _ = writeln!(t, "{header} {:>16} {:>9} {:>16}  verdict", "auto", "auto/best", "auto/(s|a)");
+    let mut t = header(b.kind, reps);
     let mut done: Vec<u32> = Vec::new();
     let mut too_slow = Vec::new();
     for ratio in RATIOS {
@@ -150,87 +139,10 @@ pub fn run(b: &IoBench<'_>, cal: &Calibration, reps: usize) -> Result<SweepResul
             continue;
         }
         done.push(spf);
-        let r = measure_row(b, spf, reps)?;
-        let (tc, tio) = (Summary::of(&r.compute), Summary::of(&r.write));
-        let measured_ratio = tc.median / tio.median;
-        // Per repetition: its own theory and its own async/sync ratios (same rotation).
-        let theories: Vec<f64> = r.compute.iter().zip(&r.write).map(|(c, w)| theory(*c, *w)).collect();
-        let effs: Vec<Vec<f64>> =
-            r.asyncs.iter().map(|a| a.iter().zip(&r.sync).map(|(a, s)| a / s).collect()).collect();
-        let th = Summary::of(&theories);
-        let eff: Vec<Summary> = effs.iter().map(|e| Summary::of(e)).collect();
-        let best = eff.iter().copied().min_by(|a, b| a.median.total_cmp(&b.median)).unwrap_or(eff[0]);
-        let worst = eff.iter().copied().max_by(|a, b| a.median.total_cmp(&b.median)).unwrap_or(eff[0]);
-        let gain = if best.min > 0.9 {
-            "no measurable gain"
-        } else if th.median >= 0.75 {
-            "little to win: one side dominates"
-        } else if best.median - th.median <= 0.1 {
-            "async helps, near theory"
-        } else {
-            "async helps, short of theory"
-        };
-        let buffers = if apart(best, worst) {
-            "io_buffer matters (best and worst ranges apart)"
-        } else {
-            "io_buffer differences within the spread"
-        };
-        let verdict = format!("{gain}; {buffers}");
-        let mut line = format!("  {:>5.2} {:>5} {:>16}", measured_ratio, spf, th.text(2));
-        for e in &eff {
-            let _ = write!(line, " {:>16}", e.text(2));
-        }
-        let auto_eff: Vec<f64> = r.auto.iter().zip(&r.sync).map(|(a, s)| a / s).collect();
-        // The better of the fixed modes, by median wall time: sync or async at any io_buffer.
-        let best_fixed = r
-            .asyncs
-            .iter()
-            .chain([&r.sync])
-            .map(|runs| Summary::of(runs))
-            .min_by(|a, b| a.median.total_cmp(&b.median))
-            .unwrap_or(Summary::of(&r.sync));
-        let auto_vs_best = Summary::of(&r.auto).median / best_fixed.median;
-        if reps >= REPS_TO_JUDGE && auto_too_slow(Summary::of(&r.auto), best_fixed) {
-            too_slow.push(format!(
-                "c/w {measured_ratio:.2}: auto {} s against the best fixed mode's {} s ({auto_vs_best:.3}x)",
-                Summary::of(&r.auto).text(4),
-                best_fixed.text(4)
-            ));
-        }
-        // The issue's yardstick, per rotation: auto over the better of sync and async at the
-        // fixed modes' default io_buffer, what a user chose between before auto.
-        let Some(default_async) = IO_BUFFERS.iter().position(|io| *io == DEFAULT_IO_BUFFER).map(|k| &r.asyncs[k])
-        else {
-            bail!("the sweep's io_buffers {IO_BUFFERS:?} lack the default {DEFAULT_IO_BUFFER}");
-        };
-        let auto_vs_sync_or_async: Vec<f64> =
-            r.auto.iter().zip(&r.sync).zip(default_async).map(|((a, s), d)| a / s.min(*d)).collect();
-        let _ = writeln!(
-            t,
-            "{line} {:>16} {auto_vs_best:>9.3} {:>16}  {verdict}; auto chose {}",
-            Summary::of(&auto_eff).text(2),
-            Summary::of(&auto_vs_sync_or_async).text(3),
-            tally(&r.chosen)
-        );
-        rows.push(json!({
-            "target_compute_to_io": ratio,
-            "calibration_compute_to_io": cal.compute_per_frame(spf) / cal.write_per_frame,
-            "steps_per_frame": spf,
-            "t_comp_seconds": Summary::json(&r.compute),
-            "t_io_seconds": Summary::json(&r.write),
-            "measured_compute_to_io": measured_ratio,
-            "theory": Summary::json(&theories),
-            "sync_seconds": Summary::json(&r.sync),
-            "async_seconds": IO_BUFFERS.iter().zip(&r.asyncs).map(|(io, a)| json!({"io_buffer": io, "seconds": Summary::json(a)})).collect::<Vec<_>>(),
-            "efficiency_ratio": IO_BUFFERS.iter().zip(&effs).map(|(io, e)| json!({"io_buffer": io, "ratio": Summary::json(e)})).collect::<Vec<_>>(),
-            "auto_seconds": Summary::json(&r.auto),
-            "auto_efficiency_ratio": Summary::json(&auto_eff),
-            "auto_over_best_fixed_median": auto_vs_best,
-            "auto_over_better_of_sync_and_async": Summary::json(&auto_vs_sync_or_async),
-            "default_io_buffer": DEFAULT_IO_BUFFER,
-            "auto_chose": r.chosen,
-            "verdict": verdict,
-        }));
+        let row = measured_row(b, cal, ratio, spf, reps)?;
+        let _ = writeln!(t, "{}", row.line);
+        rows.push(row.json);
+        too_slow.extend(row.auto_too_slow);
     }
     if reps < REPS_TO_JUDGE {
         let _ = writeln!(t, "  (auto is judged against the best fixed mode with --reps {REPS_TO_JUDGE} or more)");
@@ -243,6 +155,120 @@ pub fn run(b: &IoBench<'_>, cal: &Calibration, reps: usize) -> Result<SweepResul
         table: t,
         auto_too_slow: too_slow,
     })
+}
+
+/// The table's title and column headers, for the `kind` sink.
+fn header(kind: &str, reps: usize) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "sweep ({kind} sink): efficiency ratio async/sync, median [min–max] of {reps} rotations; c/w and theory = \
+         max(c,w)/(c+w) from t_comp and t_io measured in the same rotations"
+    );
+    let mut header = format!("  {:>5} {:>5} {:>16}", "c/w", "steps", "theory");
+    for io in IO_BUFFERS {
+        let _ = write!(header, " {:>16}", format!("buf {io}"));
+    }
+    let _ = writeln!(t, "{header} {:>16} {:>9} {:>16}  verdict", "auto", "auto/best", "auto/(s|a)");
+    t
+}
+
+/// One measured row: its table line, its JSON, and what it found against auto ([`auto_too_slow`]).
+struct Row {
+    line: String,
+    json: Value,
+    auto_too_slow: Option<String>,
+}
+
+/// What a row's async runs say: how much async gains against theory, and whether the
+/// io_buffer matters (the best and worst ranges apart).
+fn verdict(eff: &[Summary], th: Summary) -> String {
+    let best = eff.iter().copied().min_by(|a, b| a.median.total_cmp(&b.median)).unwrap_or(eff[0]);
+    let worst = eff.iter().copied().max_by(|a, b| a.median.total_cmp(&b.median)).unwrap_or(eff[0]);
+    let gain = if best.min > 0.9 {
+        "no measurable gain"
+    } else if th.median >= 0.75 {
+        "little to win: one side dominates"
+    } else if best.median - th.median <= 0.1 {
+        "async helps, near theory"
+    } else {
+        "async helps, short of theory"
+    };
+    let buffers = if apart(best, worst) {
+        "io_buffer matters (best and worst ranges apart)"
+    } else {
+        "io_buffer differences within the spread"
+    };
+    format!("{gain}; {buffers}")
+}
+
+/// Measures the row aimed at compute/I-O `ratio` (`spf` steps per frame), `reps` rotations.
+fn measured_row(b: &IoBench<'_>, cal: &Calibration, ratio: f64, spf: u32, reps: usize) -> Result<Row> {
+    let r = measure_row(b, spf, reps)?;
+    let (tc, tio) = (Summary::of(&r.compute), Summary::of(&r.write));
+    let measured_ratio = tc.median / tio.median;
+    // Per repetition: its own theory and its own async/sync ratios (same rotation).
+    let theories: Vec<f64> = r.compute.iter().zip(&r.write).map(|(c, w)| theory(*c, *w)).collect();
+    let effs: Vec<Vec<f64>> = r.asyncs.iter().map(|a| a.iter().zip(&r.sync).map(|(a, s)| a / s).collect()).collect();
+    let th = Summary::of(&theories);
+    let eff: Vec<Summary> = effs.iter().map(|e| Summary::of(e)).collect();
+    let verdict = verdict(&eff, th);
+    let mut line = format!("  {:>5.2} {:>5} {:>16}", measured_ratio, spf, th.text(2));
+    for e in &eff {
+        let _ = write!(line, " {:>16}", e.text(2));
+    }
+    let auto_eff: Vec<f64> = r.auto.iter().zip(&r.sync).map(|(a, s)| a / s).collect();
+    // The better of the fixed modes, by median wall time: sync or async at any io_buffer.
+    let best_fixed = r
+        .asyncs
+        .iter()
+        .chain([&r.sync])
+        .map(|runs| Summary::of(runs))
+        .min_by(|a, b| a.median.total_cmp(&b.median))
+        .unwrap_or(Summary::of(&r.sync));
+    let auto = Summary::of(&r.auto);
+    let auto_vs_best = auto.median / best_fixed.median;
+    let too_slow = (reps >= REPS_TO_JUDGE && auto_too_slow(auto, best_fixed)).then(|| {
+        format!(
+            "c/w {measured_ratio:.2}: auto {} s against the best fixed mode's {} s ({auto_vs_best:.3}x)",
+            auto.text(4),
+            best_fixed.text(4)
+        )
+    });
+    // The issue's yardstick, per rotation: auto over the better of sync and async at the
+    // fixed modes' default io_buffer, what a user chose between before auto.
+    let Some(default_async) = IO_BUFFERS.iter().position(|io| *io == DEFAULT_IO_BUFFER).map(|k| &r.asyncs[k]) else {
+        bail!("the sweep's io_buffers {IO_BUFFERS:?} lack the default {DEFAULT_IO_BUFFER}");
+    };
+    let auto_vs_sync_or_async: Vec<f64> =
+        r.auto.iter().zip(&r.sync).zip(default_async).map(|((a, s), d)| a / s.min(*d)).collect();
+    let _ = write!(
+        line,
+        " {:>16} {auto_vs_best:>9.3} {:>16}  {verdict}; auto chose {}",
+        Summary::of(&auto_eff).text(2),
+        Summary::of(&auto_vs_sync_or_async).text(3),
+        tally(&r.chosen)
+    );
+    let json = json!({
+        "target_compute_to_io": ratio,
+        "calibration_compute_to_io": cal.compute_per_frame(spf) / cal.write_per_frame,
+        "steps_per_frame": spf,
+        "t_comp_seconds": Summary::json(&r.compute),
+        "t_io_seconds": Summary::json(&r.write),
+        "measured_compute_to_io": measured_ratio,
+        "theory": Summary::json(&theories),
+        "sync_seconds": Summary::json(&r.sync),
+        "async_seconds": IO_BUFFERS.iter().zip(&r.asyncs).map(|(io, a)| json!({"io_buffer": io, "seconds": Summary::json(a)})).collect::<Vec<_>>(),
+        "efficiency_ratio": IO_BUFFERS.iter().zip(&effs).map(|(io, e)| json!({"io_buffer": io, "ratio": Summary::json(e)})).collect::<Vec<_>>(),
+        "auto_seconds": Summary::json(&r.auto),
+        "auto_efficiency_ratio": Summary::json(&auto_eff),
+        "auto_over_best_fixed_median": auto_vs_best,
+        "auto_over_better_of_sync_and_async": Summary::json(&auto_vs_sync_or_async),
+        "default_io_buffer": DEFAULT_IO_BUFFER,
+        "auto_chose": r.chosen,
+        "verdict": verdict,
+    });
+    Ok(Row { line, json, auto_too_slow: too_slow })
 }
 
 #[cfg(test)]

@@ -273,8 +273,7 @@ fn json_line(
     scale: &Scale,
     done: bool,
 ) -> String {
-    // Numbers, booleans and escaped strings only: serialising cannot fail.
-    serde_json::to_string(&json_fields(now, prev, dt, elapsed, scale, done)).unwrap_or_default()
+    json_object(now, prev, dt, elapsed, scale, done).to_string()
 }
 
 /// [`json_line`] as a JSON object: what the monitor's `/api/progress` serves, with its rates
