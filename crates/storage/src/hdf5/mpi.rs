@@ -192,6 +192,7 @@ impl MpiHdf5Backend {
             raw_chunks: false,
             chunks,
             in_place: Vec::new(),
+            counts_frames: false,
         };
         let streams = super::schema::create(&file, &path, layout, existing.as_ref(), &created, &plan)?;
         Ok(Shared {

@@ -59,6 +59,11 @@ pub(crate) struct Plan {
     /// ([`laid_out_whole`]), so only their `steps` entries from the kept frames on are
     /// marked [`NO_STEP`], and the file's metadata does not change (see `preallocate`).
     pub in_place: Vec<String>,
+    /// Each stream's `frames` attribute exists from `begin` on and counts every frame as
+    /// its step is stored ([`store_step`]). Without it (the MPI sinks: an attribute write is
+    /// collective, a rank's frame write is not) a stream has no `frames` until `finish`
+    /// writes it, so a killed job's file never claims fewer frames than its steps hold.
+    pub counts_frames: bool,
 }
 
 /// Whether [`create`] appending `layout` to `file` changes none of its metadata: every stream
@@ -200,9 +205,13 @@ fn continue_stream(file: &File, layout: &StreamLayout, s: &StreamInfo, plan: &Pl
     let kept = usize::try_from(s.kept_frames).map_err(|_| format!("{} frames do not fit this host", s.kept_frames))?;
     // A stream of an older version has no `frames`: made now, so that `finish` overwrites it
     // in place as it does a new stream's. (Such a file is continued on a copy:
-    // `appends_in_place`.)
-    if sets.group.attr(FRAMES_ATTR).is_err() {
+    // `appends_in_place`.) Where frames are not counted as they come, the count of the run
+    // that wrote the kept frames goes until `finish`: it would claim fewer than are there.
+    let counted = sets.group.attr(FRAMES_ATTR).is_ok();
+    if plan.counts_frames && !counted {
         set_attr(&sets.group, FRAMES_ATTR, &AttrValue::from(0u64))?;
+    } else if !plan.counts_frames && counted {
+        sets.group.delete_attr(FRAMES_ATTR)?;
     }
     if plan.in_place.contains(&s.name) {
         // The frames after the kept ones are taken out by their steps, in place; a stream
@@ -241,7 +250,8 @@ pub(crate) fn open_stream(file: &File, layout: &StreamLayout, name: &str) -> hdf
 }
 
 /// A stream group's frame count: made with the group (0), counted with every frame's step
-/// ([`store_step`]) and written by `finish`.
+/// ([`store_step`]) and written by `finish` (only then where the plan does not count frames:
+/// [`Plan::counts_frames`]).
 const FRAMES_ATTR: &str = "frames";
 
 /// Creates the group of stream `s` (numbered `index` in the file): its attributes, a dataset
@@ -264,7 +274,9 @@ fn create_stream(
         set_attr(&group, k, v).map_err(|e| format!("attribute {k:?}: {e}"))?;
     }
     // Both made now, so that `finish` overwrites them in place ([`mark_complete`]).
-    set_attr(&group, FRAMES_ATTR, &AttrValue::from(0u64))?;
+    if plan.counts_frames {
+        set_attr(&group, FRAMES_ATTR, &AttrValue::from(0u64))?;
+    }
     set_bool(&group, "complete", false)?;
     let frames = if plan.full_length { s.capacity().unwrap_or(0) } else { 0 };
     let frames = usize::try_from(frames).map_err(|_| format!("{frames} frames do not fit this host"))?;

@@ -387,6 +387,7 @@ impl Hdf5Backend {
             raw_chunks,
             chunks,
             in_place,
+            counts_frames: true,
         };
         let streams = super::schema::create(&file, &path, layout, existing.as_ref(), &now_rfc3339(), &plan)?;
         file.flush().map_err(err("cannot flush"))?;
