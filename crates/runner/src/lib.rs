@@ -32,6 +32,7 @@ pub mod config;
 mod config_error;
 mod error;
 mod failure;
+mod handoff;
 mod job;
 mod layout;
 mod lockstep;

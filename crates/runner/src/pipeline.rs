@@ -10,6 +10,7 @@ use wgpipe_storage::{Sink, SinkSummary, StreamLayout};
 use crate::checkpoint::AutoInterval;
 use crate::error::{Error, Result};
 use crate::failure::Failure;
+use crate::handoff::{Handoff, Tuned};
 use crate::lockstep::Lockstep;
 use crate::plan::Plan;
 use crate::pool::BufferPool;
@@ -19,7 +20,7 @@ use crate::run_state::{RunState, StopHandle};
 use crate::settings::Settings;
 use crate::trace::Recorder;
 use crate::tuning::Tuner;
-use crate::worker::{CopyThreads, Handoff, WorkerContext, device_thread};
+use crate::worker::{CopyThreads, WorkerContext, device_thread};
 use crate::writer::{CheckpointWriter, Envelope, FrameWriter, SharedWriter, lock, writer_thread};
 
 /// A run ready to start: see [`Pipeline::builder`].
@@ -91,74 +92,76 @@ impl Pipeline {
     /// [`Error::Interrupted`] after a stop; in both cases the output holds every frame
     /// written and was closed properly.
     pub fn run(self) -> Result<RunReport> {
-        let Pipeline { plan, gpus, mut sink, progress } = self;
-        let Plan {
-            settings,
-            grid,
-            jobs,
-            layout,
-            readback,
-            pool_frames,
-            io_buffer,
-            total_frames: _,
-            lockstep,
-            fingerprints,
-            grid_fields,
-            saver,
-        } = plan;
-        let field_encoding = settings.field_encoding();
-        let Settings { gpu_timestamps, copy_threads, mode, stop, trace, shard, checkpoints, frames, analysis, .. } =
-            settings;
-        let local = |i: usize| i % shard.1 == shard.0;
-        remove_stale_checkpoints(checkpoints.as_ref(), &jobs, local)?;
-        let streams = local_streams(&jobs, frames, local);
-        sink.begin(&layout)?;
+        let Pipeline { mut plan, gpus, mut sink, progress } = self;
+        let shard = plan.settings.shard;
+        let local = move |i: usize| i % shard.1 == shard.0;
+        remove_stale_checkpoints(plan.settings.checkpoints.as_ref(), &plan.jobs, local)?;
+        let streams = local_streams(&plan.jobs, plan.settings.frames, local);
+        sink.begin(&plan.layout)?;
         let start = Instant::now();
-        let (frame_bytes, cells) = frame_size(lockstep.as_ref(), &layout, grid.as_ref())?;
-        let pool = BufferPool::new(frame_bytes, pool_frames);
+        let (frame_bytes, cells) = frame_size(plan.lockstep.as_ref(), &plan.layout, plan.grid.as_ref())?;
+        let (mode, io_buffer, trace) = (plan.settings.mode, plan.io_buffer, plan.settings.trace);
+        let steps_per_frame = plan.readback.steps_per_frame;
         let auto = Arc::new(AutoInterval::default());
+        let saver = plan.saver.take();
         let checkpoint_writer =
-            checkpoints.as_ref().map(|c| CheckpointWriter::new(c.clone(), Arc::clone(&auto), saver));
-        let writer = FrameWriter::shared(sink, &pool, Arc::clone(&progress), checkpoint_writer);
+            plan.settings.checkpoints.clone().map(|c| CheckpointWriter::new(c, Arc::clone(&auto), saver));
+        let writer = FrameWriter::shared(sink, Arc::clone(&progress), checkpoint_writer);
         // A split domain's ranks step together: its frames go to the writer thread as in
         // async mode, unmeasured.
-        let tuner = (mode == IoMode::Auto && lockstep.is_none()).then(|| Arc::new(Tuner::new(gpus.len(), io_buffer)));
+        let tuner =
+            (mode == IoMode::Auto && plan.lockstep.is_none()).then(|| Arc::new(Tuner::new(gpus.len(), io_buffer)));
         let (handoff, frames_rx) = handoff(mode, io_buffer, &writer, tuner.as_ref());
-        let ctx = WorkerContext {
-            jobs: job_queue(jobs, local),
-            pool,
-            progress: Arc::clone(&progress),
-            state: Arc::new(RunState::new(stop)),
-            grid,
-            readback: readback.clone(),
-            field_encoding,
-            gpu_timestamps,
-            fields: layout.fields.iter().take(grid_fields).map(|f| f.name.clone()).collect(),
-            analysis,
-            lockstep,
-            checkpoints: checkpoints.as_ref().map(|c| (c.interval, Arc::clone(&auto))),
-            fingerprints,
-            copy_threads: copy_threads
-                .map_or(CopyThreads::Auto(crate::worker::copy_threads(gpus.len())), CopyThreads::Set),
-        };
+        let pool = Arc::new(BufferPool::new(frame_bytes, plan.pool_frames));
+        let ctx = worker_context(plan, pool, &progress, &auto, gpus.len(), local);
         let to_writer = frames_rx.map(|frames| WriterSide { writer: &writer, frames, tuner: tuner.as_deref() });
         let (devices, writer_report) = run_threads(&gpus, &ctx, handoff, to_writer, Recorder::new(start, trace));
         let finishing = Instant::now();
-        let (sink_summary, checkpoints_report) = finish_output(&writer, &ctx.state, &progress, &streams);
-        let mut report = RunReport {
+        let (sink, checkpoints) = finish_output(&writer, &ctx.state, &progress, &streams);
+        let frames: u64 = devices.iter().map(|d| d.frames).sum();
+        let report = RunReport {
             mode,
             devices,
             writer: writer_report,
-            sink: sink_summary,
-            checkpoints: checkpoints_report,
+            sink,
+            checkpoints,
             tuning: tuning_report(tuner.as_deref(), mode, io_buffer),
+            cell_steps: frames * u64::from(steps_per_frame) * cells,
             finish_seconds: finishing.elapsed().as_secs_f64(),
             wall_seconds: start.elapsed().as_secs_f64(),
-            ..Default::default()
         };
-        report.cell_steps =
-            report.devices.iter().map(|d| d.frames).sum::<u64>() * u64::from(readback.steps_per_frame) * cells;
         conclude(report, &ctx.state, &progress)
+    }
+}
+
+/// What the device threads share, from the rest of `plan`: this process's (`local`) jobs
+/// queued, the buffer pool, the run's state, and every setting a device thread reads.
+fn worker_context(
+    plan: Plan,
+    pool: Arc<BufferPool>,
+    progress: &Arc<Progress>,
+    auto: &Arc<AutoInterval>,
+    devices: usize,
+    local: impl Fn(usize) -> bool,
+) -> WorkerContext {
+    let field_encoding = plan.settings.field_encoding();
+    let Plan { settings, grid, jobs, layout, readback, lockstep, fingerprints, grid_fields, .. } = plan;
+    let Settings { gpu_timestamps, copy_threads, stop, checkpoints, analysis, .. } = settings;
+    WorkerContext {
+        jobs: job_queue(jobs, local),
+        pool,
+        progress: Arc::clone(progress),
+        state: Arc::new(RunState::new(stop)),
+        grid,
+        readback,
+        field_encoding,
+        gpu_timestamps,
+        fields: layout.fields.iter().take(grid_fields).map(|f| f.name.clone()).collect(),
+        analysis,
+        lockstep,
+        checkpoints: checkpoints.map(|c| (c.interval, Arc::clone(auto))),
+        fingerprints,
+        copy_threads: copy_threads.map_or(CopyThreads::Auto(crate::worker::copy_threads(devices)), CopyThreads::Set),
     }
 }
 
@@ -216,7 +219,7 @@ fn handoff(
     let (tx, rx) = bounded(io_buffer);
     match (mode, tuner) {
         (IoMode::Sync, _) => (Handoff::Direct(Arc::clone(writer)), None),
-        (_, Some(tuner)) => (Handoff::Tuned { tx, writer: Arc::clone(writer), tuner: Arc::clone(tuner) }, Some(rx)),
+        (_, Some(tuner)) => (Handoff::Tuned(Tuned::new(tx, Arc::clone(writer), Arc::clone(tuner))), Some(rx)),
         (_, None) => (Handoff::Channel(tx), Some(rx)),
     }
 }

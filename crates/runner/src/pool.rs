@@ -1,8 +1,11 @@
 //! Recycled host buffers: frames travel by ownership and their bytes come back here, so a
 //! steady run allocates nothing per frame.
 
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
 use crossbeam_channel::{Receiver, Sender, TrySendError, bounded};
-use wgpipe_storage::Recycle;
+use wgpipe_storage::{Frame, PooledFrame, Recycle};
 
 /// A pool of equally sized byte buffers, shared by the device threads (which take) and the
 /// thread that writes frames (which gives back).
@@ -61,6 +64,50 @@ impl BufferPool {
     }
 }
 
+/// A buffer lent by a [`BufferPool`] to the thread filling it: it goes back to the pool when
+/// dropped, on every path (an error, a stop, a producer with no more frames), unless it
+/// became a frame ([`LentBuffer::into_frame`]), which gives it back in turn when dropped.
+pub(crate) struct LentBuffer {
+    data: Vec<u8>,
+    pool: Arc<BufferPool>,
+}
+
+impl LentBuffer {
+    /// A buffer of `pool`'s (recycled, or new when none is idle).
+    pub fn take(pool: &Arc<BufferPool>) -> Self {
+        LentBuffer { data: pool.take(), pool: Arc::clone(pool) }
+    }
+
+    /// The frame these bytes are, still the pool's: see [`PooledFrame`].
+    pub fn into_frame(mut self, make: impl FnOnce(Vec<u8>) -> Frame) -> PooledFrame {
+        let frame = make(std::mem::take(&mut self.data));
+        PooledFrame::new(frame, Arc::clone(&self.pool) as Arc<dyn Recycle>)
+    }
+}
+
+impl Deref for LentBuffer {
+    type Target = Vec<u8>;
+
+    fn deref(&self) -> &Vec<u8> {
+        &self.data
+    }
+}
+
+impl DerefMut for LentBuffer {
+    fn deref_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.data
+    }
+}
+
+impl Drop for LentBuffer {
+    fn drop(&mut self) {
+        // Empty once it became a frame.
+        if !self.data.is_empty() {
+            self.pool.give(std::mem::take(&mut self.data));
+        }
+    }
+}
+
 /// A sink that keeps a frame past its write ([`wgpipe_storage::Sink::write_pooled`]) gives
 /// the buffer back here when it drops the frame.
 impl Recycle for BufferPool {
@@ -87,6 +134,19 @@ mod tests {
         assert_eq!(pool.idle(), 2, "capacity bounds the idle buffers");
         pool.give(vec![0; 8]);
         assert_eq!(pool.idle(), 2, "wrong-sized buffers are not pooled");
+    }
+
+    #[test]
+    fn a_lent_buffer_comes_back_when_dropped_and_when_its_frame_is() {
+        let pool = Arc::new(BufferPool::new(16, 4));
+        drop(LentBuffer::take(&pool));
+        assert_eq!(pool.idle(), 1, "dropped unused");
+        let lent = LentBuffer::take(&pool);
+        assert_eq!(pool.idle(), 0);
+        let frame = lent.into_frame(|data| Frame::new(0, 0, 0, data));
+        assert_eq!((frame.data.len(), pool.idle()), (16, 0), "the frame holds the bytes");
+        drop(frame);
+        assert_eq!(pool.idle(), 1, "back with the frame");
     }
 
     #[test]

@@ -250,6 +250,22 @@ impl Tuner {
         s.queued += 1;
     }
 
+    /// Waits until `done` holds (checked whenever the writer thread has written a frame, and
+    /// at least every 20 ms); returns false, without waiting for it, once `stopping` says to
+    /// give up or the writer thread has ended.
+    pub fn wait_until(&self, done: impl Fn() -> bool, stopping: impl Fn() -> bool) -> bool {
+        let mut s = self.lock();
+        loop {
+            if done() {
+                return true;
+            }
+            if s.closed || stopping() {
+                return false;
+            }
+            s = self.room.wait_timeout(s, Duration::from_millis(20)).unwrap_or_else(PoisonError::into_inner).0;
+        }
+    }
+
     /// The writer thread ended, however (called on its way out, unwinding included): devices
     /// waiting for room or for their frames to be stored stop waiting.
     pub fn close(&self) {

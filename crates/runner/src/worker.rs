@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Receiver;
 use wgpipe_compute::{
     BlockObserver, FieldEncoding, FieldSim, FrameInfo, FrameProducer, GpuDevice, Grid, ReadbackConfig,
 };
@@ -12,38 +12,25 @@ use wgpipe_storage::{BlockHasher, Frame, HASH_BLOCK};
 use crate::analysis::Analysis;
 use crate::checkpoint::{AutoInterval, Interval, SavedState, Schedule};
 use crate::failure::FailureKind;
+use crate::handoff::{Handoff, Origin, Produced, Stopping};
 use crate::job::{Job, Producer};
 use crate::lockstep::{Lockstep, Verdict};
-use crate::pool::BufferPool;
+use crate::pool::{BufferPool, LentBuffer};
 use crate::progress::Progress;
 use crate::report::DeviceReport;
 use crate::run_state::RunState;
 use crate::trace::{Recorder, SpanKind};
-use crate::tuning::Tuner;
-use crate::writer::{Envelope, SharedWriter, lock};
-
-/// Where a device thread's frames go: the only difference between the two I/O modes.
-#[derive(Clone)]
-pub(crate) enum Handoff {
-    /// Async: to the writer thread through the bounded channel (blocks when full).
-    Channel(Sender<Envelope>),
-    /// Sync: written by the device thread itself.
-    Direct(SharedWriter),
-    /// Auto: through the channel, as deep as the tuner allows, or written by the device
-    /// thread itself once the tuner chose inline writes.
-    Tuned { tx: Sender<Envelope>, writer: SharedWriter, tuner: Arc<Tuner> },
-}
+use crate::writer::Envelope;
 
 /// What the device threads share besides their own device.
 pub(crate) struct WorkerContext {
     pub jobs: Receiver<(usize, Job)>,
-    pub pool: BufferPool,
+    pub pool: Arc<BufferPool>,
     pub progress: Arc<Progress>,
     pub state: Arc<RunState>,
     /// The kernels' grid; `None` when frame sources produce the frames.
     pub grid: Option<Grid>,
     pub readback: ReadbackConfig,
-    /// What kernels' fields are read back as.
     /// How the kernels' fields leave the device.
     pub field_encoding: FieldEncoding,
     /// Whether frames are timed with GPU timestamp queries where the device has them.
@@ -118,14 +105,9 @@ struct DeviceWorker<'a> {
     d: usize,
     gpu: &'a GpuDevice,
     ctx: &'a WorkerContext,
-    /// The thread's own hand-off: dropping it when the thread ends is what lets the writer
-    /// see the channel close.
     handoff: Handoff,
     report: DeviceReport,
     recorder: Recorder,
-    /// Frames this thread sent through the channel (auto: before writing its own frames it
-    /// waits until the writer has stored them all).
-    sent: u64,
 }
 
 /// Runs jobs on `gpu` until the queue is empty, the run stops, or the device fails.
@@ -137,7 +119,7 @@ pub(crate) fn device_thread(
     recorder: Recorder,
 ) -> DeviceReport {
     let report = DeviceReport { device: gpu.label().to_owned(), ..Default::default() };
-    let mut worker = DeviceWorker { d, gpu, ctx, handoff, report, recorder, sent: 0 };
+    let mut worker = DeviceWorker { d, gpu, ctx, handoff, report, recorder };
     let thread = format!("device {}", gpu.label());
     // A run in lockstep takes its job whatever the state: the job's first vote is collective.
     while ctx.lockstep.is_some() || !ctx.state.should_stop() {
@@ -154,8 +136,8 @@ pub(crate) fn device_thread(
         }
     }
     ctx.progress.device_finished();
-    if let Handoff::Tuned { tuner, .. } = &worker.handoff {
-        tuner.device_finished(d);
+    if let Handoff::Tuned(tuned) = &worker.handoff {
+        tuned.device_finished(d);
     }
     let DeviceWorker { mut report, recorder, .. } = worker;
     report.spans = recorder.into_spans();
@@ -265,23 +247,19 @@ impl DeviceWorker<'_> {
             if lockstep.is_none() && ctx.state.should_stop() {
                 return Err(Stop::Run);
             }
-            let mut data = ctx.pool.take();
+            let mut data = LentBuffer::take(&ctx.pool);
             let start = Instant::now();
             // Hashed as it is copied out of the staging buffer, while each block is in the
             // cache (a second pass over a large frame cost as much as the copy on a GPU).
             let hash = HashWhileCopying(BlockHasher::new(data.len()));
             let produced = producer.next_into_observed(&mut data, &hash).map_err(&fail);
-            let computed_in = start.elapsed().as_secs_f64();
-            self.report.compute_seconds += computed_in;
+            let seconds = start.elapsed().as_secs_f64();
+            self.report.compute_seconds += seconds;
             let verdict = lockstep.map_or(Verdict::Go, |l| l.settle(produced.is_err(), &ctx.state, &thread));
             if verdict == Verdict::Abandon {
-                ctx.pool.give(data);
                 return produced.and(Err(Stop::Run));
             }
-            let Some(info) = produced? else {
-                ctx.pool.give(data);
-                return Ok(());
-            };
+            let Some(info) = produced? else { return Ok(()) };
             self.count_frame(&info, start);
             let checkpoint = producer.take_state().map(|state| SavedState {
                 stream: name.clone(),
@@ -297,9 +275,10 @@ impl DeviceWorker<'_> {
             }
             // Hashed on this thread (while copied, above), not by the sink: the writer's thread is
             // the one an I/O-bound run waits for.
-            let frame = Frame::new(stream, info.index, info.step, data).with_block_hashes(&hash.0);
-            let first_of_job = self.report.frames == first_frame_count;
-            self.hand_off(Envelope { device: self.d, frame, checkpoint }, computed_in, first_of_job)?;
+            let frame =
+                data.into_frame(|data| Frame::new(stream, info.index, info.step, data).with_block_hashes(&hash.0));
+            let produced = Produced { seconds, first_of_job: self.report.frames == first_frame_count };
+            self.hand_off(Envelope { device: self.d, frame, checkpoint }, produced)?;
             if verdict == Verdict::Last {
                 return Err(Stop::Run);
             }
@@ -321,94 +300,18 @@ impl DeviceWorker<'_> {
         report.frames += 1;
     }
 
-    /// Hands `env` off as the run's I/O mode says; `computed_in` is the frame's compute time
-    /// (what auto weighs), `first_of_job` whether it is its job's first frame (unmeasured).
-    fn hand_off(&mut self, env: Envelope, computed_in: f64, first_of_job: bool) -> Result<(), Stop> {
-        let (d, ctx) = (self.d, self.ctx);
-        let lockstep = ctx.lockstep.is_some();
-        let (report, recorder) = (&mut self.report, &mut self.recorder);
-        match &self.handoff {
-            Handoff::Channel(tx) => send(tx, env, report, recorder, lockstep),
-            Handoff::Direct(writer) => write(writer, env, report, recorder, (self.gpu, ctx)).map(drop),
-            Handoff::Tuned { tx, writer, tuner } => {
-                // The writer thread ended (a panicking sink): its failure is the run's.
-                if tuner.is_closed() {
-                    ctx.pool.give(env.frame.data);
-                    return Err(Stop::Run);
-                }
-                if tuner.computed(d, computed_in, first_of_job) {
-                    // A stream's frames stay in order: the writer stores the ones this
-                    // thread sent before it writes the next one itself.
-                    let waiting = Instant::now();
-                    while ctx.progress.written_by(d) < self.sent {
-                        if ctx.state.should_stop() || tuner.is_closed() {
-                            ctx.pool.give(env.frame.data);
-                            return Err(Stop::Run);
-                        }
-                        std::thread::sleep(std::time::Duration::from_micros(100));
-                    }
-                    report.blocked_seconds += waiting.elapsed().as_secs_f64();
-                    recorder.at(SpanKind::Blocked, waiting, waiting.elapsed());
-                    tuner.wrote(write(writer, env, report, recorder, (self.gpu, ctx))?, true);
-                    return Ok(());
-                }
-                // Waiting for room at the chosen depth is backpressure as a full channel is:
-                // one blocked span with the send.
-                let start = Instant::now();
-                tuner.wait_for_room(|| ctx.state.should_stop());
-                self.sent += 1;
-                let result = tx.send(env);
-                let blocked = start.elapsed();
-                report.blocked_seconds += blocked.as_secs_f64();
-                recorder.at(SpanKind::Blocked, start, blocked);
-                if result.is_err() {
-                    // The writer stopped and said why (no lockstep here: see `Pipeline::run`).
-                    tuner.taken();
-                    return Err(Stop::Run);
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-/// Sends `env` to the writer thread, counting the time blocked on a full channel. A writer
-/// that stopped said why; in `lockstep` the next vote tells the other ranks.
-fn send(
-    tx: &Sender<Envelope>,
-    env: Envelope,
-    report: &mut DeviceReport,
-    recorder: &mut Recorder,
-    lockstep: bool,
-) -> Result<(), Stop> {
-    let start = Instant::now();
-    let sent = tx.send(env);
-    let blocked = start.elapsed();
-    report.blocked_seconds += blocked.as_secs_f64();
-    recorder.at(SpanKind::Blocked, start, blocked);
-    if sent.is_err() && !lockstep { Err(Stop::Run) } else { Ok(()) }
-}
-
-/// Writes `env` on this device's thread; returns the sink's own time (not the wait for
-/// another device's write): what the tuner weighs. A failed write fails the run (in lockstep,
-/// the next vote tells the other ranks).
-fn write(
-    writer: &SharedWriter,
-    env: Envelope,
-    report: &mut DeviceReport,
-    recorder: &mut Recorder,
-    (gpu, ctx): (&GpuDevice, &WorkerContext),
-) -> Result<std::time::Duration, Stop> {
-    let start = Instant::now();
-    let written = lock(writer).write(env);
-    let took = start.elapsed();
-    report.write_seconds += took.as_secs_f64();
-    recorder.at(SpanKind::Write, start, took);
-    match written {
-        Err(e) => {
-            ctx.state.fail_storing(&format!("device {} (writing)", gpu.label()), None, e);
-            if ctx.lockstep.is_none() { Err(Stop::Run) } else { Ok(took) }
-        }
-        Ok(sink) => Ok(sink),
+    /// Hands `env` off as the run's I/O mode says ([`Handoff`]).
+    fn hand_off(&mut self, env: Envelope, produced: Produced) -> Result<(), Stop> {
+        let ctx = self.ctx;
+        let mut from = Origin {
+            device: self.d,
+            label: self.gpu.label(),
+            state: &ctx.state,
+            progress: &ctx.progress,
+            lockstep: ctx.lockstep.is_some(),
+            report: &mut self.report,
+            recorder: &mut self.recorder,
+        };
+        self.handoff.hand_off(env, produced, &mut from).map_err(|Stopping| Stop::Run)
     }
 }

@@ -4,10 +4,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
-use wgpipe_storage::{Frame, PooledFrame, Recycle, Sink};
+use wgpipe_storage::{PooledFrame, Sink};
 
 use crate::checkpoint::{AutoInterval, Checkpoints, SavedState, Saver};
-use crate::pool::BufferPool;
 use crate::progress::Progress;
 use crate::report::{CheckpointReport, WriterReport};
 use crate::run_state::RunState;
@@ -15,10 +14,11 @@ use crate::trace::{Recorder, SpanKind};
 use crate::tuning::Tuner;
 
 /// A frame on its way to the sink, tagged with the device that produced it (for progress),
-/// with the state saved with it, if any.
+/// with the state saved with it, if any. Its buffer goes back to the run's pool whenever it
+/// is dropped: written, or not (a stop, a failed send).
 pub(crate) struct Envelope {
     pub device: usize,
-    pub frame: Frame,
+    pub frame: PooledFrame,
     /// Written as the stream's checkpoint once the frame is stored.
     pub checkpoint: Option<SavedState>,
 }
@@ -42,27 +42,20 @@ impl CheckpointWriter {
 }
 
 /// The sink, plus what every write does besides writing: count progress, time the write,
-/// lend the frame to the sink so that its buffer comes back to the pool (when the sink is
-/// done with it: at once, or later for a sink that keeps it), write the checkpoint that came
-/// with the frame.
+/// lend the frame to the sink (its buffer comes back to the pool when the sink is done with
+/// it: at once, or later for a sink that keeps it), write the checkpoint that came with the
+/// frame.
 pub(crate) struct FrameWriter {
     pub sink: Box<dyn Sink>,
-    /// The run's buffer pool, where every frame's buffer goes back.
-    pub pool: Arc<dyn Recycle>,
     pub progress: Arc<Progress>,
     pub checkpoints: Option<CheckpointWriter>,
 }
 
 impl FrameWriter {
-    /// The writer of `sink`, shared by the threads that write: every frame's buffer goes back
-    /// to `pool`, every write is counted in `progress`.
-    pub fn shared(
-        sink: Box<dyn Sink>,
-        pool: &BufferPool,
-        progress: Arc<Progress>,
-        checkpoints: Option<CheckpointWriter>,
-    ) -> SharedWriter {
-        Arc::new(Mutex::new(FrameWriter { sink, pool: Arc::new(pool.clone()), progress, checkpoints }))
+    /// The writer of `sink`, shared by the threads that write: every write is counted in
+    /// `progress`.
+    pub fn shared(sink: Box<dyn Sink>, progress: Arc<Progress>, checkpoints: Option<CheckpointWriter>) -> SharedWriter {
+        Arc::new(Mutex::new(FrameWriter { sink, progress, checkpoints }))
     }
 
     /// Writes one frame, then its checkpoint (so that a checkpoint never gets ahead of the
@@ -70,7 +63,7 @@ impl FrameWriter {
     pub fn write(&mut self, env: Envelope) -> Result<Duration, wgpipe_storage::Error> {
         let (bytes, stream) = (env.frame.data.len() as u64, env.frame.stream);
         let start = Instant::now();
-        let result = self.sink.write_pooled(PooledFrame::new(env.frame, Arc::clone(&self.pool)));
+        let result = self.sink.write_pooled(env.frame);
         let took = start.elapsed();
         result?;
         self.progress.frame_written(env.device, bytes);
