@@ -21,7 +21,7 @@ use crate::lockstep::Lockstep;
 use crate::preflight::{check_grid, check_job_names, kernel_workgroup_sizes};
 use crate::report::IoMode;
 use crate::settings::Settings;
-use crate::sizes::{self, DeviceSize, RunShape};
+use crate::sizes::{self, DeviceSize, HostMemory, RunShape};
 
 /// A run checked as far as it can be before any device opens.
 pub(crate) struct Draft {
@@ -118,28 +118,11 @@ impl Draft {
     /// the jobs, the layout, and every size checked ([`sizes::check`]); nothing is allocated
     /// or created.
     pub(crate) fn plan(self, devices: &[DeviceSize], sink: &dyn Sink) -> Result<Plan> {
-        #[cfg_attr(not(feature = "mpi"), expect(unused_mut, reason = "only a split domain changes them"))]
         let Draft { mut settings, work, grid, workgroup_sizes } = self;
         let labels: Vec<&str> = devices.iter().map(DeviceSize::label).collect();
         let jobs = work.into_jobs(&labels);
-        if settings.frames.checked_mul(jobs.len() as u64).is_none() {
-            return Err(Error::TooLarge {
-                key: "run.frames",
-                message: format!(
-                    "{} frames × {} streams overflow a 64-bit count: use fewer frames",
-                    settings.frames,
-                    jobs.len()
-                ),
-            });
-        }
-        // A split domain's sizes are its block's.
-        #[cfg(feature = "mpi")]
-        let sized = match &settings.split {
-            Some(split) => Some(split.sized_grid(&settings.shape)?),
-            None => grid,
-        };
-        #[cfg(not(feature = "mpi"))]
-        let sized = grid;
+        check_frame_count(&settings, &jobs)?;
+        let sized = sized_grid(&settings, grid)?;
         check_resumes(&settings, grid.as_ref(), &jobs)?;
         let (mut layout, state_fields, grid_fields) = stream_layout(&settings, sized.as_ref(), &jobs)?;
         let shape = RunShape {
@@ -150,81 +133,133 @@ impl Draft {
             io_buffer: settings.io_buffer.unwrap_or_else(|| settings.io_buffer_default()),
             workgroup_sizes,
         };
-        let (shard, shards) = settings.shard;
         // A shard's adapters are its own: the shards' sinks must write the same attributes.
-        if shards == 1 {
+        if settings.shard.1 == 1 {
             layout.attributes.insert("adapters".to_owned(), labels.join("; ").into());
         }
-        // A split domain's rank produces its block (`layout` so far) and its sink stores the
-        // whole grid (`layout` after `into_run`).
         let fingerprints: Vec<String> =
             jobs.iter().map(|j| j.fingerprint(grid.as_ref(), settings.steps_per_frame)).collect();
-        #[cfg(feature = "mpi")]
-        let (jobs, lockstep, block, saver) = match settings.split.take() {
-            Some(split) => {
-                let run = split.into_run(
-                    settings.field_encoding(),
-                    settings.steps_per_frame,
-                    jobs,
-                    devices.len(),
-                    (&settings.analysis, grid_fields),
-                    &mut layout,
-                )?;
-                (run.jobs, Some(run.lockstep), Some(run.produced), Some(run.saver))
-            }
-            None => (jobs, None, None, None),
-        };
-        #[cfg(not(feature = "mpi"))]
-        let (jobs, lockstep, block, saver): (
-            _,
-            Option<Lockstep>,
-            Option<StreamLayout>,
-            Option<Box<dyn Saver>>,
-        ) = (jobs, None, None, None);
-        let produced = block.as_ref().unwrap_or(&layout);
-        let mut memory = sizes::check(&shape, devices, sink, produced, &layout);
-        // `auto` chose the channel's capacity itself: a shallower one that fits is no error.
-        let mut shape = shape;
-        while matches!(memory, Err(Error::TooLarge { .. }))
-            && settings.mode == IoMode::Auto
-            && settings.io_buffer.is_none()
-            && shape.io_buffer > 0
-        {
-            shape.io_buffer -= 1;
-            memory = sizes::check(&shape, devices, sink, produced, &layout);
-        }
-        let memory = memory?;
-        // Cannot overflow: checked above.
-        let total_frames = jobs
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| i % shards == shard)
-            .map(|(_, j)| settings.frames - j.kept_frames())
-            .sum();
-        let readback = ReadbackConfig {
-            steps_per_frame: settings.steps_per_frame,
-            frames: settings.frames,
-            staging_buffers: settings.staging_buffers,
-            fields: Vec::new(),
-            // Sync mode is the blocking baseline: nothing may compute while a frame is written
-            // (auto's inline writes let the GPU work ahead). A split domain's frames exchange
-            // halos between steps: one frame in flight.
-            work_ahead: settings.mode != IoMode::Sync && lockstep.is_none(),
-        };
+        let split = split_run(&mut settings, jobs, devices.len(), grid_fields, &mut layout)?;
+        // A split domain's rank produces its block, and its sink stores the whole grid.
+        let produced = split.block.as_ref().unwrap_or(&layout);
+        let (memory, shape) = fit_host_memory(shape, &settings, devices, sink, (produced, &layout))?;
         Ok(Plan {
+            total_frames: total_frames(&settings, &split.jobs),
+            readback: readback(&settings, split.lockstep.is_some()),
             settings,
             grid,
-            jobs,
+            jobs: split.jobs,
             layout,
-            readback,
             pool_frames: memory.pool_frames,
             io_buffer: shape.io_buffer,
-            total_frames,
-            lockstep,
+            lockstep: split.lockstep,
             fingerprints,
             grid_fields,
-            saver,
+            saver: split.saver,
         })
+    }
+}
+
+/// Errors unless the frames of every stream together fit a 64-bit count.
+fn check_frame_count(settings: &Settings, jobs: &[Job]) -> Result<()> {
+    if settings.frames.checked_mul(jobs.len() as u64).is_some() {
+        return Ok(());
+    }
+    Err(Error::TooLarge {
+        key: "run.frames",
+        message: format!(
+            "{} frames × {} streams overflow a 64-bit count: use fewer frames",
+            settings.frames,
+            jobs.len()
+        ),
+    })
+}
+
+/// The grid the run's sizes are checked on: a split domain's block, else `grid`.
+fn sized_grid(settings: &Settings, grid: Option<Grid>) -> Result<Option<Grid>> {
+    #[cfg(feature = "mpi")]
+    if let Some(split) = &settings.split {
+        return Ok(Some(split.sized_grid(&settings.shape)?));
+    }
+    #[cfg(not(feature = "mpi"))]
+    let _ = settings;
+    Ok(grid)
+}
+
+/// What a split domain makes of the run (or the run as it is, in one process).
+struct SplitRun {
+    jobs: Vec<Job>,
+    lockstep: Option<Lockstep>,
+    /// The layout of the frames a rank produces: its block's.
+    block: Option<StreamLayout>,
+    saver: Option<Box<dyn Saver>>,
+}
+
+/// The run's jobs as a split domain runs them (taking `settings.split`), with `layout`
+/// made the whole grid's, or the jobs as they are.
+fn split_run(
+    settings: &mut Settings,
+    jobs: Vec<Job>,
+    devices: usize,
+    grid_fields: usize,
+    layout: &mut StreamLayout,
+) -> Result<SplitRun> {
+    #[cfg(feature = "mpi")]
+    if let Some(split) = settings.split.take() {
+        let (encoding, steps) = (settings.field_encoding(), settings.steps_per_frame);
+        let run = split.into_run(encoding, steps, jobs, devices, (&settings.analysis, grid_fields), layout)?;
+        return Ok(SplitRun {
+            jobs: run.jobs,
+            lockstep: Some(run.lockstep),
+            block: Some(run.produced),
+            saver: Some(run.saver),
+        });
+    }
+    #[cfg(not(feature = "mpi"))]
+    let _ = (settings, devices, grid_fields, layout);
+    Ok(SplitRun { jobs, lockstep: None, block: None, saver: None })
+}
+
+/// Checks every size ([`sizes::check`]) of frames `produced` and `stored` (a split domain's
+/// differ); returns the host memory the run holds and the run's shape. Where `auto` chose
+/// the channel's capacity itself, a shallower channel that fits is no error.
+fn fit_host_memory(
+    mut shape: RunShape,
+    settings: &Settings,
+    devices: &[DeviceSize],
+    sink: &dyn Sink,
+    (produced, stored): (&StreamLayout, &StreamLayout),
+) -> Result<(HostMemory, RunShape)> {
+    let mut memory = sizes::check(&shape, devices, sink, produced, stored);
+    while matches!(memory, Err(Error::TooLarge { .. }))
+        && settings.mode == IoMode::Auto
+        && settings.io_buffer.is_none()
+        && shape.io_buffer > 0
+    {
+        shape.io_buffer -= 1;
+        memory = sizes::check(&shape, devices, sink, produced, stored);
+    }
+    Ok((memory?, shape))
+}
+
+/// Frames this process runs: its shard's streams', less those resumed streams keep (cannot
+/// overflow: [`check_frame_count`]).
+fn total_frames(settings: &Settings, jobs: &[Job]) -> u64 {
+    let (shard, shards) = settings.shard;
+    jobs.iter().enumerate().filter(|(i, _)| i % shards == shard).map(|(_, j)| settings.frames - j.kept_frames()).sum()
+}
+
+/// How each device reads its frames back.
+fn readback(settings: &Settings, lockstep: bool) -> ReadbackConfig {
+    ReadbackConfig {
+        steps_per_frame: settings.steps_per_frame,
+        frames: settings.frames,
+        staging_buffers: settings.staging_buffers,
+        fields: Vec::new(),
+        // Sync mode is the blocking baseline: nothing may compute while a frame is written
+        // (auto's inline writes let the GPU work ahead). A split domain's frames exchange
+        // halos between steps: one frame in flight.
+        work_ahead: settings.mode != IoMode::Sync && !lockstep,
     }
 }
 

@@ -115,52 +115,14 @@ impl Config {
         let kernel = ResolvedKernel::resolve(&file.kernel, shape.len(), base_dir.as_ref(), &source)?;
         let require_all = matches!(kernel, ResolvedKernel::Custom { .. });
         kernel.check_params(&file.kernel.params, "kernel.params", require_all, &source)?;
-        let fields = file.output.fields.clone().unwrap_or_else(|| kernel.default_output_fields());
-        let all = kernel.fields();
-        for (key, names) in [("output.fields", &fields), ("analysis.fields", &file.analysis.fields)] {
-            if let Some(f) = names.iter().find(|f| !all.contains(f)) {
-                return Err(
-                    source.invalid(key, format!("the kernel has no field {f:?}: choose from {}", all.join(", ")))
-                );
-            }
-        }
-        if let Some((i, f)) =
-            file.analysis.fields.iter().enumerate().find(|(i, f)| file.analysis.fields[..*i].contains(f))
-        {
-            return Err(
-                source.invalid("analysis.fields", format!("{f:?} is listed twice (at {i}): list each field once"))
-            );
-        }
+        let fields = checked_fields(&file, &kernel, &source)?;
         let runs = batch::expand(&file, &kernel, &source)?;
-        if matches!(kernel, ResolvedKernel::GrayScott3d { .. })
-            && let Some(noisy) = std::iter::once(file.run.noise).chain(runs.iter().map(|r| r.noise)).find(|n| *n != 0.0)
-        {
-            return Err(source.invalid(
-                "run.noise",
-                format!(
-                    "{noisy}: the {GRAY_SCOTT_3D} model starts from its exact cube and draws its noise every step: \
-                     set kernel.params.noise instead (and run.noise = 0)"
-                ),
-            ));
-        }
+        check_noise(&file, &kernel, &runs, &source)?;
         let decomposition = decomposition::check(&file, &shape, &kernel, &runs, &source)?;
         let selector = validate::selector(&file, &source)?;
         let compression = validate::compression(&file, &source)?;
         let (zfp_on_device, compression_note) = validate::zfp_on_device(&file, &source, compression)?;
-        let sink_options = SinkOptions::new(file.output.path.clone())
-            .with_overwrite(file.output.overwrite)
-            .with_compression(compression)
-            .with_chunk_frames(file.output.chunk_frames)
-            .with_shard_frames(file.output.shard_frames)
-            .with_adios2_engine(validate::adios2_engine(&file, &source)?)
-            .with_queue(file.output.queue_limit, validate::queue_full_policy(&file, &source)?)
-            .with_open_timeout(std::time::Duration::from_secs(file.output.open_timeout))
-            .with_compression_threads(
-                file.output.compression_threads.unwrap_or_else(wgpipe_storage::default_compression_threads),
-            )
-            .with_fsync(file.output.fsync)
-            .with_xdmf(file.output.xdmf)
-            .with_swmr(file.output.swmr);
+        let sink_options = validate::sink_options(&file, &source, compression)?;
         let dtype = validate::output_dtype(&file, &source)?;
         let thinning = validate::thinning(&file, &source)?;
         let config = Config {
@@ -178,18 +140,25 @@ impl Config {
             compression_note,
             thinning,
         };
-        if config.thinning.thins() && config.sink_name() != "null" && config.analysis_output_path().is_none() {
-            return Err(config.source.invalid(
-                "output.path",
-                format!(
-                    "{}: with output.every or output.when the reductions go beside the output, named after it: give \
-                     a path that ends in a name",
-                    config.output_path().display()
-                ),
-            ));
-        }
+        config.check_reductions_path()?;
         config.check_plan()?;
         Ok(config)
+    }
+
+    /// Errors unless the reductions of a thinned run (`output.every`, `output.when`) have
+    /// a path beside the output: one named after the output's file or directory name.
+    fn check_reductions_path(&self) -> Result<()> {
+        if !self.thinning.thins() || self.sink_name() == "null" || self.analysis_output_path().is_some() {
+            return Ok(());
+        }
+        Err(self.source.invalid(
+            "output.path",
+            format!(
+                "{}: with output.every or output.when the reductions go beside the output, named after it: give a \
+                 path that ends in a name",
+                self.output_path().display()
+            ),
+        ))
     }
 
     /// The pipeline's plan of this config, checked before any device opens, on the
@@ -559,4 +528,39 @@ impl Config {
     pub fn output_path(&self) -> PathBuf {
         self.file.output.path.clone()
     }
+}
+
+/// The fields the output stores (`output.fields`, else the kernel's default), checked with
+/// `analysis.fields` against the kernel's fields; `analysis.fields` lists each once.
+fn checked_fields(file: &ConfigFile, kernel: &ResolvedKernel, source: &Source) -> Result<Vec<String>> {
+    let fields = file.output.fields.clone().unwrap_or_else(|| kernel.default_output_fields());
+    let all = kernel.fields();
+    for (key, names) in [("output.fields", &fields), ("analysis.fields", &file.analysis.fields)] {
+        if let Some(f) = names.iter().find(|f| !all.contains(f)) {
+            return Err(source.invalid(key, format!("the kernel has no field {f:?}: choose from {}", all.join(", "))));
+        }
+    }
+    let listed = &file.analysis.fields;
+    if let Some((i, f)) = listed.iter().enumerate().find(|(i, f)| listed[..*i].contains(f)) {
+        return Err(source.invalid("analysis.fields", format!("{f:?} is listed twice (at {i}): list each field once")));
+    }
+    Ok(fields)
+}
+
+/// Errors when the 3-D Gray-Scott model is given `run.noise` (in the file or a run of the
+/// batch): it draws its own noise every step, from `kernel.params.noise`.
+fn check_noise(file: &ConfigFile, kernel: &ResolvedKernel, runs: &[RunSpec], source: &Source) -> Result<()> {
+    if !matches!(kernel, ResolvedKernel::GrayScott3d { .. }) {
+        return Ok(());
+    }
+    let Some(noisy) = std::iter::once(file.run.noise).chain(runs.iter().map(|r| r.noise)).find(|n| *n != 0.0) else {
+        return Ok(());
+    };
+    Err(source.invalid(
+        "run.noise",
+        format!(
+            "{noisy}: the {GRAY_SCOTT_3D} model starts from its exact cube and draws its noise every step: set \
+             kernel.params.noise instead (and run.noise = 0)"
+        ),
+    ))
 }

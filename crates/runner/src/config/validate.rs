@@ -3,7 +3,7 @@
 use std::str::FromStr;
 
 use wgpipe_compute::{DeviceSelector, OutputDType};
-use wgpipe_storage::{Compression, SINK_NAMES};
+use wgpipe_storage::{Compression, SINK_NAMES, SinkOptions};
 
 use super::model::{CheckpointMode, ConfigFile, DEFAULT_GRID_EDGE, SELECT_ACCEPTS, Select};
 use super::source::Source;
@@ -420,4 +420,21 @@ pub(crate) fn compression(file: &ConfigFile, src: &Source) -> Result<Compression
         }
     }
     Ok(compression)
+}
+
+/// The sink's options as the `[output]` table gives them, with `compression` (checked).
+pub(crate) fn sink_options(file: &ConfigFile, src: &Source, compression: Compression) -> Result<SinkOptions> {
+    let o = &file.output;
+    Ok(SinkOptions::new(o.path.clone())
+        .with_overwrite(o.overwrite)
+        .with_compression(compression)
+        .with_chunk_frames(o.chunk_frames)
+        .with_shard_frames(o.shard_frames)
+        .with_adios2_engine(adios2_engine(file, src)?)
+        .with_queue(o.queue_limit, queue_full_policy(file, src)?)
+        .with_open_timeout(std::time::Duration::from_secs(o.open_timeout))
+        .with_compression_threads(o.compression_threads.unwrap_or_else(wgpipe_storage::default_compression_threads))
+        .with_fsync(o.fsync)
+        .with_xdmf(o.xdmf)
+        .with_swmr(o.swmr))
 }

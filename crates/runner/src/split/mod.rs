@@ -56,13 +56,15 @@ use std::time::Duration;
 use mpi::Threading;
 use mpi::topology::{CartesianCommunicator, SimpleCommunicator};
 use mpi::traits::Communicator;
-use wgpipe_compute::{Block, BlockAnalysis, BlockSim, FieldEncoding, GpuDevice, Grid, OutputDType};
-use wgpipe_storage::{DType, FieldSpec, MpiBlockSink, SinkOptions, StreamLayout};
+use wgpipe_compute::{
+    AnalysisSpec, Block, BlockAnalysis, BlockSim, FieldEncoding, GpuDevice, Grid, KernelSpec, OutputDType,
+};
+use wgpipe_storage::{Attributes, DType, FieldSpec, MpiBlockSink, SinkOptions, StreamLayout};
 
 use crate::analysis::Analysis;
 use crate::checkpoint::{SavedState, Saver};
 use crate::error::{Error, Result};
-use crate::job::{Job, Producer};
+use crate::job::{InitFn, Job, Producer};
 use crate::lockstep::Lockstep;
 use checkpoints::GatherToRankZero;
 use source::BlockFrames;
@@ -254,45 +256,13 @@ impl SplitDomain {
         self,
         encoding: FieldEncoding,
         steps_per_frame: u32,
-        mut jobs: Vec<Job>,
+        jobs: Vec<Job>,
         devices: usize,
         (analysis, grid_fields): (&Analysis, usize),
         layout: &mut StreamLayout,
     ) -> Result<SplitRun> {
-        if devices != 1 {
-            return Err(Error::Invalid(format!(
-                "a split domain runs its block on one device per rank, and {} were given: open one \
-                 (.devices(selector, 1) or .gpus(vec![gpu]))",
-                devices
-            )));
-        }
-        match encoding {
-            FieldEncoding::Values(OutputDType::F32) => {}
-            FieldEncoding::Values(output_dtype) => {
-                return Err(Error::Invalid(format!(
-                    "fields would be stored as {output_dtype}: a run split over MPI ranks writes float32 fields; \
-                     use .output_dtype(OutputDType::F32) (or run it in one process)"
-                )));
-            }
-            FieldEncoding::Zfp(_) => {
-                return Err(Error::Invalid(
-                    "ZFP on the device encodes a whole grid's fields, and this run splits the grid over MPI \
-                     ranks: compress on the host (output.compress_on = \"host\"), or run it in one process"
-                        .to_owned(),
-                ));
-            }
-        }
-        let (Some(job), true) = (jobs.pop(), jobs.is_empty()) else {
-            return Err(Error::Invalid(
-                "a split domain runs one stream: give one kernel job (.gray_scott_3d(..), .kernel(..) or one job)"
-                    .to_owned(),
-            ));
-        };
-        let Job { name, producer: Producer::Kernel { kernel, init }, mut attributes, resume } = job else {
-            return Err(Error::Invalid(
-                "a split domain runs a field kernel on its blocks, not a frame source".to_owned(),
-            ));
-        };
+        check_split_run(devices, encoding)?;
+        let KernelJob { name, kernel, init, mut attributes, resume } = one_kernel_job(jobs)?;
         let fields = kernel.fields.len();
         let block_of = |saved: SavedState| -> Result<SavedState> {
             let state = self.topology.block.extract(&checkpoints::values(&saved.state), fields)?;
@@ -301,7 +271,7 @@ impl SplitDomain {
         let resume = resume.map(block_of).transpose()?;
         let names: Vec<String> = layout.fields.iter().take(grid_fields).map(|f| f.name.clone()).collect();
         let stored = kernel.field_indices(&names)?;
-        let (block, ranks) = (self.topology.block.clone(), self.ranks());
+        let block = self.topology.block.clone();
         // The grid's fields are the whole grid's, written block by block; the reductions are
         // the whole grid's (combined over the ranks, see `source.rs`), every rank holding them.
         // The axes' names as a whole grid's layout names them (`layout.rs`).
@@ -309,48 +279,23 @@ impl SplitDomain {
         let reductions =
             if analysis.is_empty() { Vec::new() } else { analysis.stored_fields(&kernel, block.global(), &dims)? };
         let analysis = if analysis.is_empty() { None } else { Some(analysis.spec(&kernel)?) };
-        if let Some(spec) = analysis.as_ref().filter(|s| !s.starts_coarse_cells(block.offset())) {
-            let k = spec.factor();
-            return Err(Error::Invalid(format!(
-                "analysis.downsample = {k} with a domain split over MPI ranks needs every block to start at a \
-                 multiple of {k} on every axis (so that each coarse cell lies in one block); the block at {:?} of \
-                 the decomposition {} does not: choose a grid.decomposition whose blocks do, or another factor",
-                block.offset(),
-                self.decomposition_text()
-            )));
+        if let Some(spec) = analysis.as_ref() {
+            self.check_coarse_cells(spec)?;
         }
         layout.fields.truncate(grid_fields);
-        let mut produced = layout.clone();
-        // A downsampled field is the block's own coarse cells (`BlockAnalysis`): its block of
-        // the whole grid's coarse field, told apart by that field's shape, as the block sinks
-        // tell it (`MpiBlockSink::downsampled`).
-        let coarse = analysis.as_ref().filter(|s| s.factor() > 1).map(|s| (s.coarse_shape(block.global()), s));
-        produced.fields.extend(reductions.iter().cloned().map(|mut f| {
-            if let Some((whole, spec)) = &coarse
-                && f.shape == *whole
-            {
-                f.shape = spec.coarse_shape(block.grid());
-            }
-            f
-        }));
+        let produced = block_layout(layout, &reductions, analysis.as_ref(), &block);
         let frame_bytes = produced.frame_bytes()?;
         for f in &mut layout.fields {
             f.shape = block.global().shape().to_vec();
         }
         layout.fields.extend(reductions);
-        // What differs between ranks stays out of the file every rank writes.
-        layout.attributes.remove("adapters");
+        self.shared_attributes(layout);
         attributes.remove("device");
-        for s in &mut layout.streams {
-            s.attributes.remove("device");
-        }
-        layout.attributes.insert("mpi_ranks".to_owned(), (ranks as u64).into());
-        layout.attributes.insert("decomposition".to_owned(), self.decomposition_text().into());
 
         let votes = MpiVotes { topology: Arc::clone(&self.topology) };
         let saver = Box::new(GatherToRankZero { topology: Arc::clone(&self.topology), fields });
         let lockstep = Lockstep { agreement: Arc::new(votes), frame_bytes, cells: block.cells() as u64 };
-        let (topology, times, steps_per_frame) = (self.topology, self.times, steps_per_frame);
+        let (topology, times) = (self.topology, self.times);
         let job = Job::from_source(name, move |gpu: &GpuDevice| {
             let initial = block.extract(&init(block.global()), fields)?;
             let sim = BlockSim::new(gpu, &kernel, &block, &initial)?;
@@ -360,4 +305,101 @@ impl SplitDomain {
         });
         Ok(SplitRun { jobs: vec![Job { attributes, resume, ..job }], produced, lockstep, saver })
     }
+
+    /// Errors unless every coarse cell of `spec`'s downsampling lies in one block: the
+    /// block starts at a multiple of the factor on every axis.
+    fn check_coarse_cells(&self, spec: &AnalysisSpec) -> Result<()> {
+        let block = &self.topology.block;
+        if spec.starts_coarse_cells(block.offset()) {
+            return Ok(());
+        }
+        let k = spec.factor();
+        Err(Error::Invalid(format!(
+            "analysis.downsample = {k} with a domain split over MPI ranks needs every block to start at a \
+             multiple of {k} on every axis (so that each coarse cell lies in one block); the block at {:?} of \
+             the decomposition {} does not: choose a grid.decomposition whose blocks do, or another factor",
+            block.offset(),
+            self.decomposition_text()
+        )))
+    }
+
+    /// `layout`'s attributes as every rank writes them: what differs between ranks (their
+    /// adapters and devices) left out, the ranks and the decomposition added.
+    fn shared_attributes(&self, layout: &mut StreamLayout) {
+        layout.attributes.remove("adapters");
+        for s in &mut layout.streams {
+            s.attributes.remove("device");
+        }
+        layout.attributes.insert("mpi_ranks".to_owned(), (self.ranks() as u64).into());
+        layout.attributes.insert("decomposition".to_owned(), self.decomposition_text().into());
+    }
+}
+
+/// Errors unless a split run has what it needs: one device per rank, and fields stored as
+/// float32 values (ZFP on the device encodes a whole grid's fields).
+fn check_split_run(devices: usize, encoding: FieldEncoding) -> Result<()> {
+    if devices != 1 {
+        return Err(Error::Invalid(format!(
+            "a split domain runs its block on one device per rank, and {devices} were given: open one \
+             (.devices(selector, 1) or .gpus(vec![gpu]))"
+        )));
+    }
+    match encoding {
+        FieldEncoding::Values(OutputDType::F32) => Ok(()),
+        FieldEncoding::Values(output_dtype) => Err(Error::Invalid(format!(
+            "fields would be stored as {output_dtype}: a run split over MPI ranks writes float32 fields; \
+             use .output_dtype(OutputDType::F32) (or run it in one process)"
+        ))),
+        FieldEncoding::Zfp(_) => Err(Error::Invalid(
+            "ZFP on the device encodes a whole grid's fields, and this run splits the grid over MPI \
+             ranks: compress on the host (output.compress_on = \"host\"), or run it in one process"
+                .to_owned(),
+        )),
+    }
+}
+
+/// The parts of a split run's one job: a field kernel's.
+struct KernelJob {
+    name: String,
+    kernel: KernelSpec,
+    init: InitFn,
+    attributes: Attributes,
+    resume: Option<SavedState>,
+}
+
+/// The one kernel job of `jobs`, or why a split domain cannot run them.
+fn one_kernel_job(mut jobs: Vec<Job>) -> Result<KernelJob> {
+    let (Some(job), true) = (jobs.pop(), jobs.is_empty()) else {
+        return Err(Error::Invalid(
+            "a split domain runs one stream: give one kernel job (.gray_scott_3d(..), .kernel(..) or one job)"
+                .to_owned(),
+        ));
+    };
+    let Job { name, producer: Producer::Kernel { kernel, init }, attributes, resume } = job else {
+        return Err(Error::Invalid("a split domain runs a field kernel on its blocks, not a frame source".to_owned()));
+    };
+    Ok(KernelJob { name, kernel, init, attributes, resume })
+}
+
+/// The layout of the frames a rank produces: `layout`'s grid fields (its block's shape,
+/// [`SplitDomain::sized_grid`]), then the `reductions`, a downsampled field as the block's
+/// own coarse cells (`BlockAnalysis`): its block of the whole grid's coarse field, told apart
+/// by that field's shape, as the block sinks tell it (`MpiBlockSink::downsampled`).
+fn block_layout(
+    layout: &StreamLayout,
+    reductions: &[FieldSpec],
+    analysis: Option<&AnalysisSpec>,
+    block: &Block,
+) -> StreamLayout {
+    let mut produced = layout.clone();
+    let coarse = analysis.filter(|s| s.factor() > 1).map(|s| (s.coarse_shape(block.global()), s));
+    produced.fields.extend(reductions.iter().cloned().map(|mut f| {
+        if let Some((whole, spec)) = &coarse
+            && f.shape == *whole
+        {
+            f.shape = spec.coarse_shape(block.grid());
+        }
+        f
+    }));
+    produced
 }

@@ -228,89 +228,98 @@ struct Token {
     column: usize,
 }
 
+/// The tokens of `text`, each with its column (from 1).
 fn tokenize(text: &str) -> Result<Vec<Token>, TriggerError> {
     let chars: Vec<char> = text.chars().collect();
     let mut tokens = Vec::new();
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
-        let column = i + 1;
-        let two: String = chars[i..chars.len().min(i + 2)].iter().collect();
-        let (kind, len) = if c.is_whitespace() {
+        if c.is_whitespace() {
             i += 1;
             continue;
-        } else if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) {
-            let mut end = i;
-            while end < chars.len() && (chars[end].is_ascii_digit() || chars[end] == '.') {
-                end += 1;
-            }
-            // An exponent: e, an optional sign, digits.
-            if end < chars.len() && matches!(chars[end], 'e' | 'E') {
-                let mut e = end + 1;
-                if e < chars.len() && matches!(chars[e], '+' | '-') {
-                    e += 1;
-                }
-                if !(e < chars.len() && chars[e].is_ascii_digit()) {
-                    return Err(TriggerError {
-                        column: end + 1,
-                        message: "the exponent needs digits, e.g. 1e-3".to_owned(),
-                    });
-                }
-                while e < chars.len() && chars[e].is_ascii_digit() {
-                    e += 1;
-                }
-                end = e;
-            }
-            let s: String = chars[i..end].iter().collect();
-            let n = s.parse::<f64>().map_err(|_| TriggerError { column, message: format!("{s:?} is not a number") })?;
-            (Kind::Number(n), end - i)
+        }
+        let (kind, len) = if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) {
+            number(&chars, i)?
         } else if c.is_ascii_alphabetic() || c == '_' {
-            let mut end = i;
-            while end < chars.len() && (chars[end].is_ascii_alphanumeric() || chars[end] == '_') {
-                end += 1;
-            }
-            let s: String = chars[i..end].iter().collect();
-            let kind = match s.as_str() {
-                "and" => Kind::And,
-                "or" => Kind::Or,
-                "not" => Kind::Not,
-                _ => Kind::Name(s),
-            };
-            (kind, end - i)
+            word(&chars, i)
         } else {
-            match (two.as_str(), c) {
-                ("<=", _) => (Kind::Compare(Compare::Le), 2),
-                (">=", _) => (Kind::Compare(Compare::Ge), 2),
-                ("==", _) => (Kind::Compare(Compare::Eq), 2),
-                ("!=", _) => (Kind::Compare(Compare::Ne), 2),
-                ("&&", _) => (Kind::And, 2),
-                ("||", _) => (Kind::Or, 2),
-                (_, '<') => (Kind::Compare(Compare::Lt), 1),
-                (_, '>') => (Kind::Compare(Compare::Gt), 1),
-                (_, '!') => (Kind::Not, 1),
-                (_, '+') => (Kind::Arith(Arith::Add), 1),
-                (_, '-') => (Kind::Arith(Arith::Sub), 1),
-                (_, '*') => (Kind::Arith(Arith::Mul), 1),
-                (_, '/') => (Kind::Arith(Arith::Div), 1),
-                (_, '(') => (Kind::Open, 1),
-                (_, ')') => (Kind::Close, 1),
-                (_, '=') => {
-                    return Err(TriggerError { column, message: "`=` assigns nothing here: compare with `==`".into() });
-                }
-                _ => {
-                    return Err(TriggerError {
-                        column,
-                        message: format!(
-                            "unexpected {c:?}: write names, numbers, + - * /, < <= > >= == !=, and, or, not, ( )"
-                        ),
-                    });
-                }
-            }
+            operator(&chars, i)?
         };
-        tokens.push(Token { kind, column });
+        tokens.push(Token { kind, column: i + 1 });
         i += len;
     }
     Ok(tokens)
+}
+
+/// The number starting at `chars[i]` (digits and dots, then an optional exponent: e, an
+/// optional sign, digits), and its length.
+fn number(chars: &[char], i: usize) -> Result<(Kind, usize), TriggerError> {
+    let digits_from = |mut end: usize, dot: bool| {
+        while end < chars.len() && (chars[end].is_ascii_digit() || (dot && chars[end] == '.')) {
+            end += 1;
+        }
+        end
+    };
+    let mut end = digits_from(i, true);
+    if end < chars.len() && matches!(chars[end], 'e' | 'E') {
+        let mut e = end + 1;
+        if e < chars.len() && matches!(chars[e], '+' | '-') {
+            e += 1;
+        }
+        if !(e < chars.len() && chars[e].is_ascii_digit()) {
+            return Err(TriggerError { column: end + 1, message: "the exponent needs digits, e.g. 1e-3".to_owned() });
+        }
+        end = digits_from(e, false);
+    }
+    let s: String = chars[i..end].iter().collect();
+    let n = s.parse::<f64>().map_err(|_| TriggerError { column: i + 1, message: format!("{s:?} is not a number") })?;
+    Ok((Kind::Number(n), end - i))
+}
+
+/// The name or keyword (`and`, `or`, `not`) starting at `chars[i]`, and its length.
+fn word(chars: &[char], i: usize) -> (Kind, usize) {
+    let len = chars[i..].iter().take_while(|c| c.is_ascii_alphanumeric() || **c == '_').count();
+    let s: String = chars[i..i + len].iter().collect();
+    let kind = match s.as_str() {
+        "and" => Kind::And,
+        "or" => Kind::Or,
+        "not" => Kind::Not,
+        _ => Kind::Name(s),
+    };
+    (kind, len)
+}
+
+/// The operator or parenthesis at `chars[i]`, and its length.
+fn operator(chars: &[char], i: usize) -> Result<(Kind, usize), TriggerError> {
+    let c = chars[i];
+    let two: String = chars[i..chars.len().min(i + 2)].iter().collect();
+    Ok(match (two.as_str(), c) {
+        ("<=", _) => (Kind::Compare(Compare::Le), 2),
+        (">=", _) => (Kind::Compare(Compare::Ge), 2),
+        ("==", _) => (Kind::Compare(Compare::Eq), 2),
+        ("!=", _) => (Kind::Compare(Compare::Ne), 2),
+        ("&&", _) => (Kind::And, 2),
+        ("||", _) => (Kind::Or, 2),
+        (_, '<') => (Kind::Compare(Compare::Lt), 1),
+        (_, '>') => (Kind::Compare(Compare::Gt), 1),
+        (_, '!') => (Kind::Not, 1),
+        (_, '+') => (Kind::Arith(Arith::Add), 1),
+        (_, '-') => (Kind::Arith(Arith::Sub), 1),
+        (_, '*') => (Kind::Arith(Arith::Mul), 1),
+        (_, '/') => (Kind::Arith(Arith::Div), 1),
+        (_, '(') => (Kind::Open, 1),
+        (_, ')') => (Kind::Close, 1),
+        (_, '=') => {
+            let message = "`=` assigns nothing here: compare with `==`".into();
+            return Err(TriggerError { column: i + 1, message });
+        }
+        _ => {
+            let message =
+                format!("unexpected {c:?}: write names, numbers, + - * /, < <= > >= == !=, and, or, not, ( )");
+            return Err(TriggerError { column: i + 1, message });
+        }
+    })
 }
 
 struct Parser {
