@@ -17,7 +17,6 @@ use anyhow::Context as _;
 use wgpipe::compute::gray_scott_3d::GrayScott3dParams;
 use wgpipe::compute::{DeviceSelector, open_devices};
 use wgpipe::split::SplitDomain;
-use wgpipe::storage::mpi::{self, Threading};
 use wgpipe::storage::{Hdf5Sink, SinkOptions};
 use wgpipe::{Pipeline, PipelineBuilder};
 
@@ -52,8 +51,9 @@ pub fn run(path: &Path, one_process: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     // The device thread (halo exchange, votes) and the writer thread (collective writes)
-    // call MPI at the same time.
-    let (universe, _) = mpi::initialize_with_threading(Threading::Multiple).context("MPI was initialised already")?;
+    // call MPI at the same time; a panic on a rank aborts the job instead of leaving the
+    // other ranks waiting.
+    let universe = wgpipe::ranks::initialize()?;
     let split = SplitDomain::new(&universe.world(), &SHAPE, None)?;
     if split.rank() == 0 {
         println!("{}", split.describe());

@@ -41,6 +41,8 @@ mod plan;
 mod pool;
 mod preflight;
 mod progress;
+#[cfg(feature = "mpi")]
+pub mod ranks;
 mod report;
 mod run_state;
 mod settings;

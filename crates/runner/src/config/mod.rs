@@ -17,6 +17,8 @@ mod decomposition;
 mod kernel;
 mod launch;
 mod model;
+#[cfg(feature = "mpi")]
+mod mpi_sinks;
 mod resume;
 mod source;
 mod validate;

@@ -22,17 +22,16 @@
 //!
 //! MPI must be initialised with `Threading::Multiple`: the device thread (exchange, votes)
 //! and the writer thread (collective writes) call MPI at the same time, each on a
-//! communicator of its own. A rank that panics leaves the others waiting: install a panic
-//! hook that calls `MPI_Abort` (`SimpleCommunicator::world().abort(..)`).
+//! communicator of its own. A rank that panics leaves the others waiting unless a panic hook
+//! calls `MPI_Abort`: [`crate::ranks::initialize`] does both.
 //!
 //! ```no_run
 //! use wgpipe::compute::gray_scott_3d::GrayScott3dParams;
 //! use wgpipe::split::SplitDomain;
 //! use wgpipe::storage::SinkOptions;
-//! use wgpipe::storage::mpi::{self, Threading};
 //! use wgpipe::Pipeline;
 //!
-//! let (universe, _) = mpi::initialize_with_threading(Threading::Multiple).ok_or("MPI twice")?;
+//! let universe = wgpipe::ranks::initialize()?;
 //! let split = SplitDomain::new(&universe.world(), &[32, 32, 32], None)?;
 //! let report = Pipeline::builder()
 //!     .shape([32, 32, 32])
@@ -46,6 +45,7 @@
 mod checkpoints;
 mod decompose;
 mod exchange;
+mod figures;
 mod reductions;
 mod source;
 mod votes;
@@ -67,6 +67,7 @@ use crate::error::{Error, Result};
 use crate::job::{InitFn, Job, Producer};
 use crate::lockstep::Lockstep;
 use checkpoints::GatherToRankZero;
+pub use figures::{SplitFigures, SplitSeconds};
 use source::BlockFrames;
 use votes::MpiVotes;
 

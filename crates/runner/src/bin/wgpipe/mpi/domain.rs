@@ -5,12 +5,9 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use wgpipe::config::Config;
-use wgpipe::split::SplitDomain;
-use wgpipe::storage::Sink;
-use wgpipe::storage::mpi::collective::SystemOperation;
-use wgpipe::storage::mpi::traits::CommunicatorCollectives;
+use wgpipe::split::{SplitDomain, SplitSeconds};
 use wgpipe::{Error, RunReport, StopHandle};
 
 use super::{World, agree_on_output};
@@ -24,46 +21,18 @@ pub fn is_split(config: &Config) -> bool {
     config.runs().is_empty()
 }
 
-/// The checks only a split run has, alike on every rank.
-fn check(config: &Config, args: &RunArgs) -> anyhow::Result<()> {
-    let shape = config.grid_shape();
-    if shape.len() != 3 {
-        bail!(
-            "{}: grid.shape: under mpirun a single run is split over the ranks, which needs a 3-D grid \
-             ([nz, ny, nx]); this one is {}-D: run it without mpirun, or give [[runs]] or a [sweep] to share \
-             runs over the ranks",
-            config.origin("grid.shape"),
-            shape.len()
-        );
-    }
-    if args.resume && !matches!(config.sink_name(), "hdf5" | "zarr") {
-        bail!(
-            "{}: --resume continues a split run in an HDF5 file or a Zarr store only (output.sink = \"hdf5\" or \
-             \"zarr\"); run it again",
-            config.origin("output.sink")
-        );
-    }
-    match config.sink_name() {
-        "hdf5" | "zarr" | "null" => Ok(()),
-        other => bail!(
-            "{}: output.sink = {other:?} cannot hold a domain split over MPI ranks: use hdf5 (one file, every \
-             rank writing its block), zarr (one store, every rank writing its chunks) or null",
-            config.origin("output.sink")
-        ),
-    }
-}
-
 /// The split run on every rank; `plan` is checked and agreed on by every rank.
 pub fn run(args: &RunArgs, world: &World, plan: Launch) -> anyhow::Result<ExitCode> {
     let config = &plan.config;
-    world.agree("planning the split domain", check(config, args))?;
+    world.agree("planning the split domain", config.check_split_run(args.resume).map_err(anyhow::Error::from))?;
     let decomposition = config.decomposition().and_then(|d| <[usize; 3]>::try_from(d).ok());
     let split = SplitDomain::new(&world.comm, config.grid_shape(), decomposition).map_err(anyhow::Error::from);
     let split = world.agree("placing its block", split)?;
     if world.rank() == 0 {
         out!("{}", split.describe());
     }
-    let sink = world.agree("opening the output", block_sinks(config, args, &plan, &split))?;
+    let sinks = config.open_block_sinks(args.resume, plan.kept_fields.clone(), &split).map_err(anyhow::Error::from);
+    let sink = world.agree("opening the output", sinks)?;
     let stop = StopHandle::default();
     let built = config
         .builder()
@@ -110,52 +79,28 @@ pub fn run(args: &RunArgs, world: &World, plan: Launch) -> anyhow::Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
-/// Every rank's sinks, opened in the same order on every rank (with output.every or
-/// output.when, the fields' output then the reductions'), each taking a communicator of its
-/// own, collectively: each rank writes its block (and, with analysis.downsample, its block's
-/// coarse cells of the downsampled fields).
-fn block_sinks(config: &Config, args: &RunArgs, plan: &Launch, split: &SplitDomain) -> anyhow::Result<Box<dyn Sink>> {
-    let kept = plan.kept_fields.clone();
-    let (grid, k) = (split.block().global().shape().to_vec(), config.analysis().downsample.max(1) as usize);
-    let sink = config.open_sink_with(args.resume, kept, (0, 1), |options| -> wgpipe::storage::Result<Box<dyn Sink>> {
-        Ok(match config.sink_name() {
-            "hdf5" => Box::new(split.block_sink(options).downsampled(&grid, k)),
-            #[cfg(feature = "zarr")]
-            "zarr" => Box::new(split.zarr_block_sink(options).downsampled(&grid, k)),
-            _ => Box::new(split.null_block_sink().downsampled(&grid, k)),
-        })
-    });
-    Ok(sink?)
-}
-
-/// What the ranks did together, printed by rank 0: the frames every rank wrote (returned),
-/// the slowest rank's times, the bytes not stored.
+/// What the ranks did together ([`SplitDomain::gather_figures`]), printed by rank 0: the
+/// frames every rank wrote (returned), the slowest rank's times, the bytes not stored.
 fn summarise(world: &World, config: &Config, result: &wgpipe::Result<RunReport>, split: &SplitDomain) -> u64 {
     let report = match result {
         Ok(r) => r,
         Err(Error::Interrupted { report } | Error::Failed { report, .. }) => report.as_ref(),
         Err(_) => &RunReport::default(),
     };
-    let mut frames = 0u64;
-    world.comm.all_reduce_into(&report.written_frames(), &mut frames, SystemOperation::min());
-    let mut slowest = [0f64; 6];
-    world.comm.all_reduce_into(&times(report, split)[..], &mut slowest[..], SystemOperation::max());
-    // Every rank skips the same frames; each skips its own block's bytes of them.
-    let mut skipped_bytes = 0u64;
-    world.comm.all_reduce_into(&report.sink.skipped_bytes, &mut skipped_bytes, SystemOperation::sum());
+    let figures = split.gather_figures(report);
     if world.rank() == 0 {
-        print_report(config, frames, slowest, split.ranks());
+        print_report(config, figures.frames, figures.slowest, split.ranks());
         if report.sink.skipped_frames > 0 {
             out!(
                 "fields not stored (output.every, output.when): {} of {} frames, {:.1} MB saved",
                 report.sink.skipped_frames,
                 report.sink.frames,
-                skipped_bytes as f64 / 1e6
+                figures.skipped_bytes as f64 / 1e6
             );
         }
         out!("output: {}", config.shown_outputs());
     }
-    frames
+    figures.frames
 }
 
 /// How an interrupted split run continues, by its sink.
@@ -174,18 +119,9 @@ fn how_to_continue(config: &Config) -> &'static str {
     }
 }
 
-/// This rank's seconds: the kernel (its steps and the block's readback), the halo (faces
-/// read back, the exchange, the ghosts written), the MPI exchange alone, the writes, closing
-/// the file, and the run's wall time.
-fn times(report: &RunReport, split: &SplitDomain) -> [f64; 6] {
-    let (halo, mpi) = split.halo_seconds();
-    let device: f64 = report.devices.iter().map(|d| d.compute_seconds).sum();
-    [(device - halo).max(0.0), halo, mpi, report.write_seconds(), report.finish_seconds, report.wall_seconds]
-}
-
 /// Prints the run's figures (rank 0): the slowest rank's time per frame in each part.
-fn print_report(config: &Config, frames: u64, t: [f64; 6], ranks: usize) {
-    let [compute, halo, mpi, write, close, wall] = t;
+fn print_report(config: &Config, frames: u64, t: SplitSeconds, ranks: usize) {
+    let SplitSeconds { compute, halo, mpi, write, close, wall } = t;
     let cells: f64 = config.grid_shape().iter().map(|&n| n as f64).product();
     let steps = frames as f64 * f64::from(config.file.run.steps_per_frame);
     let per = |s: f64| if frames == 0 { 0.0 } else { s * 1e3 / frames as f64 };

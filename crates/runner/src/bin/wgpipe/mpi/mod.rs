@@ -13,21 +13,18 @@ mod domain;
 mod rank_progress;
 mod report;
 
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, anyhow, bail};
 use wgpipe::config::Config;
+use wgpipe::ranks::{RankFigures, RankOutcome, failed_ranks, gather_figures, same_as_rank_zero};
 use wgpipe::storage::mpi::environment::Universe;
 use wgpipe::storage::mpi::topology::SimpleCommunicator;
-use wgpipe::storage::mpi::traits::{Communicator, CommunicatorCollectives, Root};
-use wgpipe::storage::mpi::{self as mpi_crate, Threading};
-use wgpipe::storage::{MpiHdf5Sink, Sink, open_sink};
+use wgpipe::storage::mpi::traits::Communicator;
 use wgpipe::{Error, StopHandle};
 
 use crate::run::{INTERRUPTED, RunArgs, plan};
-use wgpipe::config::Launch;
 
 /// An error already reported on stderr by the rank that met it (or by rank 0): `main` exits
 /// with a failure without printing it again.
@@ -50,25 +47,11 @@ pub struct World {
 }
 
 impl World {
-    /// Initialises MPI and installs a panic hook that aborts the whole job: a panicking rank
-    /// would otherwise leave the others waiting in a collective call forever.
+    /// Initialises MPI for a run's threads, a panic on any rank aborting the whole job
+    /// ([`wgpipe::ranks::initialize`]).
     pub fn init() -> anyhow::Result<Self> {
-        let (universe, granted) = mpi_crate::initialize_with_threading(Threading::Multiple)
-            .ok_or_else(|| anyhow!("MPI was initialised twice"))?;
-        if granted != Threading::Multiple {
-            bail!(
-                "this MPI library grants thread level {granted:?}, wgpipe needs Multiple \
-                 (its writer and progress threads call MPI): use an MPI built with thread support (MPICH is)"
-            );
-        }
+        let universe = wgpipe::ranks::initialize()?;
         let comm = universe.world();
-        let (rank, size) = (comm.rank(), comm.size());
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            previous(info);
-            say!("error: MPI rank {rank} of {size} panicked: aborting the whole job");
-            SimpleCommunicator::world().abort(101);
-        }));
         Ok(World { _universe: universe, comm })
     }
 
@@ -81,18 +64,11 @@ impl World {
         self.comm.rank().max(0) as usize
     }
 
-    /// The ranks whose `ok` is false (collective).
-    fn failed(&self, ok: bool) -> Vec<usize> {
-        let mut all = vec![0u8; self.size()];
-        self.comm.all_gather_into(&u8::from(ok), &mut all[..]);
-        all.iter().enumerate().filter(|(_, ok)| **ok == 0).map(|(r, _)| r).collect()
-    }
-
     /// Every rank learns whether every rank succeeded (collective). A rank that failed
     /// returns its error naming itself; rank 0, if it did not fail, names the ranks that did;
     /// the others return [`Reported`].
     fn agree<T>(&self, step: &str, result: anyhow::Result<T>) -> anyhow::Result<T> {
-        let failed = self.failed(result.is_ok());
+        let failed = failed_ranks(&self.comm, result.is_ok());
         let (rank, size) = (self.rank(), self.size());
         match result {
             Err(e) => Err(e.context(format!("MPI rank {rank} of {size}, {step}"))),
@@ -105,22 +81,11 @@ impl World {
     }
 }
 
-/// A fingerprint of what the sink will create and where, for checking that every rank agrees
-/// (ranks started with different configs or `--set` would create different files, or the
-/// same file differently, and hang).
-fn output_fingerprint(config: &Config, layout: &wgpipe::storage::StreamLayout) -> u64 {
-    let mut h = DefaultHasher::new();
-    format!("{} {:?} {layout:?}", config.sink_name(), config.sink_options()).hash(&mut h);
-    h.finish()
-}
-
-/// Every rank checks, collectively, that it would create the output rank 0 would
-/// ([`output_fingerprint`]); a rank that differs is named before any file is touched.
+/// Every rank checks, collectively, that it would create the output rank 0 would (what the
+/// sink creates and where); a rank that differs is named before any file is touched.
 fn agree_on_output(world: &World, config: &Config, layout: &wgpipe::storage::StreamLayout) -> anyhow::Result<()> {
-    let own = output_fingerprint(config, layout);
-    let mut hash = own;
-    world.comm.process_at_rank(0).broadcast_into(&mut hash);
-    let same = if hash == own {
+    let fingerprint = format!("{} {:?} {layout:?}", config.sink_name(), config.sink_options());
+    let same = if same_as_rank_zero(&world.comm, &fingerprint) {
         Ok(())
     } else {
         Err(anyhow!(
@@ -128,25 +93,6 @@ fn agree_on_output(world: &World, config: &Config, layout: &wgpipe::storage::Str
         ))
     };
     world.agree("comparing the ranks' outputs", same)
-}
-
-/// The sink every rank writes through: the shared HDF5 file (with `output.every`, the fields'
-/// file and the reductions' beside it, each shared), or nothing.
-fn shared_sink(plan: &Launch, world: &World, append: bool) -> anyhow::Result<Box<dyn Sink>> {
-    let config = &plan.config;
-    let kept = plan.kept_fields.clone();
-    let shard = (world.rank(), world.size());
-    match config.sink_name() {
-        // Every rank opens the outputs in the same order: each duplicate is collective.
-        "hdf5" => Ok(config.open_sink_with(append, kept, shard, |options| {
-            Ok(Box::new(MpiHdf5Sink::new(options, world.comm.duplicate())))
-        })?),
-        "null" => Ok(config.open_sink_with(append, kept, shard, |options| open_sink("null", &options))?),
-        other => bail!(
-            "{}: output.sink = {other:?} cannot be shared by MPI ranks: use hdf5 (one file for all ranks) or null",
-            config.origin("output.sink")
-        ),
-    }
 }
 
 /// Whether the config names a `grid.decomposition`: such a run goes through the split-domain
@@ -172,7 +118,8 @@ pub fn run(args: &RunArgs, world: &World) -> anyhow::Result<ExitCode> {
         return domain::run(args, world, plan);
     }
     let stop = StopHandle::default();
-    let built = shared_sink(&plan, world, args.resume).and_then(|sink| {
+    let shared = plan.config.open_shared_sink(args.resume, plan.kept_fields.clone(), &world.comm);
+    let built = shared.map_err(anyhow::Error::from).and_then(|sink| {
         let config = &plan.config;
         let builder = config
             .builder()
@@ -189,20 +136,19 @@ pub fn run(args: &RunArgs, world: &World) -> anyhow::Result<ExitCode> {
 
     let on_ctrl_c = stop.clone();
     ctrlc::set_handler(move || on_ctrl_c.stop()).context("cannot install the Ctrl-C handler")?;
-    let reporter =
-        rank_progress::Reporter::start(world.comm.duplicate(), Arc::clone(&pipeline.progress()), args.progress);
+    let reporter = rank_progress::start(world, Arc::clone(&pipeline.progress()), args.progress);
     let result = pipeline.run();
     reporter.finish();
 
     let config = &plan.config;
     let shown = config.shown_outputs();
     let (outcome, summary) = match &result {
-        Ok(r) => (report::Outcome::Done, Some(r)),
-        Err(Error::Interrupted { report }) => (report::Outcome::Interrupted, Some(report.as_ref())),
-        Err(Error::Failed { report, .. }) => (report::Outcome::Failed(result_text(&result)), Some(report.as_ref())),
-        Err(_) => (report::Outcome::Failed(result_text(&result)), None),
+        Ok(r) => (RankOutcome::Done, Some(r)),
+        Err(Error::Interrupted { report }) => (RankOutcome::Interrupted, Some(report.as_ref())),
+        Err(e @ Error::Failed { report, .. }) => (RankOutcome::Failed(e.to_string()), Some(report.as_ref())),
+        Err(e) => (RankOutcome::Failed(e.to_string()), None),
     };
-    let all = report::gather(&world.comm, &report::RankFigures::new(rank, summary, outcome));
+    let all = gather_figures(&world.comm, &RankFigures::new(rank, summary, outcome));
     if rank == 0 {
         report::print(&all, &shown);
     }
@@ -225,12 +171,4 @@ pub fn run(args: &RunArgs, world: &World) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(INTERRUPTED));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The error text of a failed run.
-fn result_text<T>(result: &Result<T, Error>) -> String {
-    match result {
-        Ok(_) => String::new(),
-        Err(e) => e.to_string(),
-    }
 }
