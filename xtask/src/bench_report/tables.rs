@@ -154,6 +154,11 @@ pub fn megabytes(bytes: f64) -> String {
     if bytes < 1e6 { format!("{:.0} KB", bytes / 1e3) } else { format!("{:.2} MB", bytes / 1e6) }
 }
 
+/// `s` (seconds) in seconds, or in milliseconds below one second.
+pub fn seconds(s: Summary) -> String {
+    if s.median >= 1.0 { format!("{} s", s.text(3)) } else { format!("{} ms", figure(s.scaled(1e3))) }
+}
+
 /// `s` with as many decimals as a figure of its size needs (three significant digits or
 /// more).
 pub fn figure(s: Summary) -> String {

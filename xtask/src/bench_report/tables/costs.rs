@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use super::super::json::BenchJson;
-use super::{Headline, Rendered, megabytes, region, rows_of, table};
+use super::{Headline, Rendered, megabytes, region, rows_of, seconds, table};
 
 /// The output's filesystem as the machine record names it.
 fn filesystem(f: &BenchJson) -> &str {
@@ -160,7 +160,7 @@ pub fn checkpoint_cost(f: &BenchJson) -> Result<Rendered> {
             "writer time per checkpoint (file written, renamed)".to_owned(),
             format!("{} ms", s("writer_ms_per_checkpoint", 2)?),
         ],
-        vec!["wall without checkpoints".to_owned(), format!("{} s", s("wall_seconds_without", 3)?)],
+        vec!["wall without checkpoints".to_owned(), seconds(f.summary(&format!("{c}.wall_seconds_without"))?)],
         vec!["wall with a checkpoint every frame / without".to_owned(), every.clone()],
         vec![
             format!("wall at Young's interval (MTBF {} s) / without", f.num(&format!("{c}.mtbf_seconds"))?),
@@ -192,7 +192,7 @@ pub fn analysis_cost(f: &BenchJson) -> Result<Rendered> {
     let (fields, reductions) =
         (f.num(&format!("{a}.field_bytes_per_frame"))?, f.num(&format!("{a}.analysis_bytes_per_frame"))?);
     let rows = vec![
-        vec!["GPU time without analysis".to_owned(), format!("{} s", s("compute_seconds_without", 4)?)],
+        vec!["GPU time without analysis".to_owned(), seconds(f.summary(&format!("{a}.compute_seconds_without"))?)],
         vec!["**GPU time with / without**".to_owned(), format!("**{ratio}**")],
         vec!["wall with / without".to_owned(), s("wall_ratio", 3)?],
         vec!["added per step".to_owned(), format!("{} µs", s("added_microseconds_per_step", 1)?)],
@@ -215,7 +215,11 @@ pub fn analysis_cost(f: &BenchJson) -> Result<Rendered> {
             .join(" and ")),
         f.num(&format!("{a}.pdf_bins"))?,
         f.num(&format!("{a}.reps"))?,
-        f.text(&format!("{a}.compute_source"))?
+        match f.text(&format!("{a}.compute_source"))? {
+            "GpuTimestamps" => "GPU timestamps",
+            "HostMeasured" => "host-measured times",
+            other => other,
+        }
     );
     let what = format!(
         "analysis on the device (u, v, 100-bin PDFs), {}³, GPU time with / without",
