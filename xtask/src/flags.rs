@@ -1,5 +1,5 @@
-//! The hand-parsed command lines of the xtask commands (no CLI dependency for a few tasks):
-//! `--flag value` and `--flag=value`, one reader for every command.
+//! The hand-parsed command line of `cargo xtask codegen`: `--flag value` and `--flag=value`
+//! (`bench`, `bench-report` and `soak` parse theirs with clap).
 
 use anyhow::{Context, Result};
 

@@ -2,8 +2,10 @@
 //!
 //! `main` only dispatches; each task lives in its own module.
 //!
-//! - `bench`: pipeline overhead, non-blocking I/O efficiency, sweep and microbenchmarks
-//!   (`cargo xtask bench --help`).
+//! - `bench`: pipeline overhead, non-blocking I/O efficiency, kernels, peers and the costs of
+//!   features, one subcommand per benchmark (`cargo xtask bench --help`).
+//! - `bench-report`: renders the benchmark page's tables from the benches' JSON files (in the
+//!   library, so that a test checks the page).
 //! - `soak`: many frames through every sink, failing if memory or descriptors grow
 //!   (`cargo xtask soak --help`).
 //! - `codegen`: writes the files generated from the source, such as the configuration
@@ -12,29 +14,40 @@
 mod bench;
 mod soak;
 
-use xtask::{codegen, flags};
-
 use std::process::ExitCode;
+
+use clap::Parser;
+use xtask::{bench_report, codegen};
+
+/// `cargo xtask <task>`.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask", about = "wgpipe's developer tasks")]
+enum Task {
+    /// Measure the pipeline, one subcommand per benchmark
+    Bench(bench::args::BenchCommand),
+    /// Render the tables of docs/src/benchmarks.md from docs/src/bench/*.json, or --check them
+    BenchReport(bench_report::Args),
+    /// Check that long runs do not leak
+    Soak(soak::args::Args),
+    /// Write the generated files, or --check them (cargo xtask codegen --help)
+    #[command(disable_help_flag = true)]
+    Codegen {
+        /// codegen's own arguments
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
 
 #[expect(unsafe_code, reason = "quiet_vulkan_display_probe changes the environment: before any thread")]
 fn main() -> ExitCode {
     // SAFETY: the first statement of `main`: no other thread exists yet. The benches' lines
     // stay free of Mesa's "error: XDG_RUNTIME_DIR is invalid" on a machine without a display.
     unsafe { wgpipe::compute::headless::quiet_vulkan_display_probe() };
-    let mut args = std::env::args().skip(1);
-    let result = match args.next().as_deref() {
-        Some("bench") => bench::main(args.collect()),
-        Some("soak") => soak::main(args.collect()),
-        Some("codegen") => codegen::main(args.collect()),
-        Some("help" | "--help" | "-h") | None => {
-            println!(
-                "usage: cargo xtask <task>\n\ntasks:\n  bench    measure the pipeline (cargo xtask bench --help)\n  \
-                 soak     check that long runs do not leak (cargo xtask soak --help)\n  \
-                 codegen  write the generated files, or --check them (cargo xtask codegen --help)"
-            );
-            return ExitCode::SUCCESS;
-        }
-        Some(other) => Err(anyhow::anyhow!("unknown task {other:?}: try `cargo xtask help`")),
+    let result = match Task::parse() {
+        Task::Bench(command) => bench::main(command),
+        Task::BenchReport(args) => bench_report::main(&args),
+        Task::Soak(args) => soak::main(args),
+        Task::Codegen { args } => codegen::main(args),
     };
     match result {
         Ok(code) => code,

@@ -23,10 +23,13 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// The tiny run's settings of the benches that stream frames: a 32x32 grid, 4 frames, 1 rep.
+const TINY: [&str; 8] = ["--rows", "32", "--cols", "32", "--frames", "4", "--reps", "1"];
+
+/// Runs `cargo xtask bench ARGS --json JSON` and returns the report, which records the command.
 fn bench(args: &[&str], json: &Path) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
         .arg("bench")
-        .args(["--rows", "32", "--cols", "32", "--frames", "4", "--reps", "1"])
         .args(args)
         .arg("--json")
         .arg(json)
@@ -35,7 +38,10 @@ fn bench(args: &[&str], json: &Path) -> serde_json::Value {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "bench {args:?} failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("LP_NUM_THREADS="), "the report says how lavapipe ran:\n{stdout}");
-    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).expect("valid JSON")
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).expect("valid JSON");
+    let command = report["command"].as_str().unwrap_or_default();
+    assert!(command.starts_with(&format!("cargo xtask bench {}", args[0])), "the report's command: {command:?}");
+    report
 }
 
 fn positive(v: &serde_json::Value, key: &str) -> f64 {
@@ -48,14 +54,15 @@ fn positive(v: &serde_json::Value, key: &str) -> f64 {
 fn null_and_raw_benches_write_their_ratios() {
     let _alone = one_at_a_time();
     let dir = scratch("bench");
-    let null = bench(&["--sink", "null"], &dir.join("null.json"));
+    let null = bench(&[&["overhead"][..], &TINY].concat(), &dir.join("null.json"));
     positive(&null, "overhead_ratio");
     assert!(null["machine"]["adapters"][0]["name"].is_string());
     assert!(null["micro"]["machinery_ns_per_frame_two_threads"]["median"].as_f64().unwrap() > 0.0);
 
     let out = dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
-    let raw = bench(&["--sink", "raw", "--out", out.to_str().unwrap()], &dir.join("raw.json"));
+    let raw =
+        bench(&[&["overlap", "raw"][..], &TINY, &["--out", out.to_str().unwrap()]].concat(), &dir.join("raw.json"));
     positive(&raw, "efficiency_ratio");
     // The cores' floor (lavapipe in CI: a CPU adapter) from CPU times the runs used: some,
     // and no more than the machine's cores could give over their wall times.
@@ -72,7 +79,7 @@ fn null_and_raw_benches_write_their_ratios() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// `--kernel` on one small 2-D grid: the shipped Gray-Scott, the `%` baseline, the shipped
+/// `bench kernel` on one small 2-D grid: the shipped Gray-Scott, the `%` baseline, the shipped
 /// kernel at the other width and a candidate (the kept shared-memory tile) run, report their
 /// rates, and end in the same bits.
 #[test]
@@ -80,7 +87,8 @@ fn kernel_bench_compares_and_checks_its_variants() {
     let _alone = one_at_a_time();
     let dir = scratch("kernel");
     let tile = concat!(env!("CARGO_MANIFEST_DIR"), "/src/bench/tile_gray_scott.wgsl");
-    let report = bench(&["--kernel", "--candidate", tile], &dir.join("kernel.json"));
+    let args = ["kernel", "--rows", "32", "--cols", "32", "--reps", "1", "--candidate", tile];
+    let report = bench(&args, &dir.join("kernel.json"));
     let case = &report["kernel"]["cases"][0];
     assert_eq!(case["grid"], serde_json::json!([32, 32]), "{case}");
     for variant in ["current", "baseline", "other-width", "candidate"] {
@@ -106,8 +114,9 @@ fn sweep_rows_carry_their_measured_theory() {
     // Compressed frames, so that even one step per frame computes in less time than the
     // writer takes and every target ratio of the sweep is reachable (the raw sink writes a
     // small frame faster than lavapipe computes a step, which leaves no row to measure).
-    let args = ["--sink", "hdf5", "--compression", "deflate:9", "--rows", "128", "--cols", "128", "--sweep", "--out"];
-    let json = bench(&[&args[..], &[out.to_str().unwrap()]].concat(), &dir.join("sweep.json"));
+    let args = ["overlap", "hdf5", "--compression", "deflate:9", "--rows", "128", "--cols", "128", "--frames", "4"];
+    let more = ["--reps", "1", "--sweep", "--out", out.to_str().unwrap()];
+    let json = bench(&[&args[..], &more].concat(), &dir.join("sweep.json"));
     let sweep = &json["sweep"];
     assert_eq!(sweep["reps"], 1);
     let measured: Vec<&serde_json::Value> =
@@ -135,7 +144,7 @@ fn sweep_rows_carry_their_measured_theory() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// `--sink hdf5 --against h5py`: both writers run (h5py in its own Python process), the ratio
+/// `bench peers h5py`: both writers run (h5py in its own Python process), the ratio
 /// is reported, and both files are gone afterwards.
 #[test]
 fn hdf5_against_h5py_reports_its_ratio_and_cleans_up() {
@@ -145,7 +154,7 @@ fn hdf5_against_h5py_reports_its_ratio_and_cleans_up() {
     std::fs::create_dir_all(&out).unwrap();
     let json = dir.join("h5py.json");
     let run = Command::new(env!("CARGO_BIN_EXE_xtask"))
-        .args(["bench", "--sink", "hdf5", "--against", "h5py", "--rows", "32", "--cols", "32", "--frames", "4"])
+        .args(["bench", "peers", "h5py", "--rows", "32", "--cols", "32", "--frames", "4"])
         .args(["--reps", "2", "--out", out.to_str().unwrap(), "--json", json.to_str().unwrap()])
         .output()
         .expect("running the xtask binary");

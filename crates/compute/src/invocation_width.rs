@@ -4,12 +4,12 @@
 //! Why it depends on the adapter: a CPU driver (lavapipe, llvmpipe) runs each storage-buffer
 //! load lane by lane, so a step costs about its number of loads, and an invocation that slides
 //! a stencil window along 8 cells loads each column once instead of three times: on lavapipe
-//! the shipped Gray-Scott kernels ran 2.37× (2-D, 1024²) and 1.27× (3-D, 64³, a row of 8;
-//! 1.64× since it updates a brick of 8 × 2 × 2) as fast as the one-cell shaders they replaced
-//! (the 2-D one also lost a `%` per neighbour; `cargo xtask bench --kernel`). A GPU coalesces the loads of neighbouring invocations into wide memory
+//! the shipped Gray-Scott kernels run well ahead of the one-cell shaders they replaced (the
+//! 2-D one also lost a `%` per neighbour; `cargo xtask bench kernel` measures both against
+//! them). A GPU coalesces the loads of neighbouring invocations into wide memory
 //! transactions, which 8 cells per invocation break up (neighbouring invocations then read
-//! addresses 32 bytes apart): on an NVIDIA H200 the same kernels at 8 cells ran at 0.61×
-//! (2-D, 4096²) and 0.48× (3-D, 256³) their speed at one cell (docs, "Benchmarks", "On a real
+//! addresses 32 bytes apart): on a GPU the same kernels at 8 cells run well behind their speed
+//! at one cell (`cargo xtask bench kernel`'s `other-width`; docs, "Benchmarks", "On a real
 //! GPU"). A kernel that declares its width
 //! `override CELLS_PER_INVOCATION_X: u32 = N;` therefore gets N on CPU adapters and 1 on every
 //! other; `const` pins it; [`InvocationWidth::Cells`] forces a width (tests, benchmarks).
@@ -86,8 +86,9 @@ pub fn resolve(
 /// a `const` declaration's value; for an `override`, its declared value on CPU adapters under
 /// [`InvocationWidth::PerAdapter`], else 1. Why per adapter: a brick of rows and planes per
 /// invocation shares the loads of its y and z neighbours, which a CPU driver runs one by one
-/// (the 3-D Gray-Scott at 8 × 2 × 2 cells ran 1.35× as fast as at 8 × 1 × 1 on lavapipe:
-/// docs, "Benchmarks"); on a GPU, where it is not measured, the kernels keep one cell.
+/// (`cargo xtask bench kernel` measures the 3-D Gray-Scott at 8 × 2 × 2 cells against
+/// 8 × 1 × 1 on lavapipe as `row-of-8`); on a GPU, where it is not measured, the kernels keep
+/// one cell.
 pub fn resolve_rows_and_planes(width: InvocationWidth, kernel: &CheckedWgsl, adapter: &AdapterSummary) -> [u32; 2] {
     let per_invocation = |declared: &DeclaredCells| {
         // An override keeps its declared value only where wgpipe chooses per adapter, on a CPU.

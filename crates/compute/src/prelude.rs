@@ -115,16 +115,15 @@ impl Indexing {
 pub enum WorkgroupShapes {
     /// CPU drivers (lavapipe, llvmpipe), and what every size check before the devices open
     /// allows for: 256×1×1, 16×16×1 and 8×8×4. The 3-D brick was the fastest on lavapipe of
-    /// 8×8×4, 4×4×4, 16×16×1, 16×4×4 and 32×8×1 for the 3-D Gray-Scott at 64³ (by about 10 %,
-    /// a noisy machine).
+    /// 8×8×4, 4×4×4, 16×16×1, 16×4×4 and 32×8×1 for the 3-D Gray-Scott at 64³ (measured as
+    /// `cargo xtask bench kernel --candidate-3d` shaders, on a noisy machine).
     #[default]
     CpuDriver,
     /// GPUs: 256×1×1, 64×4×1 and 32×2×4, rows of 32 invocations or more along x, so that a
-    /// warp's loads of a row are one contiguous transaction. On an NVIDIA H200 (one cell per
-    /// invocation) the shipped Gray-Scott kernels ran 1.11–1.23× (2-D), 1.26–1.54× (3-D) and
-    /// 1.05× (heat) as fast as with the CPU drivers' shapes, whose 8- and 16-wide rows split
-    /// each warp's loads over 2 to 4 rows, and the 2-D one 1.47–1.87× as fast as with the 8×32
-    /// it declared before (`cargo xtask bench --kernel`; docs, "Benchmarks").
+    /// warp's loads of a row are one contiguous transaction; the CPU drivers' 8- and 16-wide
+    /// rows split each warp's loads over 2 to 4 rows, and on a GPU the shipped kernels run
+    /// faster with these shapes (`cargo xtask bench kernel` measures them against the other
+    /// shapes as `other-shapes`; docs, "Benchmarks", "Workgroup shapes per adapter").
     Gpu,
 }
 
@@ -146,8 +145,8 @@ impl WorkgroupShapes {
 ///
 /// Both give the same values; the views are faster where loads are costly per access: CPU
 /// drivers (lavapipe's SSBO loads go one lane at a time, and a `vec4` lane costs far less than
-/// four scalar ones; the 3-D Gray-Scott's brick of `vec4` rows ran about 1.5× as fast as its
-/// scalar brick, `cargo xtask bench --kernel`). They take two more storage buffers per field,
+/// four scalar ones; `cargo xtask bench kernel` measures the 3-D Gray-Scott's brick of `vec4`
+/// rows against its scalar brick as `scalar-brick`). They take two more storage buffers per field,
 /// so a device binds them only where its limit allows
 /// ([`crate::GridFootprint::vector_views`]), and never in a browser: `NAME_out` and
 /// `NAME_out4` are two writable bindings of one buffer, which native wgpu accepts and WebGPU

@@ -633,8 +633,9 @@ impl FrameProducer {
 
     /// [`FrameProducer::next_into`], handing each block of `out` to `observer` right after it
     /// is copied out of the staging buffer, while the block is still in the CPU's cache: the
-    /// runner hashes a frame this way instead of reading it again once copied (on an NVIDIA
-    /// H200 the copy and a second pass for the hash each took ~25 ms of a 134 MB frame). With
+    /// runner hashes a frame this way instead of reading it again once copied (on a fast GPU
+    /// a second pass over a large frame costs as much as the copy: docs, "Benchmarks", "On a
+    /// real GPU"). With
     /// [`FrameProducer::with_copy_threads`] the blocks are copied, and observed, on several
     /// threads at once, each block once, in no particular order.
     pub fn next_into_observed(&mut self, out: &mut [u8], observer: &dyn BlockObserver) -> Result<Option<FrameInfo>> {

@@ -21,11 +21,12 @@
 //!   takes N intervals lets N frames arrive meanwhile), at least [`DEFAULT_IO_BUFFER`] (the
 //!   fixed modes' depth: frames do not arrive at a steady interval, least of all from a CPU
 //!   adapter sharing its cores with the writer, and one frame of slack was measured no better
-//!   than two, while every cell of `bench --sweep` where auto fell behind had it), at most
+//!   than two, while every cell of `cargo xtask bench overlap ... --sweep` where auto fell
+//!   behind had it), at most
 //!   the channel.
 //!   I/O-bound runs (writes slower than the interval on average) get the whole channel: the
 //!   writer sets the pace either way, but devices that finish early leave the cores to the
-//!   writer, which matters where they are the same cores (a CPU adapter; `bench --sweep`'s
+//!   writer, which matters where they are the same cores (a CPU adapter; the sweep's
 //!   I/O-bound row on lavapipe). A later write slower than the depth allows deepens it (never
 //!   shallower: a burst that happened once happens again).
 //!
@@ -35,9 +36,10 @@
 //! What it leaves alone: the compression threads (`output.compression_threads`, default the
 //! cores up to 4). Fewer threads beside a CPU adapter, which computes on the same cores,
 //! looked like a gain by the efficiency ratio, but wall times say otherwise: on 2 cores with
-//! lavapipe on both, one deflate thread made the async run 1.27× slower at balance and 1.08×
-//! slower compute-bound (the guide's benchmark page, "Compression threads beside a CPU
-//! adapter"): the writer's threads fill the gaps lavapipe leaves between dispatches.
+//! lavapipe on both, one deflate thread made the async run slower, at balance and
+//! compute-bound (`cargo xtask bench compression-threads 1,2`; the guide's benchmark page,
+//! "Compression threads beside a CPU adapter"): the writer's threads fill the gaps lavapipe
+//! leaves between dispatches.
 
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;

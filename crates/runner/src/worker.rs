@@ -59,8 +59,9 @@ pub(crate) enum CopyThreads {
 
 /// Threads each device thread copies (and hashes) its frames on, when its adapter is a GPU:
 /// the cores this process may run on shared among the devices and the writer, 8 at most
-/// (on an NVIDIA H200 one thread copied a 134 MB frame out of mapped memory at 3–5 GB/s, a
-/// twentieth of what the GPU computed). A CPU adapter copies on its device thread alone: its
+/// (on a fast GPU one thread copying out of mapped memory is what the run waits for: the
+/// guide's benchmark page, "Copying frames out of staging"). A CPU adapter copies on its
+/// device thread alone: its
 /// compute runs on the same cores.
 pub(crate) fn copy_threads(devices: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);

@@ -158,8 +158,9 @@ fn with_frame(data: u64, frame: &Frame) -> u64 {
 
 /// [`Frame::data_hash`] fed piece by piece by whoever fills the frame, while each piece is in
 /// the CPU's cache: the wgpipe runner hashes a frame as it copies it out of the GPU's staging
-/// buffer instead of reading it again afterwards (on an NVIDIA H200 the device thread spent
-/// as long hashing a 134 MB frame as copying it). [`Frame::with_data_hash`] takes the result.
+/// buffer instead of reading it again afterwards (on a fast GPU a second pass over a large
+/// frame costs as much as the copy: the guide's benchmark page, "On a real GPU").
+/// [`Frame::with_data_hash`] takes the result.
 pub struct DataHasher {
     /// The block being hashed.
     block: xxhash_rust::xxh3::Xxh3,
@@ -230,10 +231,10 @@ impl DataHasher {
 /// [`frame_checksum`] fed piece by piece, so that a sink can checksum each piece of a frame
 /// right before it writes it, while the piece is in the CPU cache.
 ///
-/// Why the checksum is XXH3 and fed this way: the earlier checksum (four multiply lanes,
-/// ~8 GB/s) plus a second read of a frame larger than the cache cost the raw sink 11–14 %
-/// against a plain `write` loop of the same bytes on tmpfs (`cargo xtask bench --sink raw
-/// --against posix`; the guide's benchmarks page has the figures).
+/// Why the checksum is XXH3 and fed this way: the earlier checksum (four multiply lanes) plus
+/// a second read of a frame larger than the cache put the raw sink well behind a plain `write`
+/// loop of the same bytes on tmpfs (`cargo xtask bench peers posix` measures the sink, hashing
+/// or not, against that loop; the guide's benchmarks page has the figures).
 pub(crate) struct Running {
     hash: DataHasher,
 }

@@ -114,8 +114,9 @@ pub struct Frame {
     /// producer computed it; `None` and a sink hashes `data` itself while writing.
     ///
     /// Why a producer may compute it: hashing reads every byte, which on the writer's thread
-    /// is on the critical path of an I/O-bound run (it cost the raw sink ~10 % of a plain
-    /// `write` loop on tmpfs), while a device thread does it during time it spends waiting
+    /// is on the critical path of an I/O-bound run (`cargo xtask bench peers posix` measures
+    /// the raw sink hashing and not against a plain `write` loop), while a device thread does
+    /// it during time it spends waiting
     /// for the GPU anyway. Whoever changes `data` afterwards must set this back to `None`.
     pub data_hash: Option<u64>,
 }

@@ -1,4 +1,4 @@
-//! `--analysis-cost`: what analysis on the device costs a run and what it saves (see
+//! `bench analysis-cost`: what analysis on the device costs a run and what it saves (see
 //! `wgpipe::analysis`).
 //!
 //! The 3-D Gray-Scott model (`L`³, 10 steps per frame) runs into the null sink, so that the

@@ -1,483 +1,724 @@
-//! The command line of `cargo xtask bench`, parsed by hand (no CLI dependency for one task).
+//! The command line of `cargo xtask bench`: one subcommand per benchmark (clap derive), each
+//! with only the options it reads, so that a combination no benchmark runs does not parse.
+//! What remains to check by hand is a value's range, done by the value parsers below.
 
 use std::path::PathBuf;
+use std::str::FromStr;
 
-use crate::flags::Flags;
-use anyhow::{Context, Result, bail};
-use wgpipe::storage::Compression;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use wgpipe::storage::{Compression, ZfpRate};
 
-/// Usage text, printed by `--help`.
-pub const USAGE: &str = "\
-usage: cargo xtask bench --sink null|raw|hdf5|zarr [options]
-       cargo xtask bench --micro
-       cargo xtask bench --reserve-cost [--out DIR] [--rows R --cols C --frames N --reps K]
-       cargo xtask bench --layout-cost [--out DIR] [--rows R --cols C --frames N --reps K]
-       cargo xtask bench --checkpoint-cost [--out DIR] [--rows EDGE --frames N --reps K]
-       cargo xtask bench --analysis-cost [--rows EDGE --frames N --reps K]
-       cargo xtask bench --zfp-device [--compression zfp:rate=R] [--out DIR] [--rows EDGE --frames N --reps K]
-       cargo xtask bench --sink raw --against posix [--out DIR] [--rows R --cols C --frames N]
-       cargo xtask bench --sink hdf5 --against h5py [--out DIR] [--rows R --cols C --frames N]
-       cargo xtask bench --sink hdf5 --against gs-mpiio [--out DIR] [--rows EDGE --frames N --ranks R --bin WGPIPE]
-       cargo xtask bench --kernel [--rows R --cols C | --large] [--reps K --devices SEL --candidate[-3d] FILE]
-       cargo xtask bench --roofline [--large] [--reps K --devices SEL]
-       cargo xtask bench --python --python-bin PY [--out DIR] [--rows R --cols C --frames N --steps-per-frame S --reps K --bin WGPIPE]
+use super::{compression, mpi};
 
-  --sink KIND          null: pipeline vs compute-only overhead (plus the microbenchmarks);
-                       raw/hdf5/zarr: non-blocking efficiency ratio (async wall / sync wall)
-  --rows R --cols C    grid (default 128x128 for null, 512x512 for raw/hdf5/zarr)
-  --frames N           frames per run (default 30 for null, 24 for raw/hdf5/zarr)
-  --steps-per-frame S  null: kernel steps per frame (default 16);
-                       raw/hdf5/zarr: skip the calibration and use S
-  --io-buffer B        channel capacity between device and writer (default 2)
-  --devices SEL        adapters: all, vulkan, gl, 0,1 or a name part (default 0)
-  --reps K             alternating repetitions per measurement, each --sweep cell
-                       included (default 5; every figure is median [min–max] of K)
-  --compression C      hdf5, zarr: none (default), deflate:LEVEL, zstd (zarr), ...; compressing
-                       is CPU work the writer thread can overlap with compute
-  --compression-threads N  hdf5 with deflate: threads compressing each frame
-                       (default: the machine's cores, up to 4)
-  --compare-threads A,B  hdf5 with deflate or blosc: instead of the efficiency ratio, writer
-                       throughput (MB/s, write-only runs) and the I/O-bound async run's
-                       wall time with A and with B compression threads, alternating
-  --compare-compression A,B  hdf5, zarr: the same captured frames stored with A and with B,
-                       alternating: writer throughput (write-only runs), bytes on disk and
-                       the largest absolute error read back (e.g. deflate:4,zfp:accuracy=1e-4)
-  --zfp-device         ZFP fixed rate (--compression zfp:rate=R, default 8) encoded on the GPU
-                       vs the same rate by HDF5's filter on the host vs no compression, the
-                       3-D model (edge --rows, default 64; --frames, default 20), rotating:
-                       wall per frame, bytes read back and on disk; then the largest error
-                       at rates 4, 8, 12 and 16
-  --compare-dtype      raw/hdf5: instead of the efficiency ratio, f32 vs f16 output
-                       (converted on the GPU): bytes per frame, the sink's write time per
-                       frame (write-only runs) and the I/O-bound async run's wall time
-                       (--steps-per-frame, default 1), alternating
-  --against posix      with --sink raw: the raw sink vs a plain write loop of the same
-                       frames, alternating (no GPU; default 1024x1024, 128 frames, fsync)
-  --against h5py       with --sink hdf5: the HDF5 sink vs an h5py writer of the same shape
-                       in its own Python process, alternating (no GPU; defaults as above)
-  --against gs-mpiio   with --sink hdf5: wgpipe's 3-D run (edge --rows, default 64; --frames
-                       output steps of 10 steps, default 100) vs the ADIOS2 tutorial's C++
-                       MPI simulation writing with MPI-IO on --ranks ranks (one per core),
-                       alternating, whole runs (needs mpicxx.mpich and nlohmann-json3-dev)
-  --ranks R            with --against gs-mpiio: gs-mpiio's MPI ranks (default: the cores)
-  --bin WGPIPE         with --against gs-mpiio or --python: the wgpipe binary run as a process
-                       of its own (default target/release/wgpipe: cargo build --release -p wgpipe)
-  --python             the Python package against the Rust paths, alternating: frames/s through
-                       Pipeline.frames() over the binary's (null sink), a numpy sink over the raw
-                       sink (in --out), and the copies from staging to the numpy array (default
-                       1024x1024 f32, 100 frames of 1 step)
-  --python-bin PY      with --python: a Python with the package installed (pip install
-                       ./crates/python in a virtual environment: a release build)
-  --out DIR            where raw/hdf5 write (default: a temp dir under the current directory)
-  --json FILE          write every figure, the parameters and the machine as JSON
-  --trace FILE         Chrome trace (Perfetto) of one async run
-  --sweep              raw/hdf5: io_buffer x compute/I-O ratio table of efficiency ratios,
-                       each row's theory from its own measured t_comp and t_io; exits
-                       non-zero (after its JSON) when io.mode auto is over 5 % slower than
-                       the best fixed mode in a row, beyond the row's spread (--reps 3 or
-                       more: fewer measure no spread)
-  --micro              only the microbenchmarks (no GPU)
-  --kernel             the shipped kernels alone, on the first device --devices selects
-                       (2-D Gray-Scott 1024² and 512², heat 1024², 3-D Gray-Scott 64³
-                       and 128³): cell-steps/s, effective GB/s (each field read and
-                       written once per cell-step), and the Gray-Scott speedups over the
-                       shaders they replaced (2-D: the %-wrapped one; 3-D: one cell per
-                       invocation) and over themselves at the cells per invocation the
-                       adapter did not get (1 on a CPU driver, 8 on a GPU) and, every
-                       kernel, with the workgroup shapes it did not get (other-shapes),
-                       alternating, results checked bit for bit; lavapipe
-                       keeps LP_NUM_THREADS as set (all cores when unset); with
-                       --rows/--cols: only the 2-D Gray-Scott on that grid; steps per
-                       timing grow until the shipped kernel takes 0.1 s (a real GPU)
-  --large              with --kernel: the Gray-Scott models on 4096² and 256³ too (64 MiB
-                       a field: a GPU's memory rather than its caches)
-  --roofline           --kernel, plus the adapter's copy bandwidth (a device-local buffer
-                       copy and a compute shader's copy, read + write, before and after the
-                       kernels) and each shipped kernel's effective GB/s as a fraction of
-                       the faster copy's
-  --candidate FILE     with --kernel: a 2-D Gray-Scott step shader measured alongside
-                       (repeat it for several, labelled by file name)
-                       (same prelude, fields and Params), its result compared bit for bit
-  --candidate-3d FILE  the same for the 3-D Gray-Scott cases
-  --reserve-cost       the HDF5 sink with its disk-space reservation on and off, alternating
-                       (no GPU; default 512x512, 256 frames, fsync in finish, --out DIR)
-  --layout-cost        the HDF5 sink laying an uncompressed output out whole at the start
-                       (frame count known) vs growing it frame by frame, alternating (no
-                       GPU; default 64x64, 2000 frames, fsync in finish, --out DIR)
-  --checkpoint-cost    the 3-D model (edge --rows, default 48; --frames, default 60) without
-                       checkpoints, with one every frame and at Young's interval (MTBF 1 h),
-                       rotating (HDF5, fsync in finish, --out DIR)
-  --analysis-cost      the 3-D model (edge --rows, default 64; --frames, default 40) with and
-                       without u and v reduced on the device (100-bin PDFs), alternating (null
-                       sink): GPU time ratio, time per step, bytes of the reductions
+/// `cargo xtask bench SUBCOMMAND`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "bench",
+    bin_name = "cargo xtask bench",
+    about = "Measure what the pipeline costs and what overlapping I/O buys",
+    long_about = "Measure what the pipeline costs and what overlapping I/O buys.\n\n\
+                  Every comparison alternates its runs in one process (absolute times on a shared machine drift \
+                  more than the effects measured), and every figure is the median [min–max] of the repetitions. \
+                  The benchmarks that run the model re-execute themselves with LP_NUM_THREADS=1 when it is unset, \
+                  so that lavapipe leaves the writer thread a core. docs/src/benchmarks.md has the latest figures."
+)]
+pub struct BenchCommand {
+    #[command(subcommand)]
+    pub bench: Bench,
+}
 
-Runs lavapipe with LP_NUM_THREADS=1 (re-executes itself to set it) so the writer has a core.";
+/// The benchmarks.
+#[derive(Debug, Subcommand)]
+pub enum Bench {
+    /// The pipeline against a compute-only loop (null sink): what the machinery costs a run,
+    /// plus the microbenchmarks
+    Overhead(Overhead),
+    /// Non-blocking I/O: async wall time over the blocking baseline's at the balance point
+    /// where computing a frame takes as long as writing it (Buettner et al. 2009)
+    Overlap {
+        #[command(subcommand)]
+        sink: OverlapSink,
+    },
+    /// f32 against f16 output (converted on the GPU): bytes per frame, the sink's write time
+    /// per frame and the I/O-bound async run's wall time
+    Dtype(Dtype),
+    /// The same captured frames stored with two compressions: writer throughput, bytes on
+    /// disk and the largest absolute error read back
+    Compression(CompressionPair),
+    /// The HDF5 sink compressing on A and on B threads: writer throughput and the I/O-bound
+    /// async run's wall time
+    CompressionThreads(CompressionThreads),
+    /// The pipeline's per-frame machinery and its progress counters, without a GPU
+    Micro(Micro),
+    /// The shipped step kernels alone, against the shaders they replaced and their other
+    /// per-adapter choices (cells per invocation, workgroup shapes), results checked bit for bit
+    Kernel(Kernel),
+    /// A sink against a peer writing the same data: a plain write loop, h5py, or the ADIOS2
+    /// tutorial's MPI-IO simulation
+    Peers {
+        #[command(subcommand)]
+        peer: Peer,
+    },
+    /// The HDF5 sink with its disk-space reservation on and off (no GPU)
+    ReserveCost(ReserveCost),
+    /// The HDF5 sink laying an uncompressed output out whole at the start against growing it
+    /// frame by frame (no GPU)
+    LayoutCost(LayoutCost),
+    /// The 3-D model without checkpoints, with one every frame and at Young's interval
+    CheckpointCost(CheckpointCost),
+    /// The 3-D model with and without u and v reduced on the device (100-bin PDFs)
+    AnalysisCost(AnalysisCost),
+    /// ZFP fixed rate encoded on the GPU against the same rate by HDF5's filter on the host
+    /// and against no compression
+    ZfpDevice(ZfpDevice),
+    /// The Python package against the Rust paths: Pipeline.frames() against the binary, a
+    /// numpy sink against the raw sink, and the copies into the numpy array
+    Python(Python),
+    /// Weak and strong scaling of the 3-D model split over MPI ranks (the MPI build of
+    /// wgpipe: cargo build-mpi --release)
+    Mpi(mpi::Args),
+}
 
-/// What the user asked for; `None` means the default of the chosen sink.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Args {
-    pub sink: Option<String>,
-    pub rows: Option<usize>,
-    pub cols: Option<usize>,
-    pub frames: Option<u64>,
-    pub steps_per_frame: Option<u32>,
-    pub io_buffer: usize,
-    pub devices: String,
+/// How many repetitions, and where the JSON report goes: every benchmark's.
+#[derive(Debug, Clone, Args)]
+pub struct Report {
+    /// Alternating repetitions of every measurement; each figure is their median [min–max]
+    #[arg(long, value_name = "K", default_value_t = 5, value_parser = at_least_one::<usize>)]
     pub reps: usize,
-    pub compression: Compression,
-    pub compression_threads: usize,
-    pub compare_threads: Option<(usize, usize)>,
-    pub compare_compression: Option<(Compression, Compression)>,
-    pub compare_dtype: bool,
-    pub against_posix: bool,
-    pub against_h5py: bool,
-    /// `--against gs-mpiio`: the 3-D run vs the ADIOS2 tutorial's MPI-IO simulation.
-    pub against_gs_mpiio: bool,
-    /// `--ranks`: gs-mpiio's MPI ranks (`None`: one per core).
-    pub ranks: Option<usize>,
-    /// `--bin`: the wgpipe binary `--against gs-mpiio` and `--python` run (`None`:
-    /// target/release/wgpipe).
-    pub bin: Option<PathBuf>,
-    /// `--python`: the Python package against the Rust paths.
-    pub python: bool,
-    /// `--python-bin`: the Python with the package installed.
-    pub python_bin: Option<String>,
-    pub out: Option<PathBuf>,
+    /// Write every figure, the parameters, the machine and this command line as JSON
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+/// The adapter a GPU benchmark runs on.
+#[derive(Debug, Clone, Args)]
+pub struct Devices {
+    /// Adapters: all, vulkan, gl, 0,1 or a part of a name; the first one selected is measured
+    #[arg(long, value_name = "SEL", default_value = "0")]
+    pub devices: String,
+}
+
+/// Where a benchmark that writes files writes them.
+#[derive(Debug, Clone, Args)]
+pub struct Scratch {
+    /// Write under DIR, in a directory of the bench's own removed afterwards [default: the
+    /// current directory]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// The channel capacity between device and writer unless `--io-buffer` says otherwise (the
+/// runner's default).
+pub const DEFAULT_IO_BUFFER: usize = 2;
+
+/// The channel capacity between the device and the writer.
+#[derive(Debug, Clone, Args)]
+pub struct IoBuffer {
+    /// Frames the channel between device and writer holds
+    #[arg(long, value_name = "B", default_value_t = DEFAULT_IO_BUFFER)]
+    pub io_buffer: usize,
+}
+
+/// The workload of the benchmarks that run the 2-D model into a file sink.
+#[derive(Debug, Clone, Args)]
+pub struct SinkRun {
+    /// Grid rows
+    #[arg(long, value_name = "R", default_value_t = 512, value_parser = at_least_one::<usize>)]
+    pub rows: usize,
+    /// Grid columns
+    #[arg(long, value_name = "C", default_value_t = 512, value_parser = at_least_one::<usize>)]
+    pub cols: usize,
+    /// Frames per run
+    #[arg(long, value_name = "N", default_value_t = 24, value_parser = at_least_one::<u64>)]
+    pub frames: u64,
+    #[command(flatten)]
+    pub devices: Devices,
+    #[command(flatten)]
+    pub scratch: Scratch,
+    #[command(flatten)]
+    pub report: Report,
+}
+
+/// `bench overhead`.
+#[derive(Debug, Clone, Args)]
+pub struct Overhead {
+    /// Grid rows
+    #[arg(long, value_name = "R", default_value_t = 128, value_parser = at_least_one::<usize>)]
+    pub rows: usize,
+    /// Grid columns
+    #[arg(long, value_name = "C", default_value_t = 128, value_parser = at_least_one::<usize>)]
+    pub cols: usize,
+    /// Frames per run
+    #[arg(long, value_name = "N", default_value_t = 30, value_parser = at_least_one::<u64>)]
+    pub frames: u64,
+    /// Kernel steps per frame
+    #[arg(long, value_name = "S", default_value_t = 16, value_parser = at_least_one::<u32>)]
+    pub steps_per_frame: u32,
+    #[command(flatten)]
+    pub io_buffer: IoBuffer,
+    /// Write a Chrome (Perfetto) trace of one pipeline run
+    #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    #[command(flatten)]
+    pub devices: Devices,
+    #[command(flatten)]
+    pub report: Report,
+}
+
+/// `bench overlap SINK`: the sink measured.
+#[derive(Debug, Clone, Subcommand)]
+pub enum OverlapSink {
+    /// The raw sink's efficiency ratio (uncompressed writes: a compute-bound run on lavapipe)
+    Raw(Overlap),
+    /// The HDF5 sink's efficiency ratio; --compression gives the writer CPU work to overlap
+    Hdf5(CompressedOverlap),
+    /// The Zarr sink's efficiency ratio; --compression gives the writer CPU work to overlap
+    Zarr(CompressedOverlap),
+}
+
+/// `bench overlap raw|hdf5|zarr`.
+#[derive(Debug, Clone, Args)]
+pub struct Overlap {
+    /// Kernel steps per frame instead of the calibrated balance
+    #[arg(long, value_name = "S", value_parser = at_least_one::<u32>)]
+    pub steps_per_frame: Option<u32>,
+    #[command(flatten)]
+    pub io_buffer: IoBuffer,
+    /// Also the io_buffer x compute/I-O table of efficiency ratios, io.mode "auto" beside the
+    /// fixed modes; exits non-zero (after its JSON) where auto is over 5 % slower than the
+    /// best fixed mode of a row beyond the row's spread (judged with --reps 3 or more)
+    #[arg(long)]
     pub sweep: bool,
-    pub micro: bool,
-    pub reserve_cost: bool,
-    pub layout_cost: bool,
-    pub checkpoint_cost: bool,
-    pub analysis_cost: bool,
-    pub zfp_device: bool,
-    pub kernel: bool,
-    pub roofline: bool,
+    /// Write a Chrome (Perfetto) trace of one async run
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    #[command(flatten)]
+    pub run: SinkRun,
+}
+
+/// `bench overlap hdf5|zarr`: [`Overlap`] with the sink's compression.
+#[derive(Debug, Clone, Args)]
+pub struct CompressedOverlap {
+    #[command(flatten)]
+    pub overlap: Overlap,
+    #[command(flatten)]
+    pub compressing: Compressing,
+}
+
+/// How a compressing sink compresses.
+#[derive(Debug, Clone, Args)]
+pub struct Compressing {
+    /// none, deflate:LEVEL, zstd (zarr), zfp:accuracy=E, ...: CPU work the writer thread
+    /// overlaps with compute
+    #[arg(long, value_name = "C", default_value_t = Compression::None)]
+    pub compression: Compression,
+    #[command(flatten)]
+    pub threads: CompressionThreadCount,
+}
+
+/// The threads compressing each frame.
+#[derive(Debug, Clone, Args)]
+pub struct CompressionThreadCount {
+    /// Threads compressing each frame (HDF5 with deflate or blosc) [default: the machine's
+    /// cores, up to 4]
+    #[arg(long, value_name = "N", value_parser = at_least_one::<usize>)]
+    pub compression_threads: Option<usize>,
+}
+
+impl CompressionThreadCount {
+    /// The count given, else wgpipe's default.
+    pub fn get(&self) -> usize {
+        self.compression_threads.unwrap_or_else(wgpipe::storage::default_compression_threads)
+    }
+}
+
+/// The sinks `bench dtype` compares the element types in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DtypeSink {
+    Raw,
+    Hdf5,
+}
+
+/// `bench dtype SINK`.
+#[derive(Debug, Clone, Args)]
+pub struct Dtype {
+    /// The sink storing the frames
+    #[arg(value_enum)]
+    pub sink: DtypeSink,
+    /// Kernel steps per frame of the async runs (1: the writer sets the pace)
+    #[arg(long, value_name = "S", default_value_t = 1, value_parser = at_least_one::<u32>)]
+    pub steps_per_frame: u32,
+    #[command(flatten)]
+    pub io_buffer: IoBuffer,
+    #[command(flatten)]
+    pub run: SinkRun,
+}
+
+/// The sinks that compress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompressingSink {
+    Hdf5,
+    Zarr,
+}
+
+/// `bench compression SINK A,B`.
+#[derive(Debug, Clone, Args)]
+pub struct CompressionPair {
+    /// The sink storing the frames
+    #[arg(value_enum)]
+    pub sink: CompressingSink,
+    /// The two compressions compared, e.g. deflate:4,zfp:accuracy=1e-4
+    #[arg(value_name = "A,B", value_parser = compression_pair)]
+    pub pair: (Compression, Compression),
+    /// Kernel steps between the captured frames (an evolved pattern: the first steps' frames
+    /// are nearly uniform and would flatter every codec)
+    #[arg(long, value_name = "S", default_value_t = compression::STEPS_PER_FRAME, value_parser = at_least_one::<u32>)]
+    pub steps_per_frame: u32,
+    #[command(flatten)]
+    pub threads: CompressionThreadCount,
+    #[command(flatten)]
+    pub run: SinkRun,
+}
+
+/// `bench compression-threads A,B --compression C`.
+#[derive(Debug, Clone, Args)]
+pub struct CompressionThreads {
+    /// The two thread counts compared, e.g. 1,2
+    #[arg(value_name = "A,B", value_parser = thread_pair)]
+    pub pair: (usize, usize),
+    /// What the threads compress with: deflate:LEVEL, or blosc-zstd:LEVEL / blosc-lz4:LEVEL in
+    /// a build with feature blosc (`cargo run -p xtask --release --features blosc -- bench ...`)
+    #[arg(long, value_name = "C", value_parser = some_compression)]
+    pub compression: Compression,
+    /// Kernel steps per frame of the async runs (1: the writer sets the pace)
+    #[arg(long, value_name = "S", default_value_t = 1, value_parser = at_least_one::<u32>)]
+    pub steps_per_frame: u32,
+    #[command(flatten)]
+    pub io_buffer: IoBuffer,
+    #[command(flatten)]
+    pub run: SinkRun,
+}
+
+/// `bench micro`.
+#[derive(Debug, Clone, Args)]
+pub struct Micro {
+    #[command(flatten)]
+    pub io_buffer: IoBuffer,
+    /// Write every figure and the machine as JSON
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// `bench kernel`.
+#[derive(Debug, Clone, Args)]
+pub struct Kernel {
+    /// Only the 2-D Gray-Scott, on a grid of R rows [default with --cols: 1024]
+    #[arg(long, value_name = "R", value_parser = at_least_one::<usize>, conflicts_with_all = ["large", "candidate_3d"])]
+    pub rows: Option<usize>,
+    /// Only the 2-D Gray-Scott, on a grid of C columns [default with --rows: 1024]
+    #[arg(long, value_name = "C", value_parser = at_least_one::<usize>, conflicts_with_all = ["large", "candidate_3d"])]
+    pub cols: Option<usize>,
+    /// The Gray-Scott models on 4096² and 256³ too (64 MiB a field: a GPU's memory rather than
+    /// its caches)
+    #[arg(long)]
     pub large: bool,
-    /// `--candidate`, repeatable: each shader runs beside the others on every 2-D Gray-Scott case.
+    /// Also the adapter's copy bandwidth (a buffer copy and a compute shader's, before and
+    /// after the kernels) and each kernel's effective GB/s as a share of the faster copy's
+    #[arg(long)]
+    pub roofline: bool,
+    /// A 2-D Gray-Scott step shader (same prelude, fields and Params) measured alongside and
+    /// compared bit for bit; repeat it for several, labelled by file name
+    #[arg(long, value_name = "FILE")]
     pub candidate: Vec<PathBuf>,
-    /// `--candidate-3d`, repeatable: each shader runs beside the others on every 3-D case.
+    /// The same for the 3-D Gray-Scott cases
+    #[arg(long = "candidate-3d", value_name = "FILE")]
     pub candidate_3d: Vec<PathBuf>,
-    pub help: bool,
+    #[command(flatten)]
+    pub devices: Devices,
+    #[command(flatten)]
+    pub report: Report,
 }
 
-impl Default for Args {
-    fn default() -> Self {
-        Args {
-            sink: None,
-            rows: None,
-            cols: None,
-            frames: None,
-            steps_per_frame: None,
-            io_buffer: 2,
-            devices: "0".to_owned(),
-            reps: 5,
-            compression: Compression::None,
-            compression_threads: wgpipe::storage::default_compression_threads(),
-            compare_threads: None,
-            compare_compression: None,
-            compare_dtype: false,
-            against_posix: false,
-            against_h5py: false,
-            against_gs_mpiio: false,
-            ranks: None,
-            bin: None,
-            python: false,
-            python_bin: None,
-            out: None,
-            json: None,
-            trace: None,
-            sweep: false,
-            micro: false,
-            reserve_cost: false,
-            layout_cost: false,
-            checkpoint_cost: false,
-            analysis_cost: false,
-            zfp_device: false,
-            kernel: false,
-            roofline: false,
-            large: false,
-            candidate: Vec::new(),
-            candidate_3d: Vec::new(),
-            help: false,
+impl Kernel {
+    /// The 2-D grid `--rows`/`--cols` ask for (rows, cols), if they do.
+    pub fn grid_2d(&self) -> Option<(usize, usize)> {
+        match (self.rows, self.cols) {
+            (None, None) => None,
+            (rows, cols) => Some((rows.unwrap_or(1024), cols.unwrap_or(1024))),
         }
     }
 }
 
-/// Parses `--flag value` and `--flag=value` forms.
-pub fn parse(argv: &[String]) -> Result<Args> {
-    let mut a = Args::default();
-    let mut flags = Flags::new(argv);
-    while let Some((flag, inline)) = flags.next_flag() {
-        let mut value = || flags.value(flag, inline);
-        match flag {
-            "--sink" => {
-                let v = value()?;
-                if !["null", "raw", "hdf5", "zarr"].contains(&v.as_str()) {
-                    bail!("--sink {v:?} is unknown: use null, raw, hdf5 or zarr");
-                }
-                a.sink = Some(v);
-            }
-            "--rows" => a.rows = Some(number(flag, &value()?)?),
-            "--cols" => a.cols = Some(number(flag, &value()?)?),
-            "--frames" => a.frames = Some(number(flag, &value()?)?),
-            "--steps-per-frame" => a.steps_per_frame = Some(number(flag, &value()?)?),
-            "--io-buffer" => a.io_buffer = number(flag, &value()?)?,
-            "--devices" => a.devices = value()?,
-            "--reps" => a.reps = number(flag, &value()?)?,
-            "--compression" => {
-                let v = value()?;
-                a.compression = v.parse().with_context(|| format!("reading --compression {v:?}"))?;
-            }
-            "--compression-threads" => a.compression_threads = number(flag, &value()?)?,
-            "--compare-threads" => {
-                let v = value()?;
-                let (x, y) =
-                    v.split_once(',').with_context(|| format!("--compare-threads {v:?}: use A,B (e.g. 1,2)"))?;
-                a.compare_threads = Some((number(flag, x)?, number(flag, y)?));
-            }
-            "--compare-compression" => {
-                let v = value()?;
-                let (x, y) = v.split_once(',').with_context(|| {
-                    format!("--compare-compression {v:?}: use A,B (e.g. deflate:4,zfp:accuracy=1e-4)")
-                })?;
-                let parse =
-                    |c: &str| c.parse::<Compression>().with_context(|| format!("reading --compare-compression {c:?}"));
-                a.compare_compression = Some((parse(x)?, parse(y)?));
-            }
-            "--compare-dtype" => a.compare_dtype = true,
-            "--against" => match value()?.as_str() {
-                "posix" => a.against_posix = true,
-                "h5py" => a.against_h5py = true,
-                "gs-mpiio" => a.against_gs_mpiio = true,
-                v => bail!(
-                    "--against {v:?} is unknown: use --against posix (raw), --against h5py or --against gs-mpiio (hdf5)"
-                ),
-            },
-            "--ranks" => a.ranks = Some(number(flag, &value()?)?),
-            "--bin" => a.bin = Some(PathBuf::from(value()?)),
-            "--python" => a.python = true,
-            "--python-bin" => a.python_bin = Some(value()?),
-            "--out" => a.out = Some(PathBuf::from(value()?)),
-            "--json" => a.json = Some(PathBuf::from(value()?)),
-            "--trace" => a.trace = Some(PathBuf::from(value()?)),
-            "--sweep" => a.sweep = true,
-            "--micro" => a.micro = true,
-            "--reserve-cost" => a.reserve_cost = true,
-            "--layout-cost" => a.layout_cost = true,
-            "--checkpoint-cost" => a.checkpoint_cost = true,
-            "--analysis-cost" => a.analysis_cost = true,
-            "--zfp-device" => a.zfp_device = true,
-            "--kernel" => a.kernel = true,
-            "--roofline" => {
-                a.kernel = true;
-                a.roofline = true;
-            }
-            "--large" => a.large = true,
-            "--candidate" => a.candidate.push(PathBuf::from(value()?)),
-            "--candidate-3d" => a.candidate_3d.push(PathBuf::from(value()?)),
-            "--help" | "-h" => a.help = true,
-            other => bail!("unknown argument {other:?}\n\n{USAGE}"),
+/// `bench peers PEER`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Peer {
+    /// The raw sink against a plain write loop of the same frames, fdatasync in both (no GPU)
+    Posix(PeerWrite),
+    /// The HDF5 sink against an h5py writer of the same shape in its own Python process (no GPU)
+    H5py(PeerWrite),
+    /// wgpipe's 3-D run writing HDF5 against the ADIOS2 tutorial's C++ MPI simulation writing
+    /// with MPI-IO, whole runs (needs mpicxx.mpich and nlohmann-json3-dev)
+    GsMpiio(GsMpiio),
+}
+
+/// `bench peers posix|h5py`.
+#[derive(Debug, Clone, Args)]
+pub struct PeerWrite {
+    /// Frame rows
+    #[arg(long, value_name = "R", default_value_t = 1024, value_parser = at_least_one::<usize>)]
+    pub rows: usize,
+    /// Frame columns
+    #[arg(long, value_name = "C", default_value_t = 1024, value_parser = at_least_one::<usize>)]
+    pub cols: usize,
+    /// Frames per run
+    #[arg(long, value_name = "N", default_value_t = 128, value_parser = at_least_one::<u64>)]
+    pub frames: u64,
+    #[command(flatten)]
+    pub scratch: Scratch,
+    #[command(flatten)]
+    pub report: Report,
+}
+
+/// `bench peers gs-mpiio`.
+#[derive(Debug, Clone, Args)]
+pub struct GsMpiio {
+    /// Cells along each edge of the 3-D grid
+    #[arg(long, value_name = "L", default_value_t = 64, value_parser = at_least_one::<usize>)]
+    pub edge: usize,
+    /// Output steps of 10 steps each
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = at_least_one::<u64>)]
+    pub frames: u64,
+    /// gs-mpiio's MPI ranks [default: one per core]
+    #[arg(long, value_name = "R", value_parser = at_least_one::<usize>)]
+    pub ranks: Option<usize>,
+    /// The wgpipe binary run as a process of its own [default: the target directory's
+    /// release/wgpipe: cargo build --release -p wgpipe]
+    #[arg(long, value_name = "WGPIPE")]
+    pub bin: Option<PathBuf>,
+    #[command(flatten)]
+    pub devices: Devices,
+    #[command(flatten)]
+    pub scratch: Scratch,
+    #[command(flatten)]
+    pub report: Report,
+}
+
+/// `bench reserve-cost`.
+#[derive(Debug, Clone, Args)]
+pub struct ReserveCost {
+    /// Frame rows
+    #[arg(long, value_name = "R", default_value_t = 512, value_parser = at_least_one::<usize>)]
+    pub rows: usize,
+    /// Frame columns
+    #[arg(long, value_name = "C", default_value_t = 512, value_parser = at_least_one::<usize>)]
+    pub cols: usize,
+    /// Frames per run
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = at_least_one::<u64>)]
+    pub frames: u64,
+    #[command(flatten)]
+    pub scratch: Scratch,
+    #[command(flatten)]
+    pub report: Report,
+}
+
+/// `bench layout-cost`.
+#[derive(Debug, Clone, Args)]
+pub struct LayoutCost {
+    /// Frame rows
+    #[arg(long, value_name = "R", default_value_t = 64, value_parser = at_least_one::<usize>)]
+    pub rows: usize,
+    /// Frame columns
+    #[arg(long, value_name = "C", default_value_t = 64, value_parser = at_least_one::<usize>)]
+    pub cols: usize,
+    /// Frames per run
+    #[arg(long, value_name = "N", default_value_t = 2000, value_parser = at_least_one::<u64>)]
+    pub frames: u64,
+    #[command(flatten)]
+    pub scratch: Scratch,
+    #[command(flatten)]
+    pub report: Report,
+}
+
+/// `bench checkpoint-cost`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckpointCost {
+    /// Cells along each edge of the 3-D grid
+    #[arg(long, value_name = "L", default_value_t = 48, value_parser = at_least_one::<usize>)]
+    pub edge: usize,
+    /// Frames of 10 steps per run
+    #[arg(long, value_name = "N", default_value_t = 60, value_parser = at_least_one::<u64>)]
+    pub frames: u64,
+    #[command(flatten)]
+    pub devices: Devices,
+    #[command(flatten)]
+    pub scratch: Scratch,
+    #[command(flatten)]
+    pub report: Report,
+}
+
+/// `bench analysis-cost`.
+#[derive(Debug, Clone, Args)]
+pub struct AnalysisCost {
+    /// Cells along each edge of the 3-D grid
+    #[arg(long, value_name = "L", default_value_t = 64, value_parser = at_least_one::<usize>)]
+    pub edge: usize,
+    /// Frames of 10 steps per run
+    #[arg(long, value_name = "N", default_value_t = 40, value_parser = at_least_one::<u64>)]
+    pub frames: u64,
+    #[command(flatten)]
+    pub devices: Devices,
+    #[command(flatten)]
+    pub report: Report,
+}
+
+/// `bench zfp-device`.
+#[derive(Debug, Clone, Args)]
+pub struct ZfpDevice {
+    /// ZFP's fixed rate, bits per value (1 to 32); the largest errors are also measured at 4,
+    /// 8, 12 and 16
+    #[arg(long, value_name = "BITS", default_value = "8", value_parser = zfp_rate)]
+    pub rate: ZfpRate,
+    /// Cells along each edge of the 3-D grid
+    #[arg(long, value_name = "L", default_value_t = 64, value_parser = at_least_one::<usize>)]
+    pub edge: usize,
+    /// Frames of 10 steps per run
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = at_least_one::<u64>)]
+    pub frames: u64,
+    #[command(flatten)]
+    pub devices: Devices,
+    #[command(flatten)]
+    pub scratch: Scratch,
+    #[command(flatten)]
+    pub report: Report,
+}
+
+/// `bench python`.
+#[derive(Debug, Clone, Args)]
+pub struct Python {
+    /// A Python with the wgpipe package installed (pip install ./crates/python in a virtual
+    /// environment: a release build)
+    #[arg(long, value_name = "PY")]
+    pub python_bin: String,
+    /// The wgpipe binary run as a process of its own (cargo build --release -p wgpipe)
+    #[arg(long, value_name = "WGPIPE", default_value = "target/release/wgpipe")]
+    pub bin: PathBuf,
+    /// Grid rows
+    #[arg(long, value_name = "R", default_value_t = 1024, value_parser = at_least_one::<usize>)]
+    pub rows: usize,
+    /// Grid columns
+    #[arg(long, value_name = "C", default_value_t = 1024, value_parser = at_least_one::<usize>)]
+    pub cols: usize,
+    /// Frames per run
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = at_least_one::<u64>)]
+    pub frames: u64,
+    /// Kernel steps per frame
+    #[arg(long, value_name = "S", default_value_t = 1, value_parser = at_least_one::<u32>)]
+    pub steps_per_frame: u32,
+    #[command(flatten)]
+    pub scratch: Scratch,
+    #[command(flatten)]
+    pub report: Report,
+}
+
+impl Bench {
+    /// Whether it runs the model on the device while a writer thread works beside it: on
+    /// lavapipe, which computes on the CPU, such a bench needs `LP_NUM_THREADS=1`. The kernel
+    /// bench keeps lavapipe's threads as set, and gs-mpiio's comparison gives lavapipe every
+    /// core, as its ranks have.
+    pub fn shares_the_cores_with_a_writer(&self) -> bool {
+        match self {
+            Bench::Overhead(_)
+            | Bench::Overlap { .. }
+            | Bench::Dtype(_)
+            | Bench::Compression(_)
+            | Bench::CompressionThreads(_)
+            | Bench::CheckpointCost(_)
+            | Bench::AnalysisCost(_)
+            | Bench::ZfpDevice(_)
+            | Bench::Python(_) => true,
+            Bench::Micro(_)
+            | Bench::Kernel(_)
+            | Bench::Peers { .. }
+            | Bench::ReserveCost(_)
+            | Bench::LayoutCost(_)
+            | Bench::Mpi(_) => false,
         }
     }
-    check_values(&a)?;
-    check_comparisons(&a)?;
-    check_benchmark(&a)?;
-    Ok(a)
+
+    /// Where `--json` writes the report, if it was given.
+    pub fn json(&self) -> Option<&PathBuf> {
+        let report = match self {
+            Bench::Overhead(a) => &a.report,
+            Bench::Overlap { sink: OverlapSink::Raw(a) } => &a.run.report,
+            Bench::Overlap { sink: OverlapSink::Hdf5(a) | OverlapSink::Zarr(a) } => &a.overlap.run.report,
+            Bench::Dtype(a) => &a.run.report,
+            Bench::Compression(a) => &a.run.report,
+            Bench::CompressionThreads(a) => &a.run.report,
+            Bench::Micro(a) => return a.json.as_ref(),
+            Bench::Kernel(a) => &a.report,
+            Bench::Peers { peer: Peer::Posix(a) | Peer::H5py(a) } => &a.report,
+            Bench::Peers { peer: Peer::GsMpiio(a) } => &a.report,
+            Bench::ReserveCost(a) => &a.report,
+            Bench::LayoutCost(a) => &a.report,
+            Bench::CheckpointCost(a) => &a.report,
+            Bench::AnalysisCost(a) => &a.report,
+            Bench::ZfpDevice(a) => &a.report,
+            Bench::Python(a) => &a.report,
+            Bench::Mpi(a) => return a.json.as_ref(),
+        };
+        report.json.as_ref()
+    }
 }
 
-/// Errors unless every number is in range and the sink takes the options given.
-fn check_values(a: &Args) -> Result<()> {
-    if a.reps == 0 {
-        bail!("--reps must be at least 1");
+/// `text` as a number of at least 1: counts, sizes and repetitions.
+pub(crate) fn at_least_one<T: FromStr + PartialOrd + From<u8>>(text: &str) -> Result<T, String> {
+    let n: T = text.parse().map_err(|_| format!("expects a whole number, got {text:?}"))?;
+    if n < T::from(1) {
+        return Err("must be at least 1".to_owned());
     }
-    if a.rows == Some(0) || a.cols == Some(0) || a.frames == Some(0) || a.steps_per_frame == Some(0) {
-        bail!("--rows, --cols, --frames and --steps-per-frame must be at least 1");
-    }
-    if a.sweep && a.sink.as_deref() == Some("null") {
-        bail!("--sweep measures I/O overlap: use it with --sink raw, hdf5 or zarr");
-    }
-    if a.compression != Compression::None && !matches!(a.sink.as_deref(), Some("hdf5" | "zarr")) {
-        bail!("--compression applies to --sink hdf5 and --sink zarr only");
-    }
-    if a.compression_threads == 0 || a.compare_threads.is_some_and(|(x, y)| x == 0 || y == 0) {
-        bail!("--compression-threads and --compare-threads need 1 thread or more");
-    }
-    Ok(())
+    Ok(n)
 }
 
-/// Errors unless each comparison (`--compare-*`, `--against`) is complete and fits the sink.
-fn check_comparisons(a: &Args) -> Result<()> {
-    if a.compare_threads.is_some_and(|(x, y)| x == y) {
-        bail!("--compare-threads A,B compares two different thread counts");
+/// `A,B`: two values of `what` to compare, which must differ.
+fn pair<T: PartialEq>(text: &str, what: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<(T, T), String> {
+    let (a, b) = text.split_once(',').ok_or_else(|| format!("give two {what}s as A,B"))?;
+    let (a, b) = (parse(a)?, parse(b)?);
+    if a == b {
+        return Err(format!("compares two different {what}s"));
     }
-    if a.compare_threads.is_some() && a.compression == Compression::None {
-        bail!(
-            "--compare-threads compares compression threads: add --sink hdf5 --compression deflate:LEVEL (or \
-             blosc-zstd:LEVEL / blosc-lz4:LEVEL with `cargo run -p xtask --release --features blosc -- bench`)"
-        );
-    }
-    if a.compare_compression.is_some() && !matches!(a.sink.as_deref(), Some("hdf5" | "zarr")) {
-        bail!("--compare-compression compares what a sink stores: use it with --sink hdf5 or --sink zarr");
-    }
-    if a.compare_compression.is_some_and(|(x, y)| x == y) {
-        bail!("--compare-compression A,B compares two different compressions");
-    }
-    if a.compare_compression.is_some() && (a.compare_threads.is_some() || a.compare_dtype || a.sweep) {
-        bail!(
-            "--compare-compression is a comparison of its own: run it without --compare-threads, --compare-dtype and --sweep"
-        );
-    }
-    if a.compare_dtype && !matches!(a.sink.as_deref(), Some("raw" | "hdf5")) {
-        bail!("--compare-dtype compares what a sink stores: use it with --sink raw or --sink hdf5");
-    }
-    if a.compare_dtype && (a.compare_threads.is_some() || a.sweep) {
-        bail!("--compare-dtype is a comparison of its own: run it without --compare-threads and --sweep");
-    }
-    if a.against_posix && a.sink.as_deref() != Some("raw") {
-        bail!("--against posix compares the raw sink: use it with --sink raw");
-    }
-    if a.against_h5py && a.sink.as_deref() != Some("hdf5") {
-        bail!("--against h5py compares the HDF5 sink: use it with --sink hdf5");
-    }
-    if a.against_gs_mpiio && a.sink.as_deref() != Some("hdf5") {
-        bail!("--against gs-mpiio compares a run writing HDF5: use it with --sink hdf5");
-    }
-    if a.ranks.is_some() && !a.against_gs_mpiio {
-        bail!("--ranks is --against gs-mpiio's: use it with it");
-    }
-    if a.bin.is_some() && !a.against_gs_mpiio && !a.python {
-        bail!("--bin is for --against gs-mpiio and --python: use it with one of them");
-    }
-    if a.python && (a.sink.is_some() || a.micro || a.reserve_cost || a.kernel || a.checkpoint_cost || a.analysis_cost) {
-        bail!("--python is a benchmark of its own: run it without the other benchmarks");
-    }
-    if a.python != a.python_bin.is_some() {
-        bail!("--python and --python-bin PY go together: PY is a Python with the wgpipe package installed");
-    }
-    if a.ranks == Some(0) {
-        bail!("--ranks 0: give gs-mpiio at least one MPI rank");
-    }
-    Ok(())
+    Ok((a, b))
 }
 
-/// Errors unless exactly one benchmark is chosen, with only its own options.
-fn check_benchmark(a: &Args) -> Result<()> {
-    if a.layout_cost && (a.sink.is_some() || a.micro || a.reserve_cost || a.kernel) {
-        bail!("--layout-cost is a benchmark of its own: run it without --sink, --micro, --reserve-cost and --kernel");
-    }
-    if a.reserve_cost && (a.sink.is_some() || a.micro) {
-        bail!("--reserve-cost is a benchmark of its own: run it without --sink and --micro");
-    }
-    if a.checkpoint_cost && (a.sink.is_some() || a.micro || a.reserve_cost || a.kernel) {
-        bail!(
-            "--checkpoint-cost is a benchmark of its own: run it without --sink, --micro, --reserve-cost and --kernel"
-        );
-    }
-    if a.analysis_cost && (a.sink.is_some() || a.micro || a.reserve_cost || a.checkpoint_cost || a.kernel) {
-        bail!("--analysis-cost is a benchmark of its own: run it without the other benchmarks");
-    }
-    if a.zfp_device
-        && (a.sink.is_some() || a.micro || a.reserve_cost || a.checkpoint_cost || a.analysis_cost || a.kernel)
-    {
-        bail!("--zfp-device is a benchmark of its own: run it without the other benchmarks");
-    }
-    if a.zfp_device && !matches!(a.compression, Compression::None | Compression::ZfpRate(_)) {
-        bail!("--zfp-device compares ZFP fixed rate: give --compression zfp:rate=R (or none for rate 8)");
-    }
-    if a.kernel && (a.sink.is_some() || a.micro || a.reserve_cost) {
-        bail!("--kernel is a benchmark of its own: run it without --sink, --micro and --reserve-cost");
-    }
-    if a.large && !a.kernel {
-        bail!("--large adds grids to the kernel bench: add --kernel or --roofline");
-    }
-    if a.large && (a.rows.is_some() || a.cols.is_some()) {
-        bail!("--large adds the large grids, which --rows/--cols leave out: drop --rows/--cols");
-    }
-    if (!a.candidate.is_empty() || !a.candidate_3d.is_empty()) && !a.kernel {
-        bail!("--candidate and --candidate-3d name a shader for the kernel bench: add --kernel");
-    }
-    if !a.candidate_3d.is_empty() && (a.rows.is_some() || a.cols.is_some()) {
-        bail!("--candidate-3d runs on the 3-D cases, which --rows/--cols leave out: drop --rows/--cols");
-    }
-    if a.sink.is_none()
-        && !a.micro
-        && !a.reserve_cost
-        && !a.layout_cost
-        && !a.checkpoint_cost
-        && !a.analysis_cost
-        && !a.zfp_device
-        && !a.kernel
-        && !a.python
-        && !a.help
-    {
-        bail!(
-            "choose what to measure: --sink null|raw|hdf5|zarr, --kernel, --micro, --reserve-cost, --layout-cost, --checkpoint-cost, \
-             --analysis-cost, --zfp-device or --python\n\n{USAGE}"
-        );
-    }
-    Ok(())
+/// `A,B`: two thread counts of 1 or more.
+fn thread_pair(text: &str) -> Result<(usize, usize), String> {
+    pair(text, "thread count", at_least_one::<usize>)
 }
 
-/// `text` as the whole number `flag` expects (shared with `cargo xtask soak`).
-pub(crate) fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T> {
-    text.parse().ok().with_context(|| format!("{flag} expects a whole number, got {text:?}"))
+/// `A,B`: two compressions, as `output.compression` writes them.
+fn compression_pair(text: &str) -> Result<(Compression, Compression), String> {
+    pair(text, "compression", |c| c.parse::<Compression>().map_err(|e| e.to_string()))
+}
+
+/// A compression other than none: what compression threads are for.
+fn some_compression(text: &str) -> Result<Compression, String> {
+    match text.parse::<Compression>().map_err(|e| e.to_string())? {
+        Compression::None => Err("compression threads compress: give deflate:LEVEL (or blosc-zstd:LEVEL)".to_owned()),
+        c => Ok(c),
+    }
+}
+
+/// A ZFP fixed rate in bits per value.
+fn zfp_rate(text: &str) -> Result<ZfpRate, String> {
+    let bits: u32 = text.parse().map_err(|_| format!("expects a whole number of bits, got {text:?}"))?;
+    ZfpRate::new(bits).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn args(s: &str) -> Result<Args> {
-        parse(&s.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+    fn args(s: &str) -> Result<Bench, clap::Error> {
+        BenchCommand::try_parse_from(std::iter::once("bench").chain(s.split_whitespace())).map(|c| c.bench)
     }
 
     #[test]
-    fn parses_flags_and_rejects_nonsense() -> Result<()> {
-        let a = args("--sink raw --rows 64 --cols=32 --frames 4 --io-buffer 0 --sweep --out /dev/shm")?;
-        assert_eq!(a.sink.as_deref(), Some("raw"));
-        assert_eq!((a.rows, a.cols, a.frames, a.io_buffer), (Some(64), Some(32), Some(4), 0));
-        assert!(a.sweep);
-        assert!(args("--sink tape").is_err());
-        assert!(args("--sink null --sweep").is_err());
-        assert!(args("--sink null --rows x").is_err());
-        assert!(args("--sink null --rows").is_err());
+    fn parses_each_benchmark_and_rejects_nonsense() {
+        let Ok(Bench::Overlap { sink: OverlapSink::Raw(a) }) =
+            args("overlap raw --rows 64 --cols=32 --frames 4 --io-buffer 0 --sweep --out /dev/shm")
+        else {
+            panic!("overlap raw")
+        };
+        assert_eq!((a.run.rows, a.run.cols, a.run.frames, a.io_buffer.io_buffer), (64, 32, 4, 0));
+        assert!(a.sweep && a.run.scratch.out.is_some() && a.run.report.reps == 5);
+        assert!(args("overlap tape").is_err());
+        assert!(args("overhead --sweep").is_err(), "the sweep measures I/O overlap");
+        assert!(args("overhead --rows x").is_err());
+        assert!(args("overhead --rows").is_err());
+        assert!(args("overhead --rows 0").is_err());
+        assert!(args("overhead --reps 0").is_err());
         assert!(args("").is_err());
-        assert!(args("--micro").is_ok());
-        assert!(args("--reserve-cost --out /dev/shm").is_ok_and(|a| a.reserve_cost));
-        assert!(args("--reserve-cost --sink hdf5").is_err());
-        let a = args("--sink hdf5 --compression deflate:6 --compare-threads 1,2 --compression-threads 3")?;
-        assert_eq!((a.compare_threads, a.compression_threads), (Some((1, 2)), 3));
-        assert!(args("--sink hdf5 --compare-threads 1,2").is_err());
-        assert!(args("--sink raw --against posix").is_ok_and(|a| a.against_posix));
-        assert!(args("--sink hdf5 --compare-dtype").is_ok_and(|a| a.compare_dtype));
-        assert!(args("--sink null --compare-dtype").is_err());
-        assert!(args("--sink raw --compare-dtype --sweep").is_err());
-        assert!(args("--sink hdf5 --against posix").is_err());
-        assert!(args("--sink raw --against dd").is_err());
-        assert!(args("--sink hdf5 --against h5py").is_ok_and(|a| a.against_h5py && !a.against_posix));
+        assert!(args("--sink null").is_err(), "the old flags are gone");
+        assert!(matches!(args("micro"), Ok(Bench::Micro(_))));
+        assert!(matches!(args("reserve-cost --out /dev/shm"), Ok(Bench::ReserveCost(_))));
+        assert!(args("reserve-cost --compression deflate").is_err());
+        assert!(args("overlap raw --compression deflate:6").is_err(), "the raw sink does not compress");
+        let Ok(Bench::Overlap { sink: OverlapSink::Hdf5(a) }) = args("overlap hdf5 --compression deflate:6") else {
+            panic!("overlap hdf5")
+        };
+        assert_eq!(a.compressing.compression, Compression::Deflate(6));
+        let Ok(Bench::CompressionThreads(a)) = args("compression-threads 1,2 --compression deflate:6") else {
+            panic!("compression-threads")
+        };
+        assert_eq!((a.pair, a.compression), ((1, 2), Compression::Deflate(6)));
+        assert!(args("compression-threads 1,2").is_err(), "what the threads compress is needed");
+        assert!(args("compression-threads 1,2 --compression deflate --compression-threads 3").is_err());
+        assert!(args("compression-threads 1,2 --compression none").is_err());
+        assert!(args("compression-threads 2 --compression deflate").is_err());
+        assert!(args("compression-threads 2,2 --compression deflate").is_err());
+        assert!(args("compression-threads 0,2 --compression deflate").is_err());
+        assert!(args("overlap hdf5 --compression deflate --compression-threads 0").is_err());
+        assert!(matches!(args("compression zarr zstd,zfp:accuracy=1e-4"), Ok(Bench::Compression(_))));
+        assert!(args("compression hdf5 deflate:4,deflate:4").is_err());
+        assert!(args("compression raw deflate:4,zstd").is_err());
+        assert!(matches!(args("dtype hdf5"), Ok(Bench::Dtype(a)) if a.sink == DtypeSink::Hdf5));
+        assert!(args("dtype zarr").is_err());
+        assert!(args("dtype raw --sweep").is_err());
+        assert!(matches!(args("peers posix --out /dev/shm"), Ok(Bench::Peers { peer: Peer::Posix(_) })));
+        assert!(matches!(args("peers h5py"), Ok(Bench::Peers { peer: Peer::H5py(_) })));
+        assert!(args("peers dd").is_err());
+        let Ok(Bench::Peers { peer: Peer::GsMpiio(a) }) = args("peers gs-mpiio --ranks 4 --edge 16") else {
+            panic!("peers gs-mpiio")
+        };
+        assert_eq!((a.ranks, a.edge, a.frames), (Some(4), 16, 100));
+        assert!(args("peers posix --ranks 4").is_err());
+        assert!(args("peers gs-mpiio --ranks 0").is_err());
+        let Ok(Bench::Kernel(a)) = args("kernel --reps 7 --candidate gs.wgsl") else { panic!("kernel") };
+        assert!(a.report.reps == 7 && a.candidate == [PathBuf::from("gs.wgsl")] && a.grid_2d().is_none());
         assert!(
-            args("--sink hdf5 --against gs-mpiio --ranks 4").is_ok_and(|a| a.against_gs_mpiio && a.ranks == Some(4))
+            args("kernel --candidate-3d a.wgsl --candidate-3d b.wgsl")
+                .is_ok_and(|b| matches!(b, Bench::Kernel(k) if k.candidate_3d.len() == 2))
         );
-        assert!(args("--sink hdf5 --ranks 4").is_err());
-        assert!(args("--sink raw --against gs-mpiio").is_err());
-        assert!(args("--sink hdf5 --against gs-mpiio --ranks 0").is_err());
-        assert!(args("--sink raw --against h5py").is_err());
-        assert!(args("--sink hdf5 --compression deflate --compare-threads 2").is_err());
-        assert!(args("--sink hdf5 --compression deflate --compression-threads 0").is_err());
-        let a = args("--kernel --reps 7 --candidate gs.wgsl")?;
-        assert!(a.kernel && a.reps == 7 && a.candidate == [PathBuf::from("gs.wgsl")]);
-        assert!(args("--kernel --sink null").is_err());
-        assert!(args("--candidate gs.wgsl --micro").is_err());
-        assert!(args("--kernel --candidate-3d gs3.wgsl").is_ok_and(|a| a.candidate_3d.len() == 1));
-        assert!(args("--kernel --candidate-3d a.wgsl --candidate-3d b.wgsl").is_ok_and(|a| a.candidate_3d.len() == 2));
-        assert!(args("--kernel --candidate-3d gs3.wgsl --rows 64").is_err());
-        let a = args("--python --python-bin .venv/bin/python --bin target/release/wgpipe --reps 3")?;
-        assert!(a.python && a.python_bin.as_deref() == Some(".venv/bin/python") && a.bin.is_some());
-        assert!(args("--python").is_err(), "needs the Python that has the package");
-        assert!(args("--python-bin py --sink raw").is_err());
-        assert!(args("--python --python-bin py --sink raw").is_err());
+        assert!(args("kernel --candidate-3d gs3.wgsl --rows 64").is_err());
+        assert!(args("kernel --large --cols 64").is_err());
+        assert!(matches!(args("kernel --rows 64"), Ok(Bench::Kernel(k)) if k.grid_2d() == Some((64, 1024))));
+        assert!(args("micro --candidate gs.wgsl").is_err());
+        assert!(matches!(args("kernel --roofline --large"), Ok(Bench::Kernel(k)) if k.roofline && k.large));
+        let Ok(Bench::Python(a)) = args("python --python-bin .venv/bin/python --bin target/release/wgpipe --reps 3")
+        else {
+            panic!("python")
+        };
+        assert_eq!(a.python_bin, ".venv/bin/python");
+        assert!(args("python").is_err(), "needs the Python that has the package");
+        assert!(
+            matches!(args("zfp-device --rate 12"), Ok(Bench::ZfpDevice(a)) if ZfpRate::new(12).is_ok_and(|r| a.rate == r))
+        );
+        assert!(args("zfp-device --rate 33").is_err());
+        assert!(args("checkpoint-cost --rows 64").is_err(), "the 3-D model's size is its --edge");
+    }
+
+    /// The commands the benchmark page quotes from `docs/src/bench/*.json` parse: the page
+    /// never tells a reader to run what the bench no longer takes.
+    #[test]
+    fn every_recorded_command_parses() -> anyhow::Result<()> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src/bench");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&dir)? {
+            let path = entry?.path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
+            let Some(command) = json.get("command").and_then(|c| c.as_str()) else { continue };
+            let words: Vec<&str> = command.split_whitespace().skip_while(|w| w.contains('=')).collect();
+            let Some(rest) = words.strip_prefix(&["cargo", "xtask", "bench"]) else {
+                panic!("{}: {command:?} is not a `cargo xtask bench` command", path.display())
+            };
+            if let Err(e) = BenchCommand::try_parse_from(std::iter::once("bench").chain(rest.iter().copied())) {
+                panic!("{}: {command:?} does not parse:\n{e}", path.display());
+            }
+            checked += 1;
+        }
+        assert!(checked > 10, "only {checked} recorded commands found in {}", dir.display());
         Ok(())
     }
 }

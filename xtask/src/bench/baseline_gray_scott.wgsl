@@ -1,7 +1,7 @@
 // The 2-D Gray-Scott step as it was before the prelude wrapped neighbours with `select`
 // (commit 58e666e, shaders-wgsl/gray_scott.wgsl and shared/field_stencil.wgsl): every
 // neighbour index wrapped with an integer `%`, a fixed 16x16 workgroup. Kept by
-// `cargo xtask bench --kernel` as the baseline the shipped shader is measured against.
+// `cargo xtask bench kernel` as the baseline the shipped shader is measured against.
 //
 // Written against today's bindings (the generated prelude's `grid`, `u_in`/`u_out`,
 // `v_in`/`v_out` and `params` order) but using none of its helpers (`cell`, `laplacian9_*`).

@@ -1,4 +1,4 @@
-//! `--checkpoint-cost`: what checkpoints cost a run (see `wgpipe::checkpoint`).
+//! `bench checkpoint-cost`: what checkpoints cost a run (see `wgpipe::checkpoint`).
 //!
 //! The 3-D Gray-Scott model (the tutorial's, `L`³, 10 steps per frame) writes HDF5 with fsync
 //! in `finish`, asynchronously, three ways per repetition, in rotating order so that drift

@@ -1,4 +1,4 @@
-//! `--compare-compression A,B`: the HDF5 (or Zarr) sink storing the same captured frames
+//! `bench compression hdf5|zarr A,B`: the HDF5 (or Zarr) sink storing the same captured frames
 //! with compression A and with B, side by side in one process: the writer's throughput
 //! (write-only runs, fsync in `finish` included, MB/s of uncompressed frames), the bytes on
 //! disk, and the largest absolute error of a value read back (0 when lossless: a lossy

@@ -1,4 +1,4 @@
-//! `--compare-dtype`: the same run storing f32 and f16 fields, side by side in one process.
+//! `bench dtype raw|hdf5`: the same run storing f32 and f16 fields, side by side in one process.
 //!
 //! f16 output converts each frame on the GPU (`pack2x16float`), so every byte after the
 //! kernel halves: readback, channel, sink. Two measurements, each alternating f32 and f16

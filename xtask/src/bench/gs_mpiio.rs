@@ -1,4 +1,4 @@
-//! `--sink hdf5 --against gs-mpiio`: wgpipe's 3-D run beside its peer, the ADIOS2 tutorial's
+//! `bench peers gs-mpiio`: wgpipe's 3-D run beside its peer, the ADIOS2 tutorial's
 //! Gray-Scott simulation in C++ with MPI-IO (`gs_mpiio/`, see its README).
 //!
 //! All run the tutorial's model, `L`³ cells, `frames` output steps of 10 steps each, with
@@ -143,7 +143,7 @@ fn gs_run(exe: &Path, dir: &Path, edge: usize, frames: u64, ranks: usize) -> Res
         .checked_pow(3)
         .and_then(|cells| cells.checked_mul(frames.checked_mul(8)?))
         .and_then(|b| b.checked_add(24))
-        .context("the grid's bytes overflow u64: give a smaller --rows")?;
+        .context("the grid's bytes overflow u64: give a smaller --edge")?;
     if bytes != expected {
         bail!("gs-mpiio wrote {bytes} bytes to {}, expected {expected}", file.display());
     }
@@ -225,105 +225,148 @@ fn binary_run(bin: &Path, devices: &str, dir: &Path, edge: usize, frames: u64) -
     Ok((wall, bytes))
 }
 
-/// Runs the comparison in `dir` on the devices `devices_text` selects (`--devices`): `reps`
-/// rotations of the four runs, the binary's from `bin`.
-pub fn run(
-    devices_text: &str,
-    bin: &Path,
-    dir: &Path,
-    edge: usize,
-    frames: u64,
-    ranks: usize,
-    reps: usize,
-) -> Result<GsResult> {
-    let devices = &DeviceSelector::parse(devices_text).context("reading --devices")?;
+/// One comparison: where and what it runs.
+pub struct Comparison<'a> {
+    /// `--devices`: the adapters the wgpipe runs select.
+    pub devices: &'a str,
+    /// The `wgpipe` binary run as a process of its own.
+    pub bin: &'a Path,
+    /// The scratch directory every run writes into.
+    pub dir: &'a Path,
+    /// Cells along each edge of the grid.
+    pub edge: usize,
+    /// Output steps of [`TUTORIAL_STEPS_PER_FRAME`] steps.
+    pub frames: u64,
+    /// gs-mpiio's MPI ranks.
+    pub ranks: usize,
+    /// Rotations of the five runs.
+    pub reps: usize,
+}
+
+/// Every run's wall seconds, over the rotations, and the bytes each kind of run wrote.
+#[derive(Default)]
+struct Walls {
+    gs: Vec<f64>,
+    ours: Vec<f64>,
+    rows: Vec<f64>,
+    bricks: Vec<f64>,
+    binary: Vec<f64>,
+    /// `mpirun` starting `true`: MPI's start-up alone, part of every gs-mpiio time.
+    start: Vec<f64>,
+    gs_bytes: u64,
+    our_bytes: u64,
+    binary_bytes: u64,
+}
+
+impl Walls {
+    /// gs-mpiio's time over each of `walls`, rotation by rotation: above 1, wgpipe is faster.
+    fn gs_over(&self, walls: &[f64]) -> Vec<f64> {
+        self.gs.iter().zip(walls).map(|(g, w)| g / w).collect()
+    }
+}
+
+/// Runs the comparison: `reps` rotations of the five runs in `c.dir`.
+pub fn run(c: &Comparison<'_>) -> Result<GsResult> {
+    let devices = DeviceSelector::parse(c.devices).context("reading --devices")?;
     // Each run starts in `dir`: paths given relative to this process's directory must not
     // change meaning there.
-    let dir = &std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?;
-    let bin = &std::path::absolute(bin).with_context(|| format!("resolving {}", bin.display()))?;
-    let exe = build(dir)?;
-    let (mut gs, mut ours, mut rows, mut start) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut binary, mut bricks) = (Vec::new(), Vec::new());
-    let (mut gs_bytes, mut our_bytes, mut binary_bytes) = (0, 0, 0);
-    for rep in 0..reps {
+    let dir = std::path::absolute(c.dir).with_context(|| format!("resolving {}", c.dir.display()))?;
+    let bin = std::path::absolute(c.bin).with_context(|| format!("resolving {}", c.bin.display()))?;
+    let exe = build(&dir)?;
+    let mut w = Walls::default();
+    for rep in 0..c.reps {
         for k in 0..5 {
-            match (k + rep) % 5 {
-                0 => {
-                    let (wall, bytes) = gs_run(&exe, dir, edge, frames, ranks)?;
-                    gs.push(wall);
-                    gs_bytes = bytes;
-                }
-                1 => {
-                    let (wall, bytes) = wgpipe_run(devices, dir, edge, frames, Kernel3d::Shipped)?;
-                    ours.push(wall);
-                    our_bytes = bytes;
-                }
-                2 => rows.push(wgpipe_run(devices, dir, edge, frames, Kernel3d::RowOf8)?.0),
-                3 => bricks.push(wgpipe_run(devices, dir, edge, frames, Kernel3d::ScalarBrick)?.0),
-                _ => {
-                    let (wall, bytes) = binary_run(bin, devices_text, dir, edge, frames)?;
-                    binary.push(wall);
-                    binary_bytes = bytes;
-                }
-            }
+            rotation_run(c, &devices, (&exe, &bin, &dir), (k + rep) % 5, &mut w)?;
         }
-        // MPI's start-up alone, part of every gs-mpiio time.
-        start.push(mpirun(ranks, Path::new("true"), &[], dir)?);
+        w.start.push(mpirun(c.ranks, Path::new("true"), &[], &dir)?);
     }
-    let over = |walls: &[f64]| gs.iter().zip(walls).map(|(g, w)| g / w).collect::<Vec<f64>>();
-    let (ratio, ratio_row, ratio_binary) = (over(&ours), over(&rows), over(&binary));
-    let ratio_brick = over(&bricks);
+    Ok(GsResult { table: table(c, &w), json: figures(c, &bin, &w) })
+}
+
+/// Run `which` of a rotation (gs-mpiio, wgpipe with its shipped kernel, with the row of 8,
+/// with the scalar brick, the binary), its time and bytes into `w`; `paths` are gs-mpiio's
+/// executable, the wgpipe binary and the scratch directory.
+fn rotation_run(
+    c: &Comparison<'_>,
+    devices: &DeviceSelector,
+    paths: (&Path, &Path, &Path),
+    which: usize,
+    w: &mut Walls,
+) -> Result<()> {
+    let (exe, bin, dir) = paths;
+    match which {
+        0 => {
+            let (wall, bytes) = gs_run(exe, dir, c.edge, c.frames, c.ranks)?;
+            w.gs.push(wall);
+            w.gs_bytes = bytes;
+        }
+        1 => {
+            let (wall, bytes) = wgpipe_run(devices, dir, c.edge, c.frames, Kernel3d::Shipped)?;
+            w.ours.push(wall);
+            w.our_bytes = bytes;
+        }
+        2 => w.rows.push(wgpipe_run(devices, dir, c.edge, c.frames, Kernel3d::RowOf8)?.0),
+        3 => w.bricks.push(wgpipe_run(devices, dir, c.edge, c.frames, Kernel3d::ScalarBrick)?.0),
+        _ => {
+            let (wall, bytes) = binary_run(bin, c.devices, dir, c.edge, c.frames)?;
+            w.binary.push(wall);
+            w.binary_bytes = bytes;
+        }
+    }
+    Ok(())
+}
+
+/// The comparison's table.
+fn table(c: &Comparison<'_>, w: &Walls) -> String {
+    let (edge, frames, ranks, reps) = (c.edge, c.frames, c.ranks, c.reps);
     let steps = frames * u64::from(TUTORIAL_STEPS_PER_FRAME);
-    let mut table = String::new();
+    let s = |walls: &[f64]| Summary::of(walls).text(2);
+    let r = |walls: &[f64]| Summary::of(&w.gs_over(walls)).text(3);
+    let mut t = String::new();
     let _ = writeln!(
-        table,
+        t,
         "the 3-D Gray-Scott, {edge}³, {steps} steps, {frames} output steps: median [min–max] of {reps} rotations"
     );
+    let _ =
+        writeln!(t, "  gs-mpiio on {ranks} ranks (float64 U, MPI-IO): {} s, {} MB", s(&w.gs), w.gs_bytes / 1_000_000);
+    let _ = writeln!(t, "  wgpipe (f32 u and v, HDF5):             {} s, {} MB", s(&w.ours), w.our_bytes / 1_000_000);
+    let _ = writeln!(t, "  wgpipe, the row of 8 before the brick:   {} s", s(&w.rows));
+    let _ = writeln!(t, "  wgpipe, the brick before its vec4 rows:  {} s", s(&w.bricks));
     let _ = writeln!(
-        table,
-        "  gs-mpiio on {ranks} ranks (float64 U, MPI-IO): {} s, {} MB",
-        Summary::of(&gs).text(2),
-        gs_bytes / 1_000_000
-    );
-    let _ = writeln!(
-        table,
-        "  wgpipe (f32 u and v, HDF5):             {} s, {} MB",
-        Summary::of(&ours).text(2),
-        our_bytes / 1_000_000
-    );
-    let _ = writeln!(table, "  wgpipe, the row of 8 before the brick:   {} s", Summary::of(&rows).text(2));
-    let _ = writeln!(table, "  wgpipe, the brick before its vec4 rows:  {} s", Summary::of(&bricks).text(2));
-    let _ = writeln!(
-        table,
+        t,
         "  the wgpipe binary, whole process:         {} s, {} MB",
-        Summary::of(&binary).text(2),
-        binary_bytes / 1_000_000
+        s(&w.binary),
+        w.binary_bytes / 1_000_000
     );
-    let _ = writeln!(table, "  mpirun starting `true` on {ranks} ranks:    {} s", Summary::of(&start).text(2));
-    let _ = writeln!(table, "  gs-mpiio / wgpipe: {}x (above 1: wgpipe is faster)", Summary::of(&ratio).text(3));
-    let _ = writeln!(table, "  gs-mpiio / wgpipe with the row of 8: {}x", Summary::of(&ratio_row).text(3));
-    let _ = writeln!(table, "  gs-mpiio / wgpipe with the scalar brick: {}x", Summary::of(&ratio_brick).text(3));
-    let _ = writeln!(table, "  gs-mpiio / the wgpipe binary: {}x", Summary::of(&ratio_binary).text(3));
-    let json = json!({
-        "edge": edge,
-        "frames": frames,
-        "steps": steps,
-        "ranks": ranks,
-        "reps": reps,
-        "gs_mpiio_seconds": Summary::json(&gs),
-        "wgpipe_seconds": Summary::json(&ours),
-        "wgpipe_row_of_8_seconds": Summary::json(&rows),
-        "wgpipe_scalar_brick_seconds": Summary::json(&bricks),
-        "mpirun_start_seconds": Summary::json(&start),
+    let _ = writeln!(t, "  mpirun starting `true` on {ranks} ranks:    {} s", s(&w.start));
+    let _ = writeln!(t, "  gs-mpiio / wgpipe: {}x (above 1: wgpipe is faster)", r(&w.ours));
+    let _ = writeln!(t, "  gs-mpiio / wgpipe with the row of 8: {}x", r(&w.rows));
+    let _ = writeln!(t, "  gs-mpiio / wgpipe with the scalar brick: {}x", r(&w.bricks));
+    let _ = writeln!(t, "  gs-mpiio / the wgpipe binary: {}x", r(&w.binary));
+    t
+}
+
+/// The comparison's JSON.
+fn figures(c: &Comparison<'_>, bin: &Path, w: &Walls) -> Value {
+    json!({
+        "edge": c.edge,
+        "frames": c.frames,
+        "steps": c.frames * u64::from(TUTORIAL_STEPS_PER_FRAME),
+        "ranks": c.ranks,
+        "reps": c.reps,
+        "gs_mpiio_seconds": Summary::json(&w.gs),
+        "wgpipe_seconds": Summary::json(&w.ours),
+        "wgpipe_row_of_8_seconds": Summary::json(&w.rows),
+        "wgpipe_scalar_brick_seconds": Summary::json(&w.bricks),
+        "mpirun_start_seconds": Summary::json(&w.start),
         "wgpipe_binary": bin.display().to_string(),
-        "wgpipe_binary_seconds": Summary::json(&binary),
-        "wgpipe_binary_bytes": binary_bytes,
-        "gs_mpiio_over_wgpipe_binary": Summary::json(&ratio_binary),
-        "gs_mpiio_over_wgpipe": Summary::json(&ratio),
-        "gs_mpiio_over_wgpipe_row_of_8": Summary::json(&ratio_row),
-        "gs_mpiio_over_wgpipe_scalar_brick": Summary::json(&ratio_brick),
-        "gs_mpiio_bytes": gs_bytes,
-        "wgpipe_bytes": our_bytes,
-    });
-    Ok(GsResult { json, table })
+        "wgpipe_binary_seconds": Summary::json(&w.binary),
+        "wgpipe_binary_bytes": w.binary_bytes,
+        "gs_mpiio_over_wgpipe_binary": Summary::json(&w.gs_over(&w.binary)),
+        "gs_mpiio_over_wgpipe": Summary::json(&w.gs_over(&w.ours)),
+        "gs_mpiio_over_wgpipe_row_of_8": Summary::json(&w.gs_over(&w.rows)),
+        "gs_mpiio_over_wgpipe_scalar_brick": Summary::json(&w.gs_over(&w.bricks)),
+        "gs_mpiio_bytes": w.gs_bytes,
+        "wgpipe_bytes": w.our_bytes,
+    })
 }

@@ -1,4 +1,4 @@
-//! `--sink hdf5 --against h5py`: the HDF5 sink next to h5py writing the same frames (no GPU).
+//! `bench peers h5py`: the HDF5 sink next to h5py writing the same frames (no GPU).
 //!
 //! Both write one stream of `count` frames of `rows` × `cols` `f32` (8 distinct frames of
 //! random bytes, repeated) into one HDF5 file, chunked one frame per chunk, and fsync it at the
@@ -9,7 +9,7 @@
 //! output laid out whole at `begin`, each frame's fields flushed before its step and the step
 //! flushed (a kill keeps every frame reported), a disk-space reservation, `frames`/`complete`
 //! written at the end. A plain loop of `write` calls of the same bytes into one file
-//! (`--against posix`'s) runs in the same rotation: the disk's speed, which neither can beat.
+//! (`bench peers posix`'s) runs in the same rotation: the disk's speed, which neither can beat.
 //! The three rotate their order between repetitions, `sync` before every run, and each run's
 //! file is removed after it.
 //!

@@ -1,4 +1,4 @@
-//! `--sink raw|hdf5`: the non-blocking efficiency ratio of Buettner et al. (2009),
+//! `bench overlap raw|hdf5|zarr`: the non-blocking efficiency ratio of Buettner et al. (2009),
 //! async wall / sync wall, at the balance point where computing a frame takes as long as
 //! writing it (theory 0.50; they published 0.53 best, 0.67 average), next to the prediction
 //! of Ravi et al., t_async ≈ max(t_comp, t_io) + overhead, from t_comp and t_io measured
@@ -39,10 +39,10 @@ pub struct IoBench<'a> {
     pub w: &'a Workload,
     pub kind: &'a str,
     pub dir: PathBuf,
-    /// The sink's compression; changed between runs by `--compare-compression`.
+    /// The sink's compression; changed between runs by `bench compression`.
     pub compression: Cell<Compression>,
     /// Threads compressing each frame (HDF5 with deflate); changed between runs by
-    /// `--compare-threads`.
+    /// `bench compression-threads`.
     pub threads: Cell<usize>,
     /// Frames of a real run, for the write-only runs.
     pub data: Vec<Vec<u8>>,
@@ -217,82 +217,149 @@ pub struct EfficiencyResult {
     pub efficiency_ratio: f64,
 }
 
+/// The runs of the efficiency measurement, over the rotations.
+#[derive(Default)]
+struct EfficiencyRuns {
+    /// Wall seconds of the async runs, of the sync runs, of compute alone, of writing alone.
+    asy: Vec<f64>,
+    syn: Vec<f64>,
+    comp: Vec<f64>,
+    io: Vec<f64>,
+    /// CPU seconds of the compute-only and of the write-only runs.
+    comp_cpu: Vec<f64>,
+    io_cpu: Vec<f64>,
+    /// The async runs' seconds the devices spent blocked on a full channel, and the writer
+    /// waiting for frames.
+    blocked: Vec<f64>,
+    waited: Vec<f64>,
+    /// The async runs' compute time as their reports give it, and where it comes from.
+    computed: Vec<f64>,
+    source: &'static str,
+}
+
+impl EfficiencyRuns {
+    /// Run `which` of a rotation (async, sync, compute-only, write-only) at `spf` steps per
+    /// frame, its figures added.
+    fn run(&mut self, b: &IoBench<'_>, which: usize, spf: u32, io_buffer: usize) -> Result<()> {
+        match which {
+            0 => {
+                let r = b.pipeline(b.w, spf, IoMode::Async, io_buffer, false)?;
+                self.asy.push(r.wall_seconds);
+                self.blocked.push(r.devices.iter().map(|d| d.blocked_seconds).sum::<f64>());
+                self.waited.push(r.writer.wait_seconds);
+                self.computed.push(r.compute_seconds());
+                self.source = r.compute_source().name();
+            }
+            1 => self.syn.push(b.pipeline(b.w, spf, IoMode::Sync, io_buffer, false)?.wall_seconds),
+            2 => {
+                let t = b.compute_only_timed(b.w, spf)?;
+                self.comp.push(t.wall);
+                self.comp_cpu.push(t.cpu);
+            }
+            _ => {
+                let t = b.write_only_timed_of(&b.data, OutputDType::F32)?;
+                self.io.push(t.wall);
+                self.io_cpu.push(t.cpu);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the runs say beside their medians: Ravi et al.'s prediction and, on a CPU adapter,
+/// the floor the cores set.
+struct Predictions {
+    /// max(t_comp, t_io): the async run without overhead.
+    asy: f64,
+    /// t_comp + t_io: the sync run.
+    syn: f64,
+    /// The measured async run's median over `asy`.
+    overhead: f64,
+    cores: usize,
+    /// Where the adapter computes on the CPU, compute and writing share the cores: an async
+    /// run takes at least their CPU time spread over them. (Elsewhere the compute-only CPU
+    /// time is the host's waiting, which a driver may spend spinning: no floor.)
+    floor: Option<f64>,
+    floor_ratio: Option<f64>,
+}
+
+impl Predictions {
+    fn of(b: &IoBench<'_>, r: &EfficiencyRuns) -> Predictions {
+        let (tc, tio) = (Summary::of(&r.comp).median, Summary::of(&r.io).median);
+        let asy = tc.max(tio);
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cpu = Summary::of(&r.comp_cpu).median + Summary::of(&r.io_cpu).median;
+        let cpu_adapter = b.w.gpus.iter().all(|g| g.adapter().is_cpu());
+        let floor = cpu_adapter.then(|| asy.max(cpu / cores as f64));
+        let floor_ratio = floor.map(|f| f / Summary::of(&r.syn).median);
+        Predictions { asy, syn: tc + tio, overhead: Summary::of(&r.asy).median - asy, cores, floor, floor_ratio }
+    }
+}
+
 /// Alternates async, sync, compute-only and write-only runs `reps` times (rotating the
 /// order), then compares async/sync with the theory and with Ravi et al.'s prediction.
 pub fn efficiency(b: &IoBench<'_>, cal: &Calibration, io_buffer: usize, reps: usize) -> Result<EfficiencyResult> {
-    let spf = cal.spf;
-    let (mut a, mut s, mut c, mut w, mut blocked, mut waited) = (vec![], vec![], vec![], vec![], vec![], vec![]);
-    // CPU seconds of the compute-only and write-only runs.
-    let (mut c_cpu_samples, mut w_cpu_samples) = (vec![], vec![]);
-    // The async runs' compute time as their reports give it, and where it comes from.
-    let (mut computed, mut source) = (vec![], "");
+    let mut r = EfficiencyRuns::default();
     for rep in 0..reps {
         for k in 0..4 {
-            match (rep + k) % 4 {
-                0 => {
-                    let r = b.pipeline(b.w, spf, IoMode::Async, io_buffer, false)?;
-                    a.push(r.wall_seconds);
-                    blocked.push(r.devices.iter().map(|d| d.blocked_seconds).sum::<f64>());
-                    waited.push(r.writer.wait_seconds);
-                    computed.push(r.compute_seconds());
-                    source = r.compute_source().name();
-                }
-                1 => s.push(b.pipeline(b.w, spf, IoMode::Sync, io_buffer, false)?.wall_seconds),
-                2 => {
-                    let t = b.compute_only_timed(b.w, spf)?;
-                    c.push(t.wall);
-                    c_cpu_samples.push(t.cpu);
-                }
-                _ => {
-                    let t = b.write_only_timed_of(&b.data, OutputDType::F32)?;
-                    w.push(t.wall);
-                    w_cpu_samples.push(t.cpu);
-                }
-            }
+            r.run(b, (rep + k) % 4, cal.spf, io_buffer)?;
         }
     }
-    let ratios: Vec<f64> = a.iter().zip(&s).map(|(a, s)| a / s).collect();
-    let (ratio, asy, syn, tc, tio) =
-        (Summary::of(&ratios), Summary::of(&a), Summary::of(&s), Summary::of(&c), Summary::of(&w));
-    let predicted_async = tc.median.max(tio.median);
-    let predicted_sync = tc.median + tio.median;
-    let predicted_ratio = predicted_async / predicted_sync;
-    let overhead = asy.median - predicted_async;
-    // Where the adapter computes on the CPU, compute and writing share the cores: an async
-    // run takes at least their CPU time spread over them. (Elsewhere the compute-only CPU
-    // time is the host's waiting, which a driver may spend spinning: no floor.)
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let (c_cpu, w_cpu) = (Summary::of(&c_cpu_samples), Summary::of(&w_cpu_samples));
-    let cpu_adapter = b.w.gpus.iter().all(|g| g.adapter().is_cpu());
-    let floor_async = cpu_adapter.then(|| predicted_async.max((c_cpu.median + w_cpu.median) / cores as f64));
-    let floor_ratio = floor_async.map(|f| f / syn.median);
-    let json = json!({
-        "efficiency_ratio": Summary::json(&ratios),
-        "async_seconds": Summary::json(&a),
-        "sync_seconds": Summary::json(&s),
-        "t_comp_seconds": Summary::json(&c),
-        "t_io_seconds": Summary::json(&w),
-        "compute_to_io_ratio": tc.median / tio.median,
-        "ravi_predicted_async_seconds": predicted_async,
-        "ravi_predicted_sync_seconds": predicted_sync,
-        "ravi_predicted_ratio": predicted_ratio,
-        "async_overhead_seconds": overhead,
-        "t_comp_cpu_seconds": Summary::json(&c_cpu_samples),
-        "t_io_cpu_seconds": Summary::json(&w_cpu_samples),
-        "cores": cores,
-        "cores_floor_async_seconds": floor_async,
-        "cores_floor_ratio": floor_ratio,
-        "device_blocked_seconds": Summary::json(&blocked),
-        "writer_wait_seconds": Summary::json(&waited),
-        "async_compute_seconds": Summary::json(&computed),
-        "compute_source": source,
+    let ratios: Vec<f64> = r.asy.iter().zip(&r.syn).map(|(a, s)| a / s).collect();
+    let p = Predictions::of(b, &r);
+    let json = efficiency_json(&r, &ratios, &p, cal.spf, io_buffer, reps);
+    let table = efficiency_table(b, &r, &ratios, &p, (cal.spf, io_buffer, reps));
+    Ok(EfficiencyResult { json, table, efficiency_ratio: Summary::of(&ratios).median })
+}
+
+/// The efficiency measurement's JSON.
+fn efficiency_json(
+    r: &EfficiencyRuns,
+    ratios: &[f64],
+    p: &Predictions,
+    spf: u32,
+    io_buffer: usize,
+    reps: usize,
+) -> Value {
+    json!({
+        "efficiency_ratio": Summary::json(ratios),
+        "async_seconds": Summary::json(&r.asy),
+        "sync_seconds": Summary::json(&r.syn),
+        "t_comp_seconds": Summary::json(&r.comp),
+        "t_io_seconds": Summary::json(&r.io),
+        "compute_to_io_ratio": Summary::of(&r.comp).median / Summary::of(&r.io).median,
+        "ravi_predicted_async_seconds": p.asy,
+        "ravi_predicted_sync_seconds": p.syn,
+        "ravi_predicted_ratio": p.asy / p.syn,
+        "async_overhead_seconds": p.overhead,
+        "t_comp_cpu_seconds": Summary::json(&r.comp_cpu),
+        "t_io_cpu_seconds": Summary::json(&r.io_cpu),
+        "cores": p.cores,
+        "cores_floor_async_seconds": p.floor,
+        "cores_floor_ratio": p.floor_ratio,
+        "device_blocked_seconds": Summary::json(&r.blocked),
+        "writer_wait_seconds": Summary::json(&r.waited),
+        "async_compute_seconds": Summary::json(&r.computed),
+        "compute_source": r.source,
         "theory_at_balance": 0.5,
         "published_best": 0.53,
         "published_average": 0.67,
         "steps_per_frame": spf,
         "io_buffer": io_buffer,
         "reps": reps,
-    });
+    })
+}
+
+/// The efficiency measurement's table; `settings` are steps per frame, io_buffer and reps.
+fn efficiency_table(
+    b: &IoBench<'_>,
+    r: &EfficiencyRuns,
+    ratios: &[f64],
+    p: &Predictions,
+    settings: (u32, usize, usize),
+) -> String {
+    let (spf, io_buffer, reps) = settings;
+    let (asy, syn, tc, tio) = (Summary::of(&r.asy), Summary::of(&r.syn), Summary::of(&r.comp), Summary::of(&r.io));
     let mut t = String::new();
     let _ = writeln!(
         t,
@@ -306,30 +373,34 @@ pub fn efficiency(b: &IoBench<'_>, cal: &Calibration, io_buffer: usize, reps: us
     let _ = writeln!(
         t,
         "  efficiency_ratio = async / sync = {}   theory at balance 0.50; Buettner 2009: 0.53 best, 0.67 average",
-        ratio.text(3)
+        Summary::of(ratios).text(3)
     );
     let _ = writeln!(
         t,
-        "  Ravi et al.: t_async ≈ max(t_comp, t_io) + overhead = {predicted_async:.4} s + overhead -> ratio {predicted_ratio:.3} \
-         without overhead; measured overhead {overhead:.4} s"
+        "  Ravi et al.: t_async ≈ max(t_comp, t_io) + overhead = {:.4} s + overhead -> ratio {:.3} \
+         without overhead; measured overhead {:.4} s",
+        p.asy,
+        p.asy / p.syn,
+        p.overhead
     );
-    if let (Some(floor), Some(ratio)) = (floor_async, floor_ratio) {
+    if let (Some(floor), Some(ratio)) = (p.floor, p.floor_ratio) {
         let _ = writeln!(
             t,
             "  cores' floor (a CPU adapter): async >= max(t_comp, t_io, (CPU of compute alone {:.4} s + of writing \
-             alone {:.4} s) / {cores} cores) = {floor:.4} s, {ratio:.3} of the median sync; async took {:.3}x that",
-            c_cpu.median,
-            w_cpu.median,
+             alone {:.4} s) / {} cores) = {floor:.4} s, {ratio:.3} of the median sync; async took {:.3}x that",
+            Summary::of(&r.comp_cpu).median,
+            Summary::of(&r.io_cpu).median,
+            p.cores,
             asy.median / floor
         );
     }
     let _ = writeln!(
         t,
         "  device blocked on send {:.4} s, writer waiting for frames {:.4} s (medians)",
-        Summary::of(&blocked).median,
-        Summary::of(&waited).median
+        Summary::of(&r.blocked).median,
+        Summary::of(&r.waited).median
     );
-    Ok(EfficiencyResult { json, table: t, efficiency_ratio: ratio.median })
+    t
 }
 
 /// Bytes `path` takes: a file's length, or a directory's files' lengths summed.

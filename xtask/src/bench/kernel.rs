@@ -1,4 +1,4 @@
-//! `--kernel`: the step kernels alone, on one device, and the shipped Gray-Scott shaders
+//! `bench kernel`: the step kernels alone, on one device, and the shipped Gray-Scott shaders
 //! against the shaders they replaced.
 //!
 //! Every shipped kernel runs on a grid or two ([`cases`]): its [`FieldSim`] is set up once,
@@ -58,9 +58,9 @@ pub fn scalar_brick_3d(shipped: &KernelSpec) -> Result<KernelSpec> {
     Ok(KernelSpec { wgsl, ..shipped.clone() })
 }
 
-/// Cell-steps per timing (16 steps at 1024²): 1–2 s for a shipped shader on lavapipe with two
-/// busy threads, 3–5 s for the baseline; long enough for the submission overhead to vanish,
-/// short enough for `--reps 7` of every case to take about 3 minutes.
+/// Cell-steps per timing (16 steps at 1024²): on lavapipe a timing of a second or more for
+/// the shipped shaders and the slower baseline, long enough for the submission overhead to
+/// vanish, short enough for `--reps 7` of every case to take minutes, not hours.
 const CELL_STEPS_PER_TIMING: usize = 1 << 24;
 
 /// Shortest timing: on a real GPU the cell-steps above take microseconds, where submitting
@@ -102,97 +102,105 @@ struct Case {
     initial: Vec<f32>,
 }
 
-/// The shipped kernels and grids measured, each Gray-Scott with its predecessor; `candidate`
-/// runs on the 2-D Gray-Scott cases, `candidate_3d` on the 3-D ones. With `grid_2d` (rows,
-/// cols), only the 2-D Gray-Scott on that grid; with `large`, the Gray-Scott models on 4096²
-/// and 256³ too (64 MiB a field: what a GPU's memory, not its caches, must serve). Every
-/// Gray-Scott case also runs the shipped kernel at `other_width`, the cells per invocation the
-/// adapter did not get (`InvocationWidth`), and every case with `other_shapes`, the workgroup
-/// shapes it did not get (`WorkgroupShapes`): what each per-adapter choice is worth.
-fn cases(
-    candidates_2d: &[(String, WgslSource)],
-    candidates_3d: &[(String, WgslSource)],
-    grid_2d: Option<(usize, usize)>,
-    large: bool,
-    other_width: InvocationWidth,
-    other_shapes: WorkgroupShapes,
-) -> Result<Vec<Case>> {
-    let gray_scott_2d = |rows: usize, cols: usize| -> Result<Case> {
-        // Variants differ from the shipped kernel in their WGSL only.
-        let shipped = GrayScottParams::default().kernel();
-        let variant = |wgsl: WgslSource| KernelSpec { wgsl, ..shipped.clone() };
-        let mut specs = vec![
-            ("current".to_owned(), shipped.clone()),
-            ("baseline".to_owned(), variant(WgslSource::new("xtask/src/bench/baseline_gray_scott.wgsl", BASELINE))),
-            ("other-width".to_owned(), shipped.clone().with_invocation_width(other_width)),
-            ("other-shapes".to_owned(), shipped.clone().with_workgroup_shapes(other_shapes)),
-        ];
-        for (label, c) in candidates_2d {
-            specs.push((label.clone(), variant(c.clone())));
-        }
-        Ok(Case {
-            kernel: gray_scott::NAME,
-            grid: Grid::new(&[rows, cols])?,
-            specs,
-            initial: gray_scott::initial_state(rows, cols, SEED, NOISE),
-        })
-    };
-    let heat = |side: usize| -> Result<Case> {
-        let fields = shipped::HEAT.fields.iter().map(|f| (*f).to_owned()).collect();
-        let wgsl = WgslSource::new(shipped::HEAT.file, shipped::HEAT.source);
-        let spec = KernelSpec::new("heat", wgsl, fields, vec![HEAT_ALPHA]).with_rank(shipped::HEAT.rank);
-        // The Gray-Scott start's v: a square of ones with noise, something to diffuse.
-        let initial = gray_scott::initial_state(side, side, SEED, NOISE).split_off(side * side);
-        Ok(Case {
-            kernel: "heat",
-            grid: Grid::new(&[side, side])?,
-            specs: vec![
-                ("current".to_owned(), spec.clone()),
-                ("other-shapes".to_owned(), spec.with_workgroup_shapes(other_shapes)),
-            ],
-            initial,
-        })
-    };
-    let gray_scott_3d = |side: usize| -> Result<Case> {
-        let grid = Grid::new(&[side, side, side])?;
-        let shipped = GrayScott3dParams::default().kernel(SEED);
-        let variant = |wgsl: WgslSource| KernelSpec { wgsl, ..shipped.clone() };
-        let mut specs = vec![
-            ("current".to_owned(), shipped.clone()),
-            (
-                "one-cell".to_owned(),
-                variant(WgslSource::new("xtask/src/bench/one_cell_gray_scott_3d.wgsl", ONE_CELL_3D)),
-            ),
-            ("other-width".to_owned(), shipped.clone().with_invocation_width(other_width)),
-            ("other-shapes".to_owned(), shipped.clone().with_workgroup_shapes(other_shapes)),
-        ];
-        // Where the adapter gets the 8 × 2 × 2 brick (a CPU driver), the plain row of 8 cells
-        // it replaced (a forced width is one row per invocation), and the brick of scalar
-        // loads and stores that its rows of vec4s replaced.
-        if other_width == InvocationWidth::Cells(1) {
-            specs.push(("row-of-8".to_owned(), shipped.clone().with_invocation_width(InvocationWidth::Cells(8))));
-            specs.push(("scalar-brick".to_owned(), scalar_brick_3d(&shipped)?));
-        }
-        for (label, c) in candidates_3d {
-            specs.push((label.clone(), variant(c.clone())));
-        }
-        Ok(Case { kernel: gray_scott_3d::NAME, grid, specs, initial: gray_scott_3d::initial_state(&grid) })
-    };
+/// What runs beside the shipped kernels: the candidates, and the per-adapter choices the
+/// adapter did not get.
+pub struct Variants<'a> {
+    /// `--candidate` shaders, on the 2-D Gray-Scott cases.
+    pub candidates_2d: &'a [(String, WgslSource)],
+    /// `--candidate-3d` shaders, on the 3-D ones.
+    pub candidates_3d: &'a [(String, WgslSource)],
+    /// The cells per invocation the adapter did not get (`InvocationWidth`).
+    pub other_width: InvocationWidth,
+    /// The workgroup shapes it did not get (`WorkgroupShapes`).
+    pub other_shapes: WorkgroupShapes,
+}
+
+/// The shipped kernels and grids measured, each Gray-Scott with its predecessor and `v`'s
+/// candidates. With `grid_2d` (rows, cols), only the 2-D Gray-Scott on that grid; with
+/// `large`, the Gray-Scott models on 4096² and 256³ too (64 MiB a field: what a GPU's memory,
+/// not its caches, must serve). Every Gray-Scott case also runs the shipped kernel at the
+/// other width, and every case with the other shapes: what each per-adapter choice is worth.
+fn cases(v: &Variants<'_>, grid_2d: Option<(usize, usize)>, large: bool) -> Result<Vec<Case>> {
     if let Some((rows, cols)) = grid_2d {
-        return Ok(vec![gray_scott_2d(rows, cols)?]);
+        return Ok(vec![gray_scott_2d_case(v, rows, cols)?]);
     }
     let mut cases = vec![
-        gray_scott_2d(1024, 1024)?,
-        gray_scott_2d(512, 512)?,
-        heat(1024)?,
-        gray_scott_3d(64)?,
-        gray_scott_3d(128)?,
+        gray_scott_2d_case(v, 1024, 1024)?,
+        gray_scott_2d_case(v, 512, 512)?,
+        heat_case(v, 1024)?,
+        gray_scott_3d_case(v, 64)?,
+        gray_scott_3d_case(v, 128)?,
     ];
     if large {
-        cases.insert(2, gray_scott_2d(4096, 4096)?);
-        cases.push(gray_scott_3d(256)?);
+        cases.insert(2, gray_scott_2d_case(v, 4096, 4096)?);
+        cases.push(gray_scott_3d_case(v, 256)?);
     }
     Ok(cases)
+}
+
+/// The 2-D Gray-Scott on `rows` × `cols`: the shipped kernel, the `%` baseline, the other
+/// width and shapes, and the candidates (variants that differ in their WGSL only).
+fn gray_scott_2d_case(v: &Variants<'_>, rows: usize, cols: usize) -> Result<Case> {
+    let shipped = GrayScottParams::default().kernel();
+    let variant = |wgsl: WgslSource| KernelSpec { wgsl, ..shipped.clone() };
+    let mut specs = vec![
+        ("current".to_owned(), shipped.clone()),
+        ("baseline".to_owned(), variant(WgslSource::new("xtask/src/bench/baseline_gray_scott.wgsl", BASELINE))),
+        ("other-width".to_owned(), shipped.clone().with_invocation_width(v.other_width)),
+        ("other-shapes".to_owned(), shipped.clone().with_workgroup_shapes(v.other_shapes)),
+    ];
+    for (label, c) in v.candidates_2d {
+        specs.push((label.clone(), variant(c.clone())));
+    }
+    Ok(Case {
+        kernel: gray_scott::NAME,
+        grid: Grid::new(&[rows, cols])?,
+        specs,
+        initial: gray_scott::initial_state(rows, cols, SEED, NOISE),
+    })
+}
+
+/// Heat on `side`²: the shipped kernel and the other shapes.
+fn heat_case(v: &Variants<'_>, side: usize) -> Result<Case> {
+    let fields = shipped::HEAT.fields.iter().map(|f| (*f).to_owned()).collect();
+    let wgsl = WgslSource::new(shipped::HEAT.file, shipped::HEAT.source);
+    let spec = KernelSpec::new("heat", wgsl, fields, vec![HEAT_ALPHA]).with_rank(shipped::HEAT.rank);
+    // The Gray-Scott start's v: a square of ones with noise, something to diffuse.
+    let initial = gray_scott::initial_state(side, side, SEED, NOISE).split_off(side * side);
+    Ok(Case {
+        kernel: "heat",
+        grid: Grid::new(&[side, side])?,
+        specs: vec![
+            ("current".to_owned(), spec.clone()),
+            ("other-shapes".to_owned(), spec.with_workgroup_shapes(v.other_shapes)),
+        ],
+        initial,
+    })
+}
+
+/// The 3-D Gray-Scott on `side`³: the shipped kernel, the one-cell predecessor, the other
+/// width and shapes, on CPU drivers the row of 8 and the scalar brick, and the candidates.
+fn gray_scott_3d_case(v: &Variants<'_>, side: usize) -> Result<Case> {
+    let grid = Grid::new(&[side, side, side])?;
+    let shipped = GrayScott3dParams::default().kernel(SEED);
+    let variant = |wgsl: WgslSource| KernelSpec { wgsl, ..shipped.clone() };
+    let mut specs = vec![
+        ("current".to_owned(), shipped.clone()),
+        ("one-cell".to_owned(), variant(WgslSource::new("xtask/src/bench/one_cell_gray_scott_3d.wgsl", ONE_CELL_3D))),
+        ("other-width".to_owned(), shipped.clone().with_invocation_width(v.other_width)),
+        ("other-shapes".to_owned(), shipped.clone().with_workgroup_shapes(v.other_shapes)),
+    ];
+    // Where the adapter gets the 8 × 2 × 2 brick (a CPU driver), the plain row of 8 cells
+    // it replaced (a forced width is one row per invocation), and the brick of scalar
+    // loads and stores that its rows of vec4s replaced.
+    if v.other_width == InvocationWidth::Cells(1) {
+        specs.push(("row-of-8".to_owned(), shipped.clone().with_invocation_width(InvocationWidth::Cells(8))));
+        specs.push(("scalar-brick".to_owned(), scalar_brick_3d(&shipped)?));
+    }
+    for (label, c) in v.candidates_3d {
+        specs.push((label.clone(), variant(c.clone())));
+    }
+    Ok(Case { kernel: gray_scott_3d::NAME, grid, specs, initial: gray_scott_3d::initial_state(&grid) })
 }
 
 /// Runs every case (or the 2-D Gray-Scott on `grid_2d` only) on `gpu` with `reps`
@@ -225,7 +233,8 @@ pub fn run(
         shapes.name(),
         other_shapes.name()
     );
-    for case in cases(candidates_2d, candidates_3d, grid_2d, large, other_width, other_shapes)? {
+    let variants = Variants { candidates_2d, candidates_3d, other_width, other_shapes };
+    for case in cases(&variants, grid_2d, large)? {
         let (text, json) = run_case(gpu, &case, reps)?;
         table.push_str(&text);
         cases_json.push(json);
@@ -260,12 +269,31 @@ fn steps_per_timing(variants: &mut [Variant], least: u32, kernel: &str) -> Resul
     }
 }
 
+/// One case: its variants set up, warmed up and timed in rotation, their rates as a table
+/// and JSON, and their states checked against the shipped kernel's.
 fn run_case(gpu: &GpuDevice, case: &Case, reps: usize) -> Result<(String, Value)> {
     let cells = case.grid.cells();
     let fields = case.specs.first().map_or(1, |(_, s)| s.fields.len());
     let least = u32::try_from((CELL_STEPS_PER_TIMING / cells).clamp(4, 1 << 12)).unwrap_or(4);
     let shape: Vec<String> = case.grid.shape().iter().rev().map(usize::to_string).collect();
     let shape = shape.join("x");
+    let mut variants = set_up(gpu, case, &shape, reps)?;
+    let steps = steps_per_timing(&mut variants, least, case.kernel)?;
+    time_in_rotation(&mut variants, steps, reps, case.kernel)?;
+    let mut text = String::new();
+    let _ = writeln!(text, "{} {shape} ({steps} steps per timing):", case.kernel);
+    let cell_steps = cells as f64 * f64::from(steps);
+    let variants_json = rates(&variants, cell_steps, fields, &mut text);
+    let mut json = json!({
+        "kernel": case.kernel, "grid": case.grid.shape(), "cells": cells, "fields": fields,
+        "steps_per_timing": steps, "bytes_per_cell_step": 2 * fields * 4, "variants": variants_json,
+    });
+    check_against_shipped(case, &shape, &variants, &mut text, &mut json)?;
+    Ok((text, json))
+}
+
+/// Every variant of `case` on `gpu`, set up from the case's start and warmed up.
+fn set_up(gpu: &GpuDevice, case: &Case, shape: &str, reps: usize) -> Result<Vec<Variant>> {
     let mut variants = Vec::new();
     for (label, spec) in &case.specs {
         let mut sim = FieldSim::new(gpu, spec, &case.grid, &case.initial)
@@ -273,22 +301,29 @@ fn run_case(gpu: &GpuDevice, case: &Case, reps: usize) -> Result<(String, Value)
         sim.run_steps(WARMUP_STEPS).with_context(|| format!("warming up {} ({label})", case.kernel))?;
         variants.push(Variant { label: label.clone(), sim, seconds: Vec::with_capacity(reps) });
     }
-    let steps = steps_per_timing(&mut variants, least, case.kernel)?;
+    Ok(variants)
+}
+
+/// `reps` timings of `steps` steps of every variant, the order rotating between repetitions.
+fn time_in_rotation(variants: &mut [Variant], steps: u32, reps: usize, kernel: &str) -> Result<()> {
+    let n = variants.len();
     for rep in 0..reps {
-        let n = variants.len();
         for k in 0..n {
             let v = &mut variants[(rep + k) % n];
             let start = Instant::now();
-            v.sim.run_steps(steps).with_context(|| format!("running {} ({})", case.kernel, v.label))?;
+            v.sim.run_steps(steps).with_context(|| format!("running {kernel} ({})", v.label))?;
             v.seconds.push(start.elapsed().as_secs_f64());
         }
     }
-    let cell_steps = cells as f64 * f64::from(steps);
+    Ok(())
+}
+
+/// Each variant's cell-steps/s and effective GB/s (`cell_steps` per timing, `fields` read and
+/// written once each), a line each into `text`, as JSON by label.
+fn rates(variants: &[Variant], cell_steps: f64, fields: usize, text: &mut String) -> serde_json::Map<String, Value> {
     let bytes = cell_steps * (2 * fields * 4) as f64;
-    let mut text = String::new();
-    let _ = writeln!(text, "{} {shape} ({steps} steps per timing):", case.kernel);
     let mut variants_json = serde_json::Map::new();
-    for v in &variants {
+    for v in variants {
         let rate: Vec<f64> = v.seconds.iter().map(|s| cell_steps / s).collect();
         let gbps: Vec<f64> = v.seconds.iter().map(|s| bytes / s / 1e9).collect();
         let _ = writeln!(
@@ -307,43 +342,51 @@ fn run_case(gpu: &GpuDevice, case: &Case, reps: usize) -> Result<(String, Value)
             }),
         );
     }
-    let mut json = json!({
-        "kernel": case.kernel, "grid": case.grid.shape(), "cells": cells, "fields": fields,
-        "steps_per_timing": steps, "bytes_per_cell_step": 2 * fields * 4, "variants": variants_json,
-    });
-    if let Some(current) = variants.first() {
-        let state = current.sim.read_state().context("reading the shipped kernel's state")?;
-        for v in &variants[1..] {
-            let key = v.label.replace('-', "_");
-            let ratio: Vec<f64> = v.seconds.iter().zip(&current.seconds).map(|(o, c)| o / c).collect();
-            let _ = writeln!(
-                text,
-                "  speedup over {}: {}x (its time / the shipped shader's, per repetition)",
+    variants_json
+}
+
+/// Each variant's speedup over the shipped kernel (the first) and whether their states hold
+/// the same bits, into `text` and `json`; an error when a kept variant's bits differ (they
+/// compute the same update in the same order), a candidate's difference only reported.
+fn check_against_shipped(
+    case: &Case,
+    shape: &str,
+    variants: &[Variant],
+    text: &mut String,
+    json: &mut Value,
+) -> Result<()> {
+    let Some(current) = variants.first() else { return Ok(()) };
+    let state = current.sim.read_state().context("reading the shipped kernel's state")?;
+    for v in &variants[1..] {
+        let key = v.label.replace('-', "_");
+        let ratio: Vec<f64> = v.seconds.iter().zip(&current.seconds).map(|(o, c)| o / c).collect();
+        let _ = writeln!(
+            text,
+            "  speedup over {}: {}x (its time / the shipped shader's, per repetition)",
+            v.label,
+            Summary::of(&ratio).text(2)
+        );
+        json[format!("speedup_over_{key}")] = Summary::json(&ratio);
+        let other = v.sim.read_state().with_context(|| format!("reading the {} kernel's state", v.label))?;
+        let same = bit_identical(&state, &other);
+        let verdict = match (same, max_abs_difference(&state, &other)) {
+            (true, _) => "bit-identical".to_owned(),
+            (false, Some(d)) => format!("differs: max |difference| {d:e}"),
+            (false, None) => "differs: NaN in a state".to_owned(),
+        };
+        let _ = writeln!(text, "  {} vs shipped after {} steps: {verdict}", v.label, current.sim.steps());
+        json[format!("check_{key}")] = json!(verdict);
+        if !v.label.starts_with("candidate") && !same {
+            bail!(
+                "{} {shape}: the {} shader and the shipped one disagree after {} steps ({verdict}); they \
+                 compute the same update in the same order and must give the same bits",
+                case.kernel,
                 v.label,
-                Summary::of(&ratio).text(2)
+                current.sim.steps()
             );
-            json[format!("speedup_over_{key}")] = Summary::json(&ratio);
-            let other = v.sim.read_state().with_context(|| format!("reading the {} kernel's state", v.label))?;
-            let same = bit_identical(&state, &other);
-            let verdict = match (same, max_abs_difference(&state, &other)) {
-                (true, _) => "bit-identical".to_owned(),
-                (false, Some(d)) => format!("differs: max |difference| {d:e}"),
-                (false, None) => "differs: NaN in a state".to_owned(),
-            };
-            let _ = writeln!(text, "  {} vs shipped after {} steps: {verdict}", v.label, current.sim.steps());
-            json[format!("check_{key}")] = json!(verdict);
-            if !v.label.starts_with("candidate") && !same {
-                bail!(
-                    "{} {shape}: the {} shader and the shipped one disagree after {} steps ({verdict}); they \
-                     compute the same update in the same order and must give the same bits",
-                    case.kernel,
-                    v.label,
-                    current.sim.steps()
-                );
-            }
         }
     }
-    Ok((text, json))
+    Ok(())
 }
 
 /// The largest |a - b| over both states, `None` when their lengths differ or one holds NaN.
@@ -384,7 +427,13 @@ mod tests {
             candidate_3d.push((path.display().to_string(), WgslSource::from_file(&path)?));
         }
         assert_eq!(candidate_3d.len(), 2, "the two 3-D candidates of the benchmark page");
-        for case in cases(&candidate, &candidate_3d, None, false, InvocationWidth::Cells(1), WorkgroupShapes::Gpu)? {
+        let variants = Variants {
+            candidates_2d: &candidate,
+            candidates_3d: &candidate_3d,
+            other_width: InvocationWidth::Cells(1),
+            other_shapes: WorkgroupShapes::Gpu,
+        };
+        for case in cases(&variants, None, false)? {
             for (label, spec) in &case.specs {
                 spec.check().with_context(|| format!("{} ({label})", case.kernel))?;
                 assert_eq!(spec.rank, case.grid.rank(), "{} ({label})", case.kernel);

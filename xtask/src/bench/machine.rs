@@ -15,22 +15,46 @@ const REEXEC_MARK: &str = "WGPIPE_BENCH_REEXEC";
 /// lavapipe computes on the CPU with one thread per core by default, which leaves the writer
 /// thread no core on a small machine and measures CPU contention instead of overlap. The
 /// variable is read when the driver loads, so it cannot be set from inside this process:
-/// when it is missing, run this same binary again with it set and pass the exit code on.
-pub fn reexec_with_one_lavapipe_thread(argv: &[String]) -> Result<Option<ExitCode>> {
+/// when it is missing, run this same binary again, with the same arguments and it set, and
+/// pass the exit code on.
+pub fn reexec_with_one_lavapipe_thread() -> Result<Option<ExitCode>> {
     if std::env::var_os("LP_NUM_THREADS").is_some() {
         return Ok(None);
     }
     let exe = std::env::current_exe().context("cannot find this executable to re-run it with LP_NUM_THREADS=1")?;
     eprintln!("note: LP_NUM_THREADS is unset; re-running with LP_NUM_THREADS=1 so that lavapipe leaves a core to I/O");
     let status = Command::new(&exe)
-        .arg("bench")
-        .args(argv)
+        .args(std::env::args_os().skip(1))
         .env("LP_NUM_THREADS", "1")
         .env(REEXEC_MARK, "1")
         .status()
         .with_context(|| format!("cannot re-run {}", exe.display()))?;
     let code = status.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1);
     Ok(Some(ExitCode::from(code)))
+}
+
+/// The command line that started this bench, as a user types it (`cargo xtask bench ...`),
+/// for the JSON report: an `LP_NUM_THREADS` the user set comes first, one the re-execution
+/// set does not (the machine record has it).
+pub fn command_line() -> String {
+    let words = std::env::args().skip(1).map(|a| shell_word(&a)).collect::<Vec<_>>().join(" ");
+    match std::env::var("LP_NUM_THREADS") {
+        Ok(threads) if std::env::var_os(REEXEC_MARK).is_none() => {
+            format!("LP_NUM_THREADS={} cargo xtask {words}", shell_word(&threads))
+        }
+        _ => format!("cargo xtask {words}"),
+    }
+}
+
+/// `word` as a shell reads it back: as it is when it holds nothing the shell treats specially,
+/// else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./,:=+@%^".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 /// What the report says about LP_NUM_THREADS.
@@ -75,12 +99,11 @@ pub fn load_average() -> Option<f64> {
     text.split_whitespace().next()?.parse().ok()
 }
 
-/// The host and the adapters, for the JSON report.
 /// The host CPU as `/proc/cpuinfo` names it (model name, family, model, stepping) and whether
 /// it has AVX2 and AVX-512: VMs of one kind run on hosts of different generations, and
 /// lavapipe's JIT-compiled shaders (wide vectors) gain from a newer one far more than scalar
-/// C++ does (the gs-mpiio comparison moved from 2.0 to 0.66 between two such hosts), so a
-/// figure is comparable only with the CPU it ran on.
+/// C++ does, so a figure is comparable only with the CPU it ran on (`cargo xtask bench peers
+/// gs-mpiio` moves with the host: docs, "Benchmarks", "Against its peer").
 fn cpu_identity() -> Value {
     let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let field = |name: &str| {
@@ -98,6 +121,7 @@ fn cpu_identity() -> Value {
     })
 }
 
+/// The host and the adapters, for the JSON report.
 pub fn describe(gpus: &[GpuDevice], out: Option<&Path>) -> Value {
     let adapters: Vec<Value> = gpus
         .iter()
@@ -118,4 +142,18 @@ pub fn describe(gpus: &[GpuDevice], out: Option<&Path>) -> Value {
         "target_filesystem": out.map(filesystem_type),
         "os": std::env::consts::OS,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_words_quote_only_what_needs_it() {
+        assert_eq!(shell_word("--compression"), "--compression");
+        assert_eq!(shell_word("zfp:accuracy=1e-4"), "zfp:accuracy=1e-4");
+        assert_eq!(shell_word("a b"), "'a b'");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word(""), "''");
+    }
 }

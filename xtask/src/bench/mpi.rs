@@ -1,4 +1,4 @@
-//! `cargo xtask bench --mpi`: weak and strong scaling of the 3-D Gray-Scott model split over
+//! `cargo xtask bench mpi`: weak and strong scaling of the 3-D Gray-Scott model split over
 //! MPI ranks (`mpirun -n R wgpipe run configs/gray-scott-3d.toml` with `grid.decomposition`),
 //! with the halo-exchange and write time the runs report.
 //!
@@ -9,89 +9,76 @@
 //! with `LP_NUM_THREADS=1`, so R ranks use about R cores.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::Command;
+use std::str::FromStr;
 
-use crate::flags::Flags;
 use anyhow::{Context, Result, bail};
 use serde_json::{Map, Value, json};
 
-use super::args::number;
+use super::args::at_least_one;
 use super::machine::load_average;
-use super::output::{ScratchDir, write_json};
+use super::output::ScratchDir;
 use super::stats::Summary;
 
-/// Usage text of `cargo xtask bench --mpi`.
-pub const USAGE: &str = "\
-usage: cargo xtask bench --mpi [options]     (build first: cargo build-mpi --release)
-
-  --ranks LIST         rank counts, comma-separated (default 1,2,4)
-  --block N            weak scaling: an N^3 block per rank (default 32)
-  --grid N             strong scaling: an N^3 grid (default 64)
-  --frames F           frames per run (default 10)
-  --steps-per-frame S  steps per frame (default 10)
-  --reps K             alternating repetitions (default 3; figures are median [min-max])
-  --bin PATH           the MPI build of wgpipe (default target-mpi/release/wgpipe)
-  --launcher CMD       MPI launcher (default $WGPIPE_MPIRUN, else mpirun.mpich)
-  --out DIR            where the HDF5 files go (default: the current directory)
-  --json FILE          every figure as JSON";
-
-/// What to measure.
-#[derive(Debug, Clone, PartialEq)]
-struct Args {
-    ranks: Vec<usize>,
+/// `bench mpi`: what to measure.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct Args {
+    /// Rank counts, comma-separated; 1 is the baseline of the efficiencies
+    #[arg(long, value_name = "LIST", default_value = "1,2,4")]
+    ranks: RankCounts,
+    /// Weak scaling: an N³ block per rank
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = at_least_one::<usize>)]
     block: usize,
+    /// Strong scaling: an N³ grid
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = at_least_one::<usize>)]
     grid: usize,
+    /// Frames per run
+    #[arg(long, value_name = "F", default_value_t = 10, value_parser = at_least_one::<u64>)]
     frames: u64,
+    /// Kernel steps per frame
+    #[arg(long, value_name = "S", default_value_t = 10, value_parser = at_least_one::<u32>)]
     steps_per_frame: u32,
+    /// Alternating repetitions over the rank counts; figures are their median [min–max]
+    #[arg(long, value_name = "K", default_value_t = 3, value_parser = at_least_one::<usize>)]
     reps: usize,
+    /// The MPI build of wgpipe
+    #[arg(long, value_name = "PATH", default_value_os_t = default_bin())]
     bin: PathBuf,
+    /// The MPI launcher [default: $WGPIPE_MPIRUN, else mpirun.mpich]
+    #[arg(long, value_name = "CMD", default_value_t = default_launcher())]
     launcher: String,
+    /// Where the HDF5 files go [default: the current directory]
+    #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    json: Option<PathBuf>,
-    help: bool,
+    /// Write every figure and this command line as JSON
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
-fn parse(argv: &[String]) -> Result<Args> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut a = Args {
-        ranks: vec![1, 2, 4],
-        block: 32,
-        grid: 64,
-        frames: 10,
-        steps_per_frame: 10,
-        reps: 3,
-        bin: root.join("target-mpi/release/wgpipe"),
-        launcher: std::env::var("WGPIPE_MPIRUN").unwrap_or_else(|_| "mpirun.mpich".to_owned()),
-        out: None,
-        json: None,
-        help: false,
-    };
-    let mut flags = Flags::new(argv);
-    while let Some((flag, inline)) = flags.next_flag() {
-        let mut value = || flags.value(flag, inline);
-        match flag {
-            "--mpi" => {}
-            "--ranks" => a.ranks = value()?.split(',').map(|r| number(flag, r.trim())).collect::<Result<_>>()?,
-            "--block" => a.block = number(flag, &value()?)?,
-            "--grid" => a.grid = number(flag, &value()?)?,
-            "--frames" => a.frames = number(flag, &value()?)?,
-            "--steps-per-frame" => a.steps_per_frame = number(flag, &value()?)?,
-            "--reps" => a.reps = number(flag, &value()?)?,
-            "--bin" => a.bin = PathBuf::from(value()?),
-            "--launcher" => a.launcher = value()?,
-            "--out" => a.out = Some(PathBuf::from(value()?)),
-            "--json" => a.json = Some(PathBuf::from(value()?)),
-            "--help" | "-h" => a.help = true,
-            other => bail!("unknown argument {other:?} for --mpi\n\n{USAGE}"),
+/// `target-mpi/release/wgpipe` in the workspace: where `cargo build-mpi --release` puts it.
+fn default_bin() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target-mpi/release/wgpipe")
+}
+
+/// `$WGPIPE_MPIRUN`, else MPICH's `mpirun.mpich`.
+fn default_launcher() -> String {
+    std::env::var("WGPIPE_MPIRUN").unwrap_or_else(|_| "mpirun.mpich".to_owned())
+}
+
+/// Rank counts with the one-rank baseline among them, none 0.
+#[derive(Debug, Clone, PartialEq)]
+struct RankCounts(Vec<usize>);
+
+impl FromStr for RankCounts {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let counts = text.split(',').map(|r| at_least_one::<usize>(r.trim())).collect::<Result<Vec<_>, _>>()?;
+        if !counts.contains(&1) {
+            return Err("needs 1 (the baseline of the efficiencies), e.g. 1,2,4".to_owned());
         }
+        Ok(RankCounts(counts))
     }
-    if a.ranks.is_empty() || a.ranks.contains(&0) || !a.ranks.contains(&1) {
-        bail!("--ranks needs 1 (the baseline of the efficiencies) and counts of 1 or more, e.g. 1,2,4");
-    }
-    if a.block == 0 || a.grid == 0 || a.frames == 0 || a.steps_per_frame == 0 || a.reps == 0 {
-        bail!("--block, --grid, --frames, --steps-per-frame and --reps must be at least 1");
-    }
-    Ok(a)
 }
 
 /// `ranks` as three factors, largest first, as balanced as can be (what `MPI_Dims_create`
@@ -242,13 +229,8 @@ fn table(title: &str, a: &Args, cases: &[Case], samples: &[Samples]) -> (String,
     (text, Value::Array(rows))
 }
 
-/// Entry point of `cargo xtask bench --mpi ...`.
-pub fn main(argv: &[String]) -> Result<ExitCode> {
-    let a = parse(argv)?;
-    if a.help {
-        println!("{USAGE}");
-        return Ok(ExitCode::SUCCESS);
-    }
+/// `bench mpi`: the weak and the strong series, measured and printed, as the JSON report.
+pub fn run(a: &Args) -> Result<Map<String, Value>> {
     if !a.bin.is_file() {
         bail!(
             "{} does not exist: build the MPI variant first with `cargo build-mpi --release` (or give --bin)",
@@ -262,21 +244,45 @@ pub fn main(argv: &[String]) -> Result<ExitCode> {
         load_average().map_or("unknown".to_owned(), |l| format!("{l:.2}")),
         scratch.path().display()
     );
-    let weak: Vec<Case> = a
+    let (weak, strong) = series(a);
+    let (weak_s, strong_s) = measure(a, &weak, &strong, scratch.path())?;
+    let (weak_table, weak_json) =
+        table(&format!("weak scaling: a {0}x{0}x{0} block per rank", a.block), a, &weak, &weak_s);
+    let (strong_table, strong_json) =
+        table(&format!("strong scaling: a {0}x{0}x{0} grid", a.grid), a, &strong, &strong_s);
+    println!("{weak_table}\n\n{strong_table}");
+    let mut m = Map::new();
+    m.insert("weak".to_owned(), weak_json);
+    m.insert("strong".to_owned(), strong_json);
+    m.insert("cpus".to_owned(), json!(cpus));
+    m.insert("load_average_1min".to_owned(), json!(load_average()));
+    Ok(m)
+}
+
+/// The weak series (a `--block`³ block per rank) and the strong one (a `--grid`³ grid), one
+/// case per rank count.
+fn series(a: &Args) -> (Vec<Case>, Vec<Case>) {
+    let weak = a
         .ranks
+        .0
         .iter()
         .map(|&r| {
             let d = dims(r);
             Case { ranks: r, shape: d.map(|p| p * a.block), dims: d }
         })
         .collect();
-    let strong: Vec<Case> = a.ranks.iter().map(|&r| Case { ranks: r, shape: [a.grid; 3], dims: dims(r) }).collect();
+    let strong = a.ranks.0.iter().map(|&r| Case { ranks: r, shape: [a.grid; 3], dims: dims(r) }).collect();
+    (weak, strong)
+}
+
+/// `--reps` repetitions, each running every case of both series once, in `out`.
+fn measure(a: &Args, weak: &[Case], strong: &[Case], out: &Path) -> Result<(Vec<Samples>, Vec<Samples>)> {
     let mut weak_s: Vec<Samples> = weak.iter().map(|_| Samples::default()).collect();
     let mut strong_s: Vec<Samples> = strong.iter().map(|_| Samples::default()).collect();
     for rep in 0..a.reps {
-        for (cases, samples) in [(&weak, &mut weak_s), (&strong, &mut strong_s)] {
+        for (cases, samples) in [(weak, &mut weak_s), (strong, &mut strong_s)] {
             for (c, s) in cases.iter().zip(samples.iter_mut()) {
-                let f = c.run(&a, scratch.path())?;
+                let f = c.run(a, out)?;
                 let cells: f64 = c.shape.iter().map(|&n| n as f64).product();
                 let steps = a.frames as f64 * f64::from(a.steps_per_frame);
                 s.rate.push(cells * steps / f.wall_s);
@@ -287,21 +293,7 @@ pub fn main(argv: &[String]) -> Result<ExitCode> {
         }
         eprintln!("rep {}/{} done", rep + 1, a.reps);
     }
-    let (weak_table, weak_json) =
-        table(&format!("weak scaling: a {0}x{0}x{0} block per rank", a.block), &a, &weak, &weak_s);
-    let (strong_table, strong_json) =
-        table(&format!("strong scaling: a {0}x{0}x{0} grid", a.grid), &a, &strong, &strong_s);
-    println!("{weak_table}\n\n{strong_table}");
-    if let Some(path) = &a.json {
-        let mut m = Map::new();
-        m.insert("weak".to_owned(), weak_json);
-        m.insert("strong".to_owned(), strong_json);
-        m.insert("cpus".to_owned(), json!(cpus));
-        m.insert("load_average_1min".to_owned(), json!(load_average()));
-        write_json(path, &Value::Object(m))?;
-        println!("JSON report: {}", path.display());
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok((weak_s, strong_s))
 }
 
 #[cfg(test)]
@@ -329,13 +321,21 @@ mod tests {
         assert_eq!(figures("frames 3, steps 15, wall 0.063 s\n"), None, "the per-frame line is missing");
     }
 
+    #[derive(Debug, clap::Parser)]
+    struct Mpi {
+        #[command(flatten)]
+        args: Args,
+    }
+
     #[test]
     fn arguments_need_the_one_rank_baseline() {
-        let p = |s: &str| parse(&s.split_whitespace().map(str::to_owned).collect::<Vec<_>>());
-        assert!(p("--mpi --ranks 1,2,4 --block 16 --reps 1").is_ok_and(|a| a.ranks == [1, 2, 4] && a.block == 16));
-        assert!(p("--mpi --ranks 2,4").is_err());
-        assert!(p("--mpi --ranks 1,0").is_err());
-        assert!(p("--mpi --block 0").is_err());
-        assert!(p("--mpi --sink null").is_err());
+        use clap::Parser as _;
+        let p = |s: &str| Mpi::try_parse_from(std::iter::once("mpi").chain(s.split_whitespace())).map(|m| m.args);
+        assert!(p("--ranks 1,2,4 --block 16 --reps 1").is_ok_and(|a| a.ranks.0 == [1, 2, 4] && a.block == 16));
+        assert!(p("").is_ok_and(|a| a.ranks.0 == [1, 2, 4] && a.reps == 3));
+        assert!(p("--ranks 2,4").is_err());
+        assert!(p("--ranks 1,0").is_err());
+        assert!(p("--block 0").is_err());
+        assert!(p("--sink null").is_err());
     }
 }

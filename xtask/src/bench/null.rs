@@ -1,4 +1,4 @@
-//! `--sink null`: the whole pipeline (device thread → channel → writer → null sink) against
+//! `bench overhead`: the whole pipeline (device thread → channel → writer → null sink) against
 //! the compute-only loop, alternated in one process so that drift on a shared machine hits
 //! both alike. `overhead_ratio` = pipeline wall / compute-only wall; the goal is ≤ 1.05.
 

@@ -1,5 +1,5 @@
 // The 3-D Gray-Scott step as shipped before it updated several cells per invocation (kept by
-// `cargo xtask bench --kernel` to measure and check the shipped shader against): one cell per
+// `cargo xtask bench kernel` to measure and check the shipped shader against): one cell per
 // invocation through the prelude's `cell` and `laplacian7_*`.
 //
 // Gray-Scott reaction-diffusion on a 3-D grid, the model of the ADIOS2 tutorial; one explicit

@@ -1,4 +1,4 @@
-//! `--sink raw --against posix`: the raw sink next to a plain `write` loop of the same bytes
+//! `bench peers posix`: the raw sink next to a plain `write` loop of the same bytes
 //! (no GPU).
 //!
 //! Both write the same frames (one stream, one `f32` field) as one file, one `write` per
@@ -28,7 +28,7 @@ use super::stats::Summary;
 /// Distinct frames written in turn (the frames of a run are these, repeated).
 const DISTINCT: u64 = 8;
 
-/// What a comparison against a peer writer found (this one's and `--against h5py`'s).
+/// What a comparison against a peer writer found (this one's and `bench peers h5py`'s).
 pub struct AgainstResult {
     pub json: Value,
     pub table: String,

@@ -1,4 +1,4 @@
-//! `--python`: the Python package against the Rust paths, side by side in one run.
+//! `bench python`: the Python package against the Rust paths, side by side in one run.
 //!
 //! Three figures (the Python issue's yardsticks): frames per second through
 //! `Pipeline.frames()` with the null sink over the `wgpipe` binary's on the same config
@@ -32,7 +32,7 @@ pub struct PythonResult {
     pub json: Value,
 }
 
-/// The settings of one `--python` run.
+/// The settings of one `bench python` run.
 pub struct PythonBench<'a> {
     /// A Python with the package installed.
     pub python: &'a str,

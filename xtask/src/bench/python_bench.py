@@ -1,4 +1,4 @@
-"""`cargo xtask bench --python`'s measurements, run by the Python that has the wgpipe package
+"""`cargo xtask bench python`'s measurements, run by the Python that has the wgpipe package
 installed (xtask/src/bench/python.rs passes the arguments and reads the JSON this prints).
 
 Per rotation, in an order that rotates between repetitions:

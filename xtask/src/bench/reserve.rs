@@ -1,4 +1,4 @@
-//! `--reserve-cost`: what the HDF5 sink's disk-space reservation costs, and `--layout-cost`:
+//! `bench reserve-cost`: what the HDF5 sink's disk-space reservation costs, and `bench layout-cost`:
 //! what laying an output out whole costs (no GPU).
 //!
 //! The same frames go through the HDF5 sink two ways (reservation on and off; laid out or growing),
@@ -131,7 +131,7 @@ fn compare(
     Ok(ReserveResult { json, table: t })
 }
 
-/// `--reserve-cost`: a file that grows with every frame (no expected frame count), with the
+/// `bench reserve-cost`: a file that grows with every frame (no expected frame count), with the
 /// reservation on and off.
 pub fn run(dir: &Path, rows: usize, cols: usize, count: u64, reps: usize) -> Result<ReserveResult> {
     let layout = StreamLayout::grid2d(["v"], rows, cols, DType::F32).with_stream(StreamInfo::new("s0"));
@@ -142,7 +142,7 @@ pub fn run(dir: &Path, rows: usize, cols: usize, count: u64, reps: usize) -> Res
     compare(dir, "reserve_space on vs off", setups, (rows, cols, count, reps))
 }
 
-/// `--layout-cost`: the same frames into a file laid out whole at `begin` (the stream's
+/// `bench layout-cost`: the same frames into a file laid out whole at `begin` (the stream's
 /// frame count known: no metadata change per frame, two flushes per frame) and into one that
 /// grows with every frame (one flush), both with the reservation.
 pub fn run_layout(dir: &Path, rows: usize, cols: usize, count: u64, reps: usize) -> Result<ReserveResult> {

@@ -1,4 +1,4 @@
-//! `--kernel --roofline`: the adapter's copy bandwidth, and each shipped kernel's effective
+//! `bench kernel --roofline`: the adapter's copy bandwidth, and each shipped kernel's effective
 //! bandwidth as a fraction of it: how close a step kernel comes to the memory roof, so that
 //! the first run on a real GPU gives a roofline figure.
 //!
@@ -6,8 +6,9 @@
 //! plus write (`2 × bytes`): `copy_buffer_to_buffer`, and a compute shader copying `vec4`s,
 //! one per invocation ([`SHADER_COPY`]): what a step must move at the least is the same
 //! read-once-write-once traffic (the kernel bench's byte model). Both because drivers differ
-//! in which is faster: on an NVIDIA H200 under Vulkan the buffer copy moved 0.84 TB/s, a fifth
-//! of what the GPU's memory gives a shader. As many copies per submission as fill
+//! in which is faster: on an NVIDIA H200 under Vulkan the buffer copy moved a fraction of what
+//! the GPU's memory gives a shader (docs, "Benchmarks", "Kernels on the H200"). As many copies
+//! per submission as fill
 //! [`MIN_TIMING`], submit and wait. They are measured before and after the kernels,
 //! alternating with nothing else, so that the spread shows the machine's drift over the
 //! kernel runs.

@@ -1,4 +1,4 @@
-//! `--compare-threads A,B`: the HDF5 sink compressing each frame on A and on B threads
+//! `bench compression-threads A,B`: the HDF5 sink compressing each frame on A and on B threads
 //! (deflate: wgpipe's pool and direct chunk writes; blosc: c-blosc's pool inside the filter),
 //! side by side in one process.
 //!

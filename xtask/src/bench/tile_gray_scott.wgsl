@@ -1,9 +1,9 @@
 // The 2-D Gray-Scott step with a shared-memory (workgroup) tile for the Laplacian: each
 // 16x16 workgroup loads an 18x18 tile of u and v once, then every invocation reads its
 // stencil from the tile. Not shipped: kept to measure it against the shipped shader with
-//   cargo xtask bench --kernel --rows 1024 --cols 1024 --candidate xtask/src/bench/tile_gray_scott.wgsl
-// On lavapipe it gives the same bits but ran at 1/2.65 of the shipped shader's speed (7 reps),
-// below even the baseline: lavapipe reads workgroup memory lane by lane like storage
+//   cargo xtask bench kernel --rows 1024 --cols 1024 --candidate xtask/src/bench/tile_gray_scott.wgsl
+// On lavapipe it gives the same bits but runs well behind the shipped shader, below even
+// the baseline: lavapipe reads workgroup memory lane by lane like storage
 // buffers (so the tile saves no loads) and pays for the barrier. On a GPU with caches
 // the tile mostly saves L1 traffic; measure there before adopting it.
 struct Params { feed: f32, kill: f32, du: f32, dv: f32, dt: f32, }

@@ -1,4 +1,4 @@
-//! `--zfp-device`: ZFP fixed-rate compression on the device against the same rate on the
+//! `bench zfp-device`: ZFP fixed-rate compression on the device against the same rate on the
 //! host and against no compression, side by side in one process.
 //!
 //! The 3-D Gray-Scott model (the tutorial's, `L`³, 10 steps per frame, both fields) writes

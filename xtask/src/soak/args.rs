@@ -1,84 +1,72 @@
-//! The command line of `cargo xtask soak`, parsed by hand like `bench`'s.
+//! The command line of `cargo xtask soak` (clap derive, like `bench`'s).
 
 use std::path::PathBuf;
 
-use crate::flags::Flags;
-use anyhow::{Result, bail};
+use clap::Parser;
 
-use crate::bench::args::number;
+use crate::bench::args::at_least_one;
 
-/// Usage text, printed by `--help`.
-pub const USAGE: &str = "\
-usage: cargo xtask soak [options]
-
-Streams many frames through each sink (null, raw, hdf5, hdf5 with deflate) at a small grid,
-samples the process's resident memory (VmRSS) and open descriptors while it runs, and fails
-if either grows after the warm-up by more than the tolerance printed with the table.
-
-  --frames N           frames per sink (default 10000; the first 10 % are the warm-up)
-  --rows R --cols C    grid (default 32x32)
-  --devices SEL        adapter: all, vulkan, gl, 0,1 or a name part (default 0)
-  --out DIR            where raw/hdf5 write (default: a temp dir under the current directory)
-  --rss-slack-kib K    allow K KiB more growth (default 0; for short smoke runs only)";
+/// Fewest frames a soak tells growth from warm-up with.
+const LEAST_FRAMES: u64 = 100;
 
 /// What the user asked for.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Parser)]
+#[command(
+    name = "soak",
+    bin_name = "cargo xtask soak",
+    about = "Check that long runs do not leak",
+    long_about = "Streams many frames through each sink (null, raw, hdf5, hdf5 with deflate) at a small grid, \
+                  samples the process's resident memory (VmRSS) and open descriptors while it runs, and fails if \
+                  either grows after the warm-up by more than the tolerance printed with the table."
+)]
 pub struct Args {
+    /// Frames per sink; the first 10 % are the warm-up
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = enough_frames)]
     pub frames: u64,
+    /// Grid rows
+    #[arg(long, value_name = "R", default_value_t = 32, value_parser = at_least_one::<usize>)]
     pub rows: usize,
+    /// Grid columns
+    #[arg(long, value_name = "C", default_value_t = 32, value_parser = at_least_one::<usize>)]
     pub cols: usize,
+    /// Adapter: all, vulkan, gl, 0,1 or a part of a name
+    #[arg(long, value_name = "SEL", default_value = "0")]
     pub devices: String,
+    /// Where raw and hdf5 write, in a directory of the soak's own removed afterwards [default:
+    /// the current directory]
+    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// KiB of resident-memory growth allowed on top of the rule, for short runs where the
     /// allocator's own warm-up (glibc's dynamic mmap threshold, arenas) is larger than any
-    /// leak the run could show.
+    /// leak the run could show (smoke runs only)
+    #[arg(long, value_name = "K", default_value_t = 0)]
     pub rss_slack_kib: u64,
-    pub help: bool,
 }
 
-impl Default for Args {
-    fn default() -> Self {
-        Args { frames: 10_000, rows: 32, cols: 32, devices: "0".to_owned(), out: None, rss_slack_kib: 0, help: false }
+/// A frame count of at least [`LEAST_FRAMES`].
+fn enough_frames(text: &str) -> Result<u64, String> {
+    let frames: u64 = at_least_one(text)?;
+    if frames < LEAST_FRAMES {
+        return Err(format!("{frames} is too few to tell growth from warm-up: use {LEAST_FRAMES} or more"));
     }
-}
-
-/// Parses `--flag value` and `--flag=value` forms.
-pub fn parse(argv: &[String]) -> Result<Args> {
-    let mut a = Args::default();
-    let mut flags = Flags::new(argv);
-    while let Some((flag, inline)) = flags.next_flag() {
-        let mut value = || flags.value(flag, inline);
-        match flag {
-            "--frames" => a.frames = number(flag, &value()?)?,
-            "--rows" => a.rows = number(flag, &value()?)?,
-            "--cols" => a.cols = number(flag, &value()?)?,
-            "--devices" => a.devices = value()?,
-            "--out" => a.out = Some(PathBuf::from(value()?)),
-            "--rss-slack-kib" => a.rss_slack_kib = number(flag, &value()?)?,
-            "--help" | "-h" => a.help = true,
-            other => bail!("unknown argument {other:?}\n\n{USAGE}"),
-        }
-    }
-    if a.frames < 100 {
-        bail!("--frames {} is too few to tell growth from warm-up: use 100 or more", a.frames);
-    }
-    if a.rows == 0 || a.cols == 0 {
-        bail!("--rows and --cols must be at least 1");
-    }
-    Ok(a)
+    Ok(frames)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn args(s: &str) -> Result<Args> {
-        parse(&s.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+    fn args(s: &str) -> Result<Args, clap::Error> {
+        Args::try_parse_from(std::iter::once("soak").chain(s.split_whitespace()))
     }
 
     #[test]
-    fn parses_flags_and_rejects_nonsense() -> Result<()> {
-        assert_eq!(args("")?, Args::default());
+    fn parses_flags_and_rejects_nonsense() -> Result<(), clap::Error> {
+        let a = args("")?;
+        assert_eq!(
+            (a.frames, a.rows, a.cols, a.devices.as_str(), a.out, a.rss_slack_kib),
+            (10_000, 32, 32, "0", None, 0)
+        );
         let a = args("--frames 500 --rows=8 --cols 4 --out /dev/shm")?;
         assert_eq!((a.frames, a.rows, a.cols), (500, 8, 4));
         assert_eq!(a.out, Some(PathBuf::from("/dev/shm")));

@@ -8,10 +8,11 @@
 //! decide. Descriptors must not change at all: during the run, after the warm-up, and from
 //! before the run to after it (every file closed).
 
-mod args;
+pub(crate) mod args;
 mod sample;
 
 use std::fmt::Write as _;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -32,8 +33,8 @@ const RSS_TOLERANCE_KIB: u64 = 1024;
 /// What the HDF5 sinks may gain on top, per frame: the HDF5 library (1.10, this file format)
 /// keeps the nodes of each dataset's chunk index (a v1 B-tree, one chunk per frame) in
 /// memory, about 380 bytes per chunk, until its caches fill and the growth stops (near
-/// 15 MiB, after some 40,000 chunks, with plain hdf5-metno calls and no wgpipe code; the
-/// figures are on the guide's benchmarks page). 512 bytes per frame covers that and still fails a sink that
+/// 15 MiB, after some 40,000 chunks, with plain hdf5-metno calls and no wgpipe code: the
+/// guide's "Reliability" page). 512 bytes per frame covers that and still fails a sink that
 /// leaks a frame's worth.
 const HDF5_INDEX_BYTES_PER_FRAME: u64 = 512;
 
@@ -51,80 +52,20 @@ const SINKS: [(&str, &str, Compression); 4] = [
     ("hdf5+deflate", "hdf5", Compression::Deflate(4)),
 ];
 
-/// Entry point of `cargo xtask soak ARGS`.
-pub fn main(argv: Vec<String>) -> Result<ExitCode> {
-    let args = args::parse(&argv)?;
-    if args.help {
-        println!("{}", args::USAGE);
-        return Ok(ExitCode::SUCCESS);
-    }
+/// Entry point of `cargo xtask soak`.
+pub fn main(args: args::Args) -> Result<ExitCode> {
     let selector = DeviceSelector::parse(&args.devices).context("reading --devices")?;
     let gpus = open_devices(&selector, 1).context("opening the device to soak on")?;
     let scratch = ScratchDir::under(args.out.as_deref(), "soak")?;
-    let warmup = args.frames / 10;
-    println!(
-        "soak: {} frames of {}x{} per sink on {}, warm-up {warmup} frames, a sample every {} ms, \
-         writing to {} ({}), load average {}",
-        args.frames,
-        args.rows,
-        args.cols,
-        gpus.iter().map(GpuDevice::label).collect::<Vec<_>>().join(", "),
-        sample::PERIOD.as_millis(),
-        scratch.path().display(),
-        filesystem_type(scratch.path()),
-        load_average().map_or("unknown".to_owned(), |l| format!("{l:.2}"))
-    );
+    announce(&args, &gpus, scratch.path());
     // One short run first, so that what the first pipeline run sets up once (shader
     // compilation, the driver's threads) is not counted against the first sink.
     run(&gpus, &args, 200, Box::new(NullSink::new()))?;
 
-    let mut table = String::new();
-    let _ = writeln!(
-        table,
-        "{:<13} {:>7} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>24}  verdict",
-        "sink",
-        "wall s",
-        "frames/s",
-        "RSS before",
-        "RSS early",
-        "RSS late",
-        "growth",
-        "allowed",
-        "fds before/early/late/after"
-    );
+    let mut table = table_header();
     let mut failures = Vec::new();
     for (name, kind, compression) in SINKS {
-        let sink: Box<dyn Sink> = if kind == "null" {
-            Box::new(NullSink::new())
-        } else {
-            let path = scratch.path().join(format!("soak-{name}"));
-            let options = SinkOptions::new(&path).with_compression(compression).with_overwrite(true);
-            open_sink(kind, &options).with_context(|| format!("opening the {name} sink at {}", path.display()))?
-        };
-        let before = sample::now(0)?;
-        let at = Instant::now();
-        let samples = run(&gpus, &args, args.frames, sink)?;
-        let wall = at.elapsed().as_secs_f64();
-        let after = sample::now(args.frames)?;
-        let allowed = rss_allowance_kib(kind, args.frames - warmup).saturating_add(args.rss_slack_kib);
-        let v = Verdict::of(&samples, before, after, warmup, args.frames).with_context(|| {
-            format!("{name}: no sample after the warm-up (the run was too short): use more --frames")
-        })?;
-        let problems = v.problems(allowed);
-        let _ = writeln!(
-            table,
-            "{:<13} {:>7.2} {:>9.0} {:>6} KiB {:>6} KiB {:>6} KiB {:>6} KiB {:>6} KiB  {:>24}  {}",
-            name,
-            wall,
-            args.frames as f64 / wall,
-            before.rss_kib,
-            v.early_rss,
-            v.late_rss,
-            v.late_rss as i64 - v.early_rss as i64,
-            allowed,
-            format!("{}/{}/{}/{}", before.fds, v.early_fds, v.late_fds, after.fds),
-            if problems.is_empty() { "ok".to_owned() } else { problems.join("; ") }
-        );
+        let problems = soak_sink(&gpus, &args, scratch.path(), (name, kind, compression), &mut table)?;
         failures.extend(problems.into_iter().map(|p| format!("{name}: {p}")));
     }
     drop(scratch);
@@ -141,6 +82,85 @@ pub fn main(argv: Vec<String>) -> Result<ExitCode> {
         eprintln!("soak FAILED:\n  {}", failures.join("\n  "));
         Ok(ExitCode::FAILURE)
     }
+}
+
+/// The soak's first line: what runs where, and the machine's state.
+fn announce(args: &args::Args, gpus: &[GpuDevice], dir: &Path) {
+    println!(
+        "soak: {} frames of {}x{} per sink on {}, warm-up {} frames, a sample every {} ms, \
+         writing to {} ({}), load average {}",
+        args.frames,
+        args.rows,
+        args.cols,
+        gpus.iter().map(GpuDevice::label).collect::<Vec<_>>().join(", "),
+        args.frames / 10,
+        sample::PERIOD.as_millis(),
+        dir.display(),
+        filesystem_type(dir),
+        load_average().map_or("unknown".to_owned(), |l| format!("{l:.2}"))
+    );
+}
+
+/// The header line of the soak's table.
+fn table_header() -> String {
+    let mut table = String::new();
+    let _ = writeln!(
+        table,
+        "{:<13} {:>7} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>24}  verdict",
+        "sink",
+        "wall s",
+        "frames/s",
+        "RSS before",
+        "RSS early",
+        "RSS late",
+        "growth",
+        "allowed",
+        "fds before/early/late/after"
+    );
+    table
+}
+
+/// Soaks one sink of [`SINKS`] (name, kind, compression) in `dir`, adding its row to `table`:
+/// what grew, in words (empty when nothing did).
+fn soak_sink(
+    gpus: &[GpuDevice],
+    args: &args::Args,
+    dir: &Path,
+    (name, kind, compression): (&str, &str, Compression),
+    table: &mut String,
+) -> Result<Vec<String>> {
+    let sink: Box<dyn Sink> = if kind == "null" {
+        Box::new(NullSink::new())
+    } else {
+        let path = dir.join(format!("soak-{name}"));
+        let options = SinkOptions::new(&path).with_compression(compression).with_overwrite(true);
+        open_sink(kind, &options).with_context(|| format!("opening the {name} sink at {}", path.display()))?
+    };
+    let warmup = args.frames / 10;
+    let before = sample::now(0)?;
+    let at = Instant::now();
+    let samples = run(gpus, args, args.frames, sink)?;
+    let wall = at.elapsed().as_secs_f64();
+    let after = sample::now(args.frames)?;
+    let allowed = rss_allowance_kib(kind, args.frames - warmup).saturating_add(args.rss_slack_kib);
+    let v = Verdict::of(&samples, before, after, warmup, args.frames)
+        .with_context(|| format!("{name}: no sample after the warm-up (the run was too short): use more --frames"))?;
+    let problems = v.problems(allowed);
+    let _ = writeln!(
+        table,
+        "{:<13} {:>7.2} {:>9.0} {:>6} KiB {:>6} KiB {:>6} KiB {:>6} KiB {:>6} KiB  {:>24}  {}",
+        name,
+        wall,
+        args.frames as f64 / wall,
+        before.rss_kib,
+        v.early_rss,
+        v.late_rss,
+        v.late_rss as i64 - v.early_rss as i64,
+        allowed,
+        format!("{}/{}/{}/{}", before.fds, v.early_fds, v.late_fds, after.fds),
+        if problems.is_empty() { "ok".to_owned() } else { problems.join("; ") }
+    );
+    Ok(problems)
 }
 
 /// One Gray-Scott run of `frames` frames into `sink` (one step per frame: the soak is about

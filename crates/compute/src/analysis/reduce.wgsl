@@ -9,8 +9,8 @@
 //            of 4 (PARTIAL_QUADS), components may lie past the slice or the field: the passes
 //            leave them out).
 // The passes read the field four cells at a time: on a CPU adapter (lavapipe) every load costs
-// alike whatever its width, and one vec4 load in four scalar ones' place cut the analysis's
-// time by about 40 % (cargo xtask bench --analysis-cost).
+// alike whatever its width, so one vec4 load in four scalar ones' place cuts the analysis's
+// time (cargo xtask bench analysis-cost measures it).
 //
 // `result` holds, in 32-bit words: [min, max, mean, sum], then BINS left bin edges (f32), then
 // PDF_SLICES × BINS counts (u32), then the coarse grid's means (f32): the frame's layout of the

@@ -19,8 +19,8 @@ const MAX_GROUPS: u64 = 64;
 /// Fewest cells an invocation of the first pass reduces: fewer partials for small grids.
 const CELLS_PER_INVOCATION: u64 = 64;
 /// Cells each invocation of the histogram pass counts: whole quads (see reduce.wgsl). 16, not
-/// 8 or 32: at 64³ one workgroup then counts one z slice (`cargo xtask bench --analysis-cost`
-/// on lavapipe: 8 cost 11 % more, scalar loads with 32 cost 30 % more).
+/// 8 or 32: at 64³ one workgroup then counts one z slice, and on lavapipe both 8 and 32 (with
+/// scalar loads) cost more (`cargo xtask bench analysis-cost`).
 const ITEMS: u64 = 16;
 /// Invocations per workgroup of the downsampling pass.
 const DS_WG: u64 = 64;

@@ -1,7 +1,7 @@
 //! The per-block steps of `encode.wgsl` whose array indices are known, written out for one
 //! rank as straight-line WGSL: every index a constant, so that shader compilers keep the
 //! block's 4^d coefficients in registers instead of indexed memory (the looped form, with the
-//! indices in loop counters, was much slower on lavapipe: `cargo xtask bench --zfp-device`).
+//! indices in loop counters, was much slower on lavapipe: `cargo xtask bench zfp-device`).
 //!
 //! - `fn gather(p: Params, b: vec3<u32>, n: vec3<u32>) -> array<u32, SIZE>`: the block's f32
 //!   bits, padded (`load`), and `fn largest_magnitude(raw) -> u32` (`larger`).

@@ -193,11 +193,10 @@ pub(crate) fn shuffle(src: &[u8], elem: usize, dst: &mut Vec<u8>) {
 /// Bytes of uncompressed input per deflate piece: the unit of parallel work. Fixed (not a
 /// function of the thread count), so the stored bytes are the same whatever the number of
 /// threads. 64 KiB makes a 1 MiB chunk sixteen pieces, so the threads end a frame together
-/// (pieces of Gray-Scott fields take very different times: with four pieces of 256 KiB, two
-/// threads reached 1.67 [1.37–1.71] times one thread's throughput, with sixteen 1.83
-/// [1.78–1.90], `cargo xtask bench --sink hdf5 --compression deflate:6 --compare-threads 1,2
-/// --out /dev/shm --reps 7`, idle machine). Each piece is primed with the 32 KiB before it,
-/// so the files were no larger (the default run's 0.4 % smaller, the 3-D run's the same).
+/// (pieces of Gray-Scott fields take very different times: two threads gained clearly more
+/// over one with sixteen pieces than with four of 256 KiB, `cargo xtask bench
+/// compression-threads 1,2 --compression deflate:6 --out /dev/shm`). Each piece is primed with
+/// the 32 KiB before it, so the files are no larger than with fewer pieces.
 pub(crate) const PIECE: usize = 64 << 10;
 /// Deflate's window: each piece is primed with this much of the input before it.
 const WINDOW: usize = 32 << 10;

@@ -51,7 +51,7 @@
 //! Cost, for holes: two flushes per frame instead of one, but with nothing but data to
 //! write; `begin` makes every chunk's index entry; the file's apparent size is the whole
 //! run's from the start (`ls`; `du` counts what is written). Fill chunks cost what a
-//! compressed output's chunks made at `begin` cost (below). `cargo xtask bench --layout-cost`
+//! compressed output's chunks made at `begin` cost (below). `cargo xtask bench layout-cost`
 //! measures the default against a growing file.
 //!
 //! Disk space: holes are allocated in the file's address space, not on the disk (HDF5
@@ -122,8 +122,8 @@ pub(crate) fn counts_known(options: &SinkOptions, layout: &StreamLayout) -> bool
 }
 
 /// Most chunks a compressed output makes at `begin`; beyond, it grows frame by frame as
-/// before. Making a chunk costs about 2.5 µs and 100 bytes of file (40000 frames of one
-/// 1 KiB field: 0.1 s more, 1.9 % larger), so this caps `begin` near 2.5 s: a huge
+/// before. Making a chunk costs microseconds and about 100 bytes of file (`cargo xtask bench
+/// layout-cost` times a `begin` that makes every chunk), so this caps `begin` at seconds: a huge
 /// `run.frames` meant as "until I stop it", times every field and reduction, would otherwise
 /// spend minutes before the first frame.
 pub(crate) const MAX_INDEXED_CHUNKS: u64 = 1 << 20;

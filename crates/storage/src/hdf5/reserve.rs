@@ -21,9 +21,9 @@
 //!   frames find their blocks already allocated; near a full disk it falls back to exactly
 //!   what the next frame needs. Not larger: allocating costs about as much per byte as the
 //!   write itself on tmpfs, and what is left at the end is allocated for nothing and freed
-//!   again: with 64 MiB steps a 268 MB run on tmpfs took 1.19 [1.02–1.35] times as long as
-//!   without reservation (median [min–max] of 5 pairs, `cargo xtask bench --reserve-cost
-//!   --out /dev/shm`), with these steps the difference is within the noise (the guide's benchmarks page).
+//!   again: with 64 MiB steps a run on tmpfs took clearly longer than without reservation,
+//!   with these steps the difference is within the noise (`cargo xtask bench reserve-cost
+//!   --out /dev/shm`; the guide's benchmarks page).
 //! - A truncate releases blocks allocated beyond the end of a file (ext4 and tmpfs both do,
 //!   even a truncate to the same size), and HDF5 truncates the file to its end of allocation
 //!   when it flushes and the two differ, so a reservation made earlier is not a promise.
