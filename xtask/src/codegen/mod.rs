@@ -3,8 +3,9 @@
 //! (`xtask/tests/codegen.rs` runs that check with the tests).
 //!
 //! Generated today: `docs/src/config-reference.md`, from the doc comments, serde attributes
-//! and `Default` impls of the config model (`crates/runner/src/config/`). The source is read
-//! as text, so generating needs no build of the runner and follows its edits at once.
+//! and `Default` impls of the config model (`crates/runner/src/config/`). The source is parsed
+//! with `syn` from its text, so generating needs no build of the runner and follows its edits
+//! at once.
 
 mod config_keys;
 mod config_page;
