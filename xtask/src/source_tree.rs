@@ -5,14 +5,15 @@
 //! `bin/` folder, an orphan) are not part of it.
 //!
 //! The module-cycle and function-length tests and the public API record read crates with it.
-//! `use_leaves` flattens a `use` tree into the paths it imports.
+//! `use_leaves` flattens a `use` tree into the paths it imports, `doc_lines` gives an item's
+//! doc comment.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use proc_macro2::Ident;
-use syn::{Attribute, Item, UseTree};
+use syn::{Attribute, Expr, Item, UseTree};
 
 /// One file of a crate.
 pub struct ModuleFile {
@@ -179,6 +180,27 @@ pub fn use_leaves(tree: &UseTree) -> Vec<(Vec<Ident>, Option<Ident>)> {
     let mut out = Vec::new();
     walk(tree, &mut Vec::new(), &mut out);
     out
+}
+
+/// The lines of the doc comment that `attrs` hold (`///` lines and `#[doc = "..."]`), each
+/// without the one space after `///`.
+pub fn doc_lines(attrs: &[Attribute]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for attr in attrs.iter().filter(|a| a.path().is_ident("doc")) {
+        if let syn::Meta::NameValue(nv) = &attr.meta
+            && let Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(text), .. }) = &nv.value
+        {
+            let text = text.value();
+            // `/// ` alone is an empty line: a paragraph break.
+            let strip = |l: &str| l.strip_prefix(' ').unwrap_or(l).to_owned();
+            if text.contains('\n') {
+                lines.extend(text.lines().map(strip));
+            } else {
+                lines.push(strip(&text));
+            }
+        }
+    }
+    lines
 }
 
 /// Whether `attrs` hold `#[cfg(test)]`: code built for the crate's unit tests only.

@@ -13,6 +13,8 @@ use quote::ToTokens;
 use syn::punctuated::Punctuated;
 use syn::{Attribute, Block, Expr, Fields, GenericArgument, ImplItem, Item, PathArguments, Token, Type};
 
+use crate::source_tree::doc_lines;
+
 /// A type as written: the last segment of its path and its generic arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ty {
@@ -103,27 +105,6 @@ impl TypeDef {
             .filter_map(|path| path.segments.last().map(|s| s.ident.to_string()))
             .collect()
     }
-}
-
-/// The lines of the doc comment that `attrs` hold (`///` lines and `#[doc = "..."]`), each
-/// without the one space after `///`.
-pub fn doc_lines(attrs: &[Attribute]) -> Vec<String> {
-    let mut lines = Vec::new();
-    for attr in attrs.iter().filter(|a| a.path().is_ident("doc")) {
-        if let syn::Meta::NameValue(nv) = &attr.meta
-            && let Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(text), .. }) = &nv.value
-        {
-            let text = text.value();
-            // `/// ` alone is an empty line: a paragraph break.
-            let strip = |l: &str| l.strip_prefix(' ').unwrap_or(l).to_owned();
-            if text.contains('\n') {
-                lines.extend(text.lines().map(strip));
-            } else {
-                lines.push(strip(&text));
-            }
-        }
-    }
-    lines
 }
 
 /// The items of some source files that a generated page reads.
