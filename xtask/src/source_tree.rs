@@ -204,8 +204,8 @@ pub fn doc_lines(attrs: &[Attribute]) -> Vec<String> {
 }
 
 /// Whether `attrs` hold `#[cfg(test)]`: code built for the crate's unit tests only.
-pub fn is_cfg_test(attrs: &[Attribute]) -> bool {
-    attrs.iter().any(|a| a.path().is_ident("cfg") && a.parse_args::<syn::Ident>().is_ok_and(|i| i == "test"))
+pub fn is_cfg_test<'a>(attrs: impl IntoIterator<Item = &'a Attribute>) -> bool {
+    attrs.into_iter().any(|a| a.path().is_ident("cfg") && a.parse_args::<syn::Ident>().is_ok_and(|i| i == "test"))
 }
 
 #[cfg(test)]
