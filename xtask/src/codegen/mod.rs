@@ -3,11 +3,14 @@
 //! (`xtask/tests/codegen.rs` runs that check with the tests).
 //!
 //! Generated today: `docs/src/config-reference.md`, from the doc comments, serde attributes
-//! and `Default` impls of the config model (`crates/runner/src/config/`). The source is read
-//! as text, so generating needs no build of the runner and follows its edits at once.
+//! and `Default` impls of the config model (`crates/runner/src/config/`), and the public API
+//! record of each library crate, `docs/public-api/<crate>.txt` (`public_api`). The source is
+//! parsed with `syn` from its text, so generating needs no build of the crates and follows
+//! their edits at once.
 
 mod config_keys;
 mod config_page;
+pub mod public_api;
 mod rust_items;
 mod serde_attrs;
 mod values;
@@ -30,7 +33,8 @@ pub const USAGE: &str = "\
 usage: cargo xtask codegen [--check]
 
 Writes the generated files: docs/src/config-reference.md from the doc comments of the config
-model (crates/runner/src/config/).
+model (crates/runner/src/config/), and docs/public-api/<crate>.txt, the public API of each
+library crate.
 
   --check   write nothing; fail if a generated file differs from what would be written";
 
@@ -41,7 +45,11 @@ pub fn workspace_root() -> PathBuf {
 
 /// Every generated file under `root`: its path from `root` and its content.
 pub fn generate(root: &Path) -> Result<Vec<(&'static str, String)>> {
-    Ok(vec![(CONFIG_REFERENCE, config_reference(root)?)])
+    let mut generated = vec![(CONFIG_REFERENCE, config_reference(root)?)];
+    for api in public_api::CRATES {
+        generated.push((api.record, public_api::record(root, api)?));
+    }
+    Ok(generated)
 }
 
 /// The configuration reference page, from the `.rs` files of the config model under `root`.

@@ -3,8 +3,8 @@
 //! reference never describes a key differently from how serde reads it.
 
 use anyhow::{Result, bail};
-
-use super::rust_items::{Attr, Tok, split_top, tokens_text};
+use syn::meta::ParseNestedMeta;
+use syn::{Attribute, LitStr};
 
 /// The serde attributes of one struct, enum, field or variant.
 #[derive(Debug, Default)]
@@ -38,35 +38,55 @@ const NEUTRAL: &[&str] = &[
 
 impl SerdeAttrs {
     /// Reads the `#[serde(...)]` attributes among `attrs`; `owner` names their item in errors.
-    pub fn of(attrs: &[Attr], owner: &str) -> Result<Self> {
+    pub fn of(attrs: &[Attribute], owner: &str) -> Result<Self> {
         let mut out = SerdeAttrs::default();
-        for attr in attrs.iter().filter(|a| a.path == "serde") {
-            for piece in split_top(&attr.args)? {
-                let (key, value) = match piece {
-                    [Tok::Ident(k)] => (k.as_str(), None),
-                    [Tok::Ident(k), eq, Tok::Str(v)] if eq.is("=") => (k.as_str(), Some(v.clone())),
-                    _ => bail!(
-                        "{owner}: serde attribute `{}` has a form the generator does not read",
-                        tokens_text(piece)
-                    ),
-                };
-                match (key, value) {
-                    ("default", path) => out.default = Some(path),
-                    ("rename", Some(name)) => out.rename = Some(name),
-                    ("rename_all", Some(rule)) => out.rename_all = Some(rule),
-                    ("alias", Some(name)) => out.aliases.push(name),
-                    ("skip" | "skip_deserializing", None) => out.skip = true,
-                    ("flatten", None) => out.flatten = true,
-                    ("untagged", None) => out.untagged = true,
-                    (k, _) if NEUTRAL.contains(&k) => {}
-                    (k, _) => bail!(
-                        "{owner}: serde attribute `{k}` changes how the file is read, and the reference generator \
-                         (xtask/src/codegen/) does not know it: teach it there"
-                    ),
+        for attr in attrs.iter().filter(|a| a.path().is_ident("serde")) {
+            // The error of the closure below, kept whole (syn's error holds a message only).
+            let mut refused = None;
+            let parsed = attr.parse_nested_meta(|meta| {
+                if let Err(e) = out.read(&meta, owner) {
+                    refused = Some(e);
+                    return Err(meta.error("refused"));
                 }
+                Ok(())
+            });
+            if let Some(e) = refused {
+                return Err(e);
+            }
+            if let Err(e) = parsed {
+                bail!("{owner}: a serde attribute the generator does not read: {e}");
             }
         }
         Ok(out)
+    }
+
+    /// Reads one `key` or `key = "value"` of a `#[serde(...)]` attribute.
+    fn read(&mut self, meta: &ParseNestedMeta<'_>, owner: &str) -> Result<()> {
+        let key = meta.path.get_ident().map(ToString::to_string).unwrap_or_default();
+        let unread = || format!("{owner}: serde attribute `{key}` has a form the generator does not read");
+        let value = if meta.input.peek(syn::Token![=]) {
+            let value = meta.value().and_then(|v| v.parse::<LitStr>());
+            Some(value.map_err(|e| anyhow::anyhow!("{}: {e}", unread()))?.value())
+        } else if meta.input.is_empty() || meta.input.peek(syn::Token![,]) {
+            None
+        } else {
+            bail!(unread())
+        };
+        match (key.as_str(), value) {
+            ("default", path) => self.default = Some(path),
+            ("rename", Some(name)) => self.rename = Some(name),
+            ("rename_all", Some(rule)) => self.rename_all = Some(rule),
+            ("alias", Some(name)) => self.aliases.push(name),
+            ("skip" | "skip_deserializing", None) => self.skip = true,
+            ("flatten", None) => self.flatten = true,
+            ("untagged", None) => self.untagged = true,
+            (k, _) if NEUTRAL.contains(&k) => {}
+            (k, _) => bail!(
+                "{owner}: serde attribute `{k}` changes how the file is read, and the reference generator \
+                 (xtask/src/codegen/) does not know it: teach it there"
+            ),
+        }
+        Ok(())
     }
 }
 
@@ -127,6 +147,28 @@ mod tests {
         assert_eq!(field_name("steps_per_frame", Some("camelCase"))?, "stepsPerFrame");
         assert_eq!(field_name("steps_per_frame", None)?, "steps_per_frame");
         assert!(field_name("x", Some("Title Case")).is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn reads_the_attributes_that_change_the_file_and_refuses_others() -> Result<()> {
+        let attrs = |src: &str| -> Result<Vec<Attribute>> {
+            Ok(syn::parse_str::<syn::ItemStruct>(&format!("{src} struct S;"))?.attrs)
+        };
+        let read = SerdeAttrs::of(
+            &attrs(
+                "#[serde(default = \"crate::f\", rename = \"b\", alias = \"c\")] #[serde(skip_serializing_if = \"x\")]",
+            )?,
+            "S",
+        )?;
+        assert_eq!(read.default, Some(Some("crate::f".to_owned())));
+        assert_eq!((read.rename.as_deref(), read.aliases.as_slice()), (Some("b"), ["c".to_owned()].as_slice()));
+        let error = |src: &str| -> Result<String> {
+            Ok(SerdeAttrs::of(&attrs(src)?, "S").err().map(|e| e.to_string()).unwrap_or_default())
+        };
+        assert!(error("#[serde(deserialize_with = \"f\")]")?.contains("teach it there"));
+        assert!(error("#[serde(rename(deserialize = \"x\"))]")?.contains("does not read"));
+        assert!(error("#[serde(rename = 3)]")?.contains("does not read"));
         Ok(())
     }
 }

@@ -3,7 +3,11 @@
 
 use anyhow::{Context, Result, bail};
 
-use super::rust_items::{Items, Tok, Ty, TypeDef, group_end, split_top, tokens_text};
+use quote::ToTokens;
+use syn::punctuated::Punctuated;
+use syn::{Block, Expr, Lit, Token, UnOp};
+
+use super::rust_items::{Items, Ty, TypeDef, tail};
 use super::serde_attrs::{SerdeAttrs, variant_name};
 
 /// What a key holds when the file does not give it.
@@ -81,20 +85,15 @@ impl Renderer<'_> {
             Some(Some(path)) => {
                 let name = path.rsplit("::").next().unwrap_or(path);
                 let body = self.unique(&self.items.fns, name, "function")?;
-                // The function's value: its last expression.
-                let last = body.iter().rposition(|t| t.is(";")).map_or(0, |s| s + 1);
-                self.render(&body[last..], ty)
+                let value = tail(body).with_context(|| format!("fn {name} does not end with its value"))?;
+                self.render(value, ty)
             }
             Some(None) => self.type_default(ty),
             None if container.default.is_some() => match self.items.default_impl(&owner.name) {
                 Some(body) => {
-                    let literal = struct_literal(body, &owner.name)
+                    let expr = literal_field(body, &owner.name, field)
                         .with_context(|| format!("impl Default for {}", owner.name))?;
-                    let expr = literal
-                        .iter()
-                        .find(|(name, _)| name == field)
-                        .with_context(|| format!("impl Default for {}: no value for {field}", owner.name))?;
-                    self.render(&expr.1, ty)
+                    self.render(expr, ty)
                 }
                 None if owner.derives().contains("Default") => self.type_default(ty),
                 None => bail!("{}: #[serde(default)] without a Default impl", owner.name),
@@ -117,11 +116,11 @@ impl Renderer<'_> {
             _ if is_float(ty) => Value::Given("0.0".to_owned()),
             _ => {
                 let def = self.items.type_def(name).with_context(|| format!("no default known for type {ty}"))?;
-                let variant =
-                    def.members
-                        .iter()
-                        .find(|v| def.is_enum && v.attrs.iter().any(|a| a.path == "default"))
-                        .with_context(|| format!("{name}: derived Default of a type the reference cannot show"))?;
+                let variant = def
+                    .members
+                    .iter()
+                    .find(|v| def.is_enum && v.attrs.iter().any(|a| a.path().is_ident("default")))
+                    .with_context(|| format!("{name}: derived Default of a type the reference cannot show"))?;
                 self.render_variant(def, &variant.name)?
             }
         })
@@ -142,55 +141,56 @@ impl Renderer<'_> {
         Ok(Value::Given(toml_string(&name)))
     }
 
-    /// The expression `toks`, of type `ty`, as TOML.
-    pub fn render(&self, toks: &[Tok], ty: &Ty) -> Result<Value> {
-        let mut toks = toks;
-        while let [rest @ .., dot, Tok::Ident(method), open, close] = toks
-            && dot.is(".")
-            && open.is("(")
-            && close.is(")")
-            && CONVERSIONS.contains(&method.as_str())
-        {
-            toks = rest;
-        }
-        let fail = || format!("cannot show the default `{}` (type {ty}) as TOML", tokens_text(toks));
-        let value = match toks {
-            [Tok::Str(s)] => Value::Given(toml_string(s)),
-            [Tok::Lit(n)] => Value::Given(number(n, ty).with_context(fail)?),
-            [minus, Tok::Lit(n)] if minus.is("-") => Value::Given(format!("-{}", number(n, ty).with_context(fail)?)),
-            [Tok::Ident(b)] if b == "true" || b == "false" => Value::Given(b.clone()),
-            [Tok::Ident(none)] if none == "None" => Value::Unset,
-            [Tok::Ident(name)] if name.chars().all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit()) => {
-                let expr = self.unique(&self.items.consts, name, "const")?;
-                self.render(expr, ty)?
-            }
-            [Tok::Ident(mac), bang, open, .., close]
-                if mac == "vec" && bang.is("!") && open.is("[") && close.is("]") =>
-            {
-                self.list(&toks[3..toks.len() - 1], ty)?
-            }
-            [open, .., close] if open.is("[") && close.is("]") => self.list(&toks[1..toks.len() - 1], ty)?,
-            _ => match call(toks) {
-                Some((path, args)) => self.call(&path, args, ty).with_context(fail)?,
-                None => match path(toks).as_deref() {
-                    Some([enum_name, variant]) => {
-                        let def = self.items.type_def(enum_name).with_context(fail)?;
-                        self.render_variant(def, variant)?
-                    }
-                    _ => bail!(fail()),
-                },
+    /// The expression `expr`, of type `ty`, as TOML.
+    pub fn render(&self, expr: &Expr, ty: &Ty) -> Result<Value> {
+        let expr = without_conversions(expr);
+        let fail = || format!("cannot show the default `{}` (type {ty}) as TOML", expr.to_token_stream());
+        let value = match expr {
+            Expr::Lit(lit) => literal(&lit.lit, ty).with_context(fail)?,
+            Expr::Unary(syn::ExprUnary { op: UnOp::Neg(_), expr: inner, .. }) => match inner.as_ref() {
+                Expr::Lit(syn::ExprLit { lit: lit @ (Lit::Int(_) | Lit::Float(_)), .. }) => {
+                    Value::Given(format!("-{}", number(lit, ty).with_context(fail)?))
+                }
+                _ => bail!(fail()),
             },
+            Expr::Path(p) => match path_names(&p.path).as_slice() {
+                [none] if none == "None" => Value::Unset,
+                [name] if name.chars().all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit()) => {
+                    let expr = self.unique(&self.items.consts, name, "const")?;
+                    self.render(expr, ty)?
+                }
+                [enum_name, variant] => {
+                    let def = self.items.type_def(enum_name).with_context(fail)?;
+                    self.render_variant(def, variant)?
+                }
+                _ => bail!(fail()),
+            },
+            Expr::Macro(m) if m.mac.path.is_ident("vec") => {
+                let items =
+                    m.mac.parse_body_with(Punctuated::<Expr, Token![,]>::parse_terminated).with_context(fail)?;
+                self.list(&items, ty)?
+            }
+            Expr::Array(array) => self.list(&array.elems, ty)?,
+            Expr::Call(call) => match call.func.as_ref() {
+                Expr::Path(p) => self.call(&path_names(&p.path), &call.args, ty).with_context(fail)?,
+                _ => bail!(fail()),
+            },
+            _ => bail!(fail()),
         };
         Ok(value)
     }
 
     /// A call `path(args)` as TOML: constructors of the value they are given, `Some`, a
     /// variant of an enum serde reads by its content, or a type's default.
-    fn call(&self, path: &[String], args: &[Tok], ty: &Ty) -> Result<Value> {
+    fn call(&self, path: &[String], args: &Punctuated<Expr, Token![,]>, ty: &Ty) -> Result<Value> {
         let last = path.last().map(String::as_str).unwrap_or_default();
+        let one_arg = || match args.iter().collect::<Vec<_>>().as_slice() {
+            [arg] => Ok(*arg),
+            _ => bail!("{} takes one value here", path.join("::")),
+        };
         match (path, last) {
-            ([some], _) if some == "Some" => self.render(args, arg(ty, 0)?),
-            (_, "from") if path.len() == 2 => self.render(args, ty),
+            ([some], _) if some == "Some" => self.render(one_arg()?, arg(ty, 0)?),
+            (_, "from") if path.len() == 2 => self.render(one_arg()?, ty),
             (_, "new" | "default") if args.is_empty() => self.type_default(ty),
             ([enum_name, variant], _) => {
                 let def = self.items.type_def(enum_name).with_context(|| format!("no type {enum_name}"))?;
@@ -200,7 +200,7 @@ impl Renderer<'_> {
                     .find(|m| &m.name == variant)
                     .with_context(|| format!("{enum_name} has no variant {variant}"))?;
                 match member.types.as_slice() {
-                    [payload] => self.render(args, payload),
+                    [payload] => self.render(one_arg()?, payload),
                     _ => bail!("{enum_name}::{variant} does not hold one value"),
                 }
             }
@@ -209,11 +209,11 @@ impl Renderer<'_> {
     }
 
     /// The items of a list literal as a TOML array.
-    fn list(&self, toks: &[Tok], ty: &Ty) -> Result<Value> {
+    fn list(&self, items: &Punctuated<Expr, Token![,]>, ty: &Ty) -> Result<Value> {
         let element = arg(ty, 0)?;
-        let parts = split_top(toks)?
-            .into_iter()
-            .map(|piece| match self.render(piece, element)? {
+        let parts = items
+            .iter()
+            .map(|item| match self.render(item, element)? {
                 Value::Given(v) | Value::Empty(v) => Ok(v),
                 other => bail!("a list item is {other:?}"),
             })
@@ -226,90 +226,83 @@ impl Renderer<'_> {
     }
 
     /// The one item called `name` among `list`.
-    fn unique<'i>(&self, list: &'i [(String, Vec<Tok>)], name: &str, what: &str) -> Result<&'i [Tok]> {
+    fn unique<'i, T>(&self, list: &'i [(String, T)], name: &str, what: &str) -> Result<&'i T> {
         let mut found = list.iter().filter(|(n, _)| n == name);
         match (found.next(), found.next()) {
-            (Some((_, toks)), None) => Ok(toks),
+            (Some((_, item)), None) => Ok(item),
             (None, _) => bail!("no {what} {name} in the config model's files"),
             (Some(_), Some(_)) => bail!("two {what}s named {name} in the config model's files: rename one"),
         }
     }
 }
 
-/// A number literal as TOML: its type suffix removed; an integer written for a float gets
-/// its `.0`.
-fn number(literal: &str, ty: &Ty) -> Result<String> {
-    let suffix = INTEGERS.iter().chain(FLOATS).find(|s| literal.ends_with(*s) && !literal.starts_with("0x"));
-    let digits = suffix.map_or(literal, |s| literal[..literal.len() - s.len()].trim_end_matches('_'));
-    if digits.is_empty() || !digits.starts_with(|c: char| c.is_ascii_digit()) {
-        bail!("not a number: {literal}");
+/// `expr` without the conversions that do not change its value: `"x".to_owned()` is `"x"`.
+fn without_conversions(mut expr: &Expr) -> &Expr {
+    while let Expr::MethodCall(call) = expr
+        && call.args.is_empty()
+        && CONVERSIONS.iter().any(|c| call.method == c)
+    {
+        expr = &call.receiver;
     }
-    let is_float_text = digits.contains(['.', 'e', 'E']) && !digits.starts_with("0x");
-    Ok(if is_float(ty) && !is_float_text { format!("{digits}.0") } else { digits.to_owned() })
+    expr
 }
 
-/// `a::b::c(args)`: the path's names and the argument tokens.
-fn call(toks: &[Tok]) -> Option<(Vec<String>, &[Tok])> {
-    let open = toks.iter().position(|t| t.is("("))?;
-    let close = group_end(toks, open).ok()?;
-    if close != toks.len() - 1 {
-        return None;
-    }
-    Some((path(&toks[..open])?, &toks[open + 1..close]))
+/// A literal of type `ty` as TOML.
+fn literal(lit: &Lit, ty: &Ty) -> Result<Value> {
+    Ok(Value::Given(match lit {
+        Lit::Str(s) => toml_string(&s.value()),
+        Lit::Int(_) | Lit::Float(_) => number(lit, ty)?,
+        Lit::Bool(b) => b.value.to_string(),
+        _ => bail!("not a string, number or boolean"),
+    }))
 }
 
-/// `a::b::c` (turbofish arguments left out): its names.
-fn path(toks: &[Tok]) -> Option<Vec<String>> {
-    let mut names = Vec::new();
-    let mut j = 0;
-    while j < toks.len() {
-        match &toks[j] {
-            Tok::Ident(n) => names.push(n.clone()),
-            t if t.is("::") => {}
-            t if t.is("<") => {
-                // A turbofish: skip to its `>`.
-                j += toks[j..].iter().position(|t| t.is(">"))?;
-            }
-            _ => return None,
+/// A number literal as TOML, as written (`100_000`, `1e-7`) without its type suffix; an
+/// integer written for a float gets its `.0`.
+fn number(lit: &Lit, ty: &Ty) -> Result<String> {
+    let (text, suffix, is_int) = match lit {
+        Lit::Int(i) => (i.to_string(), i.suffix().to_owned(), true),
+        Lit::Float(f) => (f.to_string(), f.suffix().to_owned(), false),
+        _ => bail!("not a number: {}", lit.to_token_stream()),
+    };
+    let digits = text[..text.len() - suffix.len()].trim_end_matches('_');
+    Ok(if is_int && is_float(ty) { format!("{digits}.0") } else { digits.to_owned() })
+}
+
+/// The names of a path's segments (turbofish arguments left out): `a::b::<T>::c` is `[a, b, c]`.
+fn path_names(path: &syn::Path) -> Vec<String> {
+    path.segments.iter().map(|s| s.ident.to_string()).collect()
+}
+
+/// The value of field `field` in the struct literal (`Name { .. }` or `Self { .. }`) that
+/// `body` ends with.
+fn literal_field<'b>(body: &'b Block, name: &str, field: &str) -> Result<&'b Expr> {
+    let literal = match tail(body) {
+        Some(Expr::Struct(s)) if s.path.is_ident(name) || s.path.is_ident("Self") => s,
+        _ => bail!("the body does not end with a `{name} {{ .. }}` literal"),
+    };
+    if let Some(rest) = &literal.rest {
+        bail!("`..{}`: give each field as `name: value`", rest.to_token_stream());
+    }
+    let mut found = None;
+    for value in &literal.fields {
+        match (&value.member, value.colon_token) {
+            (syn::Member::Named(ident), Some(_)) if ident == field => found = Some(&value.expr),
+            (syn::Member::Named(_), Some(_)) => {}
+            _ => bail!("`{}`: give each field as `name: value`", value.to_token_stream()),
         }
-        j += 1;
     }
-    (!names.is_empty()).then_some(names)
-}
-
-/// The fields of the struct literal (`Name { .. }` or `Self { .. }`) that `body` ends with.
-fn struct_literal(body: &[Tok], name: &str) -> Result<Vec<(String, Vec<Tok>)>> {
-    let mut start = None;
-    let mut j = 0;
-    while j + 1 < body.len() {
-        let names_type = body[j].is_ident(name) || body[j].is_ident("Self");
-        if names_type && body[j + 1].is("{") {
-            start = Some(j + 1);
-        }
-        j = if body[j].is("(") || body[j].is("[") || body[j].is("{") { group_end(body, j)? + 1 } else { j + 1 };
-    }
-    let open = start.with_context(|| format!("the body does not end with a `{name} {{ .. }}` literal"))?;
-    let close = group_end(body, open)?;
-    split_top(&body[open + 1..close])?
-        .into_iter()
-        .map(|piece| match piece {
-            [Tok::Ident(field), colon, expr @ ..] if colon.is(":") && !expr.is_empty() => {
-                Ok((field.clone(), expr.to_vec()))
-            }
-            _ => bail!("`{}`: give each field as `name: value`", tokens_text(piece)),
-        })
-        .collect()
+    found.with_context(|| format!("no value for {field}"))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::rust_items::{parse_type, tokenize};
     use super::*;
 
     fn render(src: &str, ty: &str, expr: &str) -> Result<Value> {
         let mut items = Items::default();
         items.read(src)?;
-        Renderer { items: &items }.render(&tokenize(expr)?, &parse_type(&tokenize(ty)?)?)
+        Renderer { items: &items }.render(&syn::parse_str(expr)?, &Ty::of(&syn::parse_str(ty)?))
     }
 
     #[test]
