@@ -11,6 +11,7 @@
 use crate::device::GpuDevice;
 use crate::error::{Error, Result};
 use crate::field_sim::FieldSim;
+use crate::pipeline::{ComputeShader, storage};
 
 /// Invocations per workgroup of the pack pass (one u32 word, two cells, each).
 const WORKGROUP: u32 = 64;
@@ -39,6 +40,60 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {{
     )
 }
 
+/// The pack pass's workgroups `[x, y]` for `sim`'s fields of `cells` cells (`words` packed
+/// words), and the invocations of one row of the dispatch; errors past the device's
+/// dispatch limits.
+fn pack_dispatch(sim: &FieldSim, cells: u64, words: u64) -> Result<([u32; 2], u64)> {
+    let groups = words.div_ceil(u64::from(WORKGROUP));
+    let max_dim = u64::from(sim.gpu().device().limits().max_compute_workgroups_per_dimension.max(1));
+    let x = groups.clamp(1, max_dim);
+    let y = groups.div_ceil(x);
+    let too_large = || Error::InvalidKernel {
+        kernel: sim.spec().name.clone(),
+        message: format!(
+            "f16 output of {cells} cells per field needs {groups} workgroups of the pack pass, more than \
+             {max_dim} × {max_dim}: use f32 output or a smaller grid"
+        ),
+    };
+    let workgroups = [u32::try_from(x).map_err(|_| too_large())?, u32::try_from(y).map_err(|_| too_large())?];
+    if y > max_dim {
+        return Err(too_large());
+    }
+    Ok((workgroups, x * u64::from(WORKGROUP)))
+}
+
+/// The buffer field `field` is packed into, `bytes` long.
+fn packed_buffer(device: &wgpu::Device, field: usize, bytes: u64) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(&format!("packed field {field}")),
+        size: bytes,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    })
+}
+
+/// The bind groups packing each side of field `field` of `sim` into `out`; `None` when `sim`
+/// has no such field.
+fn bind_sides(
+    device: &wgpu::Device,
+    shader: &ComputeShader,
+    sim: &FieldSim,
+    field: usize,
+    out: &wgpu::Buffer,
+) -> Option<[wgpu::BindGroup; 2]> {
+    let [Some(a), Some(b)] = [0, 1].map(|side| sim.side_buffer(field, side)) else { return None };
+    Some([a, b].map(|input| {
+        device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("pack-f16"),
+            layout: shader.group_layout(),
+            entries: &[
+                wgpu::BindGroupEntry { binding: 0, resource: input.as_entire_binding() },
+                wgpu::BindGroupEntry { binding: 1, resource: out.as_entire_binding() },
+            ],
+        })
+    }))
+}
+
 /// The pack pass of one [`FieldSim`]'s read fields, and the buffers it packs into.
 pub(crate) struct HalfPacker {
     pipeline: wgpu::ComputePipeline,
@@ -57,83 +112,19 @@ impl HalfPacker {
         let gpu: &GpuDevice = sim.gpu();
         let cells = sim.grid().cells() as u64;
         let words = cells.div_ceil(2);
-        let groups = words.div_ceil(u64::from(WORKGROUP));
-        let max_dim = u64::from(gpu.device().limits().max_compute_workgroups_per_dimension.max(1));
-        let x = groups.clamp(1, max_dim);
-        let y = groups.div_ceil(x);
-        let too_large = || Error::InvalidKernel {
-            kernel: sim.spec().name.clone(),
-            message: format!(
-                "f16 output of {cells} cells per field needs {groups} workgroups of the pack pass, more than \
-                 {max_dim} × {max_dim}: use f32 output or a smaller grid"
-            ),
-        };
-        let workgroups = [u32::try_from(x).map_err(|_| too_large())?, u32::try_from(y).map_err(|_| too_large())?];
-        if y > max_dim {
-            return Err(too_large());
-        }
+        let (workgroups, row) = pack_dispatch(sim, cells, words)?;
         let padded_field_bytes = words * 4;
-        let source = pack_wgsl(cells, x * u64::from(WORKGROUP));
+        let source = pack_wgsl(cells, row);
         gpu.scoped("compiling the f16 pack pass", |device| {
-            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some("pack-f16"),
-                source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
-            });
-            let entry = |binding, read_only| wgpu::BindGroupLayoutEntry {
-                binding,
-                visibility: wgpu::ShaderStages::COMPUTE,
-                ty: wgpu::BindingType::Buffer {
-                    ty: wgpu::BufferBindingType::Storage { read_only },
-                    has_dynamic_offset: false,
-                    min_binding_size: None,
-                },
-                count: None,
-            };
-            let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                label: Some("pack-f16"),
-                entries: &[entry(0, true), entry(1, false)],
-            });
-            let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                label: Some("pack-f16"),
-                bind_group_layouts: &[Some(&layout)],
-                immediate_size: 0,
-            });
-            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some("pack-f16"),
-                layout: Some(&pipeline_layout),
-                module: &module,
-                entry_point: Some("main"),
-                compilation_options: Default::default(),
-                cache: None,
-            });
-            let packed: Vec<wgpu::Buffer> = fields
-                .iter()
-                .map(|f| {
-                    device.create_buffer(&wgpu::BufferDescriptor {
-                        label: Some(&format!("packed field {f}")),
-                        size: padded_field_bytes,
-                        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-                        mapped_at_creation: false,
-                    })
-                })
-                .collect();
+            let buffers = [(0, storage(true)), (1, storage(false))];
+            let shader = ComputeShader::new(device, "pack-f16", &source, &buffers, 0);
+            let pipeline = shader.pipeline(device, "pack-f16", "main", &[]);
+            let packed: Vec<wgpu::Buffer> =
+                fields.iter().map(|&f| packed_buffer(device, f, padded_field_bytes)).collect();
             let bind_groups = fields
                 .iter()
                 .zip(&packed)
-                .filter_map(|(f, out)| {
-                    let sides = [0, 1].map(|side| sim.side_buffer(*f, side));
-                    let [Some(a), Some(b)] = sides else { return None };
-                    Some([a, b].map(|input| {
-                        device.create_bind_group(&wgpu::BindGroupDescriptor {
-                            label: Some("pack-f16"),
-                            layout: &layout,
-                            entries: &[
-                                wgpu::BindGroupEntry { binding: 0, resource: input.as_entire_binding() },
-                                wgpu::BindGroupEntry { binding: 1, resource: out.as_entire_binding() },
-                            ],
-                        })
-                    }))
-                })
+                .filter_map(|(&f, out)| bind_sides(device, &shader, sim, f, out))
                 .collect::<Vec<_>>();
             (pipeline, bind_groups, packed)
         })

@@ -1,6 +1,8 @@
 //! The GPU state of a field-stencil kernel: a ping-pong pair of buffers per field, and the
 //! compiled step.
 
+use std::sync::Arc;
+
 use crate::device::GpuDevice;
 use crate::error::{Error, Result};
 use crate::grid::Grid;
@@ -8,6 +10,7 @@ use crate::invocation_width;
 use crate::kernel::KernelSpec;
 use crate::limits::{F32_BYTES as F32, GridFootprint};
 use crate::noise::noise_key;
+use crate::pipeline::{ComputeShader, storage};
 use crate::prelude::{
     self, CLOCK_BYTES, FIRST_FIELD_BINDING, GRID_BINDING, Indexing, PARAMS_BINDING, VectorViews, WorkgroupShapes,
 };
@@ -99,6 +102,185 @@ fn check_immediates(gpu: &GpuDevice) -> Result<()> {
     Ok(())
 }
 
+/// The error of `spec` that cannot run as asked, saying why (`message`).
+fn invalid_kernel(spec: &KernelSpec, message: String) -> Error {
+    Error::InvalidKernel { kernel: spec.name.clone(), message }
+}
+
+/// Errors unless `spec` is written for grids of `grid`'s rank.
+fn check_rank(spec: &KernelSpec, grid: &Grid) -> Result<()> {
+    if grid.rank() == spec.rank {
+        return Ok(());
+    }
+    Err(invalid_kernel(
+        spec,
+        format!(
+            "it is written for {}-D grids and the grid {grid} is {}-D: give a grid of rank {} or a kernel for rank {}",
+            spec.rank,
+            grid.rank(),
+            spec.rank,
+            grid.rank()
+        ),
+    ))
+}
+
+/// The vector views `spec`'s fields on `grid` reach through on `gpu`: `asked`, or as the
+/// device's limits and backend allow; errors when the device binds too few buffers for the
+/// fields at all.
+fn vector_views(gpu: &GpuDevice, spec: &KernelSpec, grid: &Grid, asked: Option<VectorViews>) -> Result<VectorViews> {
+    // Bindings first: more fields than the device binds are refused before the prelude for
+    // them is generated and validated (minutes for a GPU allowing a million bindings).
+    let bindings = GridFootprint::new(grid, spec.fields.len(), spec.fields.len(), [1, 1, 1])?;
+    let limits = gpu.device().limits();
+    bindings.check_bindings(&limits, gpu.label())?;
+    // WebGPU forbids `NAME_out` and `NAME_out4`, two writable bindings of one buffer, in one
+    // bind group; native wgpu accepts them.
+    Ok(asked.unwrap_or_else(|| match gpu.adapter().backend {
+        wgpu::Backend::BrowserWebGpu => VectorViews::Emulated,
+        _ => bindings.vector_views(&limits),
+    }))
+}
+
+/// Whether `grid` fits `gpu` for `checked` at `width` cells per invocation along x. Rows and
+/// planes per invocation are chosen per adapter and only shrink the dispatch: the fit is
+/// checked at one of each, as the size checks before the devices opened were.
+fn fits(gpu: &GpuDevice, grid: &Grid, fields: usize, checked: &CheckedWgsl, width: u32) -> bool {
+    GridFootprint::new(grid, fields, fields, checked.cells_per_workgroup_with([width, 1, 1]))
+        .is_ok_and(|f| f.check(&gpu.device().limits(), gpu.label()).is_ok())
+}
+
+/// `spec` checked for `layout`'s indexing and `views`, with the workgroup shapes it forces or
+/// else `gpu`'s adapter's.
+fn check_for_adapter(
+    gpu: &GpuDevice,
+    spec: &KernelSpec,
+    layout: &Layout,
+    views: VectorViews,
+) -> Result<Arc<CheckedWgsl>> {
+    if let Some(forced) = spec.workgroup_shapes {
+        return spec.check_for(layout.indexing, forced, views);
+    }
+    let shapes = invocation_width::workgroup_shapes(gpu.adapter());
+    let preferred = spec.check_for(layout.indexing, shapes, views)?;
+    // A grid the adapter's shapes cannot dispatch even at the kernel's widest (more
+    // workgroups along an axis than the device allows: a grid 4 rows per workgroup cannot be
+    // 300000 rows tall) runs with the CPU drivers' shapes, which the size checks before the
+    // devices opened allowed for.
+    let widest = preferred.cells_per_invocation_x.cells;
+    if shapes == WorkgroupShapes::CpuDriver || fits(gpu, &layout.buffers, spec.fields.len(), &preferred, widest) {
+        Ok(preferred)
+    } else {
+        spec.check_for(layout.indexing, WorkgroupShapes::CpuDriver, views)
+    }
+}
+
+/// The cells per invocation `[x, y, z]` `checked` runs with on `gpu` for `grid` (see
+/// [`invocation_width`]).
+fn cells_per_invocation(gpu: &GpuDevice, spec: &KernelSpec, grid: &Grid, checked: &CheckedWgsl) -> Result<[u32; 3]> {
+    let dispatch_fits = |width: u32| fits(gpu, grid, spec.fields.len(), checked, width);
+    let x = invocation_width::resolve(spec.invocation_width, checked, &spec.name, gpu.adapter(), &dispatch_fits)?;
+    let [rows, planes] = invocation_width::resolve_rows_and_planes(spec.invocation_width, checked, gpu.adapter());
+    Ok([x, rows, planes])
+}
+
+/// The buffers of bind group 0 of a field kernel with `fields` fields: the `grid` and
+/// `params` uniforms, each field's pair (read, written), then with bound `views` the same
+/// pairs again as `vec4` views.
+fn field_bindings(fields: usize, views: VectorViews) -> Vec<(u32, wgpu::BufferBindingType)> {
+    let mut bindings =
+        vec![(GRID_BINDING, wgpu::BufferBindingType::Uniform), (PARAMS_BINDING, wgpu::BufferBindingType::Uniform)];
+    let mut pair = |binding: u32| bindings.extend([(binding, storage(true)), (binding + 1, storage(false))]);
+    for k in 0..fields as u32 {
+        pair(FIRST_FIELD_BINDING + 2 * k);
+    }
+    if views == VectorViews::Bound {
+        for k in 0..fields {
+            pair(prelude::vector_view_binding(fields, k));
+        }
+    }
+    bindings
+}
+
+/// The buffers a [`FieldSim`] binds: the `grid` and `params` uniforms, and per field its
+/// ping-pong pair.
+struct StateBuffers {
+    grid: wgpu::Buffer,
+    params: wgpu::Buffer,
+    /// Per field: the buffer read at even steps, then the one read at odd steps.
+    fields: Vec<[wgpu::Buffer; 2]>,
+}
+
+impl StateBuffers {
+    /// The buffers of `spec` laid out as `layout` says, both of each field's pair holding its
+    /// values in `initial` (field after field).
+    fn new(gpu: &GpuDevice, spec: &KernelSpec, layout: &Layout, initial: &[f32]) -> Self {
+        let dims = layout.uniform();
+        let mut params: Vec<f32> = spec.params.clone();
+        params.resize(params.len().div_ceil(4).max(1) * 4, 0.0);
+        let grid = filled_buffer(gpu, "grid", bytemuck::cast_slice(&dims), wgpu::BufferUsages::UNIFORM);
+        let params = filled_buffer(gpu, "params", bytemuck::cast_slice(&params), wgpu::BufferUsages::UNIFORM);
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        let fields = spec
+            .fields
+            .iter()
+            .zip(initial.chunks_exact(layout.buffers.cells()))
+            .map(|(name, values)| {
+                [0, 1].map(|side| {
+                    let label = format!("field {name} ({})", ["a", "b"][side]);
+                    filled_buffer(gpu, &label, bytemuck::cast_slice(values), usage)
+                })
+            })
+            .collect();
+        StateBuffers { grid, params, fields }
+    }
+
+    /// The bind group of a step that reads side `read` of each pair and writes the other,
+    /// made with `layout` (see [`field_bindings`]).
+    fn bind_group(
+        &self,
+        device: &wgpu::Device,
+        layout: &wgpu::BindGroupLayout,
+        views: VectorViews,
+        read: usize,
+    ) -> wgpu::BindGroup {
+        let mut entries = vec![
+            wgpu::BindGroupEntry { binding: GRID_BINDING, resource: self.grid.as_entire_binding() },
+            wgpu::BindGroupEntry { binding: PARAMS_BINDING, resource: self.params.as_entire_binding() },
+        ];
+        // Each field's pair, then (with views) the same pair again as `vec4` views.
+        let fields = self.fields.len();
+        let mut pairs: Vec<(u32, &[wgpu::Buffer; 2])> =
+            self.fields.iter().enumerate().map(|(k, pair)| (FIRST_FIELD_BINDING + 2 * k as u32, pair)).collect();
+        if views == VectorViews::Bound {
+            pairs.extend(
+                self.fields.iter().enumerate().map(|(k, pair)| (prelude::vector_view_binding(fields, k), pair)),
+            );
+        }
+        for (binding, pair) in pairs {
+            entries.push(wgpu::BindGroupEntry { binding, resource: pair[read].as_entire_binding() });
+            entries.push(wgpu::BindGroupEntry { binding: binding + 1, resource: pair[1 - read].as_entire_binding() });
+        }
+        device.create_bind_group(&wgpu::BindGroupDescriptor { label: Some("field-stencil"), layout, entries: &entries })
+    }
+}
+
+/// A buffer of `gpu` holding `contents`, labelled `label`, for `usage`.
+///
+/// Created empty and filled through the queue, not `create_buffer_init`: that one maps the
+/// buffer at creation and panics inside wgpu when the device is lost meanwhile (a device
+/// failing mid-run must be an error, not a panic). Every size here is a multiple of 4 bytes
+/// (u32/f32 contents), as `write_buffer` needs.
+fn filled_buffer(gpu: &GpuDevice, label: &str, contents: &[u8], usage: wgpu::BufferUsages) -> wgpu::Buffer {
+    let buffer = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: contents.len() as u64,
+        usage: usage | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    gpu.queue().write_buffer(&buffer, 0, contents);
+    buffer
+}
+
 impl FieldSim {
     /// Compiles `spec` on `gpu` for `grid` and uploads `initial`: every field, field after
     /// field, each in C order (`fields × cells` values). The state is at step 0.
@@ -122,176 +304,37 @@ impl FieldSim {
         views: Option<VectorViews>,
     ) -> Result<Self> {
         let grid = &layout.buffers;
-        let invalid = |message: String| Error::InvalidKernel { kernel: spec.name.clone(), message };
-        if grid.rank() != spec.rank {
-            return Err(invalid(format!(
-                "it is written for {}-D grids and the grid {grid} is {}-D: give a grid of rank {} or a kernel \
-                 for rank {}",
-                spec.rank,
-                grid.rank(),
-                spec.rank,
-                grid.rank()
-            )));
-        }
-        // Bindings first: more fields than the device binds are refused before the prelude for
-        // them is generated and validated (minutes for a GPU allowing a million bindings).
-        let bindings = GridFootprint::new(grid, spec.fields.len(), spec.fields.len(), [1, 1, 1])?;
-        let limits = gpu.device().limits();
-        bindings.check_bindings(&limits, gpu.label())?;
-        // WebGPU forbids `NAME_out` and `NAME_out4`, two writable bindings of one buffer, in one
-        // bind group; native wgpu accepts them.
-        let views = views.unwrap_or_else(|| match gpu.adapter().backend {
-            wgpu::Backend::BrowserWebGpu => VectorViews::Emulated,
-            _ => bindings.vector_views(&limits),
-        });
-        let fields = spec.fields.len();
-        // Rows and planes per invocation are chosen per adapter and only shrink the dispatch:
-        // the fit is checked at one of each, as the size checks before the devices opened were.
-        let fits = |checked: &CheckedWgsl, width: u32| {
-            GridFootprint::new(grid, fields, fields, checked.cells_per_workgroup_with([width, 1, 1]))
-                .is_ok_and(|f| f.check(&limits, gpu.label()).is_ok())
-        };
-        let checked = match spec.workgroup_shapes {
-            Some(forced) => spec.check_for(layout.indexing, forced, views)?,
-            None => {
-                let shapes = invocation_width::workgroup_shapes(gpu.adapter());
-                let preferred = spec.check_for(layout.indexing, shapes, views)?;
-                // A grid the adapter's shapes cannot dispatch even at the kernel's widest
-                // (more workgroups along an axis than the device allows: a grid 4 rows per
-                // workgroup cannot be 300000 rows tall) runs with the CPU drivers' shapes,
-                // which the size checks before the devices opened allowed for.
-                if shapes == WorkgroupShapes::CpuDriver || fits(&preferred, preferred.cells_per_invocation_x.cells) {
-                    preferred
-                } else {
-                    spec.check_for(layout.indexing, WorkgroupShapes::CpuDriver, views)?
-                }
-            }
-        };
-        let dispatch_fits = |width: u32| fits(&checked, width);
-        let cells_per_invocation =
-            invocation_width::resolve(spec.invocation_width, &checked, &spec.name, gpu.adapter(), &dispatch_fits)?;
-        let [rows, planes] = invocation_width::resolve_rows_and_planes(spec.invocation_width, &checked, gpu.adapter());
-        let cells_per_invocation = [cells_per_invocation, rows, planes];
+        check_rank(spec, grid)?;
+        let views = vector_views(gpu, spec, grid, views)?;
+        let checked = check_for_adapter(gpu, spec, layout, views)?;
+        let cells_per_invocation = cells_per_invocation(gpu, spec, grid, &checked)?;
         let cells_per_workgroup = checked.cells_per_workgroup_with(cells_per_invocation);
         let constants = invocation_width::pipeline_constants(&checked, cells_per_invocation);
         let constants: Vec<(&str, f64)> = constants.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        let fields = spec.fields.len();
         // Sized by the cells a workgroup covers, which is what the dispatch divides the grid by.
         let footprint = gpu.check_grid(grid, fields, fields, cells_per_workgroup)?;
         check_immediates(gpu)?;
-        let cells = grid.cells();
         if initial.len() as u64 != footprint.cells * fields as u64 {
-            return Err(invalid(format!(
-                "initial state holds {} values, expected {fields} fields × {grid} = {}",
-                initial.len(),
-                footprint.cells * fields as u64
-            )));
+            return Err(invalid_kernel(
+                spec,
+                format!(
+                    "initial state holds {} values, expected {fields} fields × {grid} = {}",
+                    initial.len(),
+                    footprint.cells * fields as u64
+                ),
+            ));
         }
         // The updated cells are at most the buffers' cells, whose dispatch `check_grid` checked.
         // Divided by the cells a workgroup covers (`CELLS_PER_INVOCATION_X`, `_Y`, `_Z` included).
         let workgroups = GridFootprint::new(&layout.updated, fields, fields, cells_per_workgroup)?.dispatch();
-        let dims = layout.uniform();
-        let mut params: Vec<f32> = spec.params.clone();
-        params.resize(params.len().div_ceil(4).max(1) * 4, 0.0);
-
         gpu.scoped(&format!("compiling kernel {}", spec.name), |device| {
-            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(&spec.name),
-                source: wgpu::ShaderSource::Wgsl(checked.source.as_str().into()),
-            });
-            let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
-                binding,
-                visibility: wgpu::ShaderStages::COMPUTE,
-                ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
-                count: None,
-            };
-            let mut entries = vec![
-                entry(GRID_BINDING, wgpu::BufferBindingType::Uniform),
-                entry(PARAMS_BINDING, wgpu::BufferBindingType::Uniform),
-            ];
-            for k in 0..fields as u32 {
-                let binding = FIRST_FIELD_BINDING + 2 * k;
-                entries.push(entry(binding, wgpu::BufferBindingType::Storage { read_only: true }));
-                entries.push(entry(binding + 1, wgpu::BufferBindingType::Storage { read_only: false }));
-            }
-            if views == VectorViews::Bound {
-                for k in 0..fields {
-                    let binding = prelude::vector_view_binding(fields, k);
-                    entries.push(entry(binding, wgpu::BufferBindingType::Storage { read_only: true }));
-                    entries.push(entry(binding + 1, wgpu::BufferBindingType::Storage { read_only: false }));
-                }
-            }
-            let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                label: Some("field-stencil"),
-                entries: &entries,
-            });
-            let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                label: Some("field-stencil"),
-                bind_group_layouts: &[Some(&layout)],
-                immediate_size: CLOCK_BYTES,
-            });
-            let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(&spec.name),
-                layout: Some(&pipeline_layout),
-                module: &module,
-                entry_point: Some("main"),
-                compilation_options: wgpu::PipelineCompilationOptions { constants: &constants, ..Default::default() },
-                cache: None,
-            });
-            // Created empty and filled through the queue, not `create_buffer_init`: that one maps
-            // the buffer at creation and panics inside wgpu when the device is lost meanwhile
-            // (a device failing mid-run must be an error, not a panic). Every size here is a
-            // multiple of 4 bytes (u32/f32 contents), as `write_buffer` needs.
-            let filled = |label: &str, contents: &[u8], usage: wgpu::BufferUsages| {
-                let buffer = device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some(label),
-                    size: contents.len() as u64,
-                    usage: usage | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                });
-                gpu.queue().write_buffer(&buffer, 0, contents);
-                buffer
-            };
-            let grid_buf = filled("grid", bytemuck::cast_slice(&dims), wgpu::BufferUsages::UNIFORM);
-            let params_buf = filled("params", bytemuck::cast_slice(&params), wgpu::BufferUsages::UNIFORM);
-            let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
-            let buffers: Vec<[wgpu::Buffer; 2]> = spec
-                .fields
-                .iter()
-                .zip(initial.chunks_exact(cells))
-                .map(|(name, values)| {
-                    [0, 1].map(|side| {
-                        filled(&format!("field {name} ({})", ["a", "b"][side]), bytemuck::cast_slice(values), usage)
-                    })
-                })
-                .collect();
-            let bind = |read: usize| {
-                let mut entries = vec![
-                    wgpu::BindGroupEntry { binding: GRID_BINDING, resource: grid_buf.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: PARAMS_BINDING, resource: params_buf.as_entire_binding() },
-                ];
-                // Each field's pair, then (with views) the same pair again as `vec4` views.
-                let mut pairs: Vec<(u32, &[wgpu::Buffer; 2])> =
-                    buffers.iter().enumerate().map(|(k, pair)| (FIRST_FIELD_BINDING + 2 * k as u32, pair)).collect();
-                if views == VectorViews::Bound {
-                    pairs.extend(
-                        buffers.iter().enumerate().map(|(k, pair)| (prelude::vector_view_binding(fields, k), pair)),
-                    );
-                }
-                for (binding, pair) in pairs {
-                    entries.push(wgpu::BindGroupEntry { binding, resource: pair[read].as_entire_binding() });
-                    entries.push(wgpu::BindGroupEntry {
-                        binding: binding + 1,
-                        resource: pair[1 - read].as_entire_binding(),
-                    });
-                }
-                device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("field-stencil"),
-                    layout: &layout,
-                    entries: &entries,
-                })
-            };
-            let bind_groups = [bind(0), bind(1)];
-            (pipeline, buffers, bind_groups)
+            let shader =
+                ComputeShader::new(device, &spec.name, &checked.source, &field_bindings(fields, views), CLOCK_BYTES);
+            let pipeline = shader.pipeline(device, &spec.name, "main", &constants);
+            let state = StateBuffers::new(gpu, spec, layout, initial);
+            let bind_groups = [0, 1].map(|read| state.bind_group(device, shader.group_layout(), views, read));
+            (pipeline, state.fields, bind_groups)
         })
         .map(|(pipeline, buffers, bind_groups)| FieldSim {
             gpu: gpu.clone(),

@@ -61,6 +61,7 @@ mod kernel;
 mod limits;
 pub mod noise;
 mod output_dtype;
+mod pipeline;
 mod prelude;
 mod readback;
 pub mod shipped;

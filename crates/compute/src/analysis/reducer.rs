@@ -9,6 +9,7 @@ use crate::device::GpuDevice;
 use crate::error::{Error, Result};
 use crate::field_sim::FieldSim;
 use crate::grid::Grid;
+use crate::pipeline::{compute_pipeline, wgsl_module};
 
 const SHADER: &str = include_str!("reduce.wgsl");
 /// Invocations per workgroup of the reduction and histogram passes (`WG` in the shader).
@@ -100,6 +101,250 @@ fn field_binding(cells: u64, slice: u64) -> String {
     }
 }
 
+/// The error of an analysis of `cells`-cell fields whose results take `result_words` words,
+/// past 32-bit indices.
+fn too_large(kernel: &str, cells: u64, result_words: u64) -> Error {
+    Error::InvalidKernel {
+        kernel: kernel.to_owned(),
+        message: format!(
+            "the analysis of a {cells}-cell field needs {result_words} words per frame, more than 32-bit \
+             indices reach: use fewer bins or a larger analysis.downsample"
+        ),
+    }
+}
+
+/// The downsampling factor `k` along each of `grid`'s axes `[x, y, z]`: the factor applies
+/// along the grid's own axes (a 2-D grid is not coarsened along z). Errors for a factor
+/// larger than the longest axis.
+fn downsample_factors(kernel: &str, grid: &Grid, k: u64) -> Result<[u64; 3]> {
+    let longest = grid.shape().iter().copied().max().unwrap_or(1) as u64;
+    if k > longest {
+        return Err(Error::InvalidKernel {
+            kernel: kernel.to_owned(),
+            message: format!(
+                "analysis downsampling by {k} on the grid {:?}: a block larger than the longest axis ({longest}) \
+                 is the whole grid; use at most {longest}",
+                grid.shape()
+            ),
+        });
+    }
+    let rank = grid.rank();
+    Ok([k, if rank >= 2 { k } else { 1 }, if rank >= 3 { k } else { 1 }])
+}
+
+/// An analysis laid over one grid: the sizes its shader is specialised for, its dispatches,
+/// and where a field's results lie (in 32-bit words).
+struct Geometry {
+    cells: u64,
+    slices: u64,
+    /// Cells of one slice (along the grid's slowest axis).
+    slice: u64,
+    bins: u64,
+    /// The grid's axes `[nx, ny, nz]`.
+    axes: [u64; 3],
+    /// The downsampling factor along each axis ([`downsample_factors`]).
+    factors: [u64; 3],
+    /// The downsampled grid's axes.
+    coarse_axes: [u64; 3],
+    /// Workgroups of the first reduction pass.
+    groups: u64,
+    histogram_groups: [u32; 2],
+    downsample_groups: [u32; 2],
+    /// Invocations of one row of the downsampling dispatch.
+    downsample_row: u64,
+    /// Where the bin edges, the counts and the downsampled field start in a field's results.
+    bins_at: u64,
+    pdf_at: u64,
+    ds_at: u64,
+    /// Words of one field's results.
+    result_words: u64,
+    /// The grid's first slice in the PDF.
+    pdf_first: u64,
+}
+
+impl Geometry {
+    /// The geometry of `spec` over `grid` on `gpu`, its slices counted into `pdf`; errors
+    /// name `kernel`.
+    fn new(gpu: &GpuDevice, kernel: &str, grid: &Grid, spec: &AnalysisSpec, pdf: PdfSlices) -> Result<Self> {
+        let max_dim = u64::from(gpu.device().limits().max_compute_workgroups_per_dimension.max(1));
+        let cells = grid.cells() as u64;
+        let slices = grid.shape()[0] as u64;
+        let slice = cells / slices;
+        let bins = u64::from(spec.pdf_bins);
+        let k = spec.factor() as u64;
+        let factors = downsample_factors(kernel, grid, k)?;
+        let axes = [grid.nx() as u64, grid.ny() as u64, grid.nz() as u64];
+        let coarse_axes = [0, 1, 2].map(|i| axes[i].div_ceil(factors[i]));
+        let coarse = if k > 1 { coarse_axes.iter().product() } else { 0 };
+        let groups = cells.div_ceil(WG * CELLS_PER_INVOCATION).clamp(1, MAX_GROUPS);
+        let histogram_groups = if bins > 0 {
+            [
+                dispatch(slice.div_ceil(WG * ITEMS), max_dim, "the PDF of one slice", kernel)?,
+                dispatch(slices, max_dim, "the PDF's slices", kernel)?,
+            ]
+        } else {
+            [0, 0]
+        };
+        let ds_groups = coarse.div_ceil(DS_WG).max(1);
+        let ds_x = ds_groups.min(max_dim);
+        let downsample_groups = [
+            dispatch(ds_x, max_dim, "downsampling", kernel)?,
+            dispatch(ds_groups.div_ceil(ds_x), max_dim, "downsampling", kernel)?,
+        ];
+        let (bins_at, pdf_at) = (4, 4 + bins);
+        let ds_at = pdf_at + pdf.total * bins;
+        let result_words = ds_at + coarse;
+        if u32::try_from(result_words).is_err() {
+            return Err(too_large(kernel, cells, result_words));
+        }
+        if pdf.first + slices > pdf.total {
+            return Err(Error::InvalidKernel {
+                kernel: kernel.to_owned(),
+                message: format!(
+                    "the grid's {slices} PDF slices from slice {} overrun the PDF's {}",
+                    pdf.first, pdf.total
+                ),
+            });
+        }
+        let downsample_row = ds_x * DS_WG;
+        Ok(Geometry {
+            cells,
+            slices,
+            slice,
+            bins,
+            axes,
+            factors,
+            coarse_axes,
+            groups,
+            histogram_groups,
+            downsample_groups,
+            downsample_row,
+            bins_at,
+            pdf_at,
+            ds_at,
+            result_words,
+            pdf_first: pdf.first,
+        })
+    }
+
+    /// reduce.wgsl specialised for this geometry: its constants, then the field's binding
+    /// ([`field_binding`]), then the shader.
+    fn shader_source(&self) -> String {
+        let [nx, ny, nz] = self.axes;
+        let [kx, ky, kz] = self.factors;
+        let [cnx, cny, cnz] = self.coarse_axes;
+        let bins = self.bins;
+        let constants = [
+            ("CELLS", self.cells),
+            ("QUADS", self.cells.div_ceil(4)),
+            ("SLICES", self.slices),
+            ("SLICE", self.slice),
+            ("BINS", bins),
+            ("LOCAL_BINS", bins.max(1)),
+            ("LAST_BIN", bins.max(1) - 1),
+            ("GROUPS", self.groups),
+            ("ITEMS", ITEMS),
+            ("BINS_AT", self.bins_at),
+            ("PDF_AT", self.pdf_at),
+            ("PDF_SLICE0", self.pdf_first),
+            ("DS_AT", self.ds_at),
+            ("NX", nx),
+            ("NY", ny),
+            ("NZ", nz),
+            ("KX", kx),
+            ("KY", ky),
+            ("KZ", kz),
+            ("CNX", cnx),
+            ("CNY", cny),
+            ("CNZ", cnz),
+            ("DS_ROW", self.downsample_row),
+        ];
+        let mut source: String = constants.iter().map(|(name, v)| format!("const {name}: u32 = {v}u;\n")).collect();
+        source.push_str(&field_binding(self.cells, self.slice));
+        source.push_str(SHADER);
+        source
+    }
+}
+
+/// The compiled passes of an analysis: those its PDF and its downsampling need.
+struct Pipelines {
+    partial: wgpu::ComputePipeline,
+    finish: wgpu::ComputePipeline,
+    histogram: Option<wgpu::ComputePipeline>,
+    downsample: Option<wgpu::ComputePipeline>,
+    edges: Option<wgpu::ComputePipeline>,
+}
+
+impl Pipelines {
+    /// Compiles `source`'s passes, the PDF's with `pdf` and the downsampling with `downsample`.
+    /// Each pass binds only some of the shader's buffers, so each takes the layout wgpu
+    /// derives from its entry point.
+    fn new(device: &wgpu::Device, source: &str, pdf: bool, downsample: bool) -> Self {
+        let module = wgsl_module(device, "analysis", source);
+        let pipeline = |entry: &str| compute_pipeline(device, &module, None, entry, entry, &[]);
+        Pipelines {
+            partial: pipeline("partial"),
+            finish: pipeline("finish"),
+            histogram: pdf.then(|| pipeline("histogram")),
+            downsample: downsample.then(|| pipeline("downsample")),
+            edges: pdf.then(|| pipeline("edges")),
+        }
+    }
+
+    /// The passes of one field over `sides` (its buffer read at even and at odd sides), with
+    /// partials of `partial_bytes` and results of `result_bytes` of its own.
+    fn field(
+        &self,
+        device: &wgpu::Device,
+        sides: &[&wgpu::Buffer; 2],
+        partial_bytes: u64,
+        result_bytes: u64,
+    ) -> FieldPasses {
+        let result = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("analysis results"),
+            size: result_bytes,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        // One per field, so that the fields' passes of a phase share no buffer and the GPU
+        // can run them side by side (`encode_passes`).
+        let partials = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("analysis partials"),
+            size: partial_bytes,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        let bind = |pipeline: &wgpu::ComputePipeline, entries: &[(u32, &wgpu::Buffer)]| {
+            bind_buffers(device, pipeline, entries)
+        };
+        FieldPasses {
+            partial: sides.map(|f| bind(&self.partial, &[(0, f), (1, &partials)])),
+            histogram: self.histogram.as_ref().map(|p| sides.map(|f| bind(p, &[(0, f), (3, &result)]))),
+            downsample: self.downsample.as_ref().map(|p| sides.map(|f| bind(p, &[(0, f), (2, &result)]))),
+            finish: bind(&self.finish, &[(1, &partials), (2, &result)]),
+            edges: self.edges.as_ref().map(|p| bind(p, &[(2, &result)])),
+            result,
+        }
+    }
+}
+
+/// A bind group of `pipeline`'s group 0 with each of `entries`' buffers at its binding.
+fn bind_buffers(
+    device: &wgpu::Device,
+    pipeline: &wgpu::ComputePipeline,
+    entries: &[(u32, &wgpu::Buffer)],
+) -> wgpu::BindGroup {
+    let entries: Vec<wgpu::BindGroupEntry<'_>> = entries
+        .iter()
+        .map(|(binding, buffer)| wgpu::BindGroupEntry { binding: *binding, resource: buffer.as_entire_binding() })
+        .collect();
+    device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: Some("analysis"),
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &entries,
+    })
+}
+
 impl FieldReducer {
     /// Compiles the passes of `spec` for `sim`'s grid (checked by [`AnalysisSpec::check`]).
     pub(crate) fn new(sim: &FieldSim, spec: &AnalysisSpec) -> Result<Self> {
@@ -130,165 +375,17 @@ impl FieldReducer {
         spec: &AnalysisSpec,
         pdf: PdfSlices,
     ) -> Result<Self> {
-        let kernel = kernel.to_owned();
-        let max_dim = u64::from(gpu.device().limits().max_compute_workgroups_per_dimension.max(1));
-        let cells = grid.cells() as u64;
-        let slices = grid.shape()[0] as u64;
-        let slice = cells / slices;
-        let bins = u64::from(spec.pdf_bins);
-        let k = spec.factor() as u64;
-        let rank = grid.rank();
-        let longest = grid.shape().iter().copied().max().unwrap_or(1) as u64;
-        if k > longest {
-            return Err(Error::InvalidKernel {
-                kernel,
-                message: format!(
-                    "analysis downsampling by {k} on the grid {:?}: a block larger than the longest axis ({longest}) \
-                     is the whole grid; use at most {longest}",
-                    grid.shape()
-                ),
-            });
-        }
-        // The factor applies along the grid's own axes: a 2-D grid is not coarsened along z.
-        let [kz, ky, kx] = [if rank >= 3 { k } else { 1 }, if rank >= 2 { k } else { 1 }, k];
-        let (nx, ny, nz) = (grid.nx() as u64, grid.ny() as u64, grid.nz() as u64);
-        let (cnx, cny, cnz) = (nx.div_ceil(kx), ny.div_ceil(ky), nz.div_ceil(kz));
-        let coarse = if k > 1 { cnx * cny * cnz } else { 0 };
-        let groups = cells.div_ceil(WG * CELLS_PER_INVOCATION).clamp(1, MAX_GROUPS);
-        let histogram_groups = if bins > 0 {
-            [
-                dispatch(slice.div_ceil(WG * ITEMS), max_dim, "the PDF of one slice", &kernel)?,
-                dispatch(slices, max_dim, "the PDF's slices", &kernel)?,
-            ]
-        } else {
-            [0, 0]
-        };
-        let ds_groups = coarse.div_ceil(DS_WG).max(1);
-        let ds_x = ds_groups.min(max_dim);
-        let downsample_groups = [
-            dispatch(ds_x, max_dim, "downsampling", &kernel)?,
-            dispatch(ds_groups.div_ceil(ds_x), max_dim, "downsampling", &kernel)?,
-        ];
-        let (bins_at, pdf_at) = (4, 4 + bins);
-        let ds_at = pdf_at + pdf.total * bins;
-        let result_words = ds_at + coarse;
-        let too_large = || Error::InvalidKernel {
-            kernel: kernel.clone(),
-            message: format!(
-                "the analysis of a {cells}-cell field needs {result_words} words per frame, more than 32-bit \
-                 indices reach: use fewer bins or a larger analysis.downsample"
-            ),
-        };
-        if u32::try_from(result_words).is_err() {
-            return Err(too_large());
-        }
-        let constants = [
-            ("CELLS", cells),
-            ("QUADS", cells.div_ceil(4)),
-            ("SLICES", slices),
-            ("SLICE", slice),
-            ("BINS", bins),
-            ("LOCAL_BINS", bins.max(1)),
-            ("LAST_BIN", bins.max(1) - 1),
-            ("GROUPS", groups),
-            ("ITEMS", ITEMS),
-            ("BINS_AT", bins_at),
-            ("PDF_AT", pdf_at),
-            ("PDF_SLICE0", pdf.first),
-            ("DS_AT", ds_at),
-            ("NX", nx),
-            ("NY", ny),
-            ("NZ", nz),
-            ("KX", kx),
-            ("KY", ky),
-            ("KZ", kz),
-            ("CNX", cnx),
-            ("CNY", cny),
-            ("CNZ", cnz),
-            ("DS_ROW", ds_x * DS_WG),
-        ];
-        let mut source: String = constants.iter().map(|(name, v)| format!("const {name}: u32 = {v}u;\n")).collect();
-        source.push_str(&field_binding(cells, slice));
-        source.push_str(SHADER);
-        if pdf.first + slices > pdf.total {
-            return Err(Error::InvalidKernel {
-                kernel,
-                message: format!(
-                    "the grid's {slices} PDF slices from slice {} overrun the PDF's {}",
-                    pdf.first, pdf.total
-                ),
-            });
-        }
-        let result_bytes = result_words * 4;
+        let geometry = Geometry::new(gpu, kernel, grid, spec, pdf)?;
+        let source = geometry.shader_source();
+        let result_bytes = geometry.result_words * 4;
         let built = gpu.scoped("compiling the analysis passes", |device| {
-            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some("analysis"),
-                source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
-            });
-            let pipeline = |entry: &str| {
-                device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(entry),
-                    layout: None,
-                    module: &module,
-                    entry_point: Some(entry),
-                    compilation_options: Default::default(),
-                    cache: None,
-                })
-            };
-            let partial = pipeline("partial");
-            let finish = pipeline("finish");
-            let histogram = (bins > 0).then(|| pipeline("histogram"));
-            let downsample = (k > 1).then(|| pipeline("downsample"));
-            let edges = (bins > 0).then(|| pipeline("edges"));
-            // One per field, so that the fields' passes of a phase share no buffer and the
-            // GPU can run them side by side (`encode_passes`).
-            let partials = || {
-                device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("analysis partials"),
-                    size: groups * WG * 16,
-                    usage: wgpu::BufferUsages::STORAGE,
-                    mapped_at_creation: false,
-                })
-            };
-            let bind = |pipeline: &wgpu::ComputePipeline, entries: &[(u32, &wgpu::Buffer)]| {
-                let entries: Vec<wgpu::BindGroupEntry<'_>> = entries
-                    .iter()
-                    .map(|(binding, buffer)| wgpu::BindGroupEntry {
-                        binding: *binding,
-                        resource: buffer.as_entire_binding(),
-                    })
-                    .collect();
-                device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("analysis"),
-                    layout: &pipeline.get_bind_group_layout(0),
-                    entries: &entries,
-                })
-            };
-            let fields: Vec<FieldPasses> = field_buffers
-                .iter()
-                .map(|sides| {
-                    let result = device.create_buffer(&wgpu::BufferDescriptor {
-                        label: Some("analysis results"),
-                        size: result_bytes,
-                        usage: wgpu::BufferUsages::STORAGE
-                            | wgpu::BufferUsages::COPY_SRC
-                            | wgpu::BufferUsages::COPY_DST,
-                        mapped_at_creation: false,
-                    });
-                    let partials = partials();
-                    FieldPasses {
-                        partial: sides.map(|f| bind(&partial, &[(0, f), (1, &partials)])),
-                        histogram: histogram.as_ref().map(|p| sides.map(|f| bind(p, &[(0, f), (3, &result)]))),
-                        downsample: downsample.as_ref().map(|p| sides.map(|f| bind(p, &[(0, f), (2, &result)]))),
-                        finish: bind(&finish, &[(1, &partials), (2, &result)]),
-                        edges: edges.as_ref().map(|p| bind(p, &[(2, &result)])),
-                        result,
-                    }
-                })
-                .collect();
-            (partial, finish, histogram, downsample, edges, fields)
+            let pipelines = Pipelines::new(device, &source, geometry.bins > 0, spec.factor() > 1);
+            let partial_bytes = geometry.groups * WG * 16;
+            let fields: Vec<FieldPasses> =
+                field_buffers.iter().map(|sides| pipelines.field(device, sides, partial_bytes, result_bytes)).collect();
+            (pipelines, fields)
         })?;
-        let (partial, finish, histogram, downsample, edges, fields) = built;
+        let (Pipelines { partial, finish, histogram, downsample, edges }, fields) = built;
         Ok(FieldReducer {
             partial,
             finish,
@@ -296,11 +393,12 @@ impl FieldReducer {
             downsample,
             edges,
             fields,
-            groups: u32::try_from(groups).map_err(|_| too_large())?,
-            histogram_groups,
-            downsample_groups,
-            pdf_at: pdf_at * 4,
-            pdf_bytes: pdf.total * bins * 4,
+            groups: u32::try_from(geometry.groups)
+                .map_err(|_| too_large(kernel, geometry.cells, geometry.result_words))?,
+            histogram_groups: geometry.histogram_groups,
+            downsample_groups: geometry.downsample_groups,
+            pdf_at: geometry.pdf_at * 4,
+            pdf_bytes: pdf.total * geometry.bins * 4,
             result_bytes,
         })
     }

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::field_sim::{FieldSim, Layout};
 use crate::grid::Grid;
 use crate::kernel::KernelSpec;
+use crate::pipeline::{ComputeShader, storage};
 use crate::prelude::{Boundary, Indexing};
 
 /// The pack/unpack shader.
@@ -62,6 +63,133 @@ pub struct BlockSim {
     layout: Faces,
 }
 
+/// Errors unless `spec` can run split on `block` (its rank, 1 or 3, and the periodic boundary
+/// unless the block is the whole grid) from `initial`, the block's cells of every field.
+fn check_block(spec: &KernelSpec, block: &Block, initial: &[f32]) -> Result<()> {
+    let invalid = |message: String| Error::InvalidKernel { kernel: spec.name.clone(), message };
+    let rank = block.global().rank();
+    if spec.rank != rank {
+        return Err(invalid(format!(
+            "it is written for {}-D grids and the grid {} is {rank}-D: give a grid of rank {} or a kernel for \
+             rank {rank}",
+            spec.rank,
+            block.global(),
+            spec.rank
+        )));
+    }
+    if rank == 2 {
+        return Err(invalid(
+            "blocks (split domains) support 1-D and 3-D kernels: the 2-D 9-point Laplacian reads diagonal \
+             neighbours, which need corner ghosts that the face exchange does not carry; run 2-D grids whole \
+             with FieldSim"
+                .to_owned(),
+        ));
+    }
+    if spec.boundary != Boundary::Periodic && !block.is_whole() {
+        return Err(invalid(format!(
+            "split domains support the periodic boundary; the kernel's boundary is {} and the block at offset \
+             {:?} of shape {:?} is not the whole {} grid: use boundary = \"periodic\" or one block",
+            spec.boundary,
+            block.offset(),
+            block.shape(),
+            block.global()
+        )));
+    }
+    let fields = spec.fields.len();
+    if Some(initial.len()) != fields.checked_mul(block.cells()) {
+        return Err(invalid(format!(
+            "initial state of the block holds {} values, expected {fields} fields × {} cells of the block {:?}",
+            initial.len(),
+            block.cells(),
+            block.shape()
+        )));
+    }
+    Ok(())
+}
+
+/// Workgroups `[x, y]` of one pack or unpack dispatch over `face_values` values of `fields`
+/// fields (one field a dispatch), rows no longer than the device allows.
+fn face_dispatch(gpu: &GpuDevice, face_values: usize, fields: usize) -> [u32; 2] {
+    let halo_groups = (face_values / fields.max(1)).div_ceil(FACES_WORKGROUP as usize);
+    let max_groups = gpu.device().limits().max_compute_workgroups_per_dimension.max(1) as usize;
+    let groups_x = halo_groups.clamp(1, max_groups);
+    [groups_x, halo_groups.div_ceil(groups_x).max(1)].map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+/// The `halo` uniform of faces.wgsl: the `padded` buffers' axes and `fields`, then whether
+/// each axis exists at rank `rank`.
+fn halo_uniform(padded: &Grid, rank: usize, fields: usize) -> [u32; 8] {
+    let g = |axis_rank: usize| u32::from(rank >= axis_rank);
+    let dims = [padded.nx(), padded.ny(), padded.nz(), fields].map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+    [dims[0], dims[1], dims[2], dims[3], g(1), g(2), g(3), 0]
+}
+
+/// The GPU side of a block's face exchange, as [`BlockSim`] keeps it.
+struct HaloPasses {
+    faces: wgpu::Buffer,
+    staging: wgpu::Buffer,
+    pack: wgpu::ComputePipeline,
+    unpack: wgpu::ComputePipeline,
+    bind_groups: Vec<[wgpu::BindGroup; 2]>,
+}
+
+impl HaloPasses {
+    /// Compiles the pack and unpack passes on `gpu` for `sim`'s field buffers, with faces of
+    /// `face_bytes` bytes and the `halo` uniform `uniform`.
+    fn new(gpu: &GpuDevice, sim: &FieldSim, uniform: &[u32; 8], face_bytes: u64) -> Result<Self> {
+        gpu.scoped("creating the halo buffers and shaders", |device| {
+            let storage = storage(false);
+            let buffers = [(0, wgpu::BufferBindingType::Uniform), (1, storage), (2, storage)];
+            let shader = ComputeShader::new(device, "halo faces", FACES_WGSL, &buffers, 4);
+            let (pack, unpack) =
+                (shader.pipeline(device, "pack", "pack", &[]), shader.pipeline(device, "unpack", "unpack", &[]));
+            let buffer = |label: &str, size: u64, usage: wgpu::BufferUsages| {
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size: size.max(4),
+                    usage,
+                    mapped_at_creation: false,
+                })
+            };
+            let copy = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+            let faces = buffer("halo faces", face_bytes, wgpu::BufferUsages::STORAGE | copy);
+            let staging =
+                buffer("halo faces staging", face_bytes, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+            let halo = buffer("halo uniform", 32, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST);
+            gpu.queue().write_buffer(&halo, 0, bytemuck::cast_slice(uniform));
+            let bind_groups = halo_bind_groups(device, &shader, sim, &halo, &faces);
+            HaloPasses { faces, staging, pack, unpack, bind_groups }
+        })
+    }
+}
+
+/// Per field of `sim`: the bind groups of the buffer read at even steps, then at odd steps,
+/// with the `halo` uniform and the `faces` buffer.
+fn halo_bind_groups(
+    device: &wgpu::Device,
+    shader: &ComputeShader,
+    sim: &FieldSim,
+    halo: &wgpu::Buffer,
+    faces: &wgpu::Buffer,
+) -> Vec<[wgpu::BindGroup; 2]> {
+    (0..sim.spec().fields.len())
+        .filter_map(|k| sim.buffer_pair(k))
+        .map(|pair| {
+            pair.each_ref().map(|field| {
+                device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("halo faces"),
+                    layout: shader.group_layout(),
+                    entries: &[
+                        wgpu::BindGroupEntry { binding: 0, resource: halo.as_entire_binding() },
+                        wgpu::BindGroupEntry { binding: 1, resource: field.as_entire_binding() },
+                        wgpu::BindGroupEntry { binding: 2, resource: faces.as_entire_binding() },
+                    ],
+                })
+            })
+        })
+        .collect()
+}
+
 impl std::fmt::Debug for BlockSim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BlockSim")
@@ -81,44 +209,9 @@ impl BlockSim {
     /// at 0: exchange before the first step. Errors as [`FieldSim::new`] does, and for a rank
     /// or boundary a split cannot support.
     pub fn new(gpu: &GpuDevice, spec: &KernelSpec, block: &Block, initial: &[f32]) -> Result<Self> {
-        let invalid = |message: String| Error::InvalidKernel { kernel: spec.name.clone(), message };
+        check_block(spec, block, initial)?;
         let rank = block.global().rank();
-        if spec.rank != rank {
-            return Err(invalid(format!(
-                "it is written for {}-D grids and the grid {} is {rank}-D: give a grid of rank {} or a kernel for \
-                 rank {rank}",
-                spec.rank,
-                block.global(),
-                spec.rank
-            )));
-        }
-        if rank == 2 {
-            return Err(invalid(
-                "blocks (split domains) support 1-D and 3-D kernels: the 2-D 9-point Laplacian reads diagonal \
-                 neighbours, which need corner ghosts that the face exchange does not carry; run 2-D grids whole \
-                 with FieldSim"
-                    .to_owned(),
-            ));
-        }
-        if spec.boundary != Boundary::Periodic && !block.is_whole() {
-            return Err(invalid(format!(
-                "split domains support the periodic boundary; the kernel's boundary is {} and the block at offset \
-                 {:?} of shape {:?} is not the whole {} grid: use boundary = \"periodic\" or one block",
-                spec.boundary,
-                block.offset(),
-                block.shape(),
-                block.global()
-            )));
-        }
         let fields = spec.fields.len();
-        if Some(initial.len()) != fields.checked_mul(block.cells()) {
-            return Err(invalid(format!(
-                "initial state of the block holds {} values, expected {fields} fields × {} cells of the block {:?}",
-                initial.len(),
-                block.cells(),
-                block.shape()
-            )));
-        }
         let padded_shape: Vec<usize> = block.shape().iter().map(|n| n + 2).collect();
         let padded = Grid::new(&padded_shape)?;
         let mut padded_state = vec![0.0; fields * padded.cells()];
@@ -134,81 +227,10 @@ impl BlockSim {
         let sim = FieldSim::with_layout(gpu, spec, &layout, &padded_state)?;
         let faces_layout = Faces::new(block, fields);
         let face_values = faces_layout.as_slice().len();
-        let halo_groups = (face_values / fields.max(1)).div_ceil(FACES_WORKGROUP as usize);
-        let max_groups = gpu.device().limits().max_compute_workgroups_per_dimension.max(1) as usize;
-        let groups_x = halo_groups.clamp(1, max_groups);
-        let dispatch = [groups_x, halo_groups.div_ceil(groups_x).max(1)].map(|n| u32::try_from(n).unwrap_or(u32::MAX));
-        let uniform: [u32; 8] = {
-            let g = |axis_rank: usize| u32::from(rank >= axis_rank);
-            let dims = [padded.nx(), padded.ny(), padded.nz(), fields].map(|n| u32::try_from(n).unwrap_or(u32::MAX));
-            [dims[0], dims[1], dims[2], dims[3], g(1), g(2), g(3), 0]
-        };
-        let face_bytes = (face_values * 4) as u64;
-        let created = gpu.scoped("creating the halo buffers and shaders", |device| {
-            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some("halo faces"),
-                source: wgpu::ShaderSource::Wgsl(FACES_WGSL.into()),
-            });
-            let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
-                binding,
-                visibility: wgpu::ShaderStages::COMPUTE,
-                ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
-                count: None,
-            };
-            let storage = wgpu::BufferBindingType::Storage { read_only: false };
-            let bind_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                label: Some("halo faces"),
-                entries: &[entry(0, wgpu::BufferBindingType::Uniform), entry(1, storage), entry(2, storage)],
-            });
-            let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                label: Some("halo faces"),
-                bind_group_layouts: &[Some(&bind_layout)],
-                immediate_size: 4,
-            });
-            let pipeline = |entry_point: &str| {
-                device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(entry_point),
-                    layout: Some(&pipeline_layout),
-                    module: &module,
-                    entry_point: Some(entry_point),
-                    compilation_options: Default::default(),
-                    cache: None,
-                })
-            };
-            let (pack, unpack) = (pipeline("pack"), pipeline("unpack"));
-            let buffer = |label: &str, size: u64, usage: wgpu::BufferUsages| {
-                device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some(label),
-                    size: size.max(4),
-                    usage,
-                    mapped_at_creation: false,
-                })
-            };
-            let copy = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
-            let faces = buffer("halo faces", face_bytes, wgpu::BufferUsages::STORAGE | copy);
-            let staging =
-                buffer("halo faces staging", face_bytes, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
-            let halo = buffer("halo uniform", 32, wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST);
-            gpu.queue().write_buffer(&halo, 0, bytemuck::cast_slice(&uniform));
-            let bind_groups: Vec<[wgpu::BindGroup; 2]> = (0..fields)
-                .filter_map(|k| sim.buffer_pair(k))
-                .map(|pair| {
-                    pair.each_ref().map(|field| {
-                        device.create_bind_group(&wgpu::BindGroupDescriptor {
-                            label: Some("halo faces"),
-                            layout: &bind_layout,
-                            entries: &[
-                                wgpu::BindGroupEntry { binding: 0, resource: halo.as_entire_binding() },
-                                wgpu::BindGroupEntry { binding: 1, resource: field.as_entire_binding() },
-                                wgpu::BindGroupEntry { binding: 2, resource: faces.as_entire_binding() },
-                            ],
-                        })
-                    })
-                })
-                .collect();
-            (faces, staging, pack, unpack, bind_groups)
-        })?;
-        let (faces, staging, pack, unpack, bind_groups) = created;
+        let dispatch = face_dispatch(gpu, face_values, fields);
+        let uniform = halo_uniform(&padded, rank, fields);
+        let HaloPasses { faces, staging, pack, unpack, bind_groups } =
+            HaloPasses::new(gpu, &sim, &uniform, (face_values * 4) as u64)?;
         Ok(BlockSim {
             sim,
             block: block.clone(),

@@ -3,6 +3,7 @@
 use super::{ZfpField, ZfpRate};
 use crate::device::GpuDevice;
 use crate::error::{Error, Result};
+use crate::pipeline::{ComputeShader, storage};
 
 /// The shader body; the constants of one shape and rate go before it.
 const SHADER: &str = include_str!("encode.wgsl");
@@ -288,47 +289,10 @@ impl Params {
     }
 }
 
+/// The encoding pipeline of `source` and the layout of its bind group: the field (read), the
+/// stream (written) and the uniform of one shape and rate.
 fn compile(device: &wgpu::Device, source: &str) -> (wgpu::ComputePipeline, wgpu::BindGroupLayout) {
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some("zfp-encode"),
-        source: wgpu::ShaderSource::Wgsl(source.into()),
-    });
-    let entry = |binding, read_only| wgpu::BindGroupLayoutEntry {
-        binding,
-        visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Storage { read_only },
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
-        count: None,
-    };
-    let uniform_entry = wgpu::BindGroupLayoutEntry {
-        binding: 2,
-        visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Uniform,
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
-        count: None,
-    };
-    let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-        label: Some("zfp-encode"),
-        entries: &[entry(0, true), entry(1, false), uniform_entry],
-    });
-    let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-        label: Some("zfp-encode"),
-        bind_group_layouts: &[Some(&layout)],
-        immediate_size: 0,
-    });
-    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-        label: Some("zfp-encode"),
-        layout: Some(&pipeline_layout),
-        module: &module,
-        entry_point: Some("main"),
-        compilation_options: Default::default(),
-        cache: None,
-    });
-    (pipeline, layout)
+    let buffers = [(0, storage(true)), (1, storage(false)), (2, wgpu::BufferBindingType::Uniform)];
+    let shader = ComputeShader::new(device, "zfp-encode", source, &buffers, 0);
+    (shader.pipeline(device, "zfp-encode", "main", &[]), shader.group_layout().clone())
 }

@@ -18,6 +18,7 @@ mod reserve;
 mod schema;
 mod sink;
 mod swmr;
+mod write_path;
 mod xdmf;
 
 #[cfg(feature = "mpi")]

@@ -135,29 +135,12 @@ pub(crate) fn open(path: &Path) -> Result<Output> {
 impl Hdf5Reader {
     fn open(path: &Path) -> Result<Output> {
         let err = |what: &'static str| move |e: hdf5::Error| h5err(what, path, e);
-        let bad = |reason: String| Error::BadOutput { path: path.to_path_buf(), reason };
         if !has_signature(path) {
-            return Err(bad("neither a raw output directory nor an HDF5 file".into()));
+            return Err(bad_output(path, "neither a raw output directory nor an HDF5 file".into()));
         }
-        // A file an SWMR writer has open, or left so when it was killed (the superblock's
-        // status flags stay set), opens only as an SWMR reader: reading it needs no more.
-        let file = super::cloexec::retry_while_locked(|| File::open(path))
-            .or_else(|e| match e.to_string().contains("already open for write") {
-                true => File::open_as(path, hdf5::file::OpenMode::ReadSWMR),
-                false => Err(e),
-            })
-            .map_err(err("cannot open HDF5 file"))?;
-        super::cloexec::close_on_exec(path)?;
+        let file = open_file(path)?;
         let root: &Location = &file;
-        match root.attr("format").ok().and_then(|a| attr_value(&a)) {
-            Some(AttrValue::Text(f)) if f == FORMAT => {}
-            _ => return Err(bad(format!("no root attribute format = {FORMAT:?}"))),
-        }
-        match root.attr(AXIS_ORDER_ATTR).ok().and_then(|a| attr_value(&a)) {
-            None => {} // files of wgpipe-storage before 0.2, which wrote C order too
-            Some(AttrValue::Text(o)) if o == AXIS_ORDER => {}
-            Some(other) => return Err(bad(format!("axis_order is {other:?}; wgpipe writes {AXIS_ORDER:?} only"))),
-        }
+        check_root(root, path)?;
         let names = strings_attr(root, FIELDS_ATTR).map_err(err("cannot read attribute \"fields\" of"))?;
         let attributes = user_attrs(root, RESERVED_RUN_ATTRS).map_err(err("cannot read attributes of"))?;
         let complete = bool_attr(root, "complete");
@@ -167,44 +150,12 @@ impl Hdf5Reader {
         let mut streams = Vec::new();
         let mut sets = Vec::new();
         for g in groups {
-            let name = g.name().trim_start_matches('/').to_owned();
-            let mut frames = u64::MAX;
-            let mut datasets = Vec::new();
-            for (i, f) in names.iter().enumerate() {
-                let ds = g.dataset(f).map_err(|e| h5err(format!("cannot open dataset {name}/{f} in"), path, e))?;
-                let spec = field_spec(&ds, f).map_err(|e| bad(format!("dataset {name}/{f} {e}")))?;
-                match fields.get(i) {
-                    None => fields.push(spec),
-                    Some(first) if *first == spec => {}
-                    Some(first) => {
-                        return Err(bad(format!(
-                            "dataset {name}/{f} holds {}, the first stream's holds {}",
-                            spec.describe(),
-                            first.describe()
-                        )));
-                    }
-                }
-                frames = frames.min(ds.shape()[0] as u64);
-                datasets.push(ds);
-            }
-            let steps =
-                g.dataset(STEPS_NAME).map_err(|e| h5err(format!("cannot open dataset {name}/steps in"), path, e))?;
-            frames = frames.min(steps.size() as u64);
-            let complete = bool_attr(&g, "complete");
-            if !complete {
-                frames = frames_written(&steps, frames);
-            }
-            streams.push(StreamSummary {
-                attributes: user_attrs(&g, RESERVED_STREAM_ATTRS).map_err(err("cannot read attributes of"))?,
-                expected_frames: u64_attr(&g, "expected_frames"),
-                complete,
-                frames,
-                name,
-            });
-            sets.push((datasets, steps));
+            let (stream, datasets) = read_stream(&g, &names, &mut fields, path)?;
+            streams.push(stream);
+            sets.push(datasets);
         }
         if fields.len() != names.len() {
-            return Err(bad("no stream groups: the file holds no frames and no field shapes".into()));
+            return Err(bad_output(path, "no stream groups: the file holds no frames and no field shapes".into()));
         }
         let encodings = sets.first().map_or_else(Vec::new, |(datasets, _)| datasets.iter().map(encoding_of).collect());
         Ok(Output {
@@ -217,6 +168,86 @@ impl Hdf5Reader {
             reader: Box::new(Hdf5Reader { path: path.to_path_buf(), _file: file, fields, sets, encodings }),
         })
     }
+}
+
+/// The error of an output at `path` that is not what wgpipe writes, for `reason`.
+fn bad_output(path: &Path, reason: String) -> Error {
+    Error::BadOutput { path: path.to_path_buf(), reason }
+}
+
+/// Opens the HDF5 file `path` to read it, waiting while another process holds its lock.
+///
+/// A file an SWMR writer has open, or left so when it was killed (the superblock's status
+/// flags stay set), opens only as an SWMR reader: reading it needs no more.
+fn open_file(path: &Path) -> Result<File> {
+    let file = super::cloexec::retry_while_locked(|| File::open(path))
+        .or_else(|e| match e.to_string().contains("already open for write") {
+            true => File::open_as(path, hdf5::file::OpenMode::ReadSWMR),
+            false => Err(e),
+        })
+        .map_err(|e| h5err("cannot open HDF5 file", path, e))?;
+    super::cloexec::close_on_exec(path)?;
+    Ok(file)
+}
+
+/// Errors unless the root of the file `path` says it is a wgpipe output in C axis order.
+fn check_root(root: &Location, path: &Path) -> Result<()> {
+    match root.attr("format").ok().and_then(|a| attr_value(&a)) {
+        Some(AttrValue::Text(f)) if f == FORMAT => {}
+        _ => return Err(bad_output(path, format!("no root attribute format = {FORMAT:?}"))),
+    }
+    match root.attr(AXIS_ORDER_ATTR).ok().and_then(|a| attr_value(&a)) {
+        None => Ok(()), // files of wgpipe-storage before 0.2, which wrote C order too
+        Some(AttrValue::Text(o)) if o == AXIS_ORDER => Ok(()),
+        Some(other) => Err(bad_output(path, format!("axis_order is {other:?}; wgpipe writes {AXIS_ORDER:?} only"))),
+    }
+}
+
+/// The stream of group `g`: its summary, and its datasets of the fields `names` (layout
+/// order) and steps. The first stream read sets `fields`; every later one must hold the same.
+fn read_stream(
+    g: &hdf5::Group,
+    names: &[String],
+    fields: &mut Vec<FieldSpec>,
+    path: &Path,
+) -> Result<(StreamSummary, (Vec<Dataset>, Dataset))> {
+    let name = g.name().trim_start_matches('/').to_owned();
+    let mut frames = u64::MAX;
+    let mut datasets = Vec::new();
+    for (i, f) in names.iter().enumerate() {
+        let ds = g.dataset(f).map_err(|e| h5err(format!("cannot open dataset {name}/{f} in"), path, e))?;
+        let spec = field_spec(&ds, f).map_err(|e| bad_output(path, format!("dataset {name}/{f} {e}")))?;
+        match fields.get(i) {
+            None => fields.push(spec),
+            Some(first) if *first == spec => {}
+            Some(first) => {
+                return Err(bad_output(
+                    path,
+                    format!(
+                        "dataset {name}/{f} holds {}, the first stream's holds {}",
+                        spec.describe(),
+                        first.describe()
+                    ),
+                ));
+            }
+        }
+        frames = frames.min(ds.shape()[0] as u64);
+        datasets.push(ds);
+    }
+    let steps = g.dataset(STEPS_NAME).map_err(|e| h5err(format!("cannot open dataset {name}/steps in"), path, e))?;
+    frames = frames.min(steps.size() as u64);
+    let complete = bool_attr(g, "complete");
+    if !complete {
+        frames = frames_written(&steps, frames);
+    }
+    let stream = StreamSummary {
+        attributes: user_attrs(g, RESERVED_STREAM_ATTRS).map_err(|e| h5err("cannot read attributes of", path, e))?,
+        expected_frames: u64_attr(g, "expected_frames"),
+        complete,
+        frames,
+        name,
+    };
+    Ok((stream, (datasets, steps)))
 }
 
 /// Frame `i` of a field dataset of rank `rank` (frame axis excluded), as little-endian bytes.

@@ -5,15 +5,17 @@ use std::path::{Path, PathBuf};
 use hdf5::File;
 
 use super::cloexec::{close_on_exec, retry_while_locked};
-use super::direct::{ChunkPlan, DirectWriter, write_chunk};
+use super::direct::{DirectWriter, write_chunk};
 use super::eoa::EndAhead;
 use super::format::{chunk_shapes, h5err, with_elem_type, write_frame_slab};
 use super::reserve::Reserve;
-use super::schema::{LaidOut, NO_STEP, Plan, STEPS_CHUNK, StreamSets};
+use super::schema::{LaidOut, NO_STEP, STEPS_CHUNK, StreamSets};
 use super::swmr::Alignment;
+use super::write_path::WritePath;
+use crate::append::Existing;
 use crate::error::{Error, Result};
+use crate::frame::Fields;
 use crate::frame::Frame;
-use crate::frame::{DType, Fields};
 use crate::options::{Compression, SinkOptions};
 use crate::prepare::{OutputKind, Staged};
 use crate::protocol::{Backend, Checked, Outcome};
@@ -235,213 +237,149 @@ impl Hdf5Backend {
     }
 
     /// Creates the file (or, appending, opens it and drops the streams to rewrite), its
-    /// groups, datasets and run attributes.
+    /// groups, datasets and run attributes: the write path decided first ([`WritePath`]),
+    /// then the file made or opened, the streams laid out, the file flushed and published.
     fn create(&mut self, layout: &StreamLayout) -> Result<Open> {
         let path = self.path().to_path_buf();
-        let mut chunks = chunk_shapes(layout, self.options.chunk_frames)?;
-        let preallocated = super::preallocate::applies(&self.options, layout);
-        // Deflate with one frame per chunk is compressed by the sink and written with direct
-        // chunk writes (see `direct`); frames arrive as little-endian bytes, which HDF5's
-        // native types are only on a little-endian host.
-        // So are the fields encoded before the sink (`check_layout` refuses them elsewhere).
-        let encoded = layout.fields.iter().any(|f| f.encoding != Encoding::Values);
-        let deflate_direct = cfg!(target_endian = "little")
-            && matches!(self.options.compression, Compression::Deflate(_))
-            && self.options.chunk_frames == 1;
-        let direct_candidate = deflate_direct || (encoded && cfg!(target_endian = "little"));
-        // Compressed streams of known lengths, one frame per chunk, not too many chunks: every
-        // chunk made at `begin` (see `preallocate`, and there why not chunks of several frames).
-        // Deflate's chunks are written directly; blosc's and ZFP's through HDF5's filter, which
-        // writes a whole chunk as direct writes do: new space, then its one index entry
-        // changed in place.
-        // (ZFP leaves other element types unfiltered: early allocation would lay them out
-        // whole, which the space checks only count for uncompressed outputs.)
-        let all_floats = layout.fields.iter().all(|f| matches!(f.dtype, DType::F32 | DType::F64));
-        // Not ZFP's fixed rate, nor fields encoded before the sink: HDF5 writes a filtered fill
-        // chunk for every chunk it makes at `begin`, and a fixed-rate chunk of zeros is as large
-        // as any other (the whole output, written before frame 0).
-        let filtered_one_frame = (self.options.compression.is_blosc()
-            || (matches!(self.options.compression, Compression::Zfp(_)) && all_floats))
-            && self.options.chunk_frames == 1;
-        let indexed = (deflate_direct || filtered_one_frame)
-            && !encoded
-            && super::preallocate::counts_known(&self.options, layout)
-            && super::preallocate::chunk_count(layout, &chunks) <= super::preallocate::MAX_INDEXED_CHUNKS;
-        // Outputs neither laid out nor indexed at `begin` (chunks of several compressed frames,
-        // streams of unknown length) change index entries of frames already stored, in
-        // place: index nodes go on pages of their own (`swmr::Alignment`). So may appends (a
-        // continued stream that grew in its earlier run keeps growing). SWMR files order
-        // their writes themselves.
-        let index_rewritten = (self.options.append || (!preallocated && !indexed)) && !self.options.swmr;
-        // Laid out whole with one frame a chunk: the chunks made at `begin` are fill chunks
-        // under a deflate filter that frames skip (`preallocate`), so that frames never written
-        // read as missing. Else (more chunks than `begin` may make, several frames a chunk,
-        // a big-endian host) the chunks are allocated as holes of the file, and small frames
-        // packed several to a chunk.
-        let raw_plans: Option<Vec<Option<ChunkPlan>>> = (preallocated
-            && cfg!(target_endian = "little")
-            && self.options.chunk_frames == 1
-            && super::preallocate::chunk_count(layout, &chunks) <= super::preallocate::MAX_INDEXED_CHUNKS)
-            .then(|| {
-                layout.fields.iter().zip(&chunks).map(|(spec, chunk)| ChunkPlan::raw(spec, chunk).map(Some)).collect()
-            })
-            .flatten();
-        let raw_chunks = raw_plans.is_some();
-        let holes = preallocated && !raw_chunks;
-        if holes {
-            let most = layout.streams.iter().filter_map(|s| s.expected_frames).max().unwrap_or(1);
-            chunks = super::preallocate::packed_chunks(layout, &chunks, most);
-        }
-        // Bytes of the streams to lay out as holes (`preallocate`), given those continuing in place.
-        let laid_out = |in_place: &[String]| {
-            if holes { super::preallocate::output_bytes_bound(layout, &chunks, in_place) } else { 0 }
-        };
-        let mut in_place = Vec::new();
-        if let Compression::Deflate(_) = self.options.compression
-            && !hdf5::filters::deflate_available()
-        {
-            return Err(Error::InvalidOptions(
-                "deflate is not available in this HDF5 library: use compression none".into(),
-            ));
-        }
-        blosc_ready(self.options.compression, self.options.compression_threads)?;
-        let err = |what: &'static str| {
-            let path = path.clone();
-            move |e: hdf5::Error| h5err(what, &path, e)
-        };
+        let way = WritePath::choose(&self.options, layout)?;
+        filters_ready(&self.options)?;
         let existing = if self.options.append {
             crate::append::check(&path, layout, OutputFormat::Hdf5, super::read::open)?
         } else {
             None
         };
-        // What laying out a compressed output's chunks, or raw chunks' fill, writes at `begin`.
-        let fill = |in_place: &[String]| {
-            if indexed || raw_chunks { super::preallocate::indexed_bytes_bound(layout, &chunks, in_place) } else { 0 }
-        };
         if self.options.xdmf && existing.is_none() {
             super::xdmf::check_free(&path, self.options.overwrite)?;
         }
-        let mut reserve;
-        let mut staged = None;
-        // The file HDF5 has open: the staged new file or copy, or the file itself.
-        let mut open_at = path.clone();
-        let file = match &existing {
-            None => {
-                let staging = staged.insert(Staged::prepare(&path, self.options.overwrite, OutputKind::File)?);
-                let at = staging.staging();
-                // No free-space management: HDF5 never reuses or gives back file space, so its
-                // end of file only grows. With the default manager, deleting the incomplete
-                // streams of a resumed file frees the space at its end, and the next flush
-                // truncates the file before it rewrites the superblock: a kill between the two
-                // left a file HDF5 refuses to open ("truncated file"), complete streams and
-                // all (kill_stress, `append`: 53 of 200 kills). It also keeps direct chunk
-                // writes safe: space freed since the last flush is never reused (see `direct`).
-                // The cost: the space of deleted streams and of replaced index blocks stays in
-                // the file. (`swmr::create_file` sets it.)
-                let file = super::swmr::create_file(at, self.options.swmr, index_rewritten)
-                    .map_err(err("cannot create HDF5 file"))?;
-                close_on_exec(at)?;
-                open_at = at.to_path_buf();
-                reserve = self.reserve(&file, at, layout, laid_out(&[]), fill(&[]))?;
-                file
-            }
-            Some(e) => {
-                let open_rw = |at: &Path| -> Result<File> {
-                    let file = retry_while_locked(|| super::swmr::open_rw(at, index_rewritten))
-                        .map_err(err("cannot open HDF5 file for appending"))?;
-                    close_on_exec(at)?;
-                    Ok(file)
-                };
-                let mut file = open_rw(&path)?;
-                if preallocated {
-                    in_place = layout
-                        .streams
-                        .iter()
-                        .filter(|s| e.replace.contains(&s.name) || e.continued.contains(&s.name))
-                        .filter(|s| {
-                            super::schema::laid_out_whole(&file, layout, s, &LaidOut { chunks: &chunks, raw_chunks })
-                        })
-                        .map(|s| s.name.clone())
-                        .collect();
-                }
-                let mut at = path.clone();
-                if !super::schema::appends_in_place(&file, layout, &in_place) {
-                    // The structure changes: on a copy, renamed over the file once flushed
-                    // (see `copy`), so a kill leaves the file as it was or as it will be.
-                    file.close().map_err(err("cannot close"))?;
-                    let staging = staged.insert(Staged::replacing(&path, OutputKind::File)?);
-                    super::copy::copy_file(&path, staging.staging())?;
-                    at = staging.staging().to_path_buf();
-                    file = open_rw(&at)?;
-                }
-                open_at.clone_from(&at);
-                // Before anything changes: a full disk must not damage the streams already there.
-                reserve = self.reserve(&file, &at, layout, laid_out(&in_place), fill(&in_place))?;
-                file
-            }
+        // Dropped in reverse on an error: the file closed before a staged one is removed.
+        let Opened { mut reserve, staged, at, file, in_place } = match &existing {
+            None => self.create_new(layout, &way)?,
+            Some(e) => self.open_to_append(layout, &way, e)?,
         };
-        let plan = Plan {
-            full_length: preallocated || indexed,
-            early_allocation: preallocated || indexed,
-            compression: self.options.compression,
-            raw_chunks,
-            chunks,
-            in_place,
-            counts_frames: true,
-        };
+        let plan = way.plan(self.options.compression, in_place);
         let streams = super::schema::create(&file, &path, layout, existing.as_ref(), &now_rfc3339(), &plan)?;
-        file.flush().map_err(err("cannot flush"))?;
+        file.flush().map_err(|e| h5err("cannot flush", &path, e))?;
         // After the flush: the superblock on disk is HDF5's, checksum and all.
-        let end_ahead = EndAhead::open(&open_at).map_err(|e| Error::io("cannot open", &open_at, e))?;
-        if holes && let Some(r) = reserve.as_mut() {
+        let end_ahead = EndAhead::open(&at).map_err(|e| Error::io("cannot open", &at, e))?;
+        if way.holes
+            && let Some(r) = reserve.as_mut()
+        {
             // Past the file's new length (the whole output's).
             r.before_finish(file.size())?;
         }
         if self.options.swmr {
             super::swmr::start(&file, streams.iter().map(|s| &s.group))
-                .map_err(err("cannot start single-writer/multiple-reader mode on"))?;
+                .map_err(|e| h5err("cannot start single-writer/multiple-reader mode on", &path, e))?;
         }
         if let Some(staged) = staged {
             staged.publish(self.options.fsync)?;
         }
-        let frame_bound = frame_bytes_bound(layout, &self.options);
-        let direct = match streams.first() {
-            Some(_) if let Some(plans) = &raw_plans => {
-                Some(DirectWriter::new(plans, streams.len(), self.options.compression_threads))
-            }
-            Some(first) if direct_candidate => {
-                let plans: Vec<Option<ChunkPlan>> = first
-                    .fields
-                    .iter()
-                    .zip(&layout.fields)
-                    .zip(&plan.chunks)
-                    .map(|((ds, spec), chunk)| {
-                        ChunkPlan::encoded(spec).or_else(|| ChunkPlan::new(spec, chunk, &ds.filters()))
-                    })
-                    .collect();
-                // Deflate: all fields compressed here, or none. Encoded fields always go here;
-                // HDF5 writes the others beside them (`write_frame_direct`).
-                (encoded || plans.iter().all(Option::is_some))
-                    .then(|| DirectWriter::new(&plans, streams.len(), self.options.compression_threads))
-            }
-            _ => None,
-        };
+        let direct = way.direct_writer(layout, &streams, self.options.compression_threads);
         Ok(Open {
             file,
             reserve,
-            frame_bound,
+            frame_bound: frame_bytes_bound(layout, &self.options),
             layout: layout.clone(),
             streams,
             scratch: Vec::new(),
             direct,
             others_complete: existing.is_none_or(|e| e.others_complete),
             unshrunk: Vec::new(),
-            preallocated: preallocated || indexed,
+            preallocated: way.preallocated || way.indexed,
             compressed: self.options.compression != Compression::None,
             end_ahead,
             rewrites_chunks: self.options.compression != Compression::None && self.options.chunk_frames > 1,
         })
     }
+
+    /// Creates the new file, staged (see `Staged`), and reserves what `begin` writes into it.
+    fn create_new(&self, layout: &StreamLayout, way: &WritePath) -> Result<Opened> {
+        let staged = Staged::prepare(self.path(), self.options.overwrite, OutputKind::File)?;
+        let at = staged.staging().to_path_buf();
+        // No free-space management: HDF5 never reuses or gives back file space, so its end of
+        // file only grows. With the default manager, deleting the incomplete streams of a
+        // resumed file frees the space at its end, and the next flush truncates the file
+        // before it rewrites the superblock: a kill between the two left a file HDF5 refuses
+        // to open ("truncated file"), complete streams and all (kill_stress, `append`: 53 of
+        // 200 kills). It also keeps direct chunk writes safe: space freed since the last flush
+        // is never reused (see `direct`). The cost: the space of deleted streams and of
+        // replaced index blocks stays in the file. (`swmr::create_file` sets it.)
+        let file = super::swmr::create_file(&at, self.options.swmr, way.index_rewritten)
+            .map_err(|e| h5err("cannot create HDF5 file", self.path(), e))?;
+        close_on_exec(&at)?;
+        let reserve = self.reserve(&file, &at, layout, way.laid_out(layout, &[]), way.fill(layout, &[]))?;
+        Ok(Opened { reserve, staged: Some(staged), at, file, in_place: Vec::new() })
+    }
+
+    /// Opens the existing file to append `layout` to it (`existing`: what it holds), on a
+    /// copy when its structure changes, and reserves what `begin` writes into it.
+    fn open_to_append(&self, layout: &StreamLayout, way: &WritePath, existing: &Existing) -> Result<Opened> {
+        let path = self.path();
+        let mut staged = None;
+        let mut file = open_rw(path, path, way.index_rewritten)?;
+        let in_place = if way.preallocated { continuing_in_place(&file, layout, existing, way) } else { Vec::new() };
+        let mut at = path.to_path_buf();
+        if !super::schema::appends_in_place(&file, layout, &in_place) {
+            // The structure changes: on a copy, renamed over the file once flushed (see
+            // `copy`), so a kill leaves the file as it was or as it will be.
+            file.close().map_err(|e| h5err("cannot close", path, e))?;
+            let staging = staged.insert(Staged::replacing(path, OutputKind::File)?);
+            super::copy::copy_file(path, staging.staging())?;
+            at = staging.staging().to_path_buf();
+            file = open_rw(&at, path, way.index_rewritten)?;
+        }
+        // Before anything changes: a full disk must not damage the streams already there.
+        let reserve = self.reserve(&file, &at, layout, way.laid_out(layout, &in_place), way.fill(layout, &in_place))?;
+        Ok(Opened { reserve, staged, at, file, in_place })
+    }
+}
+
+/// The file `create` made or opened, before its streams are laid out.
+struct Opened {
+    /// Disk space reserved ahead of HDF5 (`None` when `reserve_space` is off).
+    reserve: Option<Reserve>,
+    /// The new file or changed copy, published once flushed (`None`: appended in place).
+    staged: Option<Staged>,
+    /// The file HDF5 has open: the staged new file or copy, or the file itself.
+    at: PathBuf,
+    file: File,
+    /// Streams of an appended-to file that continue in place ([`super::schema::Plan::in_place`]).
+    in_place: Vec<String>,
+}
+
+/// Opens the existing HDF5 file at `at` (the output `path`, or its staged copy) to append
+/// to it, waiting while another process holds its lock.
+fn open_rw(at: &Path, path: &Path, index_rewritten: bool) -> Result<File> {
+    let file = retry_while_locked(|| super::swmr::open_rw(at, index_rewritten))
+        .map_err(|e| h5err("cannot open HDF5 file for appending", path, e))?;
+    close_on_exec(at)?;
+    Ok(file)
+}
+
+/// The streams of `layout` to rewrite or continue (`existing`) whose datasets in `file` are
+/// laid out whole already: they continue in place ([`super::schema::Plan::in_place`]).
+fn continuing_in_place(file: &File, layout: &StreamLayout, existing: &Existing, way: &WritePath) -> Vec<String> {
+    let laid_out = LaidOut { chunks: &way.chunks, raw_chunks: way.raw_chunks() };
+    layout
+        .streams
+        .iter()
+        .filter(|s| existing.replace.contains(&s.name) || existing.continued.contains(&s.name))
+        .filter(|s| super::schema::laid_out_whole(file, layout, s, &laid_out))
+        .map(|s| s.name.clone())
+        .collect()
+}
+
+/// Errors unless this HDF5 library has the filter of `options`' compression (deflate,
+/// blosc), and gives blosc its threads ([`blosc_ready`]).
+fn filters_ready(options: &SinkOptions) -> Result<()> {
+    if let Compression::Deflate(_) = options.compression
+        && !hdf5::filters::deflate_available()
+    {
+        return Err(Error::InvalidOptions(
+            "deflate is not available in this HDF5 library: use compression none".into(),
+        ));
+    }
+    blosc_ready(options.compression, options.compression_threads)
 }
 
 /// The error of an output laid out whole (`preallocate`) whose `need` bytes would pass the

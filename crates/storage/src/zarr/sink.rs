@@ -20,6 +20,7 @@ use super::schema::{
     write_root, write_stream,
 };
 use super::store::{AtomicDirStore, sync_tree};
+use crate::append::Existing;
 use crate::dimensions::Dimensions;
 use crate::error::{Error, Result};
 use crate::frame::{Fields, Frame};
@@ -90,6 +91,18 @@ fn chunk_of(index: u64, frames_per_chunk: u64) -> (u64, usize) {
     (index / frames_per_chunk, (index % frames_per_chunk) as usize)
 }
 
+/// Deletes the group of the incomplete stream `name` from the store `dir` (nothing when it is
+/// gone already).
+fn remove_stream(dir: &Path, name: &str) -> Result<()> {
+    let group = dir.join(name);
+    match fs::remove_dir_all(&group) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(Error::io("cannot delete incomplete stream", group, e))
+        }
+        _ => Ok(()),
+    }
+}
+
 impl ZarrBackend {
     fn dir(&self) -> &Path {
         &self.options.path
@@ -149,90 +162,110 @@ impl ZarrBackend {
         let dir = options.path.as_path();
         let existing =
             if options.append { crate::append::check(dir, layout, OutputFormat::Zarr, read::open)? } else { None };
-        let fsync = options.fsync;
         // Before anything is written: a continued stream's arrays must be chunked and encoded
         // as this run writes them.
         if existing.is_some() {
-            let store = Arc::new(AtomicDirStore::new(dir));
-            for s in layout.streams.iter().filter(|s| s.kept_frames > 0) {
-                let arrays = Self::stream_arrays(&store, layout, s, 0, &plan)?;
-                for array in arrays.fields.iter().chain([&arrays.steps]) {
-                    check_same_chunks(dir, array)?;
-                }
-            }
+            Self::check_continued_chunks(dir, layout, &plan)?;
         }
         let (root, kept_complete) = match &existing {
-            None => {
-                let root = Root {
-                    created: now_rfc3339(),
-                    fields: field_entries(&layout.fields),
-                    streams: layout.streams.iter().map(|s| s.name.clone()).collect(),
-                    attributes: layout.attributes.clone(),
-                    complete: false,
-                };
-                let staged = Staged::prepare(dir, options.overwrite, OutputKind::ZarrStore)?;
-                fs::create_dir(staged.staging())
-                    .map_err(|e| Error::io("cannot create directory", staged.staging(), e))?;
-                let store = Arc::new(AtomicDirStore::new(staged.staging()));
-                write_root(&store, &root)?;
-                let streams = layout
-                    .streams
-                    .iter()
-                    .enumerate()
-                    .map(|(i, s)| Self::stream_arrays(&store, layout, s, i, &plan))
-                    .collect::<Result<Vec<_>>>()?;
-                Self::create_streams(&store, &streams)?;
-                staged.publish(fsync)?;
-                (root, true)
-            }
-            Some(existing) => {
-                let store = Arc::new(AtomicDirStore::new(dir));
-                let mut root = read_root(dir)?;
-                // The root stops listing the streams to rewrite before their groups go, so a
-                // kill in between leaves a store that opens (they are simply missing).
-                root.streams.retain(|s| !existing.replace.contains(s));
-                root.complete = false;
-                write_root(&store, &root)?;
-                for name in &existing.replace {
-                    let group = dir.join(name);
-                    match fs::remove_dir_all(&group) {
-                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                            return Err(Error::io("cannot delete incomplete stream", group, e));
-                        }
-                        _ => {}
-                    }
-                }
-                // Continued streams stay where they are; new ones are listed after the rest.
-                let first = root.streams.len();
-                let new: Vec<&StreamInfo> =
-                    layout.streams.iter().filter(|s| !existing.continued.contains(&s.name)).collect();
-                root.streams.extend(new.iter().map(|s| s.name.clone()));
-                let streams = new
-                    .iter()
-                    .enumerate()
-                    .map(|(i, s)| Self::stream_arrays(&store, layout, s, first + i, &plan))
-                    .collect::<Result<Vec<_>>>()?;
-                Self::create_streams(&store, &streams)?;
-                write_root(&store, &root)?;
-                (root, existing.others_complete)
-            }
+            None => (Self::create_store(options, layout, &plan)?, true),
+            Some(existing) => (Self::add_streams(dir, layout, existing, &plan)?, existing.others_complete),
         };
         // The arrays write through a store at the published path.
         let store = Arc::new(AtomicDirStore::new(dir));
-        let mut streams = Vec::with_capacity(layout.streams.len());
-        for s in &layout.streams {
-            let index = root.streams.iter().position(|n| *n == s.name).ok_or_else(|| Error::BadOutput {
-                path: dir.to_path_buf(),
-                reason: format!("its root does not list stream {:?}", s.name),
-            })?;
-            let mut arrays = Self::stream_arrays(&store, layout, s, index, &plan)?;
-            if s.kept_frames > 0 {
-                Self::continue_stream(dir, &store, &mut arrays, plan.shard_frames)?;
-            }
-            streams.push(arrays);
-        }
+        let streams = layout
+            .streams
+            .iter()
+            .map(|s| Self::open_stream(dir, &store, layout, &root, s, &plan))
+            .collect::<Result<Vec<_>>>()?;
         let field_bytes = layout.fields.iter().map(|f| f.bytes().unwrap_or_default()).collect();
         Ok(Open { store, root, streams, kept_complete, plan, field_bytes })
+    }
+
+    /// Errors unless the arrays of every stream `layout` continues in the store `dir` are
+    /// chunked and encoded as `plan` writes them.
+    fn check_continued_chunks(dir: &Path, layout: &StreamLayout, plan: &ArrayPlan) -> Result<()> {
+        let store = Arc::new(AtomicDirStore::new(dir));
+        for s in layout.streams.iter().filter(|s| s.kept_frames > 0) {
+            let arrays = Self::stream_arrays(&store, layout, s, 0, plan)?;
+            for array in arrays.fields.iter().chain([&arrays.steps]) {
+                check_same_chunks(dir, array)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Builds the new store of `layout` under its staging name (its root, every stream's
+    /// group and arrays, empty) and publishes it; returns its root.
+    fn create_store(options: &SinkOptions, layout: &StreamLayout, plan: &ArrayPlan) -> Result<Root> {
+        let root = Root {
+            created: now_rfc3339(),
+            fields: field_entries(&layout.fields),
+            streams: layout.streams.iter().map(|s| s.name.clone()).collect(),
+            attributes: layout.attributes.clone(),
+            complete: false,
+        };
+        let staged = Staged::prepare(&options.path, options.overwrite, OutputKind::ZarrStore)?;
+        fs::create_dir(staged.staging()).map_err(|e| Error::io("cannot create directory", staged.staging(), e))?;
+        let store = Arc::new(AtomicDirStore::new(staged.staging()));
+        write_root(&store, &root)?;
+        let streams = layout
+            .streams
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Self::stream_arrays(&store, layout, s, i, plan))
+            .collect::<Result<Vec<_>>>()?;
+        Self::create_streams(&store, &streams)?;
+        staged.publish(options.fsync)?;
+        Ok(root)
+    }
+
+    /// Adds `layout`'s streams to the existing store `dir` (`existing`: what it holds): the
+    /// streams to rewrite deleted, the new ones created after the rest; returns its root.
+    fn add_streams(dir: &Path, layout: &StreamLayout, existing: &Existing, plan: &ArrayPlan) -> Result<Root> {
+        let store = Arc::new(AtomicDirStore::new(dir));
+        let mut root = read_root(dir)?;
+        // The root stops listing the streams to rewrite before their groups go, so a kill in
+        // between leaves a store that opens (they are simply missing).
+        root.streams.retain(|s| !existing.replace.contains(s));
+        root.complete = false;
+        write_root(&store, &root)?;
+        for name in &existing.replace {
+            remove_stream(dir, name)?;
+        }
+        // Continued streams stay where they are; new ones are listed after the rest.
+        let first = root.streams.len();
+        let new: Vec<&StreamInfo> = layout.streams.iter().filter(|s| !existing.continued.contains(&s.name)).collect();
+        root.streams.extend(new.iter().map(|s| s.name.clone()));
+        let streams = new
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Self::stream_arrays(&store, layout, s, first + i, plan))
+            .collect::<Result<Vec<_>>>()?;
+        Self::create_streams(&store, &streams)?;
+        write_root(&store, &root)?;
+        Ok(root)
+    }
+
+    /// The arrays of stream `s` in the published store `dir` (numbered as `root` lists it),
+    /// a continued stream's cut to its kept frames (see [`Self::continue_stream`]).
+    fn open_stream(
+        dir: &Path,
+        store: &Arc<AtomicDirStore>,
+        layout: &StreamLayout,
+        root: &Root,
+        s: &StreamInfo,
+        plan: &ArrayPlan,
+    ) -> Result<StreamArrays> {
+        let index = root.streams.iter().position(|n| *n == s.name).ok_or_else(|| Error::BadOutput {
+            path: dir.to_path_buf(),
+            reason: format!("its root does not list stream {:?}", s.name),
+        })?;
+        let mut arrays = Self::stream_arrays(store, layout, s, index, plan)?;
+        if s.kept_frames > 0 {
+            Self::continue_stream(dir, store, &mut arrays, plan.shard_frames)?;
+        }
+        Ok(arrays)
     }
 
     /// Cuts a continued stream's arrays to its kept frames (its later frames gone before a
