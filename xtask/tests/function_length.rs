@@ -150,7 +150,6 @@ impl<'ast> Visit<'ast> for Finder {
 }
 
 #[test]
-#[ignore = "enabled once the long functions are split (#41)"]
 fn no_function_is_over_80_lines_without_a_reason() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut folders: Vec<PathBuf> =
