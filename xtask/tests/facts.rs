@@ -1,5 +1,5 @@
 //! Facts the docs state that the code owns: a test fails when they drift apart.
-#![expect(clippy::unwrap_used, reason = "tests fail loudly")]
+#![expect(clippy::unwrap_used, clippy::expect_used, reason = "tests fail loudly")]
 
 use std::path::Path;
 

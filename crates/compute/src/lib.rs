@@ -38,6 +38,8 @@
 //!   frames as f32, as f16 converted on the GPU ([`OutputDType`]) or ZFP-compressed on the GPU
 //!   ([`FieldEncoding`], [`zfp`]), each with the GPU's own
 //!   time from timestamp queries where the device has `TIMESTAMP_QUERY` ([`FrameInfo::gpu_time`]).
+//! - [`tuning`]: how kernels are laid out on an adapter (cells per invocation, workgroup
+//!   shapes), chosen for you; for benchmarks, tests and producers that want the same choices.
 //! - [`Block`] / [`BlockSim`]: one grid split into blocks (ranks or devices), each with one
 //!   ghost layer per face, the halos exchanged every step through [`Faces`]
 //!   ([`exchange_in_process`] within one process); bit-identical to the whole grid's run.
@@ -56,7 +58,7 @@ pub mod gray_scott_3d;
 mod grid;
 mod halo;
 pub mod headless;
-pub mod invocation_width;
+mod invocation_width;
 mod kernel;
 mod limits;
 pub mod noise;
@@ -66,6 +68,7 @@ mod prelude;
 mod readback;
 pub mod shipped;
 mod timestamps;
+pub mod tuning;
 mod wgsl_check;
 pub mod zfp;
 
@@ -78,16 +81,12 @@ pub use error::{Error, NO_ADAPTER_HINT, Result};
 pub use field_sim::FieldSim;
 pub use grid::Grid;
 pub use halo::{Block, BlockSim, Faces, Side, exchange_faces, exchange_in_process};
-pub use invocation_width::{InvocationWidth, prefers_wide_invocations};
 pub use kernel::{KernelSpec, MAX_WGSL_BYTES, WgslSource};
 pub use limits::GridFootprint;
 pub use output_dtype::{FieldEncoding, OutputDType};
-pub use prelude::{Boundary, Indexing, UnknownBoundary, VectorViews, WorkgroupShapes, workgroup_size};
-pub use readback::{BlockObserver, COPY_BYTES_PER_THREAD, FrameInfo, FrameProducer, FrameSource, ReadbackConfig};
-pub use wgsl_check::{
-    CELLS_PER_INVOCATION_X, CELLS_PER_INVOCATION_Y, CELLS_PER_INVOCATION_Z, CheckedWgsl, DeclaredCells,
-    MAX_CELLS_PER_INVOCATION_X, MAX_CELLS_PER_INVOCATION_YZ, PRELUDE_NAME, WgslError,
-};
+pub use prelude::{Boundary, UnknownBoundary};
+pub use readback::{BlockObserver, FrameInfo, FrameProducer, FrameSource, ReadbackConfig};
+pub use wgsl_check::{CheckedWgsl, PRELUDE_NAME, WgslError};
 
 /// Re-export of the wgpu version this crate is built on, for users who pass wgpu types.
 pub use wgpu;

@@ -180,7 +180,7 @@ fn an_observed_frame_is_handed_on_whole_block_by_block_on_any_number_of_threads(
                     break;
                 }
                 let used: std::collections::HashSet<_> = seen.iter().map(|(_, _, t)| *t).collect();
-                let most = (buf.len() / wgpipe_compute::COPY_BYTES_PER_THREAD).clamp(1, threads);
+                let most = (buf.len() / wgpipe_compute::tuning::COPY_BYTES_PER_THREAD).clamp(1, threads);
                 assert!(used.len() <= most, "{dtype:?}, {threads} threads: {} threads copied", used.len());
                 if most > 1 {
                     assert!(used.len() > 1, "{dtype:?}, {threads} threads: one thread copied a frame of {}", buf.len());

@@ -4,10 +4,10 @@
 mod common;
 
 use common::{gpu, max_abs_diff};
+use wgpipe_compute::tuning::{self, InvocationWidth, WorkgroupShapes, prefers_wide_invocations, workgroup_size};
 use wgpipe_compute::{
-    Boundary, DeviceSelector, Error, FieldSim, FrameProducer, GpuDevice, Grid, InvocationWidth, KernelSpec,
-    ReadbackConfig, WgslSource, WorkgroupShapes, cpu_twin, gray_scott, gray_scott_3d, invocation_width, list_adapters,
-    open_devices, prefers_wide_invocations, shipped, workgroup_size,
+    Boundary, DeviceSelector, Error, FieldSim, FrameProducer, GpuDevice, Grid, KernelSpec, ReadbackConfig, WgslSource,
+    cpu_twin, gray_scott, gray_scott_3d, list_adapters, open_devices, shipped,
 };
 
 fn grid(rows: usize, cols: usize) -> Grid {
@@ -280,7 +280,7 @@ fn cells_per_invocation_shrinks_the_dispatch_and_is_checked() {
 
     let shipped = FieldSim::new(&gpu, &gray_scott::GrayScottParams::default().kernel(), &grid(8, 8), &[0.0; 128]);
     let width = if prefers_wide_invocations(gpu.adapter()) { 8 } else { 1 };
-    let [wx, wy, _] = workgroup_size(2, invocation_width::workgroup_shapes(gpu.adapter()));
+    let [wx, wy, _] = workgroup_size(2, tuning::workgroup_shapes(gpu.adapter()));
     assert_eq!(
         shipped.unwrap().cells_per_workgroup(),
         [wx * width, wy, 1],

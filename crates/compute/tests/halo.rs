@@ -6,9 +6,10 @@ mod common;
 
 use common::gpu;
 use wgpipe_compute::gray_scott_3d::{self, GrayScott3dParams};
+use wgpipe_compute::tuning::{InvocationWidth, WorkgroupShapes, prefers_wide_invocations};
 use wgpipe_compute::{
-    Block, BlockSim, Boundary, Faces, FieldSim, GpuDevice, Grid, InvocationWidth, KernelSpec, Side, WgslSource,
-    WorkgroupShapes, exchange_in_process, gray_scott, prefers_wide_invocations,
+    Block, BlockSim, Boundary, Faces, FieldSim, GpuDevice, Grid, KernelSpec, Side, WgslSource, exchange_in_process,
+    gray_scott,
 };
 
 /// The blocks of a Cartesian split: per axis, the sizes of its parts (C order).

@@ -1,7 +1,7 @@
 //! What a run is checked for before any device opens, so that a WGSL error or a bad stream
 //! name costs nothing: the kernels' WGSL, the grid against the kernels' rank, the stream names.
 
-use wgpipe_compute::{Grid, KernelSpec, invocation_width};
+use wgpipe_compute::{Grid, KernelSpec, tuning};
 use wgpipe_storage::check_stream_name;
 
 use crate::error::{Error, Result};
@@ -27,7 +27,7 @@ pub(crate) fn kernel_workgroup_sizes<'a>(kernels: impl IntoIterator<Item = &'a K
         }
         checked.push(kernel);
         let wgsl = kernel.check()?;
-        let widest = invocation_width::widest(kernel.invocation_width, &wgsl, &kernel.name)?;
+        let widest = tuning::widest(kernel.invocation_width, &wgsl, &kernel.name)?;
         sizes.push(wgsl.cells_per_workgroup_with([widest, 1, 1]));
     }
     sizes.sort_unstable();

@@ -36,7 +36,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use wgpipe::compute::gray_scott_3d::{self, GrayScott3dParams};
-use wgpipe::compute::{DeviceSelector, InvocationWidth, open_devices};
+use wgpipe::compute::tuning::InvocationWidth;
+use wgpipe::compute::{DeviceSelector, open_devices};
 use wgpipe::storage::{SinkOptions, open_output, open_sink};
 
 use super::kernel::scalar_brick_3d;

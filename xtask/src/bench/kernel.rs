@@ -26,10 +26,8 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use wgpipe::compute::gray_scott::{self, GrayScottParams};
 use wgpipe::compute::gray_scott_3d::{self, GrayScott3dParams};
-use wgpipe::compute::{
-    FieldSim, GpuDevice, Grid, InvocationWidth, KernelSpec, WgslSource, WorkgroupShapes, invocation_width,
-    prefers_wide_invocations, shipped,
-};
+use wgpipe::compute::tuning::{self, InvocationWidth, WorkgroupShapes, prefers_wide_invocations};
+use wgpipe::compute::{FieldSim, GpuDevice, Grid, KernelSpec, WgslSource, shipped};
 
 use super::stats::Summary;
 
@@ -225,7 +223,7 @@ pub fn run(
     let (this, other) = if prefers_wide_invocations(gpu.adapter()) { (8, 1) } else { (1, 8) };
     let other_width = InvocationWidth::Cells(other);
     let _ = writeln!(table, "  shipped Gray-Scott kernels: {this} cells per invocation here; other-width: {other}");
-    let shapes = invocation_width::workgroup_shapes(gpu.adapter());
+    let shapes = tuning::workgroup_shapes(gpu.adapter());
     let other_shapes = WorkgroupShapes::ALL.into_iter().find(|s| *s != shapes).unwrap_or(shapes);
     let _ = writeln!(
         table,
