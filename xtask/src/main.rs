@@ -29,13 +29,9 @@ enum Task {
     BenchReport(bench_report::Args),
     /// Check that long runs do not leak
     Soak(soak::args::Args),
-    /// Write the generated files, or --check them (cargo xtask codegen --help)
-    #[command(disable_help_flag = true)]
-    Codegen {
-        /// codegen's own arguments
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
+    /// Write the files generated from the source (the config reference, the public API
+    /// record), or --check them
+    Codegen(codegen::Args),
 }
 
 #[expect(unsafe_code, reason = "quiet_vulkan_display_probe changes the environment: before any thread")]
@@ -47,7 +43,7 @@ fn main() -> ExitCode {
         Task::Bench(command) => bench::main(command),
         Task::BenchReport(args) => bench_report::main(&args),
         Task::Soak(args) => soak::main(args),
-        Task::Codegen { args } => codegen::main(args),
+        Task::Codegen(args) => codegen::main(&args),
     };
     match result {
         Ok(code) => code,

@@ -12,7 +12,7 @@
 //! <!-- /bench-report -->
 //! ```
 //!
-//! KIND names the renderer ([`tables`]); `glance` is the at-a-glance table, one row per
+//! KIND names the renderer (the module `tables`); `glance` is the at-a-glance table, one row per
 //! headline figure of every other region, linked to its section. Every JSON file under
 //! `docs/src/bench/` must feed a region: one superseded by a newer measurement is deleted
 //! (the history is git's), not left beside it.

@@ -18,9 +18,8 @@ mod values;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
-use crate::flags::Flags;
 pub use config_keys::Key;
 
 /// Where the config model lives, from the workspace root.
@@ -28,15 +27,15 @@ pub const CONFIG_MODEL_DIR: &str = "crates/runner/src/config";
 /// The generated configuration reference, from the workspace root.
 pub const CONFIG_REFERENCE: &str = "docs/src/config-reference.md";
 
-/// Usage text, printed by `--help`.
-pub const USAGE: &str = "\
-usage: cargo xtask codegen [--check]
-
-Writes the generated files: docs/src/config-reference.md from the doc comments of the config
-model (crates/runner/src/config/), and docs/public-api/<crate>.txt, the public API of each
-library crate.
-
-  --check   write nothing; fail if a generated file differs from what would be written";
+/// `cargo xtask codegen`'s arguments: it writes docs/src/config-reference.md from the doc
+/// comments of the config model (crates/runner/src/config/) and docs/public-api/*.txt from
+/// the library crates' public items.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Write nothing; fail if a generated file differs from what would be written
+    #[arg(long)]
+    pub check: bool,
+}
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
@@ -98,19 +97,8 @@ pub fn stale(root: &Path) -> Result<Vec<&'static str>> {
 }
 
 /// `cargo xtask codegen [--check]`.
-pub fn main(argv: Vec<String>) -> Result<ExitCode> {
-    let mut check = false;
-    let mut flags = Flags::new(&argv);
-    while let Some((flag, _)) = flags.next_flag() {
-        match flag {
-            "--check" => check = true,
-            "--help" | "-h" => {
-                println!("{USAGE}");
-                return Ok(ExitCode::SUCCESS);
-            }
-            other => bail!("unknown argument {other:?}\n\n{USAGE}"),
-        }
-    }
+pub fn main(args: &Args) -> Result<ExitCode> {
+    let check = args.check;
     let root = workspace_root();
     if check {
         let stale = stale(&root)?;
