@@ -704,3 +704,39 @@ fn a_full_disk_fails_the_run_and_keeps_every_reported_frame() {
         assert!(dump.status.success(), "{settings:?}: h5dump -H fails:\n{}", String::from_utf8_lossy(&dump.stderr));
     }
 }
+
+/// ZFP encoded on the device (`zfp:rate=8`, one stream a frame written as its chunk) onto a
+/// 1 MiB disk, into HDF5 and into a raw output: each run fails saying the disk is full and
+/// naming what it wrote, and the output holds every frame the error says was written, each
+/// decoding to the grid's values (wgpipe's reader: HDF5's ZFP filter, the raw streams' own
+/// decoder).
+#[test]
+fn a_full_disk_fails_a_run_encoding_on_the_device_and_keeps_every_reported_frame() {
+    let zfp = ["output.compression=\"zfp:rate=8\"", "output.compress_on=\"device\""];
+    for sink in ["hdf5", "raw"] {
+        let dir = tempfile::tempdir().unwrap();
+        let sink_set = format!("output.sink=\"{sink}\"");
+        let settings = [zfp[0], zfp[1], sink_set.as_str()];
+        let (path, err, _tmpfs) = run_onto_a_small_disk(dir.path(), 1 << 20, &settings);
+        let written: u64 = err
+            .split("run failed after writing ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{sink}: no frame count in: {err}"));
+        assert!(written > 0 && written < 100, "{sink}: {err}");
+        let o = open_output(&path).unwrap();
+        assert_eq!(o.streams()[0].frames, written, "{sink}: {err}");
+        assert!(!o.complete() && !o.streams()[0].complete, "{sink}");
+        let rate8 = wgpipe::storage::Encoding::Zfp(wgpipe::storage::ZfpRate::new(8).unwrap());
+        assert_eq!(o.stored_encoding(0), rate8, "{sink}: stored as the device's streams");
+        for i in 0..written {
+            let values = o.read_f32(0, 0, i).unwrap();
+            assert_eq!(values.len(), 256 * 256, "{sink}: frame {i}");
+            assert!(
+                values.iter().all(|v| v.is_finite() && (-0.5..=1.5).contains(v)),
+                "{sink}: frame {i} decodes wrong"
+            );
+        }
+    }
+}

@@ -24,6 +24,11 @@ use crate::time::now_rfc3339;
 /// between the checksum and the copy into the page cache.
 const CHECKSUM_PIECE: usize = 256 << 10;
 
+/// Frames of at least this many bytes that come unhashed are hashed on a thread of their own
+/// while they are written (starting one costs tens of microseconds; hashing this much, a few
+/// times that).
+const PARALLEL_HASH_BYTES: usize = 1 << 20;
+
 /// An open data file with the path it is reported under.
 ///
 /// Unbuffered on purpose: each field goes to the kernel before `write` returns (in pieces of
@@ -313,23 +318,40 @@ impl Backend for RawBackend {
     fn write(&mut self, frame: &Frame, fields: Fields<'_>) -> Result<Option<u64>> {
         let open = self.open.as_mut().ok_or(Error::Usage("write called before begin"))?;
         let files = &mut open.streams[frame.stream];
+        let write_all = |files: &mut StreamFiles, piece: &mut dyn FnMut(&[u8])| -> Result<()> {
+            for (out, bytes) in files.fields.iter_mut().zip(fields.iter()) {
+                for chunk in bytes.chunks(CHECKSUM_PIECE) {
+                    piece(chunk);
+                    out.write(chunk)?;
+                }
+            }
+            files.steps.write(&frame.step.to_le_bytes())
+        };
         // A frame whose producer hashed it (the runner's device threads do) is written as
-        // is: the writer's thread only copies. Otherwise each piece is hashed right before it
-        // is written, while it is in the cache (see `checksum::Running`).
-        let mut sum = frame.data_hash.is_none().then(|| crate::checksum::Running::new(frame.data.len()));
-        files
-            .fields
-            .iter_mut()
-            .zip(fields.iter())
-            .try_for_each(|(out, bytes)| match sum.as_mut() {
-                None => out.write(bytes),
-                Some(sum) => bytes.chunks(CHECKSUM_PIECE).try_for_each(|piece| {
-                    sum.update(piece);
-                    out.write(piece)
-                }),
-            })
-            .and_then(|()| files.steps.write(&frame.step.to_le_bytes()))?;
-        Ok(sum.map(|sum| sum.finish(frame)))
+        // is: the writer's thread only copies.
+        if frame.data_hash.is_some() {
+            return write_all(files, &mut |_| {}).map(|()| None);
+        }
+        // A large frame is hashed on a thread of its own while it is written, so that the
+        // write waits for the slower of the two, not for both; if that thread cannot start,
+        // and for small frames, each piece is hashed right before it is written, while it
+        // is in the cache (see `checksum::Running`).
+        if frame.data.len() >= PARALLEL_HASH_BYTES {
+            let parallel = std::thread::scope(|scope| {
+                let hashing = std::thread::Builder::new()
+                    .name("wgpipe-raw-hash".to_owned())
+                    .spawn_scoped(scope, || crate::checksum::frame_checksum(frame))
+                    .ok()?;
+                let written = write_all(files, &mut |_| {});
+                Some(written.map(|()| hashing.join().unwrap_or_else(|_| crate::checksum::frame_checksum(frame))))
+            });
+            if let Some(written) = parallel {
+                return written.map(Some);
+            }
+        }
+        let mut sum = crate::checksum::Running::new(frame.data.len());
+        write_all(files, &mut |piece| sum.update(piece))?;
+        Ok(Some(sum.finish(frame)))
     }
 
     fn finish(&mut self, outcome: &Outcome<'_>) -> Result<()> {
