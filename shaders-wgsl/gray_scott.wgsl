@@ -7,17 +7,15 @@
 // Each invocation updates CELLS_PER_INVOCATION_X consecutive cells of one row, sliding a
 // window of three stencil columns along it: every column of the 3x3 stencil is loaded once
 // per invocation (10 columns for 8 cells) instead of once per cell (24). Loads are what CPU
-// drivers pay for (lavapipe runs each one lane by lane). Measured with `cargo xtask bench
-// --kernel --candidate` (README, "Kernel throughput"): at 1024x1024, 8 and 16 cells per
-// invocation were the fastest of 1, 2, 4, 8, 16 and 32; a shared-memory tile instead
-// (xtask/src/bench/tile_gray_scott.wgsl) ran at 1/2.65 of this shader's speed.
+// drivers pay for (lavapipe runs each one lane by lane). `cargo xtask bench kernel` compares
+// this shader with the widths it did not get, with the `%`-wrapped shader it replaced, and
+// (`--candidate xtask/src/bench/tile_gray_scott.wgsl`) with a shared-memory tile, which was
+// the slower on every adapter measured (docs: Benchmarks, "Kernel throughput").
 //
-// The workgroup is the prelude's, chosen per adapter (prelude.rs, `WorkgroupShapes`). On
-// lavapipe, 16x16 at 8 cells (a 128x16 block) ran as fast as the 8x32 this shader declared
-// before (1.00x at 70x64, 1.01x at 256x256, 1.00x at 1024x1024), while 64x4 (512 cells wide)
-// left narrow grids idle (1.3x-1.9x slower at 70x64). On an NVIDIA H200, one cell per
-// invocation, 64x4 ran 1.87x (1024x1024) and 1.68x (4096x4096) as fast as 8x32, whose rows
-// of 8 invocations split a warp's loads over 4 rows.
+// The workgroup is the prelude's, chosen per adapter (prelude.rs, `WorkgroupShapes`): 16x16
+// on CPU drivers, which keeps narrow grids busy, and 64x4 on GPUs, whose warps then load one
+// row each instead of splitting their loads over several rows (`cargo xtask bench kernel`
+// measures each kernel with the shapes it did not get, "other-shapes").
 
 struct Params {
     feed: f32,

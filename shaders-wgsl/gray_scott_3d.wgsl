@@ -11,18 +11,17 @@
 // On CPU drivers it does so in a brick of 2 rows (y, y + 1) of 2 planes (z, z + 1): each of
 // the four rows' y and z neighbours inside the brick is another row's value already loaded,
 // so a cell costs 3 loads per field instead of 5 (a plain row) or 7 (one cell). CPU drivers
-// load one lane at a time, and loads are most of a step's time there: measured with
-// `cargo xtask bench --kernel` (docs, "Benchmarks"), the brick ran 1.35x (64^3) and 1.36x
-// (128^3) as fast as the plain row on lavapipe, 1.64x as fast as one cell per invocation.
-// GPUs keep one cell per invocation (their neighbouring invocations' loads coalesce), which
+// load one lane at a time, and loads are most of a step's time there (`cargo xtask bench
+// kernel` measures the brick against the plain row and one cell per invocation; docs,
+// "Benchmarks"). GPUs keep one cell per invocation (their neighbouring invocations' loads coalesce), which
 // is the plain row of width 1.
 //
 // Where a brick's rows are whole aligned quads (in a whole grid whose nx is a multiple of 4,
 // every brick but a row's last when nx is no multiple of 8), it moves each row's 8 cells as
 // two vec4s (`load4_u`, `store4_u`: one vector access per lane where the prelude binds
 // vector views) and updates four cells at a time (`update_quad`): lavapipe loads and stores
-// a lane's vec4 for little more than one f32, and this ran 1.57x (64^3) and 1.49x (128^3) as
-// fast as the scalar brick (`cargo xtask bench --kernel`).
+// a lane's vec4 for little more than one f32 (`cargo xtask bench kernel` measures it against
+// the scalar brick).
 
 struct Params {
     feed: f32,
