@@ -8,10 +8,13 @@
 //!   library, so that a test checks the page).
 //! - `soak`: many frames through every sink, failing if memory or descriptors grow
 //!   (`cargo xtask soak --help`).
+//! - `gpu-report`: on a machine with a GPU, the adapter, the GPU-relevant tests and the
+//!   benchmarks judged on a GPU, into one JSON (`.ci/gpu-report` prepares and runs it).
 //! - `codegen`: writes the files generated from the source, such as the configuration
 //!   reference (`cargo xtask codegen --help`; in the library, so that tests call it).
 
 mod bench;
+mod gpu_report;
 mod soak;
 
 use std::process::ExitCode;
@@ -29,6 +32,9 @@ enum Task {
     BenchReport(bench_report::Args),
     /// Check that long runs do not leak
     Soak(soak::args::Args),
+    /// On a machine with a GPU: the adapter, the GPU-relevant tests and the benchmarks whose
+    /// goals are judged on a GPU, into one JSON (under 8 minutes)
+    GpuReport(gpu_report::Args),
     /// Write the files generated from the source (the config reference, the public API
     /// record), or --check them
     Codegen(codegen::Args),
@@ -43,6 +49,7 @@ fn main() -> ExitCode {
         Task::Bench(command) => bench::main(command),
         Task::BenchReport(args) => bench_report::main(&args),
         Task::Soak(args) => soak::main(args),
+        Task::GpuReport(args) => gpu_report::main(&args),
         Task::Codegen(args) => codegen::main(&args),
     };
     match result {

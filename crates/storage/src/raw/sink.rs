@@ -318,11 +318,15 @@ impl Backend for RawBackend {
     fn write(&mut self, frame: &Frame, fields: Fields<'_>) -> Result<Option<u64>> {
         let open = self.open.as_mut().ok_or(Error::Usage("write called before begin"))?;
         let files = &mut open.streams[frame.stream];
-        let write_all = |files: &mut StreamFiles, piece: &mut dyn FnMut(&[u8])| -> Result<()> {
+        // Each field in one write, or, hashed as it goes, piece by piece.
+        let write_all = |files: &mut StreamFiles, mut sum: Option<&mut crate::checksum::Running>| -> Result<()> {
             for (out, bytes) in files.fields.iter_mut().zip(fields.iter()) {
-                for chunk in bytes.chunks(CHECKSUM_PIECE) {
-                    piece(chunk);
-                    out.write(chunk)?;
+                match sum.as_deref_mut() {
+                    None => out.write(bytes)?,
+                    Some(sum) => bytes.chunks(CHECKSUM_PIECE).try_for_each(|piece| {
+                        sum.update(piece);
+                        out.write(piece)
+                    })?,
                 }
             }
             files.steps.write(&frame.step.to_le_bytes())
@@ -330,7 +334,7 @@ impl Backend for RawBackend {
         // A frame whose producer hashed it (the runner's device threads do) is written as
         // is: the writer's thread only copies.
         if frame.data_hash.is_some() {
-            return write_all(files, &mut |_| {}).map(|()| None);
+            return write_all(files, None).map(|()| None);
         }
         // A large frame is hashed on a thread of its own while it is written, so that the
         // write waits for the slower of the two, not for both; if that thread cannot start,
@@ -342,7 +346,7 @@ impl Backend for RawBackend {
                     .name("wgpipe-raw-hash".to_owned())
                     .spawn_scoped(scope, || crate::checksum::frame_checksum(frame))
                     .ok()?;
-                let written = write_all(files, &mut |_| {});
+                let written = write_all(files, None);
                 Some(written.map(|()| hashing.join().unwrap_or_else(|_| crate::checksum::frame_checksum(frame))))
             });
             if let Some(written) = parallel {
@@ -350,7 +354,7 @@ impl Backend for RawBackend {
             }
         }
         let mut sum = crate::checksum::Running::new(frame.data.len());
-        write_all(files, &mut |piece| sum.update(piece))?;
+        write_all(files, Some(&mut sum))?;
         Ok(Some(sum.finish(frame)))
     }
 

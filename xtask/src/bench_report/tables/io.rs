@@ -292,7 +292,7 @@ pub fn posix(f: &BenchJson) -> Result<Rendered> {
             Some("throughput_ratio_raw_over_plain"),
         )?,
         run(
-            "raw sink hashing each piece while it writes",
+            "raw sink hashing while it writes (a frame of 1 MiB or more on a thread of its own)",
             "seconds_raw_hashing_in_sink",
             Some("throughput_ratio_raw_hashing_in_sink_over_plain"),
         )?,
