@@ -10,8 +10,9 @@
 //! gs-mpiio`, where MPI is installed).
 //!
 //! Each benchmark runs as `cargo xtask bench ...` does, in a process of its own (this same
-//! executable), and writes its JSON beside the report; `docs/src/bench/` takes them for the
-//! benchmark page's GPU section (`cargo xtask bench-report`). `.ci/gpu-report` builds what
+//! executable), and writes its JSON (`gpu-*.json`) beside the report; copied into
+//! `docs/src/bench/` under the adapter's name (`h200-*.json`), they feed the benchmark page's
+//! GPU section (`cargo xtask bench-report`). `.ci/gpu-report` builds what
 //! travels to such a machine and runs this there. `--quick` runs every step at the smallest
 //! sizes, to rehearse the command on lavapipe.
 
@@ -89,10 +90,14 @@ pub fn main(args: &Args) -> Result<ExitCode> {
     if failed.is_empty() { Ok(ExitCode::SUCCESS) } else { Ok(ExitCode::FAILURE) }
 }
 
-/// The adapter the benchmarks run on (the default selection's first): its name, backend,
-/// type and driver, the limits a kernel's layout depends on, and its features.
+/// The adapter the benchmarks run on (theirs: `--devices 0`, the first adapter listed): its
+/// name, backend, type and driver, the limits a kernel's layout depends on, and its features.
 fn adapter_record() -> Value {
-    let gpus = match open_devices(&DeviceSelector::All, 1) {
+    let selector = match DeviceSelector::parse("0") {
+        Ok(selector) => selector,
+        Err(e) => return json!({ "error": e.to_string() }),
+    };
+    let gpus = match open_devices(&selector, 1) {
         Ok(gpus) => gpus,
         Err(e) => return json!({ "error": e.to_string() }),
     };
@@ -130,7 +135,8 @@ struct Bench {
 fn benchmarks(args: &Args) -> Vec<Bench> {
     let q = args.quick;
     let scratch = args.scratch.display().to_string();
-    let bin = args.bin.as_ref().map_or_else(|| "target/release/wgpipe".to_owned(), |b| b.display().to_string());
+    // gs-mpiio's default binary is the release build in this workspace's target directory.
+    let bin = args.bin.as_ref().map_or_else(String::new, |b| format!(" --bin {}", b.display()));
     let reps = if q { 1 } else { 5 };
     let bench = |file: String, name: &'static str, args: String| Bench {
         file,
@@ -139,35 +145,35 @@ fn benchmarks(args: &Args) -> Vec<Bench> {
     };
     let large = if q { "" } else { " --large" };
     let mut all = vec![bench(
-        "kernel-roofline".to_owned(),
+        "gpu-kernel-roofline".to_owned(),
         "kernels against the copy bandwidth",
         format!("bench kernel --roofline{large} --reps {reps}"),
     )];
     for edge in if q { [16, 32] } else { [64, 128] } {
         let frames = if q { 4 } else { 40 };
         all.push(bench(
-            format!("analysis-cost-{edge}"),
+            format!("gpu-analysis-cost-{edge}"),
             "the analysis's GPU time",
             format!("bench analysis-cost --edge {edge} --frames {frames} --reps {reps}"),
         ));
     }
     let (edge, frames, zfp_reps) = if q { (32, 4, 1) } else { (256, 20, 3) };
     all.push(bench(
-        "zfp-device".to_owned(),
+        "gpu-zfp-device".to_owned(),
         "ZFP rate 8 on the device",
         format!("bench zfp-device --rate 8 --edge {edge} --frames {frames} --reps {zfp_reps} --out {scratch}"),
     ));
     let frames = if q { 8 } else { 128 };
     all.push(bench(
-        "peers-posix".to_owned(),
+        "gpu-peers-posix".to_owned(),
         "the raw sink against a plain write loop",
         format!("bench peers posix --frames {frames} --reps {reps} --out {scratch}"),
     ));
     let (edge, frames) = if q { (16, 2) } else { (256, 100) };
     all.push(bench(
-        "peers-gs-mpiio".to_owned(),
+        "gpu-peers-gs-mpiio".to_owned(),
         "the tutorial's run against gs-mpiio on every core",
-        format!("bench peers gs-mpiio --edge {edge} --frames {frames} --reps 1 --out {scratch} --bin {bin}"),
+        format!("bench peers gs-mpiio --edge {edge} --frames {frames} --reps 1 --out {scratch}{bin}"),
     ));
     all
 }
@@ -178,6 +184,8 @@ fn run_bench(me: &Path, bench: &Bench, out: &Path) -> Step {
     let file = out.join(format!("{}.json", bench.file));
     let command = format!("cargo xtask {} --json {}", bench.args.join(" "), file.display());
     println!("\n== {}: {command}", bench.name);
+    // A report left by an earlier run must not stand in for this one's.
+    let _ = std::fs::remove_file(&file);
     let start = Instant::now();
     let status = Command::new(me).args(&bench.args).arg("--json").arg(&file).status();
     let seconds = start.elapsed().as_secs_f64();

@@ -1,4 +1,5 @@
-//! No import cycles between the modules of a crate: for every crate of the workspace, the
+//! No import cycles between the modules of a crate: for every library crate and the `wgpipe`
+//! binary (the Python crate is a thin binding, xtask a tool), the
 //! graph of its top-level modules (an edge `a -> b` for each `crate::b` path, or `super::b`
 //! that climbs to the crate root, written in `a`'s code) must have no strongly connected
 //! component of more than one module. A cycle means two modules each need the other, so

@@ -44,7 +44,7 @@ pub struct CheckedWgsl {
     pub workgroup_size: [u32; 3],
     /// Cells each invocation updates along x: the kernel's [`CELLS_PER_INVOCATION_X`] (an
     /// `override` lets wgpipe choose it per adapter when it builds the pipeline,
-    /// `crate::invocation_width`).
+    /// [`crate::tuning`]).
     pub cells_per_invocation_x: DeclaredCells,
     /// Rows along y each invocation updates: the kernel's [`CELLS_PER_INVOCATION_Y`].
     pub cells_per_invocation_y: DeclaredCells,
@@ -58,7 +58,7 @@ pub struct CheckedWgsl {
 /// loads of overlapping stencils, which is what CPU drivers such as lavapipe pay for; a GPU
 /// loses by it (neighbouring invocations no longer load neighbouring addresses). Declared
 /// `override CELLS_PER_INVOCATION_X: u32 = 8u;` it is chosen per adapter
-/// (`crate::invocation_width`); declared `const`, it is fixed.
+/// ([`crate::tuning`]); declared `const`, it is fixed.
 pub const CELLS_PER_INVOCATION_X: &str = "CELLS_PER_INVOCATION_X";
 
 /// The largest [`CELLS_PER_INVOCATION_X`] accepted.
@@ -167,7 +167,7 @@ pub fn check(file: &str, prelude: &str, kernel: &str) -> Result<CheckedWgsl, Wgs
 pub struct DeclaredCells {
     /// The constant's value or the override's default; 1 when undeclared.
     pub cells: u32,
-    /// Declared `override`: wgpipe chooses it per adapter (`crate::invocation_width`).
+    /// Declared `override`: wgpipe chooses it per adapter ([`crate::tuning`]).
     pub overridable: bool,
     /// The override's `@id`, if it has one (wgpu then sets it by id, not by name).
     pub id: Option<u16>,

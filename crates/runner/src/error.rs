@@ -42,6 +42,9 @@ pub enum Error {
     },
     /// The pipeline was built with something missing or inconsistent.
     Invalid(String),
+    /// MPI cannot run a pipeline's ranks ([`crate::ranks::initialize`], feature `mpi`): why,
+    /// and what to do.
+    Mpi(String),
     /// Threads failed during the run; every frame written before is in the output. The
     /// error's `source` is the first failure's own error (the sink's or the device's, see
     /// [`Failure::storage_error`]), so that a program can match or downcast it.
@@ -68,6 +71,7 @@ impl fmt::Display for Error {
             Error::TooLarge { message, .. } => f.write_str(message),
             Error::Resume { path, message } => write!(f, "cannot resume {}: {message}", path.display()),
             Error::Invalid(message) => write!(f, "invalid pipeline: {message}"),
+            Error::Mpi(message) => write!(f, "MPI: {message}"),
             Error::Failed { failures, report } => {
                 write!(f, "run failed after writing {} frames: ", report.written_frames())?;
                 write_joined(f, failures)
@@ -99,7 +103,11 @@ impl std::error::Error for Error {
             Error::Storage(e) => e.source(),
             Error::Config(e) => e.source(),
             Error::Failed { failures, .. } => failures.iter().find_map(|f| f.kind.error()),
-            Error::TooLarge { .. } | Error::Resume { .. } | Error::Invalid(_) | Error::Interrupted { .. } => None,
+            Error::TooLarge { .. }
+            | Error::Resume { .. }
+            | Error::Invalid(_)
+            | Error::Mpi(_)
+            | Error::Interrupted { .. } => None,
         }
     }
 }

@@ -99,6 +99,8 @@ pub use open::{SINK_NAMES, check_output, open_output, open_sink};
 pub use options::{Adios2Engine, Compression, QueueFullPolicy, SinkOptions, Tolerance, default_compression_threads};
 pub use pooled::{PooledFrame, Recycle};
 pub use protocol::{Backend, Checked, Outcome};
+#[cfg(feature = "mpi")]
+pub use ranks::failed_ranks;
 pub use raw::{RawBackend, RawSink};
 pub use read::{FieldData, Output, OutputFormat, StreamSummary};
 pub use schema::{AXIS_ORDER, AttrValue, Attributes, FieldSpec, MAX_RANK, StreamInfo, StreamLayout};

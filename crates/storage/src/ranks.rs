@@ -9,8 +9,9 @@ use mpi::traits::{Communicator, CommunicatorCollectives};
 use crate::error::{Error, Result};
 use crate::schema::{FieldSpec, StreamLayout};
 
-/// The ranks where `ok` is false, gathered on every rank (collective).
-pub(crate) fn failed_ranks(comm: &SimpleCommunicator, ok: bool) -> Vec<usize> {
+/// The ranks where `ok` is false, gathered on every rank (collective: every rank of `comm`
+/// calls it).
+pub fn failed_ranks(comm: &SimpleCommunicator, ok: bool) -> Vec<usize> {
     let mut all = vec![0u8; comm.size().max(0) as usize];
     comm.all_gather_into(&u8::from(ok), &mut all[..]);
     all.iter().enumerate().filter(|(_, ok)| **ok == 0).map(|(r, _)| r).collect()

@@ -107,9 +107,9 @@ pub struct Scratch {
     pub out: Option<PathBuf>,
 }
 
-/// The channel capacity between device and writer unless `--io-buffer` says otherwise (the
-/// runner's default).
-pub const DEFAULT_IO_BUFFER: usize = 2;
+/// The channel capacity between device and writer unless `--io-buffer` says otherwise: the
+/// runner's default.
+pub use wgpipe::tuning::DEFAULT_IO_BUFFER;
 
 /// The channel capacity between the device and the writer.
 #[derive(Debug, Clone, Args)]

@@ -49,7 +49,7 @@ pub struct Args {
 
 /// Entry point of `cargo xtask bench-report`.
 pub fn main(args: &Args) -> Result<ExitCode> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = crate::codegen::workspace_root();
     if args.check {
         check(&root)?;
         println!("{PAGE} agrees with {}/{JSON_DIR}/*.json", page_dir());

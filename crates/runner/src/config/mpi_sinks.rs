@@ -27,15 +27,14 @@ impl Config {
             );
             return invalid("grid.shape", message);
         }
-        match self.sink_name() {
-            "hdf5" | "zarr" => Ok(()),
-            "null" if !resume => Ok(()),
-            "null" => invalid(
-                "output.sink",
-                "--resume continues a split run in an HDF5 file or a Zarr store only (output.sink = \"hdf5\" or \
-                 \"zarr\"); run it again"
-                    .to_owned(),
-            ),
+        let sink = self.sink_name();
+        if resume && !matches!(sink, "hdf5" | "zarr") {
+            let message = "--resume continues a split run in an HDF5 file or a Zarr store only (output.sink = \"hdf5\" \
+                           or \"zarr\"); run it again";
+            return invalid("output.sink", message.to_owned());
+        }
+        match sink {
+            "hdf5" | "zarr" | "null" => Ok(()),
             other => invalid(
                 "output.sink",
                 format!(

@@ -74,7 +74,7 @@ impl RankFigures {
     /// Rank `rank`'s figures when its own could not be read.
     fn unreadable(rank: usize) -> Self {
         let outcome = RankOutcome::Failed("its figures could not be read".to_owned());
-        RankFigures { rank, ..RankFigures::new(rank, None, outcome) }
+        RankFigures::new(rank, None, outcome)
     }
 
     fn encode(&self) -> String {

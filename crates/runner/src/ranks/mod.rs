@@ -17,12 +17,14 @@ use std::io::Write;
 use mpi::Threading;
 use mpi::environment::Universe;
 use mpi::topology::SimpleCommunicator;
-use mpi::traits::{Communicator, CommunicatorCollectives, Root};
+use mpi::traits::{Communicator, Root};
 
 use crate::error::{Error, Result};
 
 pub use figures::{RankFigures, RankOutcome, gather_figures};
 pub use progress::{ProgressGather, RankCounts};
+/// The ranks whose `ok` is false, gathered on every rank.
+pub use wgpipe_storage::failed_ranks;
 
 /// Initialises MPI as a pipeline needs it: `Threading::Multiple` (a run's device and writer
 /// threads, and a [`ProgressGather`], call MPI at the same time), and a panic on any thread
@@ -32,9 +34,9 @@ pub use progress::{ProgressGather, RankCounts};
 /// already or grants less than `Multiple`.
 pub fn initialize() -> Result<Universe> {
     let (universe, granted) = mpi::initialize_with_threading(Threading::Multiple)
-        .ok_or_else(|| Error::Invalid("MPI was initialised already".to_owned()))?;
+        .ok_or_else(|| Error::Mpi("it was initialised already: initialise it once, here".to_owned()))?;
     if granted != Threading::Multiple {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Mpi(format!(
             "this MPI library grants thread level {granted:?}, wgpipe needs Multiple (its writer and progress \
              threads call MPI): use an MPI built with thread support (MPICH is)"
         )));
@@ -49,13 +51,6 @@ pub fn initialize() -> Result<Universe> {
         SimpleCommunicator::world().abort(101);
     }));
     Ok(universe)
-}
-
-/// The ranks whose `ok` is false.
-pub fn failed_ranks(comm: &SimpleCommunicator, ok: bool) -> Vec<usize> {
-    let mut all = vec![0u8; comm.size().max(1) as usize];
-    comm.all_gather_into(&u8::from(ok), &mut all[..]);
-    all.iter().enumerate().filter(|(_, ok)| **ok == 0).map(|(r, _)| r).collect()
 }
 
 /// Whether this rank's `value` hashes as rank 0's does: ranks started with different configs

@@ -62,7 +62,11 @@ pub(crate) struct Plan {
     /// Each stream's `frames` attribute exists from `begin` on and counts every frame as
     /// its step is stored ([`store_step`]). Without it (the MPI sinks: an attribute write is
     /// collective, a rank's frame write is not) a stream has no `frames` until `finish`
-    /// writes it, so a killed job's file never claims fewer frames than its steps hold.
+    /// writes it, so a killed job's file never claims fewer frames than its steps hold. The
+    /// price: `finish` then adds an attribute to each stream's header instead of overwriting
+    /// one in place, so a kill inside the MPI sinks' collective close (which already
+    /// rewrites the extents of streams that fell short) can damage those headers, as a kill
+    /// inside a serial file's `finish` could before its attributes were made at `begin`.
     pub counts_frames: bool,
 }
 
@@ -273,7 +277,8 @@ fn create_stream(
     for (k, v) in &attrs {
         set_attr(&group, k, v).map_err(|e| format!("attribute {k:?}: {e}"))?;
     }
-    // Both made now, so that `finish` overwrites them in place ([`mark_complete`]).
+    // Both made now, so that `finish` overwrites them in place ([`mark_complete`]); `frames`
+    // only where frames are counted as they come ([`Plan::counts_frames`]).
     if plan.counts_frames {
         set_attr(&group, FRAMES_ATTR, &AttrValue::from(0u64))?;
     }

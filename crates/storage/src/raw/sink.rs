@@ -31,10 +31,9 @@ const PARALLEL_HASH_BYTES: usize = 1 << 20;
 
 /// An open data file with the path it is reported under.
 ///
-/// Unbuffered on purpose: each field goes to the kernel before `write` returns (in pieces of
-/// [`CHECKSUM_PIECE`]), so a frame that `write` acknowledged is in the page cache and cannot
-/// be lost to a later failing flush (frames are large; a system call per 256 KiB costs
-/// nothing next to the copy).
+/// Unbuffered on purpose: each field goes to the kernel before `write` returns (in one
+/// call, or in pieces of [`CHECKSUM_PIECE`] where the sink hashes it as it goes), so a frame
+/// that `write` acknowledged is in the page cache and cannot be lost to a later failing flush.
 #[derive(Debug)]
 struct Out {
     path: PathBuf,

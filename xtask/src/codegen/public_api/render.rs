@@ -64,11 +64,12 @@ pub fn declaration(item: &Item, path: &str) -> Option<String> {
             };
             let tuple =
                 matches!(s.fields, Fields::Unnamed(_)).then(|| tuple_fields(&s.fields, true)).unwrap_or_default();
-            format!("{}{tuple}", named(&one_line(Item::Struct(header)), "struct", &s.ident, path))
+            let line = format!("{}{tuple}", named(&one_line(Item::Struct(header)), "struct", &s.ident, path));
+            format!("{}{line}", non_exhaustive(&s.attrs))
         }
         Item::Enum(e) => {
             let header = syn::ItemEnum { attrs: Vec::new(), variants: Punctuated::new(), ..e.clone() };
-            named(&one_line(Item::Enum(header)), "enum", &e.ident, path)
+            format!("{}{}", non_exhaustive(&e.attrs), named(&one_line(Item::Enum(header)), "enum", &e.ident, path))
         }
         Item::Union(u) => {
             let header = syn::ItemStruct {
@@ -96,6 +97,12 @@ pub fn declaration(item: &Item, path: &str) -> Option<String> {
         }
         _ => return None,
     })
+}
+
+/// `#[non_exhaustive] ` where `attrs` hold it (adding or removing it changes what a user's
+/// code may write: a struct literal, an exhaustive match), else nothing.
+fn non_exhaustive(attrs: &[Attribute]) -> &'static str {
+    if attrs.iter().any(|a| a.path().is_ident("non_exhaustive")) { "#[non_exhaustive] " } else { "" }
 }
 
 /// A tuple struct's fields (`(pub u32, _)`: a private field's type is no part of the API) or
@@ -126,7 +133,7 @@ pub fn members<'a>(item: &'a Item, path: &str) -> Vec<(String, String, &'a [Attr
         Item::Trait(t) => t.items.iter().filter_map(|i| trait_item(i, path)).collect(),
         _ => Vec::new(),
     };
-    found.retain(|(_, _, attrs)| !super::names::is_doc_hidden(*attrs));
+    found.retain(|(_, _, attrs)| !super::names::is_doc_hidden(*attrs) && !crate::source_tree::is_cfg_test(*attrs));
     found
 }
 
@@ -151,7 +158,7 @@ fn variant<'a>(v: &'a syn::Variant, path: &str) -> (String, String, &'a [Attribu
             format!(" {{ {} }}", fields.join(", "))
         }
     };
-    (at.clone(), format!("pub {at}{fields}"), v.attrs.as_slice())
+    (at.clone(), format!("{}pub {at}{fields}", non_exhaustive(&v.attrs)), v.attrs.as_slice())
 }
 
 /// A trait's function, type or const: `pub fn wgpipe_compute::FrameSource::frame_bytes(&self) -> usize`.
@@ -197,7 +204,7 @@ pub fn inherent_items<'a>(items: &'a [ImplItem], path: &str) -> Vec<(String, Str
             }
             _ => None,
         })
-        .filter(|(_, _, attrs)| !super::names::is_doc_hidden(*attrs))
+        .filter(|(_, _, attrs)| !super::names::is_doc_hidden(*attrs) && !crate::source_tree::is_cfg_test(*attrs))
         .collect()
 }
 
