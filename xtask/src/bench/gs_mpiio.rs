@@ -100,15 +100,15 @@ fn settings(edge: usize, frames: u64, output: &Path) -> Value {
 }
 
 /// Runs `command` under coreutils' `timeout` ([`GS_TIMEOUT`]: a signal to `mpirun`, which
-/// passes it to the ranks), stdout discarded, in `dir`: its wall seconds. `what` names it in
-/// errors.
-fn timed(command: &[&std::ffi::OsStr], dir: &Path, what: &str) -> Result<f64> {
+/// passes it to the ranks) in `dir`: its wall seconds and what it printed on stdout. `what`
+/// names it in errors.
+fn timed(command: &[&std::ffi::OsStr], dir: &Path, what: &str) -> Result<(f64, String)> {
     let start = Instant::now();
     let out = Command::new("timeout")
         .arg(GS_TIMEOUT.as_secs().to_string())
         .args(command)
         .current_dir(dir)
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .output()
         .with_context(|| format!("{what} did not start (coreutils' timeout runs it)"))?;
     let wall = start.elapsed().as_secs_f64();
@@ -118,11 +118,11 @@ fn timed(command: &[&std::ffi::OsStr], dir: &Path, what: &str) -> Result<f64> {
     if !out.status.success() {
         bail!("{what} failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr));
     }
-    Ok(wall)
+    Ok((wall, String::from_utf8_lossy(&out.stdout).into_owned()))
 }
 
-/// Runs `program args` under `mpirun.mpich -n ranks` in `dir`: its wall seconds.
-fn mpirun(ranks: usize, program: &Path, args: &[&Path], dir: &Path) -> Result<f64> {
+/// Runs `program args` under `mpirun.mpich -n ranks` in `dir`: its wall seconds and stdout.
+fn mpirun(ranks: usize, program: &Path, args: &[&Path], dir: &Path) -> Result<(f64, String)> {
     let ranks_text = ranks.to_string();
     let mut command: Vec<&std::ffi::OsStr> = vec!["mpirun.mpich".as_ref(), "-n".as_ref(), ranks_text.as_ref()];
     command.push(program.as_os_str());
@@ -130,13 +130,49 @@ fn mpirun(ranks: usize, program: &Path, args: &[&Path], dir: &Path) -> Result<f6
     timed(&command, dir, &format!("mpirun.mpich -n {ranks} {} (MPICH: apt-get install mpich)", program.display()))
 }
 
-/// One gs-mpiio run on `ranks` ranks: its wall seconds and the bytes of its file.
-fn gs_run(exe: &Path, dir: &Path, edge: usize, frames: u64, ranks: usize) -> Result<(f64, u64)> {
+/// Where a run spent its time, in seconds: computing (gs-mpiio: its steps with their halo
+/// exchange; wgpipe: the GPU's time from timestamp queries, or the device threads' when the
+/// adapter has none), reading frames back to the host (wgpipe's device threads beyond the
+/// GPU's time; gs-mpiio has no such part) and writing.
+#[derive(Debug, Clone, Copy, Default)]
+struct Parts {
+    compute: f64,
+    readback: f64,
+    write: f64,
+}
+
+/// gs-mpiio's own account of its time: the line `wgpipe-bench seconds: compute C write W`
+/// its `main.cpp` prints (the slowest rank's totals).
+fn gs_parts(stdout: &str) -> Result<Parts> {
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("wgpipe-bench seconds: "))
+        .context("gs-mpiio printed no `wgpipe-bench seconds:` line (its main.cpp times its steps and writes)")?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let number = |key: &str| -> Result<f64> {
+        let at = words.iter().position(|w| *w == key).with_context(|| format!("no {key} in {line:?}"))?;
+        let value = words.get(at + 1).with_context(|| format!("no {key} value in {line:?}"))?;
+        value.parse().with_context(|| format!("{key} {value:?} is not a number"))
+    };
+    Ok(Parts { compute: number("compute")?, readback: 0.0, write: number("write")? })
+}
+
+/// Where a wgpipe run spent its time, from its report.
+fn wgpipe_parts(report: &wgpipe::RunReport) -> Parts {
+    let device: f64 = report.devices.iter().map(|d| d.compute_seconds).sum();
+    let compute = report.compute_seconds();
+    Parts { compute, readback: (device - compute).max(0.0), write: report.write_seconds() }
+}
+
+/// One gs-mpiio run on `ranks` ranks: its wall seconds, its account of its time and the bytes
+/// of its file.
+fn gs_run(exe: &Path, dir: &Path, edge: usize, frames: u64, ranks: usize) -> Result<(f64, Parts, u64)> {
     let output = dir.join("gs");
     let settings_path = dir.join("gs-settings.json");
     std::fs::write(&settings_path, settings(edge, frames, &output).to_string())
         .with_context(|| format!("writing {}", settings_path.display()))?;
-    let wall = mpirun(ranks, exe, &[&settings_path], dir)?;
+    let (wall, stdout) = mpirun(ranks, exe, &[&settings_path], dir)?;
+    let parts = gs_parts(&stdout)?;
     // It writes U to `output`.u: a header of three u64 and every step's L³ doubles.
     let file = dir.join("gs.u");
     let bytes = std::fs::metadata(&file).with_context(|| format!("gs-mpiio wrote no {}", file.display()))?.len();
@@ -149,7 +185,7 @@ fn gs_run(exe: &Path, dir: &Path, edge: usize, frames: u64, ranks: usize) -> Res
         bail!("gs-mpiio wrote {bytes} bytes to {}, expected {expected}", file.display());
     }
     std::fs::remove_file(&file).with_context(|| format!("cannot remove {}", file.display()))?;
-    Ok((wall, bytes))
+    Ok((wall, parts, bytes))
 }
 
 /// The 3-D kernel a wgpipe run computes with: the shipped one, or one of its predecessors.
@@ -162,8 +198,15 @@ enum Kernel3d {
     ScalarBrick,
 }
 
-/// One wgpipe run with `kernel`: its wall seconds and the bytes of its file.
-fn wgpipe_run(devices: &DeviceSelector, dir: &Path, edge: usize, frames: u64, kernel: Kernel3d) -> Result<(f64, u64)> {
+/// One wgpipe run with `kernel`: its wall seconds, where it spent them and the bytes of its
+/// file.
+fn wgpipe_run(
+    devices: &DeviceSelector,
+    dir: &Path,
+    edge: usize,
+    frames: u64,
+    kernel: Kernel3d,
+) -> Result<(f64, Parts, u64)> {
     let path = dir.join("wgpipe.h5");
     let start = Instant::now();
     let gpus = open_devices(devices, 1).context("opening the device to benchmark")?;
@@ -186,7 +229,7 @@ fn wgpipe_run(devices: &DeviceSelector, dir: &Path, edge: usize, frames: u64, ke
     }
     let bytes = std::fs::metadata(&path).with_context(|| format!("wgpipe wrote no {}", path.display()))?.len();
     std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
-    Ok((wall, bytes))
+    Ok((wall, wgpipe_parts(&report), bytes))
 }
 
 /// One run of the `wgpipe` binary `bin` on the 3-D config, as a user starts it, with the
@@ -211,7 +254,7 @@ fn binary_run(bin: &Path, devices: &str, dir: &Path, edge: usize, frames: u64) -
         command.push(s.as_ref());
     }
     let what = format!("{} run (build it first: cargo build --release -p wgpipe; or give --bin)", bin.display());
-    let wall = timed(&command, dir, &what)?;
+    let (wall, _) = timed(&command, dir, &what)?;
     let held = open_output(&path)
         .with_context(|| format!("reading {} after {what}", path.display()))?
         .streams()
@@ -254,6 +297,9 @@ struct Walls {
     binary: Vec<f64>,
     /// `mpirun` starting `true`: MPI's start-up alone, part of every gs-mpiio time.
     start: Vec<f64>,
+    /// Where gs-mpiio and wgpipe (its shipped kernel) spent their time, run by run.
+    gs_parts: Vec<Parts>,
+    our_parts: Vec<Parts>,
     gs_bytes: u64,
     our_bytes: u64,
     binary_bytes: u64,
@@ -279,7 +325,7 @@ pub fn run(c: &Comparison<'_>) -> Result<GsResult> {
         for k in 0..5 {
             rotation_run(c, &devices, (&exe, &bin, &dir), (k + rep) % 5, &mut w)?;
         }
-        w.start.push(mpirun(c.ranks, Path::new("true"), &[], &dir)?);
+        w.start.push(mpirun(c.ranks, Path::new("true"), &[], &dir)?.0);
     }
     Ok(GsResult { table: table(c, &w), json: figures(c, &bin, &w) })
 }
@@ -297,13 +343,15 @@ fn rotation_run(
     let (exe, bin, dir) = paths;
     match which {
         0 => {
-            let (wall, bytes) = gs_run(exe, dir, c.edge, c.frames, c.ranks)?;
+            let (wall, parts, bytes) = gs_run(exe, dir, c.edge, c.frames, c.ranks)?;
             w.gs.push(wall);
+            w.gs_parts.push(parts);
             w.gs_bytes = bytes;
         }
         1 => {
-            let (wall, bytes) = wgpipe_run(devices, dir, c.edge, c.frames, Kernel3d::Shipped)?;
+            let (wall, parts, bytes) = wgpipe_run(devices, dir, c.edge, c.frames, Kernel3d::Shipped)?;
             w.ours.push(wall);
+            w.our_parts.push(parts);
             w.our_bytes = bytes;
         }
         2 => w.rows.push(wgpipe_run(devices, dir, c.edge, c.frames, Kernel3d::RowOf8)?.0),
@@ -340,6 +388,16 @@ fn table(c: &Comparison<'_>, w: &Walls) -> String {
         w.binary_bytes / 1_000_000
     );
     let _ = writeln!(t, "  mpirun starting `true` on {ranks} ranks:    {} s", s(&w.start));
+    for (who, parts) in [("gs-mpiio", &w.gs_parts), ("wgpipe", &w.our_parts)] {
+        let part = |f: fn(&Parts) -> f64| s(&parts.iter().map(f).collect::<Vec<_>>());
+        let _ = writeln!(
+            t,
+            "  {who:<8} compute {} s, readback {} s, write {} s",
+            part(|p| p.compute),
+            part(|p| p.readback),
+            part(|p| p.write)
+        );
+    }
     let _ = writeln!(t, "  gs-mpiio / wgpipe: {}x (above 1: wgpipe is faster)", r(&w.ours));
     let _ = writeln!(t, "  gs-mpiio / wgpipe with the row of 8: {}x", r(&w.rows));
     let _ = writeln!(t, "  gs-mpiio / wgpipe with the scalar brick: {}x", r(&w.bricks));
@@ -369,5 +427,13 @@ fn figures(c: &Comparison<'_>, bin: &Path, w: &Walls) -> Value {
         "gs_mpiio_over_wgpipe_scalar_brick": Summary::json(&w.gs_over(&w.bricks)),
         "gs_mpiio_bytes": w.gs_bytes,
         "wgpipe_bytes": w.our_bytes,
+        "gs_mpiio_parts_seconds": parts_json(&w.gs_parts),
+        "wgpipe_parts_seconds": parts_json(&w.our_parts),
     })
+}
+
+/// Each part's seconds over the runs, as `Summary::json`.
+fn parts_json(parts: &[Parts]) -> Value {
+    let of = |f: fn(&Parts) -> f64| Summary::json(&parts.iter().map(f).collect::<Vec<_>>());
+    json!({ "compute": of(|p| p.compute), "readback": of(|p| p.readback), "write": of(|p| p.write) })
 }

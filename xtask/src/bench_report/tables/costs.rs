@@ -85,14 +85,15 @@ pub fn gs_mpiio(f: &BenchJson) -> Result<Rendered> {
         run(format!("`mpirun` starting `true` on {ranks} ranks"), "mpirun_start_seconds", None)?,
     ];
     let body = format!(
-        "{}\n{}³, {} steps, {} output steps; gs-mpiio wrote {}, wgpipe {}; {} rotations.\n",
+        "{}\n{}³, {} steps, {} output steps; gs-mpiio wrote {}, wgpipe {}; {} rotations.\n{}",
         table(&["run", "wall (s)", "gs-mpiio / it"], rows),
         f.num(&format!("{g}.edge"))?,
         f.num(&format!("{g}.steps"))?,
         f.num(&format!("{g}.frames"))?,
         megabytes(f.num(&format!("{g}.gs_mpiio_bytes"))?),
         megabytes(f.num(&format!("{g}.wgpipe_bytes"))?),
-        f.num(&format!("{g}.reps"))?
+        f.num(&format!("{g}.reps"))?,
+        gs_mpiio_parts(f)?
     );
     let what = format!(
         "gs-mpiio's time on {ranks} ranks / the 3-D run's ({}³, {} steps), whole runs; the `wgpipe` binary",
@@ -101,6 +102,22 @@ pub fn gs_mpiio(f: &BenchJson) -> Result<Rendered> {
     );
     let figure = format!("{}; {}", s("gs_mpiio_over_wgpipe")?.text(3), s("gs_mpiio_over_wgpipe_binary")?.text(3));
     Ok(region(std::slice::from_ref(f), body, vec![Headline::of(f, what, figure)?]))
+}
+
+/// Where gs-mpiio and wgpipe spent their time (compute, readback, write), where the report
+/// records it (reports before the bench timed the parts have none: nothing).
+fn gs_mpiio_parts(f: &BenchJson) -> Result<String> {
+    let g = "against_gs_mpiio";
+    if f.get(&format!("{g}.gs_mpiio_parts_seconds")).is_err() {
+        return Ok(String::new());
+    }
+    let mut rows = Vec::new();
+    for (who, key) in [("gs-mpiio (the slowest rank's)", "gs_mpiio_parts_seconds"), ("wgpipe", "wgpipe_parts_seconds")]
+    {
+        let part = |p: &str| f.summary(&format!("{g}.{key}.{p}")).map(|s| s.text(2));
+        rows.push(vec![who.to_owned(), part("compute")?, part("readback")?, part("write")?]);
+    }
+    Ok(format!("\n{}", table(&["where the time went (s)", "compute", "readback", "write"], rows)))
 }
 
 /// `reserve-cost`: `bench reserve-cost` runs, a row each.
