@@ -78,6 +78,41 @@ fn killed_runs_leave_every_complete_frame_readable() {
     }
 }
 
+/// A block of metadata a killed SWMR writer left unfinished fails its checksum, and an SWMR
+/// reader reads it again and again with sleeps that double: with HDF5's default of 100
+/// attempts, `open_output` would not return for hours (CI's `kill_stress ... swmr` hung so).
+/// Here the root group's object header of a killed SWMR file is damaged: opening must fail,
+/// naming the file, within seconds.
+#[cfg(feature = "hdf5")]
+#[test]
+fn a_killed_swmr_file_with_a_damaged_metadata_block_fails_to_open_at_once() {
+    let dir = tempdir();
+    let path = dir.path().join("killed-swmr.h5");
+    let out = Command::new(test_exe())
+        .args(["--exact", "crash_child", "--ignored", "--nocapture"])
+        .env("WGPIPE_TEST_KIND", "hdf5")
+        .env("WGPIPE_TEST_OUT", &path)
+        .env("WGPIPE_TEST_SWMR", "1")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the child should have aborted");
+    assert!(open_output(&path).is_ok(), "the killed SWMR file opens before it is damaged");
+    // Superblock version 3: the root group's object header address is at bytes 36..44; its
+    // byte 12 lies past the header's signature, version, flags and times, under its checksum.
+    let mut bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes[8], 3, "an SWMR file has a version 3 superblock");
+    let root = usize::try_from(u64::from_le_bytes(bytes[36..44].try_into().unwrap())).unwrap();
+    assert_eq!(&bytes[root..root + 4], b"OHDR", "the root group's object header");
+    bytes[root + 12] ^= 0xFF;
+    std::fs::write(&path, bytes).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let opened = path.clone();
+    std::thread::spawn(move || tx.send(open_output(&opened).map(|_| ()).map_err(|e| e.to_string())));
+    let result = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("open_output still waits after 20 s");
+    let err = result.expect_err("a damaged root object header cannot open");
+    assert!(err.contains(&path.display().to_string()), "the error names the file: {err}");
+}
+
 /// A killed run's raw and Zarr metadata claim no frame count (the files' lengths and the
 /// arrays' shapes give it): raw's `frames` is null, a Zarr stream group has no `frames`; numpy
 /// reads raw's data files as the frames written. (xarray reads the killed Zarr store in the

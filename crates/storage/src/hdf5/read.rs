@@ -175,14 +175,24 @@ fn bad_output(path: &Path, reason: String) -> Error {
     Error::BadOutput { path: path.to_path_buf(), reason }
 }
 
+/// How many times an SWMR reader reads a metadata block whose checksum fails before it gives
+/// up. HDF5 sleeps between attempts, 1 ns doubling each time, and its default for SWMR
+/// readers is 100 attempts: a block a killed writer left unfinished then holds the reader
+/// for ever (2^40 ns alone is 18 minutes: `kill_stress ... swmr` hung CI that way). 24
+/// attempts wait 17 ms in all, far longer than a live writer takes to finish a block.
+const SWMR_READ_ATTEMPTS: u32 = 24;
+
 /// Opens the HDF5 file `path` to read it, waiting while another process holds its lock.
 ///
 /// A file an SWMR writer has open, or left so when it was killed (the superblock's status
-/// flags stay set), opens only as an SWMR reader: reading it needs no more.
+/// flags stay set), opens only as an SWMR reader: reading it needs no more. Such a reader
+/// reads a metadata block whose checksum fails again, [`SWMR_READ_ATTEMPTS`] times.
 fn open_file(path: &Path) -> Result<File> {
     let file = super::cloexec::retry_while_locked(|| File::open(path))
         .or_else(|e| match e.to_string().contains("already open for write") {
-            true => File::open_as(path, hdf5::file::OpenMode::ReadSWMR),
+            true => File::with_options()
+                .with_fapl(|p| p.metadata_read_attempts(SWMR_READ_ATTEMPTS))
+                .open_as(path, hdf5::file::OpenMode::ReadSWMR),
             false => Err(e),
         })
         .map_err(|e| h5err("cannot open HDF5 file", path, e))?;
