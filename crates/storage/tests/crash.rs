@@ -332,3 +332,46 @@ fn rewritten_hdf5_index_nodes_each_lie_in_one_page() {
         assert!(node <= 4096, "{label}: a chunk index node of {node} bytes spans two pages");
     }
 }
+
+/// Offsets of the checksummed metadata blocks HDF5 writes in an SWMR file `bytes`: object
+/// headers and their continuations, and the extensible arrays indexing the chunks (header,
+/// index block, super blocks, data blocks).
+#[cfg(feature = "hdf5")]
+fn checksummed_blocks(bytes: &[u8]) -> Vec<(usize, String)> {
+    const SIGNATURES: [&[u8; 4]; 6] = [b"OHDR", b"OCHK", b"EAHD", b"EAIB", b"EASB", b"EADB"];
+    let at =
+        |(at, w): (usize, &[u8])| SIGNATURES.iter().any(|s| w == *s).then(|| (at, String::from_utf8_lossy(w).into()));
+    bytes.windows(4).enumerate().filter_map(at).collect()
+}
+
+/// An SWMR file is in HDF5 1.10's format, where every block of metadata is checksummed, and
+/// a dataset's object header and chunk index blocks are rewritten in place at every frame:
+/// a kill that cut such a write at a page boundary would fail the block's checksum and lose
+/// every chunk it names, reported frames' too (`kill_stress ... deflate,chunk_frames=4,swmr`
+/// did, through an index block across a page boundary). Every block must start a page.
+#[cfg(feature = "hdf5")]
+#[test]
+fn an_swmr_files_metadata_blocks_each_start_a_page() {
+    let dir = tempdir();
+    for (label, compression, chunk_frames) in
+        [("deflate-several", Compression::Deflate(4), 4), ("uncompressed", Compression::None, 1)]
+    {
+        let path = dir.path().join(format!("{label}.h5"));
+        let options =
+            SinkOptions::new(&path).with_swmr(true).with_compression(compression).with_chunk_frames(chunk_frames);
+        let l = layout(Some(40));
+        let mut sink = open_sink("hdf5", &options).unwrap();
+        sink.begin(&l).unwrap();
+        // Past the index block's 4 entries into the first data blocks.
+        for i in 0..24 {
+            sink.write(&frame(&l, 0, i)).unwrap();
+            sink.write(&frame(&l, 1, i)).unwrap();
+        }
+        let blocks = checksummed_blocks(&std::fs::read(&path).unwrap());
+        let kinds = |k: &str| blocks.iter().filter(|(_, s)| s == k).count();
+        assert!(kinds("OHDR") >= 4 && kinds("EAHD") >= 4 && kinds("EADB") >= 1, "{label}: blocks found: {blocks:?}");
+        let off_page: Vec<_> = blocks.iter().filter(|(at, _)| at % 4096 != 0).collect();
+        assert!(off_page.is_empty(), "{label}: blocks not at a page: {off_page:?} of {blocks:?}");
+        sink.finish().unwrap();
+    }
+}

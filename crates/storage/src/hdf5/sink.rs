@@ -54,8 +54,8 @@ fn frame_bytes_bound(layout: &StreamLayout, options: &SinkOptions) -> u64 {
             }
             _ => bytes = bytes.saturating_add(bytes / 64).saturating_add(4096),
         }
-        // A chunk may start at a page (`swmr::Alignment`).
-        sum.saturating_add(Alignment::for_output(true).padded(bytes))
+        // A chunk may start at a page (`swmr::Alignment`: every object of an SWMR file does).
+        sum.saturating_add(Alignment::EVERY_OBJECT.padded(bytes))
     });
     data.saturating_add(frame_overhead_bound(layout, data))
 }
@@ -440,10 +440,10 @@ fn write_frame_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: 
     if let Some(reserve) = reserve.as_mut() {
         // Each chunk may start at a page (`swmr::Alignment`). Fields HDF5 writes itself beside
         // encoded ones: bounded as `frame_bytes_bound` bounds a filtered chunk.
-        let data = writes.iter().map(|w| Alignment::for_output(true).padded(w.bytes.len() as u64)).sum::<u64>();
+        let data = writes.iter().map(|w| Alignment::EVERY_OBJECT.padded(w.bytes.len() as u64)).sum::<u64>();
         let beside_bytes = beside
             .iter()
-            .map(|&i| Alignment::for_output(true).padded((fields[i].len() as u64).saturating_mul(5) / 2 + 4096))
+            .map(|&i| Alignment::EVERY_OBJECT.padded((fields[i].len() as u64).saturating_mul(5) / 2 + 4096))
             .sum::<u64>();
         let data = data.saturating_add(beside_bytes);
         reserve.before_write(file.size(), data.saturating_add(frame_overhead_bound(layout, data)))?;
