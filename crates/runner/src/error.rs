@@ -42,7 +42,7 @@ pub enum Error {
     },
     /// The pipeline was built with something missing or inconsistent.
     Invalid(String),
-    /// MPI cannot run a pipeline's ranks ([`crate::ranks::initialize`], feature `mpi`): why,
+    /// MPI cannot run a pipeline's ranks (`ranks::initialize`, feature `mpi`): why,
     /// and what to do.
     Mpi(String),
     /// Threads failed during the run; every frame written before is in the output. The
