@@ -53,6 +53,21 @@ fn crash_child() {
     std::process::abort();
 }
 
+/// Runs [`crash_child`] writing a `kind` output (SWMR with `swmr`) at `path`, and checks it
+/// aborted.
+fn killed_writer(kind: &str, path: &std::path::Path, swmr: bool) {
+    let mut child = Command::new(test_exe());
+    child
+        .args(["--exact", "crash_child", "--ignored", "--nocapture"])
+        .env("WGPIPE_TEST_KIND", kind)
+        .env("WGPIPE_TEST_OUT", path);
+    if swmr {
+        child.env("WGPIPE_TEST_SWMR", "1");
+    }
+    let out = child.output().unwrap();
+    assert!(!out.status.success(), "{kind}: the child should have aborted");
+}
+
 #[test]
 fn killed_runs_leave_every_complete_frame_readable() {
     let dir = tempdir();
@@ -61,16 +76,7 @@ fn killed_runs_leave_every_complete_frame_readable() {
     let cases = [("raw", false), ("hdf5", false), ("hdf5", true)];
     for (kind, swmr) in cases.into_iter().filter(|(k, _)| *k == "raw" || cfg!(feature = "hdf5")) {
         let path = dir.path().join(format!("killed-{kind}-{swmr}"));
-        let mut child = Command::new(test_exe());
-        child
-            .args(["--exact", "crash_child", "--ignored", "--nocapture"])
-            .env("WGPIPE_TEST_KIND", kind)
-            .env("WGPIPE_TEST_OUT", &path);
-        if swmr {
-            child.env("WGPIPE_TEST_SWMR", "1");
-        }
-        let out = child.output().unwrap();
-        assert!(!out.status.success(), "{kind}: the child should have aborted");
+        killed_writer(kind, &path, swmr);
         let output = open_output(&path).unwrap_or_else(|e| panic!("{kind}: {e}"));
         assert_holds(&output, &layout(Some(10)), &K, kind);
         assert!(!output.complete(), "{kind}");
@@ -88,14 +94,7 @@ fn killed_runs_leave_every_complete_frame_readable() {
 fn a_killed_swmr_file_with_a_damaged_metadata_block_fails_to_open_at_once() {
     let dir = tempdir();
     let path = dir.path().join("killed-swmr.h5");
-    let out = Command::new(test_exe())
-        .args(["--exact", "crash_child", "--ignored", "--nocapture"])
-        .env("WGPIPE_TEST_KIND", "hdf5")
-        .env("WGPIPE_TEST_OUT", &path)
-        .env("WGPIPE_TEST_SWMR", "1")
-        .output()
-        .unwrap();
-    assert!(!out.status.success(), "the child should have aborted");
+    killed_writer("hdf5", &path, true);
     assert!(open_output(&path).is_ok(), "the killed SWMR file opens before it is damaged");
     // Superblock version 3: the root group's object header address is at bytes 36..44; its
     // byte 12 lies past the header's signature, version, flags and times, under its checksum.
@@ -275,6 +274,23 @@ fn a_killed_file_laid_out_whole_is_resumed_in_place_or_on_a_copy() {
     }
 }
 
+/// An HDF5 sink with `options`, begun on `l`, holding `frames` frames of both streams, not
+/// finished.
+#[cfg(feature = "hdf5")]
+fn begun_with_frames(
+    options: &SinkOptions,
+    l: &wgpipe_storage::StreamLayout,
+    frames: u64,
+) -> Box<dyn wgpipe_storage::Sink> {
+    let mut sink = open_sink("hdf5", options).unwrap();
+    sink.begin(l).unwrap();
+    for i in 0..frames {
+        sink.write(&frame(l, 0, i)).unwrap();
+        sink.write(&frame(l, 1, i)).unwrap();
+    }
+    sink
+}
+
 /// Offsets of the chunk index nodes in the HDF5 file `bytes` (v1 B-tree nodes of raw data
 /// chunks: the signature `TREE`, then node type 1).
 #[cfg(feature = "hdf5")]
@@ -312,12 +328,7 @@ fn rewritten_hdf5_index_nodes_each_lie_in_one_page() {
     for (label, compression, chunk_frames, l) in cases {
         let path = dir.path().join(format!("{label}.h5"));
         let options = SinkOptions::new(&path).with_compression(compression).with_chunk_frames(chunk_frames);
-        let mut sink = open_sink("hdf5", &options).unwrap();
-        sink.begin(&l).unwrap();
-        for i in 0..24 {
-            sink.write(&frame(&l, 0, i)).unwrap();
-            sink.write(&frame(&l, 1, i)).unwrap();
-        }
+        let mut sink = begun_with_frames(&options, &l, 24);
         // Flushed after every frame: what a kill now would leave.
         let nodes = chunk_index_nodes(&std::fs::read(&path).unwrap());
         assert!(nodes.len() >= 6, "{label}: {} chunk index nodes: one per dataset expected", nodes.len());
@@ -360,13 +371,8 @@ fn an_swmr_files_metadata_blocks_each_start_a_page() {
         let options =
             SinkOptions::new(&path).with_swmr(true).with_compression(compression).with_chunk_frames(chunk_frames);
         let l = layout(Some(40));
-        let mut sink = open_sink("hdf5", &options).unwrap();
-        sink.begin(&l).unwrap();
         // Past the index block's 4 entries into the first data blocks.
-        for i in 0..24 {
-            sink.write(&frame(&l, 0, i)).unwrap();
-            sink.write(&frame(&l, 1, i)).unwrap();
-        }
+        let mut sink = begun_with_frames(&options, &l, 24);
         let blocks = checksummed_blocks(&std::fs::read(&path).unwrap());
         let kinds = |k: &str| blocks.iter().filter(|(_, s)| s == k).count();
         assert!(kinds("OHDR") >= 4 && kinds("EAHD") >= 4 && kinds("EADB") >= 1, "{label}: blocks found: {blocks:?}");

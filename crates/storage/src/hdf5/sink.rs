@@ -55,7 +55,7 @@ fn frame_bytes_bound(layout: &StreamLayout, options: &SinkOptions) -> u64 {
             _ => bytes = bytes.saturating_add(bytes / 64).saturating_add(4096),
         }
         // A chunk may start at a page (`swmr::Alignment`: every object of an SWMR file does).
-        sum.saturating_add(Alignment::EVERY_OBJECT.padded(bytes))
+        sum.saturating_add(Alignment::widest(options.swmr).padded(bytes))
     });
     data.saturating_add(frame_overhead_bound(layout, data))
 }
@@ -133,6 +133,8 @@ struct Open {
     /// HDF5 rewrites the compressed chunks frame after frame (several frames per chunk): a
     /// gap is left at the end of the allocation before each frame (`eoa::leave_gap`).
     rewrites_chunks: bool,
+    /// The most padding HDF5 puts before a chunk of this file ([`Alignment::widest`]).
+    chunk_padding: Alignment,
 }
 
 /// Faults the tests inject where no real one can be arranged on demand: a write failing after
@@ -289,6 +291,7 @@ impl Hdf5Backend {
             compressed: self.options.compression != Compression::None,
             end_ahead,
             rewrites_chunks: self.options.compression != Compression::None && self.options.chunk_frames > 1,
+            chunk_padding: Alignment::widest(self.options.swmr),
         })
     }
 
@@ -426,7 +429,7 @@ fn blosc_ready(compression: Compression, threads: usize) -> Result<()> {
 /// size, grows the datasets, writes the chunks, flushes the file (index and extent after the
 /// chunks they reference), then writes the step and flushes again.
 fn write_frame_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: &Path) -> Result<()> {
-    let Open { file, reserve, layout, streams, direct, preallocated, end_ahead, scratch, .. } = open;
+    let Open { file, reserve, layout, streams, direct, preallocated, end_ahead, scratch, chunk_padding, .. } = open;
     let Some(direct) = direct.as_mut() else { return Err(Error::Usage("direct chunk write without a plan")) };
     let n = frame.index as usize;
     let sets = &streams[frame.stream];
@@ -440,10 +443,10 @@ fn write_frame_direct(open: &mut Open, frame: &Frame, fields: Fields<'_>, path: 
     if let Some(reserve) = reserve.as_mut() {
         // Each chunk may start at a page (`swmr::Alignment`). Fields HDF5 writes itself beside
         // encoded ones: bounded as `frame_bytes_bound` bounds a filtered chunk.
-        let data = writes.iter().map(|w| Alignment::EVERY_OBJECT.padded(w.bytes.len() as u64)).sum::<u64>();
+        let data = writes.iter().map(|w| chunk_padding.padded(w.bytes.len() as u64)).sum::<u64>();
         let beside_bytes = beside
             .iter()
-            .map(|&i| Alignment::EVERY_OBJECT.padded((fields[i].len() as u64).saturating_mul(5) / 2 + 4096))
+            .map(|&i| chunk_padding.padded((fields[i].len() as u64).saturating_mul(5) / 2 + 4096))
             .sum::<u64>();
         let data = data.saturating_add(beside_bytes);
         reserve.before_write(file.size(), data.saturating_add(frame_overhead_bound(layout, data)))?;

@@ -47,8 +47,7 @@ const COMPLETE: &str = "complete";
 /// `index_rewritten` (chunk index entries of frames already reported change in place) puts
 /// index nodes on pages of their own ([`Alignment::for_output`]).
 pub(crate) fn create_file(at: &Path, swmr: bool, index_rewritten: bool) -> hdf5::Result<File> {
-    let Alignment { threshold, alignment } =
-        if swmr { Alignment::EVERY_OBJECT } else { Alignment::for_output(index_rewritten) };
+    let Alignment { threshold, alignment } = Alignment::for_file(swmr, index_rewritten);
     let mut options = File::with_options();
     options.with_fcpl(|p| p.file_space_strategy(FileSpaceStrategy::None));
     options.with_fapl(|p| file_formats(p, swmr).chunk_cache(0, 0, 1.0).alignment(threshold, alignment));
@@ -161,8 +160,18 @@ impl Alignment {
     pub const PAGE: u64 = 4096;
 
     /// Every object at a page (a threshold of 0 aligns every object HDF5 allocates): SWMR
-    /// files, and the most padding any output's objects get.
+    /// files.
     pub const EVERY_OBJECT: Self = Self { threshold: 0, alignment: Self::PAGE };
+
+    /// The alignment of a new file: every object of an SWMR file, else [`Self::for_output`].
+    pub fn for_file(swmr: bool, index_rewritten: bool) -> Self {
+        if swmr { Self::EVERY_OBJECT } else { Self::for_output(index_rewritten) }
+    }
+
+    /// The most padding a chunk of a file, SWMR or not, gets: what disk reservations count.
+    pub fn widest(swmr: bool) -> Self {
+        Self::for_file(swmr, true)
+    }
 
     /// The alignment of an output whose index nodes are rewritten in place while they
     /// describe frames already reported (`index_rewritten`), or of any other.
