@@ -330,10 +330,15 @@ fn zfp_rate_compresses_on_the_device_where_it_can_and_says_where() {
     let hdf5 = parse("[output]\ncompression = \"zfp:rate=8\"\n").unwrap();
     assert_eq!(hdf5.zfp_on_device().map(|r| r.bits()), Some(8));
     assert!(hdf5.compression_note().is_some_and(|n| n.contains("on the device")));
-    // Auto falls back to the host where the device cannot encode, and says why.
     let zarr = parse("[output]\nsink = \"zarr\"\npath = \"a.zarr\"\ncompression = \"zfp:rate=8\"\n").unwrap();
-    assert!(zarr.zfp_on_device().is_none());
-    assert!(zarr.compression_note().is_some_and(|n| n.contains("on the host") && n.contains("zarr sink")));
+    assert_eq!(zarr.zfp_on_device().map(|r| r.bits()), Some(8));
+    // Auto falls back to the host where the device cannot encode, and says why.
+    let sharded =
+        parse("[output]\nsink = \"zarr\"\npath = \"a.zarr\"\nshard_frames = 4\ncompression = \"zfp:rate=8\"\n").unwrap();
+    assert!(sharded.zfp_on_device().is_none());
+    assert!(sharded.compression_note().is_some_and(|n| n.contains("on the host") && n.contains("shard_frames is 4")));
+    let adios2 = parse("[output]\nsink = \"adios2\"\npath = \"a.bp\"\ncompression = \"zfp:rate=8\"\n");
+    assert!(adios2.is_err(), "the adios2 sink has no ZFP");
     let chunks = parse("[output]\ncompression = \"zfp:rate=8\"\nchunk_frames = 2\n").unwrap();
     assert!(chunks.zfp_on_device().is_none());
     // Where it cannot, "device" is refused at its line, naming what to change.

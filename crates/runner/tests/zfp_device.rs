@@ -101,13 +101,17 @@ fn the_device_is_refused_where_it_cannot_encode_naming_the_key() {
     let sets = [
         format!("output.path={:?}", dir.path().join("out.zarr").display().to_string()),
         "output.sink=\"zarr\"".to_owned(),
+        "output.shard_frames=2".to_owned(),
         "output.compression=\"zfp:rate=8\"".to_owned(),
         "output.compress_on=\"device\"".to_owned(),
     ];
     let out = wgpipe("configs/gray-scott.toml", &sets);
     let said = text(&out);
     assert!(!out.status.success(), "{said}");
-    assert!(said.contains("output.compress_on") && said.contains("zarr sink") && said.contains("\"host\""), "{said}");
+    assert!(
+        said.contains("output.compress_on") && said.contains("shard_frames") && said.contains("\"host\""),
+        "{said}"
+    );
     let bad = wgpipe("configs/gray-scott.toml", &["output.compress_on=\"gpu\"".to_owned()]);
     assert!(!bad.status.success() && text(&bad).contains("output.compress_on"), "{}", text(&bad));
     let rate = wgpipe("configs/gray-scott.toml", &["output.compression=\"zfp:rate=40\"".to_owned()]);
@@ -157,27 +161,35 @@ fn the_analysis_and_output_when_see_the_values_as_computed() {
 }
 
 #[test]
-fn a_raw_output_holds_the_devices_streams_and_reads_back_as_the_hdf5_files_values() {
-    // The raw sink stores each frame's stream as it left the device; wgpipe's reader decodes
-    // it (in Rust) to what HDF5's filter decodes (zfp's C library) from the same bytes.
+fn raw_and_zarr_outputs_hold_the_devices_streams_and_read_back_as_the_hdf5_files_values() {
+    // The raw sink stores each frame's stream as it left the device, the zarr sink the same
+    // stream after zfp's header (a zfpy chunk); wgpipe's reader decodes the first (in Rust)
+    // and zarrs the second (zfp's C library) to what HDF5's filter decodes from the same bytes.
     let dir = tempfile::tempdir().unwrap();
-    let (raw, h5) = (dir.path().join("out.raw"), dir.path().join("out.h5"));
+    let [raw, zarr, h5] = ["out.raw", "out.zarr", "out.h5"].map(|n| dir.path().join(n));
     let sets = ["grid.shape=[9, 14, 11]", "output.compression=\"zfp:rate=7\""];
-    let said = run("configs/gray-scott-3d.toml", &raw, &[&sets[..], &["output.sink=\"raw\""]].concat());
-    assert!(said.contains("on the device"), "{said}");
+    for (path, sink) in [(&raw, "output.sink=\"raw\""), (&zarr, "output.sink=\"zarr\"")] {
+        let said = run("configs/gray-scott-3d.toml", path, &[&sets[..], &[sink]].concat());
+        assert!(said.contains("on the device"), "{said}");
+    }
     run("configs/gray-scott-3d.toml", &h5, &sets);
-    let (a, b) = (open_output(&raw).unwrap(), open_output(&h5).unwrap());
-    assert!(a.complete());
-    for field in 0..2 {
-        for i in 0..4 {
-            let (x, y) = (a.read_f32(0, field, i).unwrap(), b.read_f32(0, field, i).unwrap());
-            assert!(x.iter().map(|v| v.to_bits()).eq(y.iter().map(|v| v.to_bits())), "field {field} frame {i}");
+    let b = open_output(&h5).unwrap();
+    for a in [open_output(&raw).unwrap(), open_output(&zarr).unwrap()] {
+        assert!(a.complete());
+        for field in 0..2 {
+            for i in 0..4 {
+                let (x, y) = (a.read_f32(0, field, i).unwrap(), b.read_f32(0, field, i).unwrap());
+                let same = x.iter().map(|v| v.to_bits()).eq(y.iter().map(|v| v.to_bits()));
+                assert!(same, "{}: field {field} frame {i}", a.path().display());
+            }
         }
     }
-    // The field's metadata says what the data file holds, and `wgpipe info` says it for both.
+    // The field's metadata says what the data file holds, and `wgpipe info` says it for all.
     let meta = std::fs::read_to_string(raw.join("stream0.u.json")).unwrap();
     assert!(meta.contains("\"encoding\": \"zfp:rate=7\""), "{meta}");
-    for path in [&raw, &h5] {
+    let array = std::fs::read_to_string(zarr.join("stream0/u/zarr.json")).unwrap();
+    assert!(array.contains("numcodecs.zfpy") && array.contains("\"rate\": 7.0"), "{array}");
+    for path in [&raw, &zarr, &h5] {
         let info = Command::new(env!("CARGO_BIN_EXE_wgpipe")).arg("info").arg(path).output().unwrap();
         let info = text(&info);
         assert!(

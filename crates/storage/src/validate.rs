@@ -143,11 +143,12 @@ fn check_encoding(f: &FieldSpec) -> Result<()> {
 }
 
 /// Errors when `layout` has a field that arrives encoded (not as values): for the sinks that
-/// store only values (`sink`, e.g. `zarr`).
+/// store only values (`sink`, e.g. `adios2`).
+#[cfg(any(feature = "adios2", feature = "mpi"))]
 pub(crate) fn refuse_encoded_fields(layout: &StreamLayout, sink: &str) -> Result<()> {
     match layout.fields.iter().find(|f| f.encoding != Encoding::Values) {
         Some(f) => Err(Error::InvalidLayout(format!(
-            "field {:?} arrives as {}, which the {sink} sink cannot store: use the hdf5 or raw sink, or let the \
+            "field {:?} arrives as {}, which the {sink} sink cannot store: use the hdf5, zarr or raw sink, or let the \
              values arrive (wgpipe: output.compress_on = \"host\")",
             f.name,
             f.encoding.describe()

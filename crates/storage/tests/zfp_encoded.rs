@@ -47,9 +47,15 @@ fn an_encoded_field_has_its_streams_bytes_and_sinks_of_values_refuse_it() {
     assert_eq!(field.bytes(), Some(512));
     let layout = StreamLayout::new(vec![field]).with_stream(StreamInfo::new("s"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let mut zarr = open_sink("zarr", &SinkOptions::new(dir.path().join("out"))).unwrap_or_else(|e| panic!("{e}"));
+    let mut adios2 =
+        open_sink("adios2", &SinkOptions::new(dir.path().join("out.bp"))).unwrap_or_else(|e| panic!("{e}"));
+    let message = adios2.begin(&layout).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("adios2 sink cannot store") && message.contains("\"host\""), "{message}");
+    // The zarr sink stores a frame's stream as its chunk, never inside a shard.
+    let sharded = SinkOptions::new(dir.path().join("out.zarr")).with_shard_frames(2);
+    let mut zarr = open_sink("zarr", &sharded).unwrap_or_else(|e| panic!("{e}"));
     let message = zarr.begin(&layout).err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(message.contains("zarr sink cannot store") && message.contains("\"host\""), "{message}");
+    assert!(message.contains("in shards (shard_frames = 2)") && message.contains("\"host\""), "{message}");
     let ints = FieldSpec::new("n", DType::U32, [8]).with_encoding(Encoding::Zfp(rate(8)));
     let layout = StreamLayout::new(vec![ints]).with_stream(StreamInfo::new("s"));
     let mut null = open_sink("null", &SinkOptions::default()).unwrap_or_else(|e| panic!("{e}"));
@@ -59,6 +65,12 @@ fn an_encoded_field_has_its_streams_bytes_and_sinks_of_values_refuse_it() {
 
 /// zfp's fixed-rate stream of `values` (`shape` C order) and zfp's decoding of it.
 fn zfp_round_trip(values: &[f32], shape: &[usize], bits: u32) -> (Vec<u8>, Vec<f32>) {
+    zfp_stream_and_decoding(values, shape, bits, false)
+}
+
+/// [`zfp_round_trip`], the stream after zfp's full header (`zfp_write_header`) when `header`:
+/// what numcodecs' zfpy codec stores.
+fn zfp_stream_and_decoding(values: &[f32], shape: &[usize], bits: u32, header: bool) -> (Vec<u8>, Vec<f32>) {
     use zfp_sys::*;
     let mut data = values.to_vec();
     let float = zfp_type_zfp_type_float;
@@ -80,12 +92,18 @@ fn zfp_round_trip(values: &[f32], shape: &[usize], bits: u32) -> (Vec<u8>, Vec<f
         let stream = stream_open(buffer.as_mut_ptr().cast(), size);
         zfp_stream_set_bit_stream(zfp, stream);
         zfp_stream_rewind(zfp);
+        if header {
+            assert!(zfp_write_header(zfp, f, ZFP_HEADER_FULL) > 0);
+        }
         let written = zfp_compress(zfp, f);
         assert!(written > 0);
         buffer.truncate(written);
         let mut decoded = vec![0f32; data.len()];
         let g = field(decoded.as_mut_ptr().cast());
         zfp_stream_rewind(zfp);
+        if header {
+            assert!(zfp_read_header(zfp, g, ZFP_HEADER_FULL) > 0);
+        }
         assert!(zfp_decompress(zfp, g) > 0);
         zfp_field_free(f);
         zfp_field_free(g);
@@ -166,6 +184,49 @@ fn the_raw_sink_stores_encoded_fields_and_the_reader_decodes_them() {
 }
 
 #[test]
+#[cfg(feature = "zarr-zfp")]
+fn the_zarr_sink_stores_encoded_fields_as_the_zfpy_chunks_zfp_writes() {
+    let shapes: [&[usize]; 5] = [&[5, 6, 7], &[4, 8, 12], &[1, 13, 6], &[9, 10], &[21]];
+    for (k, shape) in shapes.iter().enumerate() {
+        for bits in [1, 8, 13, 32] {
+            let field = FieldSpec::new("v", DType::F32, shape.to_vec()).with_encoding(Encoding::Zfp(rate(bits)));
+            let n = FieldSpec::new("n", DType::U32, [3]);
+            let layout = StreamLayout::new(vec![field, n]).with_stream(StreamInfo::new("s").with_expected_frames(2));
+            let dir = tempfile::tempdir().unwrap();
+            let out = dir.path().join("out.zarr");
+            let mut sink = open_sink("zarr", &SinkOptions::new(&out)).unwrap();
+            sink.begin(&layout).unwrap();
+            let mut want = Vec::new();
+            for i in 0..2u64 {
+                let v = values(shape.iter().product(), 100 * k as u64 + i);
+                let (mut data, decoded) = zfp_round_trip(&v, shape, bits);
+                let (chunk, _) = zfp_stream_and_decoding(&v, shape, bits, true);
+                // The chunk zfpy would write: zfp's header, then the same blocks.
+                assert_eq!(rate(bits).zfpy_chunk(&data, shape).as_ref(), Some(&chunk), "{shape:?} at rate {bits}");
+                data.extend([1u32, 2, 3].iter().flat_map(|x| x.to_le_bytes()));
+                sink.write(&wgpipe_storage::Frame::new(0, i, 10 * i, data)).unwrap();
+                want.push((chunk, decoded));
+            }
+            sink.finish().unwrap();
+            let output = wgpipe_storage::open_output(&out).unwrap();
+            assert_eq!(output.fields()[0].encoding, Encoding::Values, "the reader gives values");
+            assert_eq!(output.stored_encoding(0), Encoding::Zfp(rate(bits)));
+            assert_eq!(output.stored_encoding(1), Encoding::Values);
+            for (i, (chunk, decoded)) in want.iter().enumerate() {
+                // zarrs decodes it through the array's `numcodecs.zfpy` codec, as zfp does.
+                let bitwise = |x: &[f32]| x.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bitwise(&output.read_f32(0, 0, i as u64).unwrap()), bitwise(decoded), "{shape:?}");
+                let key =
+                    std::iter::once(i.to_string()).chain(shape.iter().map(|_| "0".to_owned())).collect::<Vec<_>>();
+                let file = out.join("s/v/c").join(key.join("/"));
+                assert_eq!(&std::fs::read(&file).unwrap(), chunk, "{}", file.display());
+            }
+            assert_eq!(output.read_field(0, 1, 1).unwrap().to_f64(), [1.0, 2.0, 3.0]);
+        }
+    }
+}
+
+#[test]
 fn an_output_continues_only_with_the_encoding_it_was_written_with() {
     // One frame of three stored as values; a continuation that brings ZFP streams (or the
     // reverse) would leave frames no reader decodes: refused, naming what to change.
@@ -173,7 +234,7 @@ fn an_output_continues_only_with_the_encoding_it_was_written_with() {
     let values = FieldSpec::new("v", DType::F32, shape);
     let encoded = values.clone().with_encoding(Encoding::Zfp(rate(8)));
     let stream = |kept| StreamInfo::new("s").with_expected_frames(3).with_kept_frames(kept);
-    for kind in ["hdf5", "raw"] {
+    for kind in ["hdf5", "raw", "zarr"] {
         for (first, then) in [(&values, &encoded), (&encoded, &values)] {
             let dir = tempfile::tempdir().unwrap();
             let out = dir.path().join("out");

@@ -499,11 +499,13 @@ pub struct OutputSection {
     /// of the bytes are read back, queued and written; `"host"` reads the values back and the
     /// sink compresses them (HDF5's ZFP filter plugin, Zarr's zfpy codec). In HDF5 both store
     /// the same bytes where the host keeps a frame in one chunk (frames of a field up to 4 MiB;
-    /// the device always does), which every ZFP reader decodes. The device stores to the hdf5 sink (H5Z-ZFP
-    /// chunks) and the raw sink (each frame's ZFP stream, which wgpipe's reader decodes), f32
-    /// fields, in one process (not with `grid.decomposition`); `"auto"` picks it there and the
-    /// host elsewhere (the raw sink then stores values: it has no compression of its own), and
-    /// the run says which. Other compressions ignore it.
+    /// the device always does), which every ZFP reader decodes. The device stores to the hdf5
+    /// sink (H5Z-ZFP chunks), the zarr sink (one frame a chunk of numcodecs' zfpy codec, which
+    /// zarr-python and zarrs decode; not with `output.shard_frames`) and the raw sink (each
+    /// frame's ZFP stream, which wgpipe's reader decodes), f32 fields, in one process (not with
+    /// `grid.decomposition`); `"auto"` picks it there and the host elsewhere (the raw sink then
+    /// stores values: it has no compression of its own), and the run says which. Other
+    /// compressions ignore it.
     ///
     /// Accepted values: `"auto"`, `"device"` or `"host"`.
     pub compress_on: String,

@@ -334,8 +334,13 @@ pub(crate) fn zfp_on_device(
         let note = (compression != Compression::None).then(|| format!("{compression}, by the {} sink", out.sink));
         return Ok((None, note));
     };
-    let why_not = if !["hdf5", "raw"].contains(&out.sink.as_str()) {
-        Some(format!("the {} sink stores values only (the hdf5 and raw sinks store encoded fields)", out.sink))
+    let why_not = if !["hdf5", "raw", "zarr"].contains(&out.sink.as_str()) {
+        Some(format!("the {} sink stores values only (the hdf5, zarr and raw sinks store encoded fields)", out.sink))
+    } else if out.sink == "zarr" && out.shard_frames != 1 {
+        Some(format!(
+            "output.shard_frames is {} (the zarr sink stores encoded fields one frame per chunk, not in shards)",
+            out.shard_frames
+        ))
     } else if out.dtype != "f32" {
         Some(format!("output.dtype is {:?} (the encoder codes f32 fields)", out.dtype))
     } else if file.grid.decomposition.is_some() {

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::json_meta::{FieldEntry, attrs_from_typed_json};
 use crate::read::{Output, OutputFormat, Reader, StreamSummary};
 use crate::validate::STEPS_NAME;
+use crate::zfp::Encoding;
 
 /// Whether `path` holds a Zarr store (a directory with a root `zarr.json`).
 pub(crate) fn holds(path: &Path) -> bool {
@@ -107,6 +108,9 @@ struct StreamArrays {
 struct ZarrReader {
     dir: PathBuf,
     streams: Vec<StreamArrays>,
+    /// How each field's chunks were made (the root's field list says): ZFP streams encoded
+    /// before the sink, or values; both read back as values.
+    encodings: Vec<Encoding>,
 }
 
 /// The decoded bytes of chunk `indices` of the array at `node` (relative to the store `dir`).
@@ -148,6 +152,10 @@ impl Reader for ZarrReader {
         self.read(array, index, 1, &shape)
     }
 
+    fn stored_encoding(&self, field: usize) -> Encoding {
+        self.encodings.get(field).copied().unwrap_or_default()
+    }
+
     fn steps(&self, stream: usize, frames: u64) -> Result<Vec<u64>> {
         let bytes = self.read(&self.streams[stream].steps, 0, frames, &[])?;
         Ok(bytes
@@ -161,7 +169,11 @@ impl Reader for ZarrReader {
 pub(crate) fn open(dir: &Path) -> Result<Output> {
     let root = read_root(dir)?;
     let root_path = dir.join(METADATA_FILE);
-    let fields = root.fields.iter().map(|f| f.to_spec(&root_path)).collect::<Result<Vec<_>>>()?;
+    let mut fields = root.fields.iter().map(|f| f.to_spec(&root_path)).collect::<Result<Vec<_>>>()?;
+    let encodings = fields.iter().map(|f| f.encoding).collect();
+    for f in &mut fields {
+        f.encoding = Encoding::Values;
+    }
     let mut streams = Vec::with_capacity(root.streams.len());
     for name in &root.streams {
         let attrs = attributes(&metadata(dir, name)?);
@@ -202,7 +214,7 @@ pub(crate) fn open(dir: &Path) -> Result<Output> {
         fields,
         attributes: root.attributes,
         complete: root.complete,
-        reader: Box::new(ZarrReader { dir: dir.to_path_buf(), streams: arrays }),
+        reader: Box::new(ZarrReader { dir: dir.to_path_buf(), streams: arrays, encodings }),
         streams,
     })
 }

@@ -30,6 +30,7 @@ use crate::json_meta::{FieldEntry, attr_types, attrs_to_json};
 use crate::options::Compression;
 use crate::schema::{AXIS_ORDER, Attributes, FieldSpec, StreamInfo};
 use crate::validate::{RESERVED_RUN_ATTRS, RESERVED_STREAM_ATTRS, STEPS_NAME};
+use crate::zfp::Encoding;
 
 /// Value of the root `format` attribute, which marks a store as written by this sink.
 pub(crate) const FORMAT: &str = "wgpipe-zarr";
@@ -189,7 +190,12 @@ pub(crate) fn field_array(
     let within = plan.frame_chunks.get(&field.name).cloned().unwrap_or_else(|| frame_shape.clone());
     let chunk: Vec<u64> = std::iter::once(plan.shard_frames).chain(within.iter().copied()).collect();
     let mut b = ArrayBuilder::new(shape, chunk, data_type(field.dtype), fill_value(field.dtype));
-    match (plan.compression, field.dtype) {
+    // A field that arrives as ZFP streams is in the `zfpy` chunks they are (`sink.rs`).
+    let compression = match field.encoding {
+        Encoding::Zfp(rate) => Compression::ZfpRate(rate),
+        Encoding::Values => plan.compression,
+    };
+    match (compression, field.dtype) {
         // ZFP replaces the `bytes` codec (it turns values into bytes itself): the `zfpy` codec,
         // numcodecs' layout, which zarr-python reads with numcodecs' `numcodecs.zfpy`. Floats
         // only; other element types are stored as they are.

@@ -13,6 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use zarrs::array::{Array, ArrayBytes};
+use zarrs::storage::WritableStorageTraits;
 
 use super::read::{self, read_root};
 use super::schema::{
@@ -30,6 +31,7 @@ use crate::protocol::{Backend, Checked, Outcome};
 use crate::read::OutputFormat;
 use crate::schema::{StreamInfo, StreamLayout};
 use crate::time::now_rfc3339;
+use crate::zfp::Encoding;
 
 /// One stream's arrays and what of them is still in memory.
 #[derive(Debug)]
@@ -57,6 +59,25 @@ pub(super) struct Open {
     plan: ArrayPlan,
     /// Bytes of one frame of each field.
     field_bytes: Vec<usize>,
+    /// How each field's bytes arrive.
+    encoded: Vec<Arrival>,
+}
+
+/// How a field's bytes arrive in a frame: values, which zarrs encodes with the array's codecs,
+/// or a ZFP stream, stored as the `zfpy` chunk it is with zfp's header before it.
+#[derive(Debug, Clone)]
+enum Arrival {
+    Values,
+    Zfp(crate::ZfpRate, Vec<usize>),
+}
+
+impl Arrival {
+    fn of(field: &crate::FieldSpec) -> Self {
+        match field.encoding {
+            Encoding::Zfp(rate) => Arrival::Zfp(rate, field.shape.clone()),
+            _ => Arrival::Values,
+        }
+    }
 }
 
 /// The Zarr backend: writes a Zarr v3 directory store readable by zarr-python 3, xarray
@@ -179,7 +200,8 @@ impl ZarrBackend {
             .map(|s| Self::open_stream(dir, &store, layout, &root, s, &plan))
             .collect::<Result<Vec<_>>>()?;
         let field_bytes = layout.fields.iter().map(|f| f.bytes().unwrap_or_default()).collect();
-        Ok(Open { store, root, streams, kept_complete, plan, field_bytes })
+        let encoded = layout.fields.iter().map(Arrival::of).collect();
+        Ok(Open { store, root, streams, kept_complete, plan, field_bytes, encoded })
     }
 
     /// Errors unless the arrays of every stream `layout` continues in the store `dir` are
@@ -337,6 +359,34 @@ fn check_same_chunks(dir: &Path, array: &Array<AtomicDirStore>) -> Result<()> {
     Ok(())
 }
 
+/// Errors unless every field that arrives as a ZFP stream is one this sink stores as a chunk
+/// of numcodecs' `zfpy` codec: the build has the codec (`zarr-zfp`: readers need the array's
+/// codec to be the one its chunks are in), a frame is a chunk (a shard's inner chunks are
+/// indexed by the sharding codec, which encodes values), and zfp's header describes it.
+fn check_encoded_fields(layout: &StreamLayout, shard_frames: usize) -> Result<()> {
+    for f in &layout.fields {
+        let Encoding::Zfp(rate) = f.encoding else { continue };
+        let refuse = |why: String| {
+            Err(Error::InvalidLayout(format!(
+                "field {:?} arrives as {}, which the zarr sink cannot store {why}: let the values arrive (wgpipe: \
+                 output.compress_on = \"host\")",
+                f.name,
+                f.encoding.describe()
+            )))
+        };
+        if !cfg!(feature = "zarr-zfp") {
+            return refuse("in this build (it leaves out the `zarr-zfp` cargo feature)".into());
+        }
+        if shard_frames != 1 {
+            return refuse(format!("in shards (shard_frames = {shard_frames}): set shard_frames = 1, or"));
+        }
+        if !rate.zfpy_describes(&f.shape) {
+            return refuse(format!("as zfpy chunks: zfp's header cannot describe a field of shape {:?}", f.shape));
+        }
+    }
+    Ok(())
+}
+
 /// Sets the frame count of `array` to `frames` and replaces its metadata.
 pub(super) fn set_frames(store: &AtomicDirStore, array: &mut Array<AtomicDirStore>, frames: u64) -> Result<()> {
     let mut shape = array.shape().to_vec();
@@ -384,7 +434,7 @@ impl Backend for ZarrBackend {
                 self.options.chunk_frames
             )));
         }
-        Ok(())
+        check_encoded_fields(layout, self.options.shard_frames)
     }
 
     /// Appending: a continued stream's arrays are cut to its kept frames in `begin`.
@@ -395,7 +445,6 @@ impl Backend for ZarrBackend {
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
         self.options.check()?;
         self.check_layout(layout)?;
-        crate::validate::refuse_encoded_fields(layout, "zarr")?;
         let plan = ArrayPlan {
             compression: self.options.compression,
             shard_frames: self.options.shard_frames as u64,
@@ -433,19 +482,27 @@ impl ZarrBackend {
             let array = &s.fields[fi];
             let mut indices = vec![0u64; array.dimensionality()];
             indices[0] = chunk;
-            let data = if shard > 1 {
-                let n = open.field_bytes[fi];
-                let buffer = &mut s.shards[fi];
-                if slot == 0 {
-                    buffer.fill(0);
-                }
-                buffer[slot * n..(slot + 1) * n].copy_from_slice(bytes);
-                ArrayBytes::new_flen(buffer.as_slice())
-            } else {
-                ArrayBytes::new_flen(bytes)
-            };
             let path = array.path().as_str();
-            array.store_chunk(&indices, data).map_err(|e| store_err(store, "cannot write frame to", path, e))?;
+            let stored = match &open.encoded[fi] {
+                // Its bytes are the chunk's coded form already: stored as they are.
+                Arrival::Zfp(rate, shape) => {
+                    let chunk = rate
+                        .zfpy_chunk(bytes, shape)
+                        .ok_or(Error::Usage("a ZFP stream that zfp's header cannot describe reached the zarr sink"))?;
+                    store.set(&array.chunk_key(&indices), chunk.into()).map_err(|e| e.to_string())
+                }
+                Arrival::Values if shard > 1 => {
+                    let n = open.field_bytes[fi];
+                    let buffer = &mut s.shards[fi];
+                    if slot == 0 {
+                        buffer.fill(0);
+                    }
+                    buffer[slot * n..(slot + 1) * n].copy_from_slice(bytes);
+                    array.store_chunk(&indices, ArrayBytes::new_flen(buffer.as_slice())).map_err(|e| e.to_string())
+                }
+                Arrival::Values => array.store_chunk(&indices, ArrayBytes::new_flen(bytes)).map_err(|e| e.to_string()),
+            };
+            stored.map_err(|e| store_err(store, "cannot write frame to", path, e))?;
         }
         let (steps_chunk, steps_slot) = chunk_of(frame.index, STEPS_CHUNK);
         if steps_slot == 0 {

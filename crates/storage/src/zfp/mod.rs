@@ -8,6 +8,7 @@
 //! than 1, and so does the encoder for stored fields.
 
 mod decode;
+mod header;
 
 use std::fmt;
 
@@ -78,6 +79,21 @@ impl ZfpRate {
     pub fn chunk_bytes(self, shape: &[usize]) -> Option<u64> {
         Some(self.stream_bits(shape)?.div_ceil(8))
     }
+
+    /// The same stream as numcodecs' `zfpy` codec stores it in a Zarr chunk: zfp's full header
+    /// (shape and rate, which zarr-python and zarrs read to decode it) before the blocks, in
+    /// whole 64-bit words; byte for byte what `zfp_write_header` and `zfp_compress` write.
+    /// `None` where zfp's header cannot describe `shape` (more than 3 coded axes, or a 3-D
+    /// axis over 65536 values: 2^24 in 2-D).
+    pub fn zfpy_chunk(self, stream: &[u8], shape: &[usize]) -> Option<Vec<u8>> {
+        header::zfpy_chunk(self, stream, shape)
+    }
+
+    /// Whether zfp's header can describe a field of `shape` ([`ZfpRate::zfpy_chunk`] gives a
+    /// chunk for it).
+    pub fn zfpy_describes(self, shape: &[usize]) -> bool {
+        header::header(self, shape).is_some()
+    }
 }
 
 impl fmt::Display for ZfpRate {
@@ -94,10 +110,12 @@ pub enum Encoding {
     #[default]
     Values,
     /// Its f32 values as a ZFP fixed-rate stream ([`ZfpRate::stream_bytes`] bytes), encoded
-    /// before the sink (wgpipe encodes on the GPU: `output.compress_on = "device"`). Only the
-    /// HDF5 sink (as H5Z-ZFP chunks, which every reader with the filter decodes) and the raw
-    /// sink (each frame's stream, its metadata saying `"encoding": "zfp:rate=R"`; wgpipe's
-    /// reader decodes it) store such fields; the others refuse them.
+    /// before the sink (wgpipe encodes on the GPU: `output.compress_on = "device"`). The HDF5
+    /// sink (as H5Z-ZFP chunks, which every reader with the filter decodes), the Zarr sink (as
+    /// chunks of numcodecs' `zfpy` codec, which zarr-python and zarrs decode; one frame a
+    /// chunk, no shards) and the raw sink (each frame's stream, its metadata saying
+    /// `"encoding": "zfp:rate=R"`; wgpipe's reader decodes it) store such fields; the others
+    /// refuse them.
     Zfp(ZfpRate),
 }
 
