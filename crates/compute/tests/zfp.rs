@@ -7,6 +7,7 @@
 mod common;
 
 use common::gpu;
+use wgpipe_compute::wgpu;
 use wgpipe_compute::zfp::{ZfpEncoder, ZfpField, ZfpRate};
 use wgpipe_compute::{
     AnalysisSpec, DeviceSelector, FieldEncoding, FieldSim, FrameProducer, GpuDevice, Grid, KernelSpec, OutputDType,
@@ -226,6 +227,78 @@ fn a_strided_field_encodes_as_its_cells_alone() {
     let encoder = ZfpEncoder::new(&gpu, 3).unwrap();
     let stream = encoder.encode_slice(&gpu, field, ZfpRate::new(8).unwrap(), &padded).unwrap();
     assert_eq!(stream, zfp_reference(&cells, &[nz, ny, nx], 8));
+}
+
+/// Reads `bytes` bytes of `buffer` (`COPY_SRC`) back through a mappable copy.
+fn read_buffer(gpu: &GpuDevice, mut encoder: wgpu::CommandEncoder, buffer: &wgpu::Buffer, bytes: u64) -> Vec<u8> {
+    let mappable = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+        label: Some("test readback"),
+        size: bytes,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    encoder.copy_buffer_to_buffer(buffer, 0, &mappable, 0, bytes);
+    let (tx, rx) = std::sync::mpsc::channel();
+    encoder.map_buffer_on_submit(&mappable, wgpu::MapMode::Read, .., move |r| {
+        let _ = tx.send(r);
+    });
+    gpu.wait(gpu.queue().submit([encoder.finish()])).unwrap();
+    rx.try_recv().unwrap().unwrap();
+    let bytes = mappable.get_mapped_range(..).unwrap().to_vec();
+    mappable.unmap();
+    bytes
+}
+
+#[test]
+fn a_blocks_streams_are_zfps_of_its_own_cells_without_its_axes_of_1() {
+    // A rank's block of a split 3-D grid, encoded among its ghost layers after a few steps:
+    // each stored field's stream is zfp's of the block's cells (read back as values), coded
+    // as the block's shape without axes of 1, as the Zarr chunk of the block holds it.
+    let gpu = gpu();
+    let grid = Grid::new(&[12, 10, 9]).unwrap();
+    let init = gray_scott_3d::initial_state(&grid);
+    let kernel = gray_scott_3d::GrayScott3dParams { noise: 0.0, ..Default::default() }.kernel(0);
+    for (offset, shape, rate) in [([2, 3, 1], [5, 6, 7], 8), ([4, 0, 0], [1, 10, 9], 5), ([0, 2, 3], [12, 1, 1], 13)] {
+        let block = wgpipe_compute::Block::new(&grid, &offset, &shape).unwrap();
+        let sim = wgpipe_compute::BlockSim::new(&gpu, &kernel, &block, &block.extract(&init, 2).unwrap()).unwrap();
+        let mut sim = sim.with_zfp(&[1, 0], ZfpRate::new(rate).unwrap()).unwrap();
+        // Odd steps leave the state on the other side of the ping-pong pair.
+        for _ in 0..3 {
+            sim.run_step().unwrap();
+        }
+        let coded: Vec<usize> = shape.iter().copied().filter(|&n| n > 1).collect();
+        let stream_bytes = sim.zfp_stream_bytes().unwrap();
+        assert_eq!(stream_bytes, zfp_reference(&vec![0.0; shape.iter().product()], &coded, rate).len() as u64);
+        let target = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+            label: Some("streams"),
+            size: 2 * stream_bytes,
+            usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        let mut encoder = gpu.device().create_command_encoder(&Default::default());
+        sim.encode_block_streams(&mut encoder, &target).unwrap();
+        let streams = read_buffer(&gpu, encoder, &target, 2 * stream_bytes);
+        let (v, u) = (sim.read_block(&[1]).unwrap(), sim.read_block(&[0]).unwrap());
+        let cells = shape.iter().product::<usize>();
+        assert!(v.len() == cells && v.iter().any(|&x| x != v[0]), "block {shape:?} holds a field that varies");
+        let at = stream_bytes as usize;
+        assert_eq!(streams[..at], zfp_reference(&v, &coded, rate)[..], "v of block {shape:?}");
+        assert_eq!(streams[at..], zfp_reference(&u, &coded, rate)[..], "u of block {shape:?}");
+    }
+    let block = wgpipe_compute::Block::new(&grid, &[0, 0, 0], &[6, 10, 9]).unwrap();
+    let plain = wgpipe_compute::BlockSim::new(&gpu, &kernel, &block, &block.extract(&init, 2).unwrap()).unwrap();
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    let message = plain.encode_block_streams(&mut encoder, &plain_target(&gpu)).err().map(|e| e.to_string());
+    assert!(message.is_some_and(|m| m.contains("with_zfp")));
+}
+
+fn plain_target(gpu: &GpuDevice) -> wgpu::Buffer {
+    gpu.device().create_buffer(&wgpu::BufferDescriptor {
+        label: Some("unused"),
+        size: 8,
+        usage: wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    })
 }
 
 #[test]

@@ -334,9 +334,28 @@ fn zfp_rate_compresses_on_the_device_where_it_can_and_says_where() {
     assert_eq!(zarr.zfp_on_device().map(|r| r.bits()), Some(8));
     // Auto falls back to the host where the device cannot encode, and says why.
     let sharded =
-        parse("[output]\nsink = \"zarr\"\npath = \"a.zarr\"\nshard_frames = 4\ncompression = \"zfp:rate=8\"\n").unwrap();
+        parse("[output]\nsink = \"zarr\"\npath = \"a.zarr\"\nshard_frames = 4\ncompression = \"zfp:rate=8\"\n")
+            .unwrap();
     assert!(sharded.zfp_on_device().is_none());
     assert!(sharded.compression_note().is_some_and(|n| n.contains("on the host") && n.contains("shard_frames is 4")));
+    // A split grid: the zarr sink takes each rank's block where the blocks are equal; the hdf5
+    // sink's ranks write one file through MPI-IO, which takes no encoded chunks.
+    let split = |sink: &str, parts: &str, on: &str| {
+        let grid =
+            format!("[kernel]\nname = \"gray-scott-3d\"\n[grid]\nshape = [24, 20, 16]\ndecomposition = {parts}\n");
+        let output = format!(
+            "[output]\nsink = \"{sink}\"\npath = \"a\"\ncompression = \"zfp:rate=8\"\ncompress_on = \"{on}\"\n"
+        );
+        Config::parse("c.toml", &(grid + &output), ".", &[])
+    };
+    assert!(split("zarr", "[2, 1, 2]", "device").unwrap().zfp_on_device().is_some());
+    let uneven = split("zarr", "[1, 3, 1]", "auto").unwrap();
+    assert!(uneven.zfp_on_device().is_none());
+    assert!(uneven.compression_note().is_some_and(|n| n.contains("on the host") && n.contains("does not divide")));
+    let hdf5 = split("hdf5", "[2, 1, 1]", "auto").unwrap();
+    assert!(hdf5.zfp_on_device().is_none() && hdf5.compression_note().is_some_and(|n| n.contains("MPI-IO")));
+    let e = split("hdf5", "[2, 1, 1]", "device").err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("output.compress_on") && e.contains("MPI-IO"), "{e}");
     let adios2 = parse("[output]\nsink = \"adios2\"\npath = \"a.bp\"\ncompression = \"zfp:rate=8\"\n");
     assert!(adios2.is_err(), "the adios2 sink has no ZFP");
     let chunks = parse("[output]\ncompression = \"zfp:rate=8\"\nchunk_frames = 2\n").unwrap();

@@ -373,6 +373,76 @@ fn a_split_domain_writes_one_zarr_store_bit_identical_to_one_process() {
     assert!(!d.join("bad.zarr").exists());
 }
 
+/// ZFP on the device in a split run (`zfp:rate=8`, `compress_on = "auto"`): every rank encodes
+/// its block after its steps, and the Zarr store holds each block's stream as the chunk of
+/// that block, byte for byte zfpy's chunk of the one-process run's values of the block (2 ranks:
+/// 12 planes each; 4 ranks 1x2x2: 24x10x8 columns). Where blocks differ in shape, `"auto"`
+/// compresses on the host and says why, and `"device"` is refused at its key before anything
+/// is written.
+#[test]
+fn a_split_domain_encodes_each_block_on_its_device_into_one_zarr_store() {
+    use wgpipe::compute::zfp::{ZfpEncoder, ZfpField};
+    use wgpipe::storage::{Encoding, ZfpRate};
+    let dir = domain_setup();
+    let d = dir.path();
+    let even = "grid.shape=[24, 20, 16]";
+    let serial = Command::new(WGPIPE).args(&domain_args("serial.h5", &[even])[1..]).current_dir(d).output().unwrap();
+    assert!(serial.status.success(), "{}", text(&serial));
+    let whole = open_output(d.join("serial.h5")).unwrap();
+    let selector = wgpipe::compute::DeviceSelector::Backend(wgpipe::compute::wgpu::Backend::Vulkan);
+    let gpu = wgpipe::compute::open_devices(&selector, 1).unwrap().remove(0);
+    let encoder = ZfpEncoder::new(&gpu, 3).unwrap();
+    let zfp = ["output.sink=zarr", "output.compression=\"zfp:rate=8\""];
+    for (ranks, parts) in [("2", [2, 1, 1]), ("4", [1, 2, 2])] {
+        let path = format!("device-{ranks}.zarr");
+        let decomposition = format!("grid.decomposition={parts:?}");
+        let out = mpirun_ranks(d, ranks, &domain_args(&path, &[even, zfp[0], zfp[1], &decomposition]));
+        assert!(out.status.success(), "{ranks} ranks: {}", text(&out));
+        assert!(text(&out).contains("zfp:rate=8 on the device"), "{}", text(&out));
+        let store = open_output(d.join(&path)).unwrap();
+        assert!(store.complete() && store.streams()[0].frames == 3);
+        let block = [24 / parts[0], 20 / parts[1], 16 / parts[2]];
+        for field in 0..2 {
+            assert_eq!(store.stored_encoding(field), Encoding::Zfp(ZfpRate::new(8).unwrap()));
+            let name = &store.fields()[field].name;
+            for frame in 0..3u64 {
+                let values = whole.read_f32(0, field, frame).unwrap();
+                for index in 0..parts.iter().product::<usize>() {
+                    let at = [index / (parts[1] * parts[2]), index / parts[2] % parts[1], index % parts[2]];
+                    let cells: Vec<f32> = (0..block.iter().product::<usize>())
+                        .map(|c| {
+                            let (z, y, x) = (c / (block[1] * block[2]), c / block[2] % block[1], c % block[2]);
+                            let (z, y, x) = (at[0] * block[0] + z, at[1] * block[1] + y, at[2] * block[2] + x);
+                            values[(z * 20 + y) * 16 + x]
+                        })
+                        .collect();
+                    let grid = wgpipe::compute::Grid::new(&block).unwrap();
+                    let rate = wgpipe::compute::zfp::ZfpRate::new(8).unwrap();
+                    let stream = encoder.encode_slice(&gpu, ZfpField::contiguous(grid), rate, &cells).unwrap();
+                    let chunk = ZfpRate::new(8).unwrap().zfpy_chunk(&stream, &block).unwrap();
+                    let file = d.join(&path).join(format!("stream0/{name}/c/{frame}/{}/{}/{}", at[0], at[1], at[2]));
+                    assert!(std::fs::read(&file).unwrap() == chunk, "{ranks} ranks: {} differs", file.display());
+                }
+                // Decoded through the store's zfpy codec: near the values, not equal to them.
+                let decoded = store.read_f32(0, field, frame).unwrap();
+                let error = decoded.iter().zip(&values).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+                assert!(error > 0.0 && error < 0.05, "{ranks} ranks: field {field} frame {frame}: error {error}");
+            }
+        }
+    }
+    // 23 planes over 2 ranks (12 and 11): "auto" compresses on the host, "device" is refused.
+    let uneven = domain_args("uneven.zarr", &zfp);
+    let out = mpirun_ranks(d, "2", &uneven);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("on the host") && text(&out).contains("does not divide"), "{}", text(&out));
+    assert_eq!(open_output(d.join("uneven.zarr")).unwrap().stored_encoding(0), Encoding::Values);
+    // (The hdf5 sink's refusal is the config's: tests/config.rs.)
+    let out = mpirun_ranks(d, "2", &domain_args("refused.zarr", &[zfp[0], zfp[1], "output.compress_on=\"device\""]));
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("output.compress_on") && text(&out).contains("does not divide"), "{}", text(&out));
+    assert!(!d.join("refused.zarr").exists(), "the refused store was created");
+}
+
 /// Analysis of a split domain: every rank reduces its block on its device and the ranks
 /// combine the results, so the split file holds the one-process run's reductions: min, max,
 /// bin edges and the PDF per z slice bit for bit (2 ranks: blocks of 12 and 11 planes; 4 ranks

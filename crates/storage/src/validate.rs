@@ -148,8 +148,9 @@ fn check_encoding(f: &FieldSpec) -> Result<()> {
 pub(crate) fn refuse_encoded_fields(layout: &StreamLayout, sink: &str) -> Result<()> {
     match layout.fields.iter().find(|f| f.encoding != Encoding::Values) {
         Some(f) => Err(Error::InvalidLayout(format!(
-            "field {:?} arrives as {}, which the {sink} sink cannot store: use the hdf5, zarr or raw sink, or let the \
-             values arrive (wgpipe: output.compress_on = \"host\")",
+            "field {:?} arrives as {}, which the {sink} sink cannot store: let the values arrive (wgpipe: \
+             output.compress_on = \"host\"), or store it with a sink that takes encoded fields (hdf5 and raw in one \
+             process, zarr)",
             f.name,
             f.encoding.describe()
         ))),

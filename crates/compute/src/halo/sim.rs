@@ -9,6 +9,8 @@ use crate::grid::Grid;
 use crate::kernel::KernelSpec;
 use crate::pipeline::{ComputeShader, storage};
 use crate::prelude::{Boundary, Indexing};
+use crate::zfp::packer::ZfpPacker;
+use crate::zfp::{ZfpField, ZfpRate};
 
 /// The pack/unpack shader.
 const FACES_WGSL: &str = include_str!("faces.wgsl");
@@ -61,6 +63,8 @@ pub struct BlockSim {
     dispatch: [u32; 2],
     /// An empty `Faces` of this block: the layout `read_faces` fills and `write_ghosts` takes.
     layout: Faces,
+    /// The ZFP pass of the fields a frame holds as streams ([`BlockSim::with_zfp`]).
+    zfp: Option<ZfpPacker>,
 }
 
 /// Errors unless `spec` can run split on `block` (its rank, 1 or 3, and the periodic boundary
@@ -242,7 +246,40 @@ impl BlockSim {
             bind_groups,
             dispatch,
             layout: faces_layout,
+            zfp: None,
         })
+    }
+
+    /// The same simulation, its frames holding `fields` (indices into the kernel's) as ZFP
+    /// fixed-rate streams at `rate` of the block's own cells ([`BlockSim::encode_block_streams`]),
+    /// each coded as an array of the block's shape without its axes of size 1: the chunk of the
+    /// block a Zarr store of the whole grid holds. Errors where the encoder cannot run here.
+    pub fn with_zfp(mut self, fields: &[usize], rate: ZfpRate) -> Result<Self> {
+        let padded = self.interior.global().shape();
+        let strides: Vec<usize> = (0..padded.len()).map(|a| padded[a + 1..].iter().product()).collect();
+        // The block's first cell lies one ghost layer in along every axis.
+        let first = strides.iter().sum();
+        let field = ZfpField::squeezed_within(self.block.shape(), &strides, first)?;
+        self.zfp = Some(ZfpPacker::over(&self.sim, field, fields, rate)?);
+        Ok(self)
+    }
+
+    /// Bytes of one field's stream ([`BlockSim::with_zfp`]), or `None` for a simulation whose
+    /// frames hold values.
+    pub fn zfp_stream_bytes(&self) -> Option<u64> {
+        self.zfp.as_ref().map(ZfpPacker::stream_bytes)
+    }
+
+    /// Records the ZFP encoding of the fields of [`BlockSim::with_zfp`] after the steps
+    /// recorded so far, and the copies of their streams into `target` from byte 0, one after
+    /// the other. Errors for a simulation without [`BlockSim::with_zfp`].
+    pub fn encode_block_streams(&self, encoder: &mut wgpu::CommandEncoder, target: &wgpu::Buffer) -> Result<()> {
+        let zfp = self.zfp.as_ref().ok_or_else(|| Error::InvalidEncoding {
+            what: "the block's ZFP streams".to_owned(),
+            message: "this block simulation encodes no field: build it with BlockSim::with_zfp".to_owned(),
+        })?;
+        zfp.encode(encoder, self.sim.current_side(), target);
+        Ok(())
     }
 
     /// The same simulation with its current state taken as the state after `step` steps (a

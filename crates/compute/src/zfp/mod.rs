@@ -85,6 +85,29 @@ impl ZfpField {
         ZfpField::contiguous(squeezed)
     }
 
+    /// The cells of a block of extent `shape` (1 to 3 axes, C order) whose cell `i` is
+    /// element `offset + Σ i[a]·strides[a]` of its buffer, encoded as an array without its axes
+    /// of size 1 (as [`ZfpField::squeezed`]): a rank's block of a split grid inside its
+    /// buffer with ghost layers, coded as the Zarr chunk of that block is. Errors for a shape
+    /// the encoder cannot take, or strides of another length.
+    pub fn squeezed_within(shape: &[usize], strides: &[usize], offset: usize) -> Result<Self> {
+        if strides.len() != shape.len() {
+            return Err(Error::InvalidEncoding {
+                what: format!("ZFP encoding of a block of shape {shape:?}"),
+                message: format!("{} strides given for its {} axes", strides.len(), shape.len()),
+            });
+        }
+        let kept: Vec<(usize, usize)> =
+            shape.iter().copied().zip(strides.iter().copied()).filter(|&(n, _)| n > 1).collect();
+        let coded: Vec<usize> = if kept.is_empty() { vec![1] } else { kept.iter().map(|&(n, _)| n).collect() };
+        // [sz, sy, sx], the coded axes right-aligned (an absent axis has one cell).
+        let mut along = [0usize; 3];
+        for (slot, &(_, stride)) in along.iter_mut().rev().zip(kept.iter().rev()) {
+            *slot = stride;
+        }
+        Ok(ZfpField::strided(Grid::new(&coded)?, along, offset))
+    }
+
     /// A field of `grid`'s shape whose cell (z, y, x) is element `offset + z·sz + y·sy + x·sx`
     /// of its buffer, with `strides = [sz, sy, sx]`.
     pub fn strided(grid: Grid, strides: [usize; 3], offset: usize) -> Self {

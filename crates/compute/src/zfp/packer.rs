@@ -17,8 +17,13 @@ pub(crate) struct ZfpPacker {
 impl ZfpPacker {
     /// The encoder of `fields` (indices into `sim`'s fields, in frame order) at `rate`.
     pub(crate) fn new(sim: &FieldSim, fields: &[usize], rate: ZfpRate) -> Result<Self> {
+        Self::over(sim, ZfpField::squeezed(sim.grid()), fields, rate)
+    }
+
+    /// The encoder of the cells `field` names in each of `sim`'s buffers of `fields` (a
+    /// block's own cells among its ghosts: [`crate::BlockSim::with_zfp`]).
+    pub(crate) fn over(sim: &FieldSim, field: ZfpField, fields: &[usize], rate: ZfpRate) -> Result<Self> {
         let gpu = sim.gpu();
-        let field = ZfpField::squeezed(sim.grid());
         let encoder = ZfpEncoder::new(gpu, field.grid().rank())?;
         let stream_bytes = field.stream_bytes(rate);
         let mut bindings = Vec::with_capacity(fields.len());

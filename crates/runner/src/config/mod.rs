@@ -123,7 +123,8 @@ impl Config {
         let decomposition = decomposition::check(&file, &shape, &kernel, &runs, &source)?;
         let selector = validate::selector(&file, &source)?;
         let compression = validate::compression(&file, &source)?;
-        let (zfp_on_device, compression_note) = validate::zfp_on_device(&file, &source, compression)?;
+        let given = file.grid.decomposition.as_deref();
+        let (zfp_on_device, compression_note) = validate::zfp_on_device(&file, &source, compression, given)?;
         let sink_options = validate::sink_options(&file, &source, compression)?;
         let dtype = validate::output_dtype(&file, &source)?;
         let thinning = validate::thinning(&file, &source)?;
@@ -397,6 +398,19 @@ impl Config {
     /// device as values.
     pub fn zfp_on_device(&self) -> Option<ZfpRate> {
         self.zfp_on_device
+    }
+
+    /// Decides again where `zfp:rate=R` compresses, for the grid split over MPI ranks as
+    /// `parts` (ranks along z, y and x; `mpirun` chose them where `grid.decomposition` is not
+    /// given): the device encodes each rank's block for the zarr sink where the blocks share
+    /// one shape; elsewhere `"auto"` compresses on the host and `"device"` is refused, naming
+    /// the key.
+    pub fn settle_split(&mut self, parts: [usize; 3]) -> Result<()> {
+        let compression = validate::compression(&self.file, &self.source)?;
+        let (zfp, note) = validate::zfp_on_device(&self.file, &self.source, compression, Some(&parts))?;
+        self.zfp_on_device = zfp;
+        self.compression_note = note;
+        Ok(())
     }
 
     /// How the output is compressed and where (`zfp:rate=8 on the device, ...`), or `None`

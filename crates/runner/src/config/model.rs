@@ -502,10 +502,11 @@ pub struct OutputSection {
     /// the device always does), which every ZFP reader decodes. The device stores to the hdf5
     /// sink (H5Z-ZFP chunks), the zarr sink (one frame a chunk of numcodecs' zfpy codec, which
     /// zarr-python and zarrs decode; not with `output.shard_frames`) and the raw sink (each
-    /// frame's ZFP stream, which wgpipe's reader decodes), f32 fields, in one process (not with
-    /// `grid.decomposition`); `"auto"` picks it there and the host elsewhere (the raw sink then
-    /// stores values: it has no compression of its own), and the run says which. Other
-    /// compressions ignore it.
+    /// frame's ZFP stream, which wgpipe's reader decodes), f32 fields; a grid split over MPI
+    /// ranks only to the zarr sink, each rank encoding its block into its chunk, where every
+    /// block has one shape (the decomposition divides each axis). `"auto"` picks it there and
+    /// the host elsewhere (the raw sink then stores values: it has no compression of its own),
+    /// and the run says which. Other compressions ignore it.
     ///
     /// Accepted values: `"auto"`, `"device"` or `"host"`.
     pub compress_on: String,

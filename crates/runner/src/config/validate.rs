@@ -309,10 +309,15 @@ pub(crate) fn queue_full_policy(file: &ConfigFile, src: &Source) -> Result<wgpip
 /// Where `zfp:rate=R` compresses (`output.compress_on`): the rate to encode at on the
 /// device, or `None` for the host (and for every other compression); and the run summary's
 /// line saying where and why (`None` without compression).
+///
+/// `split`: the ranks along each axis of a grid split over MPI ranks (`grid.decomposition`,
+/// or under `mpirun` the split chosen: [`crate::config::Config::settle_split`]), where the
+/// device encodes each rank's block.
 pub(crate) fn zfp_on_device(
     file: &ConfigFile,
     src: &Source,
     compression: Compression,
+    split: Option<&[usize]>,
 ) -> Result<(Option<wgpipe_compute::zfp::ZfpRate>, Option<String>)> {
     let out = &file.output;
     let on = out.compress_on.as_str();
@@ -343,8 +348,8 @@ pub(crate) fn zfp_on_device(
         ))
     } else if out.dtype != "f32" {
         Some(format!("output.dtype is {:?} (the encoder codes f32 fields)", out.dtype))
-    } else if file.grid.decomposition.is_some() {
-        Some("grid.decomposition splits the grid over MPI ranks".to_owned())
+    } else if let Some(why) = split.and_then(|parts| split_obstacle(&out.sink, &grid_shape(file, src).ok()?, parts)) {
+        Some(why)
     } else if out.chunk_frames != 1 {
         Some(format!("output.chunk_frames is {} (encoded fields are stored one frame per chunk)", out.chunk_frames))
     } else {
@@ -383,6 +388,25 @@ pub(crate) fn zfp_on_device(
             Ok((Some(device), Some(note)))
         }
     }
+}
+
+/// Why the device cannot encode the blocks of `shape` split into `parts` ranks per axis for
+/// `sink`, or `None` where it can: the zarr sink stores each rank's stream as the chunk of its
+/// block, which needs blocks of one shape; the hdf5 sink's ranks write one file through
+/// MPI-IO, which takes no chunks encoded before the sink.
+fn split_obstacle(sink: &str, shape: &[usize], parts: &[usize]) -> Option<String> {
+    if sink != "zarr" {
+        return Some(format!(
+            "the grid is split over MPI ranks, and the {sink} sink's ranks write one file through MPI-IO, which takes \
+             no chunks encoded before the sink (the zarr sink stores each rank's block as its chunk)"
+        ));
+    }
+    shape.iter().zip(parts).any(|(&n, &p)| p == 0 || n % p != 0).then(|| {
+        format!(
+            "the decomposition {parts:?} does not divide the grid {shape:?} evenly (each rank's stream is stored as a \
+             whole Zarr chunk, so every block needs one shape)"
+        )
+    })
 }
 
 pub(crate) fn compression(file: &ConfigFile, src: &Source) -> Result<Compression> {

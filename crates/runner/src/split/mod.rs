@@ -56,6 +56,7 @@ use std::time::Duration;
 use mpi::Threading;
 use mpi::topology::{CartesianCommunicator, SimpleCommunicator};
 use mpi::traits::Communicator;
+use wgpipe_compute::zfp::ZfpRate;
 use wgpipe_compute::{
     AnalysisSpec, Block, BlockAnalysis, BlockSim, FieldEncoding, GpuDevice, Grid, KernelSpec, OutputDType,
 };
@@ -262,7 +263,7 @@ impl SplitDomain {
         (analysis, grid_fields): (&Analysis, usize),
         layout: &mut StreamLayout,
     ) -> Result<SplitRun> {
-        check_split_run(devices, encoding)?;
+        let zfp = check_split_run(devices, encoding)?;
         let KernelJob { name, kernel, init, mut attributes, resume } = one_kernel_job(jobs)?;
         let fields = kernel.fields.len();
         let block_of = |saved: SavedState| -> Result<SavedState> {
@@ -301,7 +302,8 @@ impl SplitDomain {
             let initial = block.extract(&init(block.global()), fields)?;
             let sim = BlockSim::new(gpu, &kernel, &block, &initial)?;
             let analysis = analysis.as_ref().map(|spec| BlockAnalysis::new(&sim, spec)).transpose()?;
-            let frames = BlockFrames::new(sim, topology, stored, steps_per_frame, times).with_analysis(analysis);
+            let frames =
+                BlockFrames::new(sim, topology, stored, steps_per_frame, times).with_zfp(zfp)?.with_analysis(analysis);
             Ok(Box::new(frames) as Box<dyn wgpipe_compute::FrameSource>)
         });
         Ok(SplitRun { jobs: vec![Job { attributes, resume, ..job }], produced, lockstep, saver })
@@ -337,8 +339,8 @@ impl SplitDomain {
 }
 
 /// Errors unless a split run has what it needs: one device per rank, and fields stored as
-/// float32 values (ZFP on the device encodes a whole grid's fields).
-fn check_split_run(devices: usize, encoding: FieldEncoding) -> Result<()> {
+/// float32 values or as ZFP streams of each rank's block; returns the rate of those.
+fn check_split_run(devices: usize, encoding: FieldEncoding) -> Result<Option<ZfpRate>> {
     if devices != 1 {
         return Err(Error::Invalid(format!(
             "a split domain runs its block on one device per rank, and {devices} were given: open one \
@@ -346,16 +348,13 @@ fn check_split_run(devices: usize, encoding: FieldEncoding) -> Result<()> {
         )));
     }
     match encoding {
-        FieldEncoding::Values(OutputDType::F32) => Ok(()),
+        FieldEncoding::Values(OutputDType::F32) => Ok(None),
         FieldEncoding::Values(output_dtype) => Err(Error::Invalid(format!(
             "fields would be stored as {output_dtype}: a run split over MPI ranks writes float32 fields; \
              use .output_dtype(OutputDType::F32) (or run it in one process)"
         ))),
-        FieldEncoding::Zfp(_) => Err(Error::Invalid(
-            "ZFP on the device encodes a whole grid's fields, and this run splits the grid over MPI \
-             ranks: compress on the host (output.compress_on = \"host\"), or run it in one process"
-                .to_owned(),
-        )),
+        // Each rank encodes its block; the sink stores each block's stream as its chunk.
+        FieldEncoding::Zfp(rate) => Ok(Some(rate)),
     }
 }
 

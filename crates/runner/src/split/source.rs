@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use wgpipe_compute::zfp::ZfpRate;
 use wgpipe_compute::{BlockAnalysis, BlockSim, BlockStatistics, Faces, FrameSource, GpuDevice, wgpu};
 
 use super::exchange::{exchange, neighbours};
@@ -30,6 +31,8 @@ pub(crate) struct BlockFrames {
     /// The frame's analysis, combined over the ranks (`reductions.rs`): the whole grid's
     /// reductions follow the block's fields in every rank's frame.
     analysis: Option<BlockAnalysis>,
+    /// The rate the stored fields leave the device at as ZFP streams of the block, if they do.
+    zfp: Option<ZfpRate>,
 }
 
 impl BlockFrames {
@@ -54,7 +57,18 @@ impl BlockFrames {
             times,
             failed: None,
             analysis: None,
+            zfp: None,
         }
+    }
+
+    /// Stores the fields as ZFP streams of the block at `rate` (`None`: as values), encoded on
+    /// the device after the frame's steps and analysis.
+    pub(crate) fn with_zfp(mut self, rate: Option<ZfpRate>) -> Result<Self, wgpipe_compute::Error> {
+        if let Some(rate) = rate {
+            self.sim = self.sim.with_zfp(&self.stored, rate)?;
+        }
+        self.zfp = rate;
+        Ok(self)
     }
 
     /// Adds the analysis of each frame (the same on every rank: each rank makes its
@@ -89,9 +103,11 @@ impl BlockFrames {
         Some(combine_counts(&self.topology.cart, &counts))
     }
 
-    /// Bytes of the block's stored fields, which lead each frame.
+    /// Bytes of the block's stored fields (their values or their streams), which lead each
+    /// frame.
     fn fields_bytes(&self) -> u64 {
-        (self.stored.len() * self.sim.block().cells() * 4) as u64
+        let field = self.sim.zfp_stream_bytes().unwrap_or((self.sim.block().cells() * 4) as u64);
+        self.stored.len() as u64 * field
     }
 
     fn fail(&mut self, what: String) {
@@ -145,7 +161,11 @@ impl FrameSource for BlockFrames {
         if let Some(e) = self.failed.take() {
             return Err(format!("block at {:?} of frame {index}: {e}", self.sim.block().offset()).into());
         }
-        self.sim.encode_block_copy(encoder, &self.stored, staging);
+        if self.zfp.is_some() {
+            self.sim.encode_block_streams(encoder, staging)?;
+        } else {
+            self.sim.encode_block_copy(encoder, &self.stored, staging);
+        }
         if let (Some(analysis), Some(counts)) = (&self.analysis, counts) {
             analysis.encode_results(encoder, &counts, staging, self.fields_bytes())?;
         }
@@ -176,6 +196,10 @@ impl FrameSource for BlockFrames {
         }
         let values = super::checkpoints::values(state);
         let sim = BlockSim::new(self.sim.gpu(), self.sim.spec(), self.sim.block(), &values)?;
+        let sim = match self.zfp {
+            Some(rate) => sim.with_zfp(&self.stored, rate)?,
+            None => sim,
+        };
         self.sim = sim.starting_at_step(next.saturating_mul(u64::from(self.steps_per_frame)));
         Ok(())
     }

@@ -5,7 +5,8 @@
 //! file and nothing is collective but the agreement: the blocks must be aligned to one chunk
 //! grid (every block but the last along an axis of the largest extent, which holds when each
 //! axis divides evenly or leaves a remainder of parts − 1; a last, smaller block writes an edge
-//! chunk). The schedule:
+//! chunk; a field arriving as ZFP streams is stored as each block's `zfpy` chunk, so its blocks
+//! must all have one shape). The schedule:
 //!
 //! - `begin` (collective): the ranks agree on the chunk grid; rank 0 creates the store (the
 //!   serial sink's structure: groups, arrays, attributes), the others then describe the same
@@ -28,6 +29,7 @@ use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives};
 use zarrs::array::ArrayBytes;
+use zarrs::storage::WritableStorageTraits;
 
 use super::schema::{ArrayPlan, Root, STEPS_CHUNK, StreamState, field_entries, store_err, write_root, write_stream};
 use super::sink::{StreamArrays, ZarrBackend, set_frames};
@@ -40,6 +42,7 @@ use crate::protocol::{Backend, Checked, Outcome};
 use crate::ranks::{Block, agree, agree_on_whole, failed_ranks, short_streams};
 use crate::schema::{FieldSpec, StreamLayout};
 use crate::time::now_rfc3339;
+use crate::zfp::Encoding;
 
 /// The backend of [`ZarrBlockSink`].
 pub struct ZarrBlockBackend {
@@ -69,6 +72,8 @@ struct BlockOpen {
     parts: Vec<Option<ChunkedPart>>,
     /// Appending: whether the streams kept from the store are complete (rank 0 knows).
     kept_complete: bool,
+    /// How each field of the layout arrives (a ZFP stream is stored as its chunk).
+    encodings: Vec<Encoding>,
 }
 
 /// Writes one stream whose frames are split into blocks, one per MPI rank, into one Zarr
@@ -110,6 +115,7 @@ impl ZarrBlockBackend {
                 "a Zarr store written by MPI ranks takes no shard_frames: its chunks are the ranks' blocks".into(),
             ));
         }
+        super::sink::check_encoded_fields(layout, 1)?;
         self.block.check(layout)
     }
 
@@ -138,6 +144,13 @@ impl ZarrBlockBackend {
                 .all(|(((&o, &s), &c), &n)| c > 0 && o % c == 0 && (s == c || o + s == n));
             if !aligned {
                 misplaced.get_or_insert_with(|| misplaced_error(&part.offset, &part.shape, &chunk, f));
+            }
+            // A ZFP stream is the chunk of its block as it is: it cannot be padded to a chunk
+            // of another shape (Zarr readers reshape a chunk's decoded values to the chunk).
+            if let Encoding::Zfp(rate) = f.encoding
+                && (chunk != part.shape || !rate.zfpy_describes(&part.shape))
+            {
+                misplaced.get_or_insert_with(|| uneven_encoded_error(&part.shape, &chunk, f));
             }
             let indices = part.offset.iter().zip(&chunk).map(|(&o, &c)| (o / c.max(1)) as u64).collect();
             let cells: usize = chunk.iter().product();
@@ -170,6 +183,20 @@ fn misplaced_error(offset: &[usize], shape: &[usize], chunk: &[usize], field: &F
          {chunk:?}: every block but the last along an axis must have the largest extent; make each axis of {:?} \
          divide evenly by its parts (or leave a remainder of parts - 1)",
         field.name, field.shape
+    ))
+}
+
+/// The error of a field arriving as ZFP streams whose block of `shape` is not a whole chunk of
+/// extent `chunk` (an edge block smaller than the others).
+fn uneven_encoded_error(shape: &[usize], chunk: &[usize], field: &FieldSpec) -> Error {
+    Error::InvalidLayout(format!(
+        "field {} arrives as {} and this rank's block of it is {shape:?}, not the chunk {chunk:?} of the \
+         largest block: a ZFP stream is stored as its block's whole chunk, so every block must have one shape; \
+         choose a decomposition that divides each axis of {:?} evenly, or let the values arrive (wgpipe: \
+         output.compress_on = \"host\")",
+        field.name,
+        field.encoding.describe(),
+        field.shape
     ))
 }
 
@@ -207,8 +234,6 @@ impl Backend for ZarrBlockBackend {
     }
 
     fn begin(&mut self, layout: &StreamLayout) -> Result<()> {
-        // Every rank has the same layout: all refuse it, before any collective call.
-        crate::validate::refuse_encoded_fields(layout, "zarr")?;
         let path = self.options.path.display().to_string();
         agree(&self.comm, self.check_block(layout), || format!("checking the blocks of {path}"))?;
         let parts = self.chunk_grid(layout)?;
@@ -247,7 +272,8 @@ impl Backend for ZarrBlockBackend {
             _ => (root, ZarrBackend::stream_arrays(&store, layout, &layout.streams[0], 0, &plan), true),
         };
         let stream = agree(&self.comm, stream, || format!("describing the arrays of {path}"))?;
-        self.open = Some(BlockOpen { store, root, stream, parts, kept_complete });
+        let encodings = layout.fields.iter().map(|f| f.encoding).collect();
+        self.open = Some(BlockOpen { store, root, stream, parts, kept_complete, encodings });
         Ok(())
     }
 
@@ -276,6 +302,17 @@ impl Backend for ZarrBlockBackend {
                     continue;
                 };
                 let indices: Vec<u64> = std::iter::once(n).chain(part.indices.iter().copied()).collect();
+                let node = array.path().as_str();
+                if let Encoding::Zfp(rate) = open.encodings[f] {
+                    // The block's stream after zfp's header: its chunk, as in the serial sink.
+                    let chunk = rate
+                        .zfpy_chunk(bytes, &part.shape)
+                        .ok_or(Error::Usage("a ZFP stream that zfp's header cannot describe reached the zarr sink"))?;
+                    open.store
+                        .set(&array.chunk_key(&indices), chunk.into())
+                        .map_err(|e| store_err(&open.store, "cannot write frame to", node, e))?;
+                    continue;
+                }
                 let data: &[u8] = match part.padded.as_mut() {
                     Some(padded) => {
                         let size = bytes.len() / part.shape.iter().product::<usize>().max(1);
@@ -284,7 +321,6 @@ impl Backend for ZarrBlockBackend {
                     }
                     None => bytes,
                 };
-                let node = array.path().as_str();
                 array
                     .store_chunk(&indices, ArrayBytes::new_flen(data))
                     .map_err(|e| store_err(&open.store, "cannot write frame to", node, e))?;

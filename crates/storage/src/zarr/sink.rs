@@ -363,7 +363,7 @@ fn check_same_chunks(dir: &Path, array: &Array<AtomicDirStore>) -> Result<()> {
 /// of numcodecs' `zfpy` codec: the build has the codec (`zarr-zfp`: readers need the array's
 /// codec to be the one its chunks are in), a frame is a chunk (a shard's inner chunks are
 /// indexed by the sharding codec, which encodes values), and zfp's header describes it.
-fn check_encoded_fields(layout: &StreamLayout, shard_frames: usize) -> Result<()> {
+pub(super) fn check_encoded_fields(layout: &StreamLayout, shard_frames: usize) -> Result<()> {
     for f in &layout.fields {
         let Encoding::Zfp(rate) = f.encoding else { continue };
         let refuse = |why: String| {

@@ -22,12 +22,15 @@ pub fn is_split(config: &Config) -> bool {
 }
 
 /// The split run on every rank; `plan` is checked and agreed on by every rank.
-pub fn run(args: &RunArgs, world: &World, plan: Launch) -> anyhow::Result<ExitCode> {
-    let config = &plan.config;
-    world.agree("planning the split domain", config.check_split_run(args.resume).map_err(anyhow::Error::from))?;
-    let decomposition = config.decomposition().and_then(|d| <[usize; 3]>::try_from(d).ok());
-    let split = SplitDomain::new(&world.comm, config.grid_shape(), decomposition).map_err(anyhow::Error::from);
+pub fn run(args: &RunArgs, world: &World, mut plan: Launch) -> anyhow::Result<ExitCode> {
+    world.agree("planning the split domain", plan.config.check_split_run(args.resume).map_err(anyhow::Error::from))?;
+    let decomposition = plan.config.decomposition().and_then(|d| <[usize; 3]>::try_from(d).ok());
+    let split = SplitDomain::new(&world.comm, plan.config.grid_shape(), decomposition).map_err(anyhow::Error::from);
     let split = world.agree("placing its block", split)?;
+    // Where ZFP runs depends on the blocks (the split mpirun chose, if the config gave none).
+    let settled = plan.config.settle_split(split.decomposition()).map_err(anyhow::Error::from);
+    world.agree("deciding where ZFP compresses", settled)?;
+    let config = &plan.config;
     if world.rank() == 0 {
         out!("{}", split.describe());
     }
@@ -99,6 +102,9 @@ fn summarise(world: &World, config: &Config, result: &wgpipe::Result<RunReport>,
             );
         }
         out!("output: {}", config.shown_outputs());
+        if let Some(compression) = config.compression_note() {
+            out!("compression: {compression}");
+        }
     }
     figures.frames
 }
