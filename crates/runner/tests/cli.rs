@@ -706,14 +706,14 @@ fn a_full_disk_fails_the_run_and_keeps_every_reported_frame() {
 }
 
 /// ZFP encoded on the device (`zfp:rate=8`, one stream a frame written as its chunk) onto a
-/// 1 MiB disk, into HDF5 and into a raw output: each run fails saying the disk is full and
-/// naming what it wrote, and the output holds every frame the error says was written, each
-/// decoding to the grid's values (wgpipe's reader: HDF5's ZFP filter, the raw streams' own
-/// decoder).
+/// 1 MiB disk, into HDF5, a raw output and a Zarr store: each run fails saying the disk is
+/// full and naming what it wrote, and the output holds every frame the error says was written,
+/// each decoding to the grid's values (wgpipe's reader: HDF5's ZFP filter, the raw streams' own
+/// decoder, zarrs' zfpy codec).
 #[test]
 fn a_full_disk_fails_a_run_encoding_on_the_device_and_keeps_every_reported_frame() {
     let zfp = ["output.compression=\"zfp:rate=8\"", "output.compress_on=\"device\""];
-    for sink in ["hdf5", "raw"] {
+    for sink in ["hdf5", "raw", "zarr"] {
         let dir = tempfile::tempdir().unwrap();
         let sink_set = format!("output.sink=\"{sink}\"");
         let settings = [zfp[0], zfp[1], sink_set.as_str()];

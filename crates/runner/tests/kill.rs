@@ -46,8 +46,9 @@ const DEFAULT_KILLS: usize = 200;
 /// of unknown length (fields kept by `output.when`, whose datasets grow with every frame;
 /// the condition holds for every frame, so the frames reported are the frames stored);
 /// `hdf5+zfp:rate=8` ZFP encoded on the devices (`output.compress_on = "auto"` picks them
-/// for HDF5), its chunks written as they arrive.
-const SCENARIOS: [(&str, f32); 10] = [
+/// for HDF5), its chunks written as they arrive; `zarr+zfp:rate=8` the same streams as Zarr
+/// chunks of numcodecs' zfpy codec.
+const SCENARIOS: [(&str, f32); 11] = [
     ("hdf5", 0.0),
     ("raw", 0.0),
     ("hdf5", 0.05),
@@ -58,6 +59,7 @@ const SCENARIOS: [(&str, f32); 10] = [
     ("hdf5+chunk4", 0.05),
     ("hdf5+when", 0.05),
     ("hdf5+zfp:rate=8", 0.05),
+    ("zarr+zfp:rate=8", 0.05),
 ];
 /// Attempts allowed per kill before the test gives up (runs that end before their kill).
 const ATTEMPTS_PER_KILL: usize = 6;
