@@ -447,8 +447,17 @@ impl FieldReducer {
                 }
             }
         };
+        let downsample = |pass: &mut wgpu::ComputePass<'_>| {
+            each(pass, self.downsample.as_ref(), &|f| f.downsample.as_ref().map(|g| &g[side]), self.downsample_groups)
+        };
         if phases.statistics {
             each(&mut pass, Some(&self.partial), &|f| Some(&f.partial[side]), [self.groups, 1]);
+            // Downsampling reads the field alone and writes its own part of the results: it
+            // runs beside the partial sums (no barrier between them), one phase fewer for a
+            // GPU to wait on.
+            if phases.downsample {
+                downsample(&mut pass);
+            }
             each(&mut pass, Some(&self.finish), &|f| Some(&f.finish), [1, 1]);
         }
         if phases.edges {
@@ -462,13 +471,8 @@ impl FieldReducer {
                 self.histogram_groups,
             );
         }
-        if phases.downsample {
-            each(
-                &mut pass,
-                self.downsample.as_ref(),
-                &|f| f.downsample.as_ref().map(|g| &g[side]),
-                self.downsample_groups,
-            );
+        if phases.downsample && !phases.statistics {
+            downsample(&mut pass);
         }
     }
 
