@@ -484,6 +484,9 @@ pub struct ZfpDevice {
     /// Frames of 10 steps per run
     #[arg(long, value_name = "N", default_value_t = 20, value_parser = at_least_one::<u64>)]
     pub frames: u64,
+    /// The sink the three ways store through: hdf5 (H5Z-ZFP on the host) or zarr (zfpy)
+    #[arg(long, value_name = "SINK", default_value = "hdf5", value_parser = ["hdf5", "zarr"])]
+    pub sink: String,
     #[command(flatten)]
     pub devices: Devices,
     #[command(flatten)]

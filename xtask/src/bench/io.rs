@@ -22,7 +22,7 @@ use wgpipe::compute::OutputDType;
 
 use super::cpu_time::Timed;
 use super::measure::{
-    Workload, capture_frames, compute_only_timed, durable_sink, output_path, pipeline_as, remove_output,
+    Workload, capture_frames, compute_only_timed, disk_bytes, durable_sink, output_path, pipeline_as, remove_output,
     write_only_timed_as,
 };
 use super::stats::Summary;
@@ -401,18 +401,6 @@ fn efficiency_table(
         Summary::of(&r.waited).median
     );
     t
-}
-
-/// Bytes `path` takes: a file's length, or a directory's files' lengths summed.
-fn disk_bytes(path: &Path) -> Result<u64> {
-    if !path.is_dir() {
-        return Ok(std::fs::metadata(path)?.len());
-    }
-    let mut total = 0;
-    for entry in std::fs::read_dir(path)? {
-        total += disk_bytes(&entry?.path())?;
-    }
-    Ok(total)
 }
 
 /// The largest |read − written| over every value of every frame of the output at `path`,

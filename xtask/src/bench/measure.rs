@@ -184,6 +184,18 @@ pub fn durable_sink(kind: &str, path: &Path, compression: Compression, threads: 
     open_sink(kind, &options).with_context(|| format!("opening the {kind} sink at {}", path.display()))
 }
 
+/// Bytes `path` takes: a file's length, or a directory's files' lengths summed.
+pub fn disk_bytes(path: &Path) -> Result<u64> {
+    if !path.is_dir() {
+        return Ok(std::fs::metadata(path)?.len());
+    }
+    let mut total = 0;
+    for entry in std::fs::read_dir(path)? {
+        total += disk_bytes(&entry?.path())?;
+    }
+    Ok(total)
+}
+
 /// Removes what a run wrote (a file or a raw directory); absent is fine.
 pub fn remove_output(path: &Path) -> Result<()> {
     let removed = if path.is_dir() { std::fs::remove_dir_all(path) } else { std::fs::remove_file(path) };

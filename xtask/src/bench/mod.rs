@@ -200,7 +200,7 @@ fn bench_devices(devices: &args::Devices) -> Result<Vec<GpuDevice>> {
 fn run_zfp_device(a: &args::ZfpDevice, report: &mut Report) -> Result<()> {
     let scratch = scratch_with_load(&a.scratch)?;
     let gpus = bench_devices(&a.devices)?;
-    let r = zfp::run(&gpus[0], scratch.path(), a.edge, a.frames, a.rate, a.report.reps)?;
+    let r = zfp::run(&gpus[0], (&a.sink, scratch.path()), a.edge, a.frames, a.rate, a.report.reps)?;
     println!("{}", r.table);
     report.insert("zfp_device".to_owned(), r.json);
     report.insert("machine".to_owned(), machine::describe(&gpus, Some(scratch.path())));

@@ -2,10 +2,11 @@
 //! host and against no compression, side by side in one process.
 //!
 //! The 3-D Gray-Scott model (the tutorial's, `L`³, 10 steps per frame, both fields) writes
-//! HDF5 with fsync in `finish`, asynchronously, three ways per repetition in rotating order
-//! (so that drift hits all alike): uncompressed; `zfp:rate=R` compressed by HDF5's H5Z-ZFP
-//! filter on the writer thread (the host); `zfp:rate=R` encoded on the GPU before readback
-//! (the device), only the streams read back. Per way: wall time per frame, bytes read back
+//! HDF5 (or a Zarr store: `--sink zarr`) with fsync in `finish`, asynchronously, three ways per
+//! repetition in rotating order (so that drift hits all alike): uncompressed; `zfp:rate=R`
+//! compressed on the writer thread (the host: HDF5's H5Z-ZFP filter, Zarr's zfpy codec through
+//! zarrs); `zfp:rate=R` encoded on the GPU before readback (the device), only the streams read
+//! back. Per way: wall time per frame, bytes read back
 //! per frame, bytes on disk. Then the largest absolute error of a value read back at rates 4,
 //! 8, 12 and 16 (the device's files against the uncompressed run's).
 
@@ -17,7 +18,7 @@ use serde_json::{Value, json};
 use wgpipe::compute::GpuDevice;
 use wgpipe::storage::{Compression, SinkOptions, ZfpRate, open_output, open_sink};
 
-use super::measure::{TUTORIAL_STEPS_PER_FRAME, tutorial_3d};
+use super::measure::{TUTORIAL_STEPS_PER_FRAME, disk_bytes, remove_output, tutorial_3d};
 use super::stats::Summary;
 
 /// The rates of the error table.
@@ -32,18 +33,40 @@ pub struct ZfpResult {
     pub table: String,
 }
 
-/// One run of `frames` frames of the `edge`³ model to `path`, stored as `way` says at `rate`:
-/// its wall time and the file's bytes. The file stays (the caller removes it).
-fn timed_run(gpu: &GpuDevice, path: &Path, edge: usize, frames: u64, way: &str, rate: ZfpRate) -> Result<(f64, u64)> {
+/// Where and how the runs store: the sink's name and its outputs' extension.
+#[derive(Debug, Clone, Copy)]
+struct Store<'a> {
+    sink: &'a str,
+    dir: &'a Path,
+}
+
+impl Store<'_> {
+    /// The output named `name` (`zfp-host`, ...), with the sink's extension.
+    fn path(&self, name: &str) -> std::path::PathBuf {
+        self.dir.join(format!("{name}.{}", if self.sink == "zarr" { "zarr" } else { "h5" }))
+    }
+}
+
+/// One run of `frames` frames of the `edge`³ model to `path` through `sink`, stored as `way`
+/// says at `rate`: its wall time and the output's bytes. The output stays (the caller removes
+/// it).
+fn timed_run(
+    gpu: &GpuDevice,
+    (sink, path): (&str, &Path),
+    edge: usize,
+    frames: u64,
+    way: &str,
+    rate: ZfpRate,
+) -> Result<(f64, u64)> {
     let compression = if way == "none" { Compression::None } else { Compression::ZfpRate(rate) };
     let options = SinkOptions::new(path).with_fsync(true).with_overwrite(true).with_compression(compression);
-    let sink = open_sink("hdf5", &options).context("opening the HDF5 sink")?;
+    let sink = open_sink(sink, &options).with_context(|| format!("opening the {sink} sink"))?;
     let mut builder = tutorial_3d(gpu, edge, frames, sink);
     if way == "device" {
         builder = builder.zfp_on_device(wgpipe::compute::zfp::ZfpRate::new(rate.bits())?);
     }
     let report = builder.run().with_context(|| format!("running the 3-D model, ZFP {way}"))?;
-    let bytes = std::fs::metadata(path).with_context(|| format!("cannot stat {}", path.display()))?.len();
+    let bytes = disk_bytes(path).with_context(|| format!("cannot measure {}", path.display()))?;
     Ok((report.wall_seconds, bytes))
 }
 
@@ -62,18 +85,27 @@ fn largest_error(a: &Path, b: &Path, frames: u64) -> Result<f64> {
     Ok(worst)
 }
 
-/// Runs the comparison in `dir` on `gpu`: `reps` rotations at `rate`, then the error table.
-pub fn run(gpu: &GpuDevice, dir: &Path, edge: usize, frames: u64, rate: ZfpRate, reps: usize) -> Result<ZfpResult> {
+/// Runs the comparison through the sink `sink` (hdf5 or zarr) in `dir` on `gpu`: `reps`
+/// rotations at `rate`, then the error table.
+pub fn run(
+    gpu: &GpuDevice,
+    (sink, dir): (&str, &Path),
+    edge: usize,
+    frames: u64,
+    rate: ZfpRate,
+    reps: usize,
+) -> Result<ZfpResult> {
+    let store = Store { sink, dir };
     let mut walls: [Vec<f64>; 3] = Default::default();
     let mut disk: [u64; 3] = [0; 3];
     for rep in 0..reps {
         for k in 0..3 {
             let way = (k + rep) % 3;
-            let path = dir.join(format!("zfp-{}.h5", WAYS[way]));
-            let (wall, bytes) = timed_run(gpu, &path, edge, frames, WAYS[way], rate)?;
+            let path = store.path(&format!("zfp-{}", WAYS[way]));
+            let (wall, bytes) = timed_run(gpu, (sink, &path), edge, frames, WAYS[way], rate)?;
             walls[way].push(wall * 1e3 / frames as f64);
             disk[way] = bytes;
-            std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+            remove_output(&path)?;
         }
     }
     let ratio = |i: usize| walls[i].iter().zip(&walls[0]).map(|(a, b)| a / b).collect::<Vec<f64>>();
@@ -83,22 +115,22 @@ pub fn run(gpu: &GpuDevice, dir: &Path, edge: usize, frames: u64, rate: ZfpRate,
     let streams = 2 * rate.stream_bytes(&shape).context("stream size")?;
     let readback = [raw, raw, streams];
     // The error at each rate: one device run per rate against one uncompressed run.
-    let plain = dir.join("zfp-error-none.h5");
-    timed_run(gpu, &plain, edge, frames, "none", rate)?;
+    let plain = store.path("zfp-error-none");
+    timed_run(gpu, (sink, &plain), edge, frames, "none", rate)?;
     let mut errors = Vec::new();
     for bits in ERROR_RATES {
-        let path = dir.join(format!("zfp-error-{bits}.h5"));
-        timed_run(gpu, &path, edge, frames, "device", ZfpRate::new(bits)?)?;
+        let path = store.path(&format!("zfp-error-{bits}"));
+        timed_run(gpu, (sink, &path), edge, frames, "device", ZfpRate::new(bits)?)?;
         errors.push(largest_error(&plain, &path, frames)?);
-        std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
+        remove_output(&path)?;
     }
-    std::fs::remove_file(&plain).with_context(|| format!("cannot remove {}", plain.display()))?;
+    remove_output(&plain)?;
 
     let mut t = String::new();
     let _ = writeln!(
         t,
         "ZFP fixed rate {rate} on the device vs the host, 3-D model ({edge}³, u and v, {frames} frames of \
-         {TUTORIAL_STEPS_PER_FRAME} steps, HDF5, fsync in finish, async); median [min–max] of {reps} rotations"
+         {TUTORIAL_STEPS_PER_FRAME} steps, {sink}, fsync in finish, async); median [min–max] of {reps} rotations"
     );
     for (k, way) in WAYS.iter().enumerate() {
         let _ = writeln!(
@@ -121,7 +153,7 @@ pub fn run(gpu: &GpuDevice, dir: &Path, edge: usize, frames: u64, rate: ZfpRate,
     }
     let json = json!({
         "model": "gray-scott-3d", "edge": edge, "frames": frames, "steps_per_frame": TUTORIAL_STEPS_PER_FRAME,
-        "reps": reps, "sink": "hdf5", "fsync": true, "rate": rate.bits(),
+        "reps": reps, "sink": sink, "fsync": true, "rate": rate.bits(),
         "wall_ms_per_frame": {"none": Summary::json(&walls[0]), "host": Summary::json(&walls[1]), "device": Summary::json(&walls[2])},
         "time_ratio_host_over_none": Summary::json(&ratio(1)),
         "time_ratio_device_over_none": Summary::json(&ratio(2)),

@@ -15,8 +15,11 @@ fn filesystem(f: &BenchJson) -> &str {
 /// `zfp-device`: `bench zfp-device`, ZFP fixed rate on the device, on the host and not at all.
 pub fn zfp_device(f: &BenchJson) -> Result<Rendered> {
     let z = "zfp_device";
+    let zarr = f.find(&format!("{z}.sink")).and_then(Value::as_str) == Some("zarr");
+    let (host, sink) =
+        if zarr { ("on the host (zfpy, zarrs)", "a Zarr store") } else { ("on the host (H5Z-ZFP)", "HDF5") };
     let mut rows = Vec::new();
-    for (key, what) in [("none", "uncompressed"), ("host", "on the host (H5Z-ZFP)"), ("device", "on the device")] {
+    for (key, what) in [("none", "uncompressed"), ("host", host), ("device", "on the device")] {
         rows.push(vec![
             what.to_owned(),
             f.summary(&format!("{z}.wall_ms_per_frame.{key}"))?.text(2),
@@ -35,7 +38,7 @@ pub fn zfp_device(f: &BenchJson) -> Result<Rendered> {
     let device_over_host = f.summary(&format!("{z}.time_ratio_device_over_host"))?.text(3);
     let body = format!(
         "{}\nDevice / host: **{device_over_host}**; host / none {}; device / none {}. The 3-D model at {}³, {} frames \
-         of {} steps, HDF5 with fsync, async, rate {}, {} rotations.\n\nLargest absolute error of a value read back \
+         of {} steps, {sink} with fsync, async, rate {}, {} rotations.\n\nLargest absolute error of a value read back \
          (values in [0, 1]):\n\n{}",
         table(&["stored", "wall per frame (ms)", "read back per frame", "on disk"], rows),
         f.summary(&format!("{z}.time_ratio_host_over_none"))?.text(3),
@@ -47,7 +50,11 @@ pub fn zfp_device(f: &BenchJson) -> Result<Rendered> {
         f.num(&format!("{z}.reps"))?,
         table(&error_header, vec![std::iter::once("largest error".to_owned()).chain(values).collect()])
     );
-    let what = format!("ZFP rate {} encoded on the device / on the host, wall per frame", f.num(&format!("{z}.rate"))?);
+    let what = format!(
+        "ZFP rate {} encoded on the device / on the host, wall per frame{}",
+        f.num(&format!("{z}.rate"))?,
+        if zarr { " (Zarr)" } else { "" }
+    );
     Ok(region(std::slice::from_ref(f), body, vec![Headline::of(f, what, device_over_host)?]))
 }
 
