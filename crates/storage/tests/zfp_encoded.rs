@@ -47,15 +47,20 @@ fn an_encoded_field_has_its_streams_bytes_and_sinks_of_values_refuse_it() {
     assert_eq!(field.bytes(), Some(512));
     let layout = StreamLayout::new(vec![field]).with_stream(StreamInfo::new("s"));
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let mut adios2 =
-        open_sink("adios2", &SinkOptions::new(dir.path().join("out.bp"))).unwrap_or_else(|e| panic!("{e}"));
-    let message = adios2.begin(&layout).err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(message.contains("adios2 sink cannot store") && message.contains("\"host\""), "{message}");
-    // The zarr sink stores a frame's stream as its chunk, never inside a shard.
+    // (The HDF5 2.x group builds neither the ADIOS2 sink nor Zarr's ZFP codec.)
+    if cfg!(feature = "adios2") {
+        let options = SinkOptions::new(dir.path().join("out.bp"));
+        let mut adios2 = open_sink("adios2", &options).unwrap_or_else(|e| panic!("{e}"));
+        let message = adios2.begin(&layout).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.contains("adios2 sink cannot store") && message.contains("\"host\""), "{message}");
+    }
+    // The zarr sink stores a frame's stream as its chunk, never inside a shard; a build
+    // without its ZFP codec refuses them, naming the feature.
     let sharded = SinkOptions::new(dir.path().join("out.zarr")).with_shard_frames(2);
     let mut zarr = open_sink("zarr", &sharded).unwrap_or_else(|e| panic!("{e}"));
     let message = zarr.begin(&layout).err().map(|e| e.to_string()).unwrap_or_default();
-    assert!(message.contains("in shards (shard_frames = 2)") && message.contains("\"host\""), "{message}");
+    let why = if cfg!(feature = "zarr-zfp") { "in shards (shard_frames = 2)" } else { "`zarr-zfp` cargo feature" };
+    assert!(message.contains(why) && message.contains("\"host\""), "{message}");
     let ints = FieldSpec::new("n", DType::U32, [8]).with_encoding(Encoding::Zfp(rate(8)));
     let layout = StreamLayout::new(vec![ints]).with_stream(StreamInfo::new("s"));
     let mut null = open_sink("null", &SinkOptions::default()).unwrap_or_else(|e| panic!("{e}"));
