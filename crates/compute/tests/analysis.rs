@@ -9,7 +9,7 @@ mod common;
 
 use wgpipe_compute::{
     AnalysisSpec, Block, BlockAnalysis, BlockSim, BlockStatistics, FieldSim, FrameProducer, GpuDevice, Grid,
-    OutputDType, ReadbackConfig, Reduction, exchange_in_process, gray_scott, gray_scott_3d, wgpu,
+    OutputDType, ReadbackConfig, Reduction, exchange_in_process, gray_scott, gray_scott_3d,
 };
 
 fn config(fields: Vec<usize>, frames: u64) -> ReadbackConfig {
@@ -263,22 +263,9 @@ fn bad_analyses_are_refused_with_what_to_change() {
 
 /// The results `analysis` records behind no fields, read back.
 fn results_of(gpu: &GpuDevice, analysis: &BlockAnalysis, counts: &[Vec<u32>]) -> Vec<u8> {
-    let bytes = analysis.frame_bytes();
-    let staging = gpu.device().create_buffer(&wgpu::BufferDescriptor {
-        label: None,
-        size: bytes,
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let mut encoder = gpu.device().create_command_encoder(&Default::default());
-    analysis.encode_results(&mut encoder, counts, &staging, 0).unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    encoder.map_buffer_on_submit(&staging, wgpu::MapMode::Read, .., move |r| tx.send(r).unwrap());
-    gpu.wait(gpu.queue().submit([encoder.finish()])).unwrap();
-    rx.recv().unwrap().unwrap();
-    let out = staging.get_mapped_range(..).unwrap().to_vec();
-    staging.unmap();
-    out
+    common::read_back(gpu, analysis.frame_bytes(), |encoder, staging| {
+        analysis.encode_results(encoder, counts, staging, 0).unwrap();
+    })
 }
 
 /// A grid split into blocks (as over MPI ranks), each analysing its own cells: with the

@@ -7,7 +7,6 @@
 mod common;
 
 use common::gpu;
-use wgpipe_compute::wgpu;
 use wgpipe_compute::zfp::{ZfpEncoder, ZfpField, ZfpRate};
 use wgpipe_compute::{
     AnalysisSpec, DeviceSelector, FieldEncoding, FieldSim, FrameProducer, GpuDevice, Grid, KernelSpec, OutputDType,
@@ -229,26 +228,6 @@ fn a_strided_field_encodes_as_its_cells_alone() {
     assert_eq!(stream, zfp_reference(&cells, &[nz, ny, nx], 8));
 }
 
-/// Reads `bytes` bytes of `buffer` (`COPY_SRC`) back through a mappable copy.
-fn read_buffer(gpu: &GpuDevice, mut encoder: wgpu::CommandEncoder, buffer: &wgpu::Buffer, bytes: u64) -> Vec<u8> {
-    let mappable = gpu.device().create_buffer(&wgpu::BufferDescriptor {
-        label: Some("test readback"),
-        size: bytes,
-        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    encoder.copy_buffer_to_buffer(buffer, 0, &mappable, 0, bytes);
-    let (tx, rx) = std::sync::mpsc::channel();
-    encoder.map_buffer_on_submit(&mappable, wgpu::MapMode::Read, .., move |r| {
-        let _ = tx.send(r);
-    });
-    gpu.wait(gpu.queue().submit([encoder.finish()])).unwrap();
-    rx.try_recv().unwrap().unwrap();
-    let bytes = mappable.get_mapped_range(..).unwrap().to_vec();
-    mappable.unmap();
-    bytes
-}
-
 #[test]
 fn a_blocks_streams_are_zfps_of_its_own_cells_without_its_axes_of_1() {
     // A rank's block of a split 3-D grid, encoded among its ghost layers after a few steps:
@@ -269,15 +248,9 @@ fn a_blocks_streams_are_zfps_of_its_own_cells_without_its_axes_of_1() {
         let coded: Vec<usize> = shape.iter().copied().filter(|&n| n > 1).collect();
         let stream_bytes = sim.zfp_stream_bytes().unwrap();
         assert_eq!(stream_bytes, zfp_reference(&vec![0.0; shape.iter().product()], &coded, rate).len() as u64);
-        let target = gpu.device().create_buffer(&wgpu::BufferDescriptor {
-            label: Some("streams"),
-            size: 2 * stream_bytes,
-            usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
+        let streams = common::read_back(&gpu, 2 * stream_bytes, |encoder, staging| {
+            sim.encode_block_streams(encoder, staging).unwrap();
         });
-        let mut encoder = gpu.device().create_command_encoder(&Default::default());
-        sim.encode_block_streams(&mut encoder, &target).unwrap();
-        let streams = read_buffer(&gpu, encoder, &target, 2 * stream_bytes);
         let (v, u) = (sim.read_block(&[1]).unwrap(), sim.read_block(&[0]).unwrap());
         let cells = shape.iter().product::<usize>();
         assert!(v.len() == cells && v.iter().any(|&x| x != v[0]), "block {shape:?} holds a field that varies");
@@ -287,18 +260,11 @@ fn a_blocks_streams_are_zfps_of_its_own_cells_without_its_axes_of_1() {
     }
     let block = wgpipe_compute::Block::new(&grid, &[0, 0, 0], &[6, 10, 9]).unwrap();
     let plain = wgpipe_compute::BlockSim::new(&gpu, &kernel, &block, &block.extract(&init, 2).unwrap()).unwrap();
-    let mut encoder = gpu.device().create_command_encoder(&Default::default());
-    let message = plain.encode_block_streams(&mut encoder, &plain_target(&gpu)).err().map(|e| e.to_string());
+    let mut message = None;
+    common::read_back(&gpu, 8, |encoder, staging| {
+        message = plain.encode_block_streams(encoder, staging).err().map(|e| e.to_string());
+    });
     assert!(message.is_some_and(|m| m.contains("with_zfp")));
-}
-
-fn plain_target(gpu: &GpuDevice) -> wgpu::Buffer {
-    gpu.device().create_buffer(&wgpu::BufferDescriptor {
-        label: Some("unused"),
-        size: 8,
-        usage: wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    })
 }
 
 #[test]

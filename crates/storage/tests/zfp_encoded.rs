@@ -159,24 +159,35 @@ fn the_readers_decoder_gives_zfp_decompress_bit_for_bit() {
     }
 }
 
+/// A `kind` sink writing `out`, begun on one stream of 2 frames of the encoded `field` and a
+/// field `n` of three counts (frames: [`with_counts`]).
+fn begun_beside_counts(kind: &str, out: &std::path::Path, field: FieldSpec) -> Box<dyn wgpipe_storage::Sink> {
+    let n = FieldSpec::new("n", DType::U32, [3]);
+    let layout = StreamLayout::new(vec![field, n]).with_stream(StreamInfo::new("s").with_expected_frames(2));
+    let mut sink = open_sink(kind, &SinkOptions::new(out)).unwrap();
+    sink.begin(&layout).unwrap();
+    sink
+}
+
+/// Frame `i` of [`begun_beside_counts`]'s stream: `stream`, then the counts 1, 2, 3.
+fn with_counts(i: u64, mut stream: Vec<u8>) -> wgpipe_storage::Frame {
+    stream.extend([1u32, 2, 3].iter().flat_map(|x| x.to_le_bytes()));
+    wgpipe_storage::Frame::new(0, i, 10 * i, stream)
+}
+
 #[test]
 fn the_raw_sink_stores_encoded_fields_and_the_reader_decodes_them() {
     let shape = [6, 10, 9];
     let field = FieldSpec::new("v", DType::F32, shape).with_encoding(Encoding::Zfp(rate(8)));
-    let n = FieldSpec::new("n", DType::U32, [3]);
-    let layout = StreamLayout::new(vec![field, n]).with_stream(StreamInfo::new("s").with_expected_frames(2));
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let mut sink = open_sink("raw", &SinkOptions::new(&out)).unwrap();
-    sink.begin(&layout).unwrap();
+    let mut sink = begun_beside_counts("raw", &out, field);
     let mut want = Vec::new();
     for i in 0..2u64 {
         let (stream, decoded) = zfp_round_trip(&values(540, 40 + i), &shape, 8);
-        let mut data = stream;
         // zfp_compress's stream is the field's bytes: whole 64-bit words.
-        assert_eq!(data.len() as u64, rate(8).stream_bytes(&shape).unwrap());
-        data.extend([1u32, 2, 3].iter().flat_map(|x| x.to_le_bytes()));
-        sink.write(&wgpipe_storage::Frame::new(0, i, 10 * i, data)).unwrap();
+        assert_eq!(stream.len() as u64, rate(8).stream_bytes(&shape).unwrap());
+        sink.write(&with_counts(i, stream)).unwrap();
         want.push(decoded);
     }
     sink.finish().unwrap();
@@ -195,21 +206,17 @@ fn the_zarr_sink_stores_encoded_fields_as_the_zfpy_chunks_zfp_writes() {
     for (k, shape) in shapes.iter().enumerate() {
         for bits in [1, 8, 13, 32] {
             let field = FieldSpec::new("v", DType::F32, shape.to_vec()).with_encoding(Encoding::Zfp(rate(bits)));
-            let n = FieldSpec::new("n", DType::U32, [3]);
-            let layout = StreamLayout::new(vec![field, n]).with_stream(StreamInfo::new("s").with_expected_frames(2));
             let dir = tempfile::tempdir().unwrap();
             let out = dir.path().join("out.zarr");
-            let mut sink = open_sink("zarr", &SinkOptions::new(&out)).unwrap();
-            sink.begin(&layout).unwrap();
+            let mut sink = begun_beside_counts("zarr", &out, field);
             let mut want = Vec::new();
             for i in 0..2u64 {
                 let v = values(shape.iter().product(), 100 * k as u64 + i);
-                let (mut data, decoded) = zfp_round_trip(&v, shape, bits);
+                let (stream, decoded) = zfp_round_trip(&v, shape, bits);
                 let (chunk, _) = zfp_stream_and_decoding(&v, shape, bits, true);
                 // The chunk zfpy would write: zfp's header, then the same blocks.
-                assert_eq!(rate(bits).zfpy_chunk(&data, shape).as_ref(), Some(&chunk), "{shape:?} at rate {bits}");
-                data.extend([1u32, 2, 3].iter().flat_map(|x| x.to_le_bytes()));
-                sink.write(&wgpipe_storage::Frame::new(0, i, 10 * i, data)).unwrap();
+                assert_eq!(rate(bits).zfpy_chunk(&stream, shape).as_ref(), Some(&chunk), "{shape:?} at rate {bits}");
+                sink.write(&with_counts(i, stream)).unwrap();
                 want.push((chunk, decoded));
             }
             sink.finish().unwrap();

@@ -14,6 +14,31 @@ pub fn gpu() -> GpuDevice {
         .remove(0)
 }
 
+/// The `bytes` bytes that `record` copies into a mappable buffer (`MAP_READ | COPY_DST`),
+/// after one submission of what it recorded.
+pub fn read_back(
+    gpu: &GpuDevice,
+    bytes: u64,
+    record: impl FnOnce(&mut wgpipe_compute::wgpu::CommandEncoder, &wgpipe_compute::wgpu::Buffer),
+) -> Vec<u8> {
+    use wgpipe_compute::wgpu;
+    let staging = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+        label: Some("test readback"),
+        size: bytes,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    record(&mut encoder, &staging);
+    let (tx, rx) = std::sync::mpsc::channel();
+    encoder.map_buffer_on_submit(&staging, wgpu::MapMode::Read, .., move |r| tx.send(r).unwrap());
+    gpu.wait(gpu.queue().submit([encoder.finish()])).unwrap();
+    rx.recv().unwrap().unwrap();
+    let out = staging.get_mapped_range(..).unwrap().to_vec();
+    staging.unmap();
+    out
+}
+
 /// Largest absolute difference between two equally long slices.
 pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());

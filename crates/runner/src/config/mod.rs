@@ -123,7 +123,7 @@ impl Config {
         let decomposition = decomposition::check(&file, &shape, &kernel, &runs, &source)?;
         let selector = validate::selector(&file, &source)?;
         let compression = validate::compression(&file, &source)?;
-        let given = file.grid.decomposition.as_deref();
+        let given = file.grid.decomposition.as_deref().map(|parts| (shape.as_slice(), parts));
         let (zfp_on_device, compression_note) = validate::zfp_on_device(&file, &source, compression, given)?;
         let sink_options = validate::sink_options(&file, &source, compression)?;
         let dtype = validate::output_dtype(&file, &source)?;
@@ -406,8 +406,9 @@ impl Config {
     /// one shape; elsewhere `"auto"` compresses on the host and `"device"` is refused, naming
     /// the key.
     pub fn settle_split(&mut self, parts: [usize; 3]) -> Result<()> {
-        let compression = validate::compression(&self.file, &self.source)?;
-        let (zfp, note) = validate::zfp_on_device(&self.file, &self.source, compression, Some(&parts))?;
+        let compression = self.sink_options.compression;
+        let split = Some((self.shape.as_slice(), parts.as_slice()));
+        let (zfp, note) = validate::zfp_on_device(&self.file, &self.source, compression, split)?;
         self.zfp_on_device = zfp;
         self.compression_note = note;
         Ok(())

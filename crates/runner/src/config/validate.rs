@@ -310,14 +310,14 @@ pub(crate) fn queue_full_policy(file: &ConfigFile, src: &Source) -> Result<wgpip
 /// device, or `None` for the host (and for every other compression); and the run summary's
 /// line saying where and why (`None` without compression).
 ///
-/// `split`: the ranks along each axis of a grid split over MPI ranks (`grid.decomposition`,
-/// or under `mpirun` the split chosen: [`crate::config::Config::settle_split`]), where the
-/// device encodes each rank's block.
+/// `split`: the grid's shape and the ranks along each of its axes, where it is split over MPI
+/// ranks (`grid.decomposition`, or under `mpirun` the split chosen:
+/// [`crate::config::Config::settle_split`]) and the device encodes each rank's block.
 pub(crate) fn zfp_on_device(
     file: &ConfigFile,
     src: &Source,
     compression: Compression,
-    split: Option<&[usize]>,
+    split: Option<(&[usize], &[usize])>,
 ) -> Result<(Option<wgpipe_compute::zfp::ZfpRate>, Option<String>)> {
     let out = &file.output;
     let on = out.compress_on.as_str();
@@ -348,7 +348,7 @@ pub(crate) fn zfp_on_device(
         ))
     } else if out.dtype != "f32" {
         Some(format!("output.dtype is {:?} (the encoder codes f32 fields)", out.dtype))
-    } else if let Some(why) = split.and_then(|parts| split_obstacle(&out.sink, &grid_shape(file, src).ok()?, parts)) {
+    } else if let Some(why) = split.and_then(|(shape, parts)| split_obstacle(&out.sink, shape, parts)) {
         Some(why)
     } else if out.chunk_frames != 1 {
         Some(format!("output.chunk_frames is {} (encoded fields are stored one frame per chunk)", out.chunk_frames))

@@ -29,9 +29,10 @@ use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::{Communicator, CommunicatorCollectives};
 use zarrs::array::ArrayBytes;
-use zarrs::storage::WritableStorageTraits;
 
-use super::schema::{ArrayPlan, Root, STEPS_CHUNK, StreamState, field_entries, store_err, write_root, write_stream};
+use super::schema::{
+    ArrayPlan, Root, STEPS_CHUNK, StreamState, field_entries, store_err, store_zfpy_chunk, write_root, write_stream,
+};
 use super::sink::{StreamArrays, ZarrBackend, set_frames};
 use super::store::{AtomicDirStore, sync_tree};
 use crate::error::{Error, Result};
@@ -302,15 +303,9 @@ impl Backend for ZarrBlockBackend {
                     continue;
                 };
                 let indices: Vec<u64> = std::iter::once(n).chain(part.indices.iter().copied()).collect();
-                let node = array.path().as_str();
                 if let Encoding::Zfp(rate) = open.encodings[f] {
                     // The block's stream after zfp's header: its chunk, as in the serial sink.
-                    let chunk = rate
-                        .zfpy_chunk(bytes, &part.shape)
-                        .ok_or(Error::Usage("a ZFP stream that zfp's header cannot describe reached the zarr sink"))?;
-                    open.store
-                        .set(&array.chunk_key(&indices), chunk.into())
-                        .map_err(|e| store_err(&open.store, "cannot write frame to", node, e))?;
+                    store_zfpy_chunk(&open.store, array, &indices, (rate, &part.shape), bytes)?;
                     continue;
                 }
                 let data: &[u8] = match part.padded.as_mut() {
@@ -321,6 +316,7 @@ impl Backend for ZarrBlockBackend {
                     }
                     None => bytes,
                 };
+                let node = array.path().as_str();
                 array
                     .store_chunk(&indices, ArrayBytes::new_flen(data))
                     .map_err(|e| store_err(&open.store, "cannot write frame to", node, e))?;

@@ -21,6 +21,7 @@ use zarrs::array::codec::array_to_bytes::zfpy::ZfpyCodec;
 use zarrs::array::codec::{BloscCodec, BloscCompressionLevel, BloscCompressor, BloscShuffleMode, GzipCodec, ZstdCodec};
 use zarrs::array::{Array, ArrayBuilder, BytesToBytesCodecTraits, FillValue};
 use zarrs::group::GroupBuilder;
+use zarrs::storage::WritableStorageTraits;
 
 use super::store::AtomicDirStore;
 
@@ -251,6 +252,24 @@ pub(crate) fn steps_array(
 /// Field specs of the root's `fields`, checked.
 pub(crate) fn field_entries(fields: &[FieldSpec]) -> Vec<FieldEntry> {
     fields.iter().map(FieldEntry::from_spec).collect()
+}
+
+/// Stores the ZFP `stream` of a frame of shape `shape` (the chunk's extent without its frame
+/// axis) as chunk `indices` of `array`, at `rate`: the chunk numcodecs' `zfpy` codec holds, zfp's
+/// header before the blocks ([`crate::ZfpRate::zfpy_chunk`]), replaced atomically as every chunk.
+pub(crate) fn store_zfpy_chunk(
+    store: &AtomicDirStore,
+    array: &Array<AtomicDirStore>,
+    indices: &[u64],
+    (rate, shape): (crate::ZfpRate, &[usize]),
+    stream: &[u8],
+) -> Result<()> {
+    let node = array.path().as_str();
+    // `check_encoded_fields` refused the shapes zfp's header cannot describe.
+    let chunk = rate
+        .zfpy_chunk(stream, shape)
+        .ok_or_else(|| zerr(store, "cannot write frame to", node, "zfp's header cannot describe its shape"))?;
+    store.set(&array.chunk_key(indices), chunk.into()).map_err(|e| store_err(store, "cannot write frame to", node, e))
 }
 
 /// The store's path of the node at `node` (a Zarr path, `/` the root).

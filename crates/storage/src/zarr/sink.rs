@@ -13,12 +13,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use zarrs::array::{Array, ArrayBytes};
-use zarrs::storage::WritableStorageTraits;
 
 use super::read::{self, read_root};
 use super::schema::{
     ArrayPlan, METADATA_FILE, Root, STEPS_CHUNK, StreamState, field_array, field_entries, steps_array, store_err,
-    write_root, write_stream,
+    store_zfpy_chunk, write_root, write_stream,
 };
 use super::store::{AtomicDirStore, sync_tree};
 use crate::append::Existing;
@@ -59,25 +58,9 @@ pub(super) struct Open {
     plan: ArrayPlan,
     /// Bytes of one frame of each field.
     field_bytes: Vec<usize>,
-    /// How each field's bytes arrive.
-    encoded: Vec<Arrival>,
-}
-
-/// How a field's bytes arrive in a frame: values, which zarrs encodes with the array's codecs,
-/// or a ZFP stream, stored as the `zfpy` chunk it is with zfp's header before it.
-#[derive(Debug, Clone)]
-enum Arrival {
-    Values,
-    Zfp(crate::ZfpRate, Vec<usize>),
-}
-
-impl Arrival {
-    fn of(field: &crate::FieldSpec) -> Self {
-        match field.encoding {
-            Encoding::Zfp(rate) => Arrival::Zfp(rate, field.shape.clone()),
-            _ => Arrival::Values,
-        }
-    }
+    /// How each field's bytes arrive: values, which zarrs encodes with the array's codecs, or a
+    /// ZFP stream, stored as the `zfpy` chunk it is ([`store_zfpy_chunk`]).
+    encodings: Vec<Encoding>,
 }
 
 /// The Zarr backend: writes a Zarr v3 directory store readable by zarr-python 3, xarray
@@ -200,8 +183,8 @@ impl ZarrBackend {
             .map(|s| Self::open_stream(dir, &store, layout, &root, s, &plan))
             .collect::<Result<Vec<_>>>()?;
         let field_bytes = layout.fields.iter().map(|f| f.bytes().unwrap_or_default()).collect();
-        let encoded = layout.fields.iter().map(Arrival::of).collect();
-        Ok(Open { store, root, streams, kept_complete, plan, field_bytes, encoded })
+        let encodings = layout.fields.iter().map(|f| f.encoding).collect();
+        Ok(Open { store, root, streams, kept_complete, plan, field_bytes, encodings })
     }
 
     /// Errors unless the arrays of every stream `layout` continues in the store `dir` are
@@ -482,27 +465,25 @@ impl ZarrBackend {
             let array = &s.fields[fi];
             let mut indices = vec![0u64; array.dimensionality()];
             indices[0] = chunk;
-            let path = array.path().as_str();
-            let stored = match &open.encoded[fi] {
+            if let Encoding::Zfp(rate) = open.encodings[fi] {
                 // Its bytes are the chunk's coded form already: stored as they are.
-                Arrival::Zfp(rate, shape) => {
-                    let chunk = rate
-                        .zfpy_chunk(bytes, shape)
-                        .ok_or(Error::Usage("a ZFP stream that zfp's header cannot describe reached the zarr sink"))?;
-                    store.set(&array.chunk_key(&indices), chunk.into()).map_err(|e| e.to_string())
+                let shape: Vec<usize> = array.shape()[1..].iter().map(|&d| d as usize).collect();
+                store_zfpy_chunk(store, array, &indices, (rate, &shape), bytes)?;
+                continue;
+            }
+            let data = if shard > 1 {
+                let n = open.field_bytes[fi];
+                let buffer = &mut s.shards[fi];
+                if slot == 0 {
+                    buffer.fill(0);
                 }
-                Arrival::Values if shard > 1 => {
-                    let n = open.field_bytes[fi];
-                    let buffer = &mut s.shards[fi];
-                    if slot == 0 {
-                        buffer.fill(0);
-                    }
-                    buffer[slot * n..(slot + 1) * n].copy_from_slice(bytes);
-                    array.store_chunk(&indices, ArrayBytes::new_flen(buffer.as_slice())).map_err(|e| e.to_string())
-                }
-                Arrival::Values => array.store_chunk(&indices, ArrayBytes::new_flen(bytes)).map_err(|e| e.to_string()),
+                buffer[slot * n..(slot + 1) * n].copy_from_slice(bytes);
+                ArrayBytes::new_flen(buffer.as_slice())
+            } else {
+                ArrayBytes::new_flen(bytes)
             };
-            stored.map_err(|e| store_err(store, "cannot write frame to", path, e))?;
+            let path = array.path().as_str();
+            array.store_chunk(&indices, data).map_err(|e| store_err(store, "cannot write frame to", path, e))?;
         }
         let (steps_chunk, steps_slot) = chunk_of(frame.index, STEPS_CHUNK);
         if steps_slot == 0 {
