@@ -35,6 +35,11 @@ struct Params {
 const NBMASK: u32 = 0xaaaaaaaau;
 
 // ---- the bit writer (bitstream.c: stream_write_bits, least significant bit first) ----
+//
+// Zero bits are not written: the stream is cleared before the pass, so a run of zeros only
+// moves the writer on (`skip`), and a block's padding costs nothing. Few call sites, each
+// branching once: shader compilers for SIMD CPUs (lavapipe) and GPUs run both sides of a
+// branch any lane takes, so the per-bit branches of a scalar writer cost every lane.
 
 var<private> word_index: u32;
 var<private> word_bits: u32;
@@ -42,50 +47,39 @@ var<private> word_fill: u32;
 // The word being filled holds bits of the block before this one.
 var<private> word_shared: bool;
 
-fn put_word() {
+// Stores the word being filled and moves to the one `words` (1 or more) after it.
+fn put_word(words: u32) {
     if (word_shared) {
         atomicOr(&stream[word_index], word_bits);
     } else {
         atomicStore(&stream[word_index], word_bits);
     }
     word_shared = false;
-    word_index += 1u;
+    word_index += words;
     word_bits = 0u;
-    word_fill = 0u;
 }
 
 // Writes the low `n` (0 ..= 32) bits of `value`.
 fn write_bits(value: u32, n: u32) {
-    if (n == 0u) {
-        return;
+    let v = value & select((1u << n) - 1u, 0xffffffffu, n >= 32u);
+    let fill = word_fill;
+    word_bits |= v << fill;
+    let total = fill + n;
+    word_fill = total % 32u;
+    if (total >= 32u) {
+        put_word(1u);
+        // The bits that did not fit (none when the word was empty).
+        word_bits = select(v >> (32u - fill), 0u, fill == 0u);
     }
-    let v = select(value & ((1u << n) - 1u), value, n == 32u);
-    word_bits |= v << word_fill;
-    let room = 32u - word_fill;
-    if (n < room) {
-        word_fill += n;
-        return;
-    }
-    put_word();
-    if (n > room) {
-        word_bits = v >> room;
-    }
-    word_fill = n - room;
 }
 
-fn write_bit(bit: bool) -> bool {
-    write_bits(select(0u, 1u, bit), 1u);
-    return bit;
-}
-
-// stream_pad: `n` zero bits.
-fn pad(n: u32) {
-    var left = n;
-    while (left >= 32u) {
-        write_bits(0u, 32u);
-        left -= 32u;
+// Writes `n` zero bits.
+fn skip(n: u32) {
+    let total = word_fill + n;
+    word_fill = total % 32u;
+    if (total >= 32u) {
+        put_word(total / 32u);
     }
-    write_bits(0u, left);
 }
 
 // ---- gathering a block (encode1.c .. encode3.c: gather, gather_partial, pad_block) ----
@@ -147,38 +141,29 @@ fn quantize(bits: u32, ebits: u32) -> i32 {
 
 // `plane` shifted right by `s` (0 ..= 64) bits.
 fn shift_plane(plane: vec2<u32>, s: u32) -> vec2<u32> {
-    if (s == 0u) {
-        return plane;
-    } else if (s < 32u) {
-        return vec2<u32>((plane.x >> s) | (plane.y << (32u - s)), plane.y >> s);
-    } else if (s < 64u) {
-        return vec2<u32>(plane.y >> (s - 32u), 0u);
-    }
-    return vec2<u32>(0u, 0u);
+    // WGSL takes shift amounts modulo 32: the selects keep the shifts of 32 and more out.
+    let low = (plane.x >> s) | select(plane.y << (32u - s), 0u, s == 0u);
+    let high = select(0u, plane.y >> (s - 32u), s < 64u);
+    return select(vec2<u32>(high, 0u), vec2<u32>(low, plane.y >> s), s < 32u);
 }
 
 // Writes the low `m` (0 ..= 64) bits of `plane`.
 fn write_plane_bits(plane: vec2<u32>, m: u32) {
-    if (m <= 32u) {
-        write_bits(plane.x, m);
-    } else {
-        write_bits(plane.x, 32u);
+    write_bits(plane.x, min(m, 32u));
+    if (m > 32u) {
         write_bits(plane.y, m - 32u);
     }
 }
 
 // The position of the lowest one-bit of a non-zero plane.
 fn lowest_one(plane: vec2<u32>) -> u32 {
-    if (plane.x != 0u) {
-        return countTrailingZeros(plane.x);
-    }
-    return 32u + countTrailingZeros(plane.y);
+    return select(32u + countTrailingZeros(plane.y), countTrailingZeros(plane.x), plane.x != 0u);
 }
 
 // zfp's bit-plane coder with `maxbits` bits to spend, on the planes above. Its unary scans
-// (write a zero per coefficient until a one) are written as runs: the zeros up to the
-// plane's lowest one-bit at once, cut where zfp's loop stops (its budget, or the last
-// coefficient, whose one-bit is implied).
+// (a group test, then a zero per coefficient until a one) are written a group at a time: the
+// test's one-bit, the zeros up to the plane's lowest one-bit, and that one-bit, cut where
+// zfp's loop stops (its budget, or the last coefficient, whose one-bit is implied).
 fn encode_planes(c: array<u32, SIZE>, maxbits: u32) {
     var bits = maxbits;
     var n = 0u;
@@ -191,38 +176,33 @@ fn encode_planes(c: array<u32, SIZE>, maxbits: u32) {
         bits -= m;
         write_plane_bits(x, m);
         x = shift_plane(x, m);
-        // step 3: unary run-length code of the rest (group tests)
+        // step 3: unary run-length code of the rest, a group per iteration
         while (bits > 0u && n < SIZE) {
             bits -= 1u;
-            if (!write_bit(x.x != 0u || x.y != 0u)) {
+            if (x.x == 0u && x.y == 0u) {
+                // the group test fails: the plane is done
+                skip(1u);
                 break;
             }
-            let t = lowest_one(x);
             let limit = min(SIZE - 1u - n, bits);
-            if (t < limit) {
-                // t zeros, then the one-bit
-                if (t < 32u) {
-                    write_bits(1u << t, t + 1u);
-                } else {
-                    pad(t);
-                    write_bits(1u, 1u);
-                }
-                bits -= t + 1u;
-                x = shift_plane(x, t);
-                n += t;
+            let t = lowest_one(x);
+            let one = select(0u, 1u, t < limit);
+            let zeros = min(t, limit);
+            // the test's one, `zeros` zeros, and the coefficient's one if the scan reached it
+            let length = zeros + 1u + one;
+            if (length <= 32u) {
+                write_bits(1u | (one << (zeros + 1u)), length);
             } else {
-                // zeros until the scan stops
-                pad(limit);
-                bits -= limit;
-                x = shift_plane(x, limit);
-                n += limit;
+                write_bits(1u, 1u);
+                skip(zeros);
+                write_bits(one, one);
             }
-            x = shift_plane(x, 1u);
-            n += 1u;
+            bits -= zeros + one;
+            x = shift_plane(x, zeros + 1u);
+            n += zeros + 1u;
         }
     }
-    // encode_block: padded with zeros to exactly maxbits
-    pad(bits);
+    // encode_block pads with zeros to exactly maxbits: the cleared stream holds them.
 }
 
 // ---- one block (encodef.c: encode_block) ----
@@ -252,10 +232,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     word_bits = 0u;
     word_shared = word_fill != 0u;
 
-    if (largest == 0u) {
-        // All zeros: a single zero bit, padded to maxbits.
-        pad(p.maxbits);
-    } else {
+    // All zeros: a single zero bit, padded to maxbits, which the cleared stream holds.
+    if (largest != 0u) {
         // The biased exponent emax + 127 of zfp's exponent(), which frexp gives as the
         // exponent field + 1 (subnormals clamp to emax = -126, i.e. 1). Written with its flag.
         // An infinity's frexp (glibc) gives exponent 0: emax = 0, as exponent field 126.
