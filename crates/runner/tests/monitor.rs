@@ -77,7 +77,7 @@ fn stuck_clients_delay_no_other_request_by_100_ms_nor_the_runs_exit() {
     let mut seen = Vec::new();
     let line = common::cli::wait_for(&rx, &mut seen, |l| l.starts_with("monitor: http://"));
     let address: SocketAddr = line["monitor: http://".len()..].split('/').next().unwrap().parse().unwrap();
-    common::cli::wait_for(&rx, &mut seen, |l| l.starts_with("written ") && !l.starts_with("written 0/"));
+    common::cli::wait_for_written(&rx, &mut seen, 1);
 
     let stop = Arc::new(AtomicBool::new(false));
     let stuck: Vec<TcpStream> = (0..STUCK).map(|i| stuck_client(address, i, &stop)).collect();
@@ -132,7 +132,7 @@ fn a_server_out_of_file_descriptors_serves_again_once_clients_let_go() {
     let mut seen = Vec::new();
     let line = common::cli::wait_for(&rx, &mut seen, |l| l.starts_with("monitor: http://"));
     let address: SocketAddr = line["monitor: http://".len()..].split('/').next().unwrap().parse().unwrap();
-    common::cli::wait_for(&rx, &mut seen, |l| l.starts_with("written ") && !l.starts_with("written 0/"));
+    common::cli::wait_for_written(&rx, &mut seen, 1);
 
     let mut held = Vec::new();
     while held.len() < 200 {

@@ -220,10 +220,7 @@ fn a_stopped_thinned_batch_resumes_to_the_uninterrupted_outputs() {
     let stopped = dir.path().join("stopped");
     let (mut child, lines) = common::cli::spawn_with_stderr(&stopped, &["run", "c.toml", "--progress", "frames"]);
     let mut seen = Vec::new();
-    common::cli::wait_for(&lines, &mut seen, |line| {
-        let n = line.strip_prefix("written ").and_then(|l| l.split('/').next()).and_then(|n| n.parse::<u64>().ok());
-        n.is_some_and(|n| n >= 50)
-    });
+    common::cli::wait_for_written(&lines, &mut seen, 50);
     assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
     let status = child.wait().unwrap();
     seen.extend(lines.try_iter());

@@ -112,7 +112,7 @@ fn the_live_view_in_chromium_shows_what_the_output_holds_and_never_slows_the_run
     let mut seen = Vec::new();
     let line = common::cli::wait_for(&rx, &mut seen, |l| l.starts_with("monitor: http://"));
     let address: SocketAddr = line["monitor: http://".len()..].split('/').next().unwrap().parse().unwrap();
-    common::cli::wait_for(&rx, &mut seen, |l| l.starts_with("written ") && !l.starts_with("written 0/"));
+    common::cli::wait_for_written(&rx, &mut seen, 1);
 
     // A client that connects and never asks: the run goes on meanwhile.
     let stuck = TcpStream::connect(address).unwrap();

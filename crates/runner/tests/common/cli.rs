@@ -68,3 +68,15 @@ pub fn wait_for(rx: &Receiver<String>, seen: &mut Vec<String>, wanted: impl Fn(&
     }
     panic!("the run never printed what was waited for; it printed:\n{}", seen.join("\n"));
 }
+
+/// N of a `--progress frames` line `written N/TOTAL frames`; `None` for every other line, the
+/// `written per stream: ...` line printed before it among them.
+pub fn written_count(line: &str) -> Option<u64> {
+    line.strip_prefix("written ")?.strip_suffix(" frames")?.split_once('/')?.0.parse().ok()
+}
+
+/// Lines from `rx` (kept in `seen`) until the run (`--progress frames`) reports at least
+/// `frames` frames written; returns that line.
+pub fn wait_for_written(rx: &Receiver<String>, seen: &mut Vec<String>, frames: u64) -> String {
+    wait_for(rx, seen, |line| written_count(line).is_some_and(|n| n >= frames))
+}
