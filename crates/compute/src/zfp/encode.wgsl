@@ -11,8 +11,9 @@
 // zfp's 64-bit stream words. The steps follow zfp's src/template/encode*.c; the comments name
 // the functions there.
 //
-// `stream` must be zeroed before the pass: a word that two blocks share is written with
-// atomicOr by both; the words a block owns alone are stored.
+// `stream` must be zeroed before the pass: every word is ORed into it (atomicOr). A word that
+// two blocks share takes bits from both; the words a block owns alone are ORed too, which
+// spares the writer a branch.
 
 struct Params {
     // The field's cells per axis (1 along absent axes), its element strides, its first element.
@@ -37,49 +38,41 @@ const NBMASK: u32 = 0xaaaaaaaau;
 // ---- the bit writer (bitstream.c: stream_write_bits, least significant bit first) ----
 //
 // Zero bits are not written: the stream is cleared before the pass, so a run of zeros only
-// moves the writer on (`skip`), and a block's padding costs nothing. Few call sites, each
-// branching once: shader compilers for SIMD CPUs (lavapipe) and GPUs run both sides of a
-// branch any lane takes, so the per-bit branches of a scalar writer cost every lane.
+// moves the writer on, and a block's padding costs nothing. A group of invocations runs a
+// store that any of its lanes reaches for all of them (lavapipe stores lane by lane, a GPU's
+// lanes diverge), so each loop of the plane coder stores through a single `write` per
+// iteration, of up to 64 bits: a group's test bit, zeros and one-bit, or a plane's first bits.
 
 var<private> word_index: u32;
 var<private> word_bits: u32;
 var<private> word_fill: u32;
-// The word being filled holds bits of the block before this one.
-var<private> word_shared: bool;
 
-// Stores the word being filled and moves to the one `words` (1 or more) after it.
-fn put_word(words: u32) {
-    if (word_shared) {
-        atomicOr(&stream[word_index], word_bits);
-    } else {
-        atomicStore(&stream[word_index], word_bits);
-    }
-    word_shared = false;
-    word_index += words;
-    word_bits = 0u;
+// The low `n` (0 ..= 64) bits of `value`.
+fn low_bits(value: vec2<u32>, n: u32) -> vec2<u32> {
+    // WGSL takes shift amounts modulo 32: the selects keep the shifts of 32 and more out.
+    let x = select(value.x & ((1u << n) - 1u), value.x, n >= 32u);
+    let y = select(value.y & ((1u << (n - 32u)) - 1u), value.y, n >= 64u);
+    return vec2<u32>(x, select(y, 0u, n <= 32u));
 }
 
-// Writes the low `n` (0 ..= 32) bits of `value`.
-fn write_bits(value: u32, n: u32) {
-    let v = value & select((1u << n) - 1u, 0xffffffffu, n >= 32u);
+// Writes the low `n` (0 ..= 64) bits of `value` after the `word_fill` (0 ..= 31) bits of the
+// word being filled, and ORs the one or two words this completes into the stream.
+fn write(value: vec2<u32>, n: u32) {
+    let v = low_bits(value, n);
     let fill = word_fill;
-    word_bits |= v << fill;
+    let carry = select(v >> vec2<u32>(32u - fill), vec2<u32>(0u), fill == 0u);
+    let words = array<u32, 3>(word_bits | (v.x << fill), carry.x | (v.y << fill), carry.y);
     let total = fill + n;
-    word_fill = total % 32u;
-    if (total >= 32u) {
-        put_word(1u);
-        // The bits that did not fit (none when the word was empty).
-        word_bits = select(v >> (32u - fill), 0u, fill == 0u);
+    let full = total / 32u;
+    if (full > 0u) {
+        atomicOr(&stream[word_index], words[0]);
+        if (full > 1u) {
+            atomicOr(&stream[word_index + 1u], words[1]);
+        }
     }
-}
-
-// Writes `n` zero bits.
-fn skip(n: u32) {
-    let total = word_fill + n;
+    word_index += full;
     word_fill = total % 32u;
-    if (total >= 32u) {
-        put_word(total / 32u);
-    }
+    word_bits = select(select(words[0], words[1], full == 1u), words[2], full == 2u);
 }
 
 // ---- gathering a block (encode1.c .. encode3.c: gather, gather_partial, pad_block) ----
@@ -139,30 +132,27 @@ fn quantize(bits: u32, ebits: u32) -> i32 {
 
 // ---- embedded coding of the bit planes (encode.c: encode_few_ints, rate-constrained) ----
 
-// `plane` shifted right by `s` (0 ..= 64) bits.
-fn shift_plane(plane: vec2<u32>, s: u32) -> vec2<u32> {
+// `plane` without its low `n` (0 ..= 64) bits.
+fn above(plane: vec2<u32>, n: u32) -> vec2<u32> {
     // WGSL takes shift amounts modulo 32: the selects keep the shifts of 32 and more out.
-    let low = (plane.x >> s) | select(plane.y << (32u - s), 0u, s == 0u);
-    let high = select(0u, plane.y >> (s - 32u), s < 64u);
-    return select(vec2<u32>(high, 0u), vec2<u32>(low, plane.y >> s), s < 32u);
+    let low = select(plane.x & ~((1u << n) - 1u), 0u, n >= 32u);
+    let high = select(plane.y & ~((1u << (n - 32u)) - 1u), plane.y, n < 32u);
+    return vec2<u32>(low, select(high, 0u, n >= 64u));
 }
 
-// Writes the low `m` (0 ..= 64) bits of `plane`.
-fn write_plane_bits(plane: vec2<u32>, m: u32) {
-    write_bits(plane.x, min(m, 32u));
-    if (m > 32u) {
-        write_bits(plane.y, m - 32u);
-    }
+// `plane` without its lowest one-bit.
+fn without_lowest_one(plane: vec2<u32>) -> vec2<u32> {
+    return select(vec2<u32>(0u, plane.y & (plane.y - 1u)), vec2<u32>(plane.x & (plane.x - 1u), plane.y), plane.x != 0u);
 }
 
-// The position of the lowest one-bit of a non-zero plane.
+// The position of the lowest one-bit of `plane`; 64 for an empty one.
 fn lowest_one(plane: vec2<u32>) -> u32 {
     return select(32u + countTrailingZeros(plane.y), countTrailingZeros(plane.x), plane.x != 0u);
 }
 
 // zfp's bit-plane coder with `maxbits` bits to spend, on the planes above. Its unary scans
 // (a group test, then a zero per coefficient until a one) are written a group at a time: the
-// test's one-bit, the zeros up to the plane's lowest one-bit, and that one-bit, cut where
+// test's one-bit, the zeros up to the next one-bit of the plane, and that one-bit, cut where
 // zfp's loop stops (its budget, or the last coefficient, whose one-bit is implied).
 fn encode_planes(c: array<u32, SIZE>, maxbits: u32) {
     var bits = maxbits;
@@ -170,36 +160,33 @@ fn encode_planes(c: array<u32, SIZE>, maxbits: u32) {
     var k = 32u;
     while (bits > 0u && k > 0u) {
         k -= 1u;
-        var x = plane(c, k);
+        let x = plane(c, k);
         // step 2: the first n bits as they are
         let m = min(n, bits);
         bits -= m;
-        write_plane_bits(x, m);
-        x = shift_plane(x, m);
-        // step 3: unary run-length code of the rest, a group per iteration
+        write(x, m);
+        // step 3: unary run-length code of the rest, a group per iteration (the loop does
+        // not start when the budget ran out above, m < n)
+        var rest = above(x, n);
         while (bits > 0u && n < SIZE) {
             bits -= 1u;
-            if (x.x == 0u && x.y == 0u) {
-                // the group test fails: the plane is done
-                skip(1u);
-                break;
-            }
+            // An empty rest fails the group test: a zero, and the plane is done.
+            let empty = rest.x == 0u && rest.y == 0u;
+            let gap = lowest_one(rest) - n;
             let limit = min(SIZE - 1u - n, bits);
-            let t = lowest_one(x);
-            let one = select(0u, 1u, t < limit);
-            let zeros = min(t, limit);
+            let one = select(0u, 1u, gap < limit);
+            let zeros = select(min(gap, limit), 0u, empty);
             // the test's one, `zeros` zeros, and the coefficient's one if the scan reached it
             let length = zeros + 1u + one;
-            if (length <= 32u) {
-                write_bits(1u | (one << (zeros + 1u)), length);
-            } else {
-                write_bits(1u, 1u);
-                skip(zeros);
-                write_bits(one, one);
+            let high = select(vec2<u32>(0u, one << (length - 33u)), vec2<u32>(one << (length - 1u), 0u), length <= 32u);
+            write(select(high | vec2<u32>(1u, 0u), vec2<u32>(0u), empty), length);
+            if (empty) {
+                break;
             }
+            // Without the coefficient's one the scan ended: at the budget or the last coefficient.
             bits -= zeros + one;
-            x = shift_plane(x, zeros + 1u);
             n += zeros + 1u;
+            rest = without_lowest_one(rest);
         }
     }
     // encode_block pads with zeros to exactly maxbits: the cleared stream holds them.
@@ -230,7 +217,6 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     word_index = b * p.maxbits_words + start_rest / 32u;
     word_fill = start_rest % 32u;
     word_bits = 0u;
-    word_shared = word_fill != 0u;
 
     // All zeros: a single zero bit, padded to maxbits, which the cleared stream holds.
     if (largest != 0u) {
@@ -238,7 +224,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         // exponent field + 1 (subnormals clamp to emax = -126, i.e. 1). Written with its flag.
         // An infinity's frexp (glibc) gives exponent 0: emax = 0, as exponent field 126.
         let ebits = select(largest >> 23u, 126u, largest == 0x7f800000u);
-        write_bits(2u * (ebits + 1u) + 1u, 9u);
+        write(vec2<u32>(2u * (ebits + 1u) + 1u, 0u), 9u);
         // fwd_cast, fwd_xform and fwd_order (`coefficients`, written out per rank by `unrolled.rs`)
         encode_planes(coefficients(raw, ebits), p.maxbits - 9u);
     }
