@@ -5,7 +5,8 @@
 //! zfp C library, the halo exchange against the whole grid), and the benchmarks whose goals
 //! are judged on a GPU: the kernels against the shader copy's bandwidth (`bench kernel
 //! --roofline --large`), the analysis's cost at 64³ and 128³ (`bench analysis-cost`), ZFP
-//! encoded on the device at 256³ (`bench zfp-device`), the raw sink against a plain write loop
+//! encoded on the device at 256³ (`bench zfp-device`) and its encoder alone against the zfp C
+//! library and the memory's bandwidth (`bench zfp-encoder`), the raw sink against a plain write loop
 //! (`bench peers posix`), and the tutorial's run against gs-mpiio on every core (`bench peers
 //! gs-mpiio`, where MPI is installed).
 //!
@@ -162,6 +163,11 @@ fn benchmarks(args: &Args) -> Vec<Bench> {
         "gpu-zfp-device".to_owned(),
         "ZFP rate 8 on the device",
         format!("bench zfp-device --rate 8 --edge {edge} --frames {frames} --reps {zfp_reps} --out {scratch}"),
+    ));
+    all.push(bench(
+        "gpu-zfp-encoder".to_owned(),
+        "the ZFP encoder against zfp_compress and the copy bandwidth",
+        format!("bench zfp-encoder --rate 8 --edge {edge} --reps {reps}"),
     ));
     let frames = if q { 8 } else { 128 };
     all.push(bench(

@@ -71,6 +71,9 @@ pub enum Bench {
     /// ZFP fixed rate encoded on the GPU against the same rate by HDF5's filter on the host
     /// and against no compression
     ZfpDevice(ZfpDevice),
+    /// The device's ZFP encoder alone against the zfp C library on one host core, and against
+    /// the adapter's copy bandwidth
+    ZfpEncoder(ZfpEncoder),
     /// The Python package against the Rust paths: Pipeline.frames() against the binary, a
     /// numpy sink against the raw sink, and the copies into the numpy array
     Python(Python),
@@ -495,6 +498,21 @@ pub struct ZfpDevice {
     pub report: Report,
 }
 
+/// `bench zfp-encoder`.
+#[derive(Debug, Clone, Args)]
+pub struct ZfpEncoder {
+    /// ZFP's fixed rate, bits per value (1 to 32)
+    #[arg(long, value_name = "BITS", default_value = "8", value_parser = zfp_rate)]
+    pub rate: ZfpRate,
+    /// Cells along each edge of the 3-D field
+    #[arg(long, value_name = "L", default_value_t = 64, value_parser = at_least_one::<usize>)]
+    pub edge: usize,
+    #[command(flatten)]
+    pub devices: Devices,
+    #[command(flatten)]
+    pub report: Report,
+}
+
 /// `bench python`.
 #[derive(Debug, Clone, Args)]
 pub struct Python {
@@ -524,11 +542,12 @@ pub struct Python {
 }
 
 impl Bench {
-    /// Whether it runs the model on the device while a writer thread works beside it: on
-    /// lavapipe, which computes on the CPU, such a bench needs `LP_NUM_THREADS=1`. The kernel
-    /// bench keeps lavapipe's threads as set, and gs-mpiio's comparison gives lavapipe every
-    /// core, as its ranks have.
-    pub fn shares_the_cores_with_a_writer(&self) -> bool {
+    /// Whether lavapipe, which computes on the CPU, must run on one thread
+    /// (`LP_NUM_THREADS=1`): where the model runs on the device while a writer thread works
+    /// beside it, and where the device's ZFP encoder is compared with zfp's, which runs on one
+    /// core. The kernel bench keeps lavapipe's threads as set, and gs-mpiio's comparison gives
+    /// lavapipe every core, as its ranks have.
+    pub fn wants_one_lavapipe_thread(&self) -> bool {
         match self {
             Bench::Overhead(_)
             | Bench::Overlap { .. }
@@ -538,6 +557,7 @@ impl Bench {
             | Bench::CheckpointCost(_)
             | Bench::AnalysisCost(_)
             | Bench::ZfpDevice(_)
+            | Bench::ZfpEncoder(_)
             | Bench::Python(_) => true,
             Bench::Micro(_)
             | Bench::Kernel(_)
@@ -566,6 +586,7 @@ impl Bench {
             Bench::CheckpointCost(a) => &a.report,
             Bench::AnalysisCost(a) => &a.report,
             Bench::ZfpDevice(a) => &a.report,
+            Bench::ZfpEncoder(a) => &a.report,
             Bench::Python(a) => &a.report,
             Bench::Mpi(a) => return a.json.as_ref(),
         };
@@ -696,6 +717,10 @@ mod tests {
             matches!(args("zfp-device --rate 12"), Ok(Bench::ZfpDevice(a)) if ZfpRate::new(12).is_ok_and(|r| a.rate == r))
         );
         assert!(args("zfp-device --rate 33").is_err());
+        assert!(
+            matches!(args("zfp-encoder --edge 128"), Ok(Bench::ZfpEncoder(a)) if a.edge == 128 && a.rate.bits() == 8)
+        );
+        assert!(args("zfp-encoder --rate 0").is_err());
         assert!(args("checkpoint-cost --rows 64").is_err(), "the 3-D model's size is its --edge");
     }
 

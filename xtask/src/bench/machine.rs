@@ -22,7 +22,7 @@ pub fn reexec_with_one_lavapipe_thread() -> Result<Option<ExitCode>> {
         return Ok(None);
     }
     let exe = std::env::current_exe().context("cannot find this executable to re-run it with LP_NUM_THREADS=1")?;
-    eprintln!("note: LP_NUM_THREADS is unset; re-running with LP_NUM_THREADS=1 so that lavapipe leaves a core to I/O");
+    eprintln!("note: LP_NUM_THREADS is unset; re-running with LP_NUM_THREADS=1 (lavapipe on one core)");
     let status = Command::new(&exe)
         .args(std::env::args_os().skip(1))
         .env("LP_NUM_THREADS", "1")

@@ -18,6 +18,8 @@
 //!   interval ([`checkpoint`]).
 //! - `analysis-cost`: a 3-D run with and without reductions on the device ([`analysis`]).
 //! - `zfp-device`: ZFP fixed rate encoded on the GPU vs on the host vs none ([`zfp`]).
+//! - `zfp-encoder`: the GPU's ZFP encoder alone vs zfp's on one core, and vs the memory roof
+//!   ([`zfp_encoder`]).
 //! - `python`: the Python package against the Rust paths ([`python`]).
 //! - `mpi`: weak and strong scaling of a domain split over MPI ranks ([`mpi`]).
 //!
@@ -51,6 +53,7 @@ mod stats;
 mod sweep;
 mod threads;
 mod zfp;
+mod zfp_encoder;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -67,7 +70,7 @@ type Report = Map<String, Value>;
 /// Entry point of `cargo xtask bench SUBCOMMAND`.
 pub fn main(command: BenchCommand) -> Result<ExitCode> {
     let bench = command.bench;
-    if bench.shares_the_cores_with_a_writer()
+    if bench.wants_one_lavapipe_thread()
         && let Some(code) = machine::reexec_with_one_lavapipe_thread()?
     {
         return Ok(code);
@@ -109,6 +112,7 @@ fn measure(bench: &Bench) -> Result<Report> {
         Bench::CheckpointCost(a) => run_checkpoint_cost(a, &mut report)?,
         Bench::AnalysisCost(a) => run_analysis_cost(a, &mut report)?,
         Bench::ZfpDevice(a) => run_zfp_device(a, &mut report)?,
+        Bench::ZfpEncoder(a) => run_zfp_encoder(a, &mut report)?,
         Bench::Python(a) => run_python(a, &mut report)?,
         Bench::Mpi(a) => report = mpi::run(a)?,
     }
@@ -204,6 +208,17 @@ fn run_zfp_device(a: &args::ZfpDevice, report: &mut Report) -> Result<()> {
     println!("{}", r.table);
     report.insert("zfp_device".to_owned(), r.json);
     report.insert("machine".to_owned(), machine::describe(&gpus, Some(scratch.path())));
+    Ok(())
+}
+
+/// `bench zfp-encoder`: the device's ZFP encoder alone against zfp's on the host.
+fn run_zfp_encoder(a: &args::ZfpEncoder, report: &mut Report) -> Result<()> {
+    let gpus = bench_devices(&a.devices)?;
+    let rate = wgpipe::compute::zfp::ZfpRate::new(a.rate.bits())?;
+    let r = zfp_encoder::run(&gpus[0], a.edge, rate, a.report.reps)?;
+    println!("{}", r.table);
+    report.insert("zfp_encoder".to_owned(), r.json);
+    report.insert("machine".to_owned(), machine::describe(&gpus, None));
     Ok(())
 }
 

@@ -108,12 +108,16 @@ impl Machine<'_> {
         self.0.get("cpus")?.as_u64()
     }
 
-    /// The machine for the at-a-glance table: the adapter (lavapipe with the cores it shares)
-    /// or, for a bench without one, the cores.
+    /// The machine for the at-a-glance table: the adapter (lavapipe with the cores it shares,
+    /// and its threads where they are not the benches' one) or, for a bench without one, the
+    /// cores.
     pub fn short(&self) -> String {
         let cpus = self.cpus().map_or("?".to_owned(), |c| c.to_string());
         match self.adapter() {
-            Some(a) if a.starts_with("llvmpipe") => format!("lavapipe, {cpus} cores"),
+            Some(a) if a.starts_with("llvmpipe") => match self.0.get("lp_num_threads").and_then(Value::as_str) {
+                Some(n) if n != "1" => format!("lavapipe on {n} threads, {cpus} cores"),
+                _ => format!("lavapipe, {cpus} cores"),
+            },
             Some(a) => a.to_owned(),
             None if self.0.is_string() => {
                 let text = self.0.as_str().unwrap_or_default();

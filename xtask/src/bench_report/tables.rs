@@ -71,6 +71,7 @@ pub fn render(kind: &str, files: &[BenchJson], glance: Option<&str>) -> Result<R
         "candidates" => kernels::candidates(one()?),
         "roofline" => kernels::roofline(one()?),
         "zfp-device" => costs::zfp_device(one()?),
+        "zfp-encoder" => kernels::zfp_encoder(one()?),
         "gs-mpiio" => costs::gs_mpiio(one()?),
         "reserve-cost" => costs::reserve_cost(some()?),
         "layout-cost" => costs::layout_cost(some()?),

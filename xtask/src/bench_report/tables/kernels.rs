@@ -218,3 +218,43 @@ pub fn roofline(f: &BenchJson) -> Result<Rendered> {
     let what = format!("shipped kernels' effective bandwidth / the adapter's copy bandwidth ({roof:.0} GB/s)");
     Ok(region(std::slice::from_ref(f), body, vec![Headline::of(f, what, format!("{lo:.0}–{hi:.0} %"))?]))
 }
+
+/// `zfp-encoder`: `bench zfp-encoder`, the device's ZFP encoder against zfp's on one core and
+/// against the adapter's copy bandwidth.
+pub fn zfp_encoder(f: &BenchJson) -> Result<Rendered> {
+    let z = "zfp_encoder";
+    let s = |key: &str| f.summary(&format!("{z}.{key}"));
+    let n = |key: &str| f.num(&format!("{z}.{key}"));
+    let roof = ["buffer_copy", "shader_copy"]
+        .iter()
+        .map(|c| s(&format!("roof_gb_per_s.{c}")).map(|x| x.median))
+        .collect::<Result<Vec<f64>>>()?
+        .into_iter()
+        .fold(0.0, f64::max);
+    let rows = vec![
+        vec![
+            "on the device (`ZfpEncoder`)".to_owned(),
+            s("device_ms_per_field")?.text(3),
+            format!("{} effective (field read, stream written)", figure(s("device_effective_gb_per_s")?)),
+        ],
+        vec![
+            "on the host (`zfp_compress`, one core)".to_owned(),
+            s("host_ms_per_field")?.text(3),
+            format!("{} (field read)", figure(s("host_gb_per_s")?)),
+        ],
+    ];
+    let ratio = s("time_ratio_device_over_host")?.text(3);
+    let body = format!(
+        "{}\nDevice / host: **{ratio}**; the device's effective bandwidth is {} of the faster device-local copy's \
+         ({roof:.1} GB/s, read plus write). The 3-D model's v at {}³ after {} steps, rate {}, {} rotations; the \
+         streams are equal byte for byte.\n",
+        table(&["encoder", "ms per field", "GB/s"], rows),
+        s("fraction_of_roof")?.text(3),
+        n("edge")?,
+        n("steps")?,
+        n("rate")?,
+        n("reps")?,
+    );
+    let what = format!("ZFP encoder at rate {}, {}³ field: device / zfp_compress on one core", n("rate")?, n("edge")?);
+    Ok(region(std::slice::from_ref(f), body, vec![Headline::of(f, what, ratio)?]))
+}
