@@ -6,9 +6,9 @@
 //! are judged on a GPU: the kernels against the shader copy's bandwidth (`bench kernel
 //! --roofline --large`), the analysis's cost at 64³ and 128³ (`bench analysis-cost`), ZFP
 //! encoded on the device at 256³ (`bench zfp-device`) and its encoder alone against the zfp C
-//! library and the memory's bandwidth (`bench zfp-encoder`), the raw sink against a plain write loop
-//! (`bench peers posix`), and the tutorial's run against gs-mpiio on every core (`bench peers
-//! gs-mpiio`, where MPI is installed).
+//! library and the memory's bandwidth (`bench zfp-encoder`), the raw sink against a plain
+//! write loop (`bench peers posix`), and the tutorial's run against gs-mpiio on every core
+//! (`bench peers gs-mpiio`, where MPI is installed).
 //!
 //! Each benchmark runs as `cargo xtask bench ...` does, in a process of its own (this same
 //! executable), and writes its JSON (`gpu-*.json`) beside the report; copied into

@@ -56,6 +56,13 @@ pub struct CopyBandwidth {
     pub shader: Vec<f64>,
 }
 
+impl CopyBandwidth {
+    /// The roof: the median of the faster copy's timings, GB/s.
+    pub fn roof(&self) -> f64 {
+        Summary::of(&self.buffer).median.max(Summary::of(&self.shader).median)
+    }
+}
+
 /// [`CopyBandwidth`] of `reps` timings each: the buffer copies, then the shader copies.
 pub fn copy_bandwidth(gpu: &GpuDevice, reps: usize) -> Result<CopyBandwidth> {
     let buffer = buffer_copy(gpu, reps)?;
@@ -86,7 +93,7 @@ fn buffer_pair(
 }
 
 /// Seconds from submitting `encoder` to the end of its work.
-fn time_submission(gpu: &GpuDevice, encoder: wgpu::CommandEncoder, what: &str) -> Result<f64> {
+pub fn time_submission(gpu: &GpuDevice, encoder: wgpu::CommandEncoder, what: &str) -> Result<f64> {
     let start = Instant::now();
     let index = gpu.queue().submit([encoder.finish()]);
     gpu.wait(index).with_context(|| format!("waiting for the {what}"))?;
@@ -165,8 +172,7 @@ fn buffer_copy(gpu: &GpuDevice, reps: usize) -> Result<Vec<f64>> {
 /// bench's `cases`) as a fraction of the roof: the median of the faster copy's timings.
 pub fn report(before: &CopyBandwidth, after: &CopyBandwidth, cases: &Value) -> (String, Value) {
     let both = |f: fn(&CopyBandwidth) -> &Vec<f64>| -> Vec<f64> { f(before).iter().chain(f(after)).copied().collect() };
-    let (buffer, shader) = (both(|c| &c.buffer), both(|c| &c.shader));
-    let roof = Summary::of(&buffer).median.max(Summary::of(&shader).median);
+    let roof = CopyBandwidth { buffer: both(|c| &c.buffer), shader: both(|c| &c.shader) }.roof();
     let mut text = String::new();
     for (label, b, a) in
         [("buffer copy", &before.buffer, &after.buffer), ("shader copy", &before.shader, &after.shader)]

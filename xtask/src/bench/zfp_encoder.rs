@@ -58,15 +58,12 @@ struct DeviceSide<'a> {
 impl DeviceSide<'_> {
     /// Seconds of one submission of `encodes` encodes, submit to finish.
     fn time(&self, encodes: u32) -> Result<f64> {
-        let device = self.gpu.device();
-        let mut encoder = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bench zfp") });
+        let mut encoder =
+            self.gpu.device().create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bench zfp") });
         for _ in 0..encodes {
             self.encoder.record(&mut encoder, &self.binding);
         }
-        let start = Instant::now();
-        let index = self.gpu.queue().submit([encoder.finish()]);
-        self.gpu.wait(index).context("waiting for the ZFP encodes")?;
-        Ok(start.elapsed().as_secs_f64())
+        roofline::time_submission(self.gpu, encoder, "ZFP encodes")
     }
 }
 
@@ -98,7 +95,7 @@ pub fn run(gpu: &GpuDevice, edge: usize, rate: ZfpRate, reps: usize) -> Result<Z
         ratio.push(pair[0] / pair[1]);
     }
     let roof = roofline::copy_bandwidth(gpu, reps)?;
-    let roof_gbps = Summary::of(&roof.buffer).median.max(Summary::of(&roof.shader).median);
+    let roof_gbps = roof.roof();
     let cells = grid.cells() as f64;
     let field_bytes = 4.0 * cells;
     let moved = field_bytes + stream.len() as f64;

@@ -47,18 +47,18 @@ var<private> word_index: u32;
 var<private> word_bits: u32;
 var<private> word_fill: u32;
 
-// The low `n` (0 ..= 64) bits of `value`.
-fn low_bits(value: vec2<u32>, n: u32) -> vec2<u32> {
+// The mask of a 64-bit value's low `n` (0 ..= 64) bits.
+fn low_mask(n: u32) -> vec2<u32> {
     // WGSL takes shift amounts modulo 32: the selects keep the shifts of 32 and more out.
-    let x = select(value.x & ((1u << n) - 1u), value.x, n >= 32u);
-    let y = select(value.y & ((1u << (n - 32u)) - 1u), value.y, n >= 64u);
+    let x = select((1u << n) - 1u, 0xffffffffu, n >= 32u);
+    let y = select((1u << (n - 32u)) - 1u, 0xffffffffu, n >= 64u);
     return vec2<u32>(x, select(y, 0u, n <= 32u));
 }
 
 // Writes the low `n` (0 ..= 64) bits of `value` after the `word_fill` (0 ..= 31) bits of the
 // word being filled, and ORs the one or two words this completes into the stream.
 fn write(value: vec2<u32>, n: u32) {
-    let v = low_bits(value, n);
+    let v = value & low_mask(n);
     let fill = word_fill;
     let carry = select(v >> vec2<u32>(32u - fill), vec2<u32>(0u), fill == 0u);
     let words = array<u32, 3>(word_bits | (v.x << fill), carry.x | (v.y << fill), carry.y);
@@ -132,14 +132,6 @@ fn quantize(bits: u32, ebits: u32) -> i32 {
 
 // ---- embedded coding of the bit planes (encode.c: encode_few_ints, rate-constrained) ----
 
-// `plane` without its low `n` (0 ..= 64) bits.
-fn above(plane: vec2<u32>, n: u32) -> vec2<u32> {
-    // WGSL takes shift amounts modulo 32: the selects keep the shifts of 32 and more out.
-    let low = select(plane.x & ~((1u << n) - 1u), 0u, n >= 32u);
-    let high = select(plane.y & ~((1u << (n - 32u)) - 1u), plane.y, n < 32u);
-    return vec2<u32>(low, select(high, 0u, n >= 64u));
-}
-
 // `plane` without its lowest one-bit.
 fn without_lowest_one(plane: vec2<u32>) -> vec2<u32> {
     return select(vec2<u32>(0u, plane.y & (plane.y - 1u)), vec2<u32>(plane.x & (plane.x - 1u), plane.y), plane.x != 0u);
@@ -167,7 +159,7 @@ fn encode_planes(c: array<u32, SIZE>, maxbits: u32) {
         write(x, m);
         // step 3: unary run-length code of the rest, a group per iteration (the loop does
         // not start when the budget ran out above, m < n)
-        var rest = above(x, n);
+        var rest = x & ~low_mask(n);
         while (bits > 0u && n < SIZE) {
             bits -= 1u;
             // An empty rest fails the group test: a zero, and the plane is done.
